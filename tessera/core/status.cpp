@@ -16,7 +16,7 @@ Status Status::error(Error code, const char* format, ...) {
   Status s(code);
   va_list args;
   va_start(args, format);
-  std::vsnprintf(s.message_, kMaxMessage, format, args);
+  std::vsnprintf(s.message_, kMaxMessage, format, args);  // truncation is intended
   va_end(args);
   return s;
 }
