@@ -23,8 +23,11 @@ Status Status::error(Error code, const char* format, ...) {
 
 Status Status::with_prefix(std::string_view prefix) const {
   Status s(code_);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-truncation"  // truncating a long message is intended
   std::snprintf(s.message_, kMaxMessage, "%.*s: %s", static_cast<int>(prefix.size()),
                 prefix.data(), message_);
+#pragma GCC diagnostic pop
   return s;
 }
 

@@ -1,0 +1,30 @@
+// Internal: loading, running and destroying a Method's delegates, and the execute loop.
+#pragma once
+
+#include "tessera/core/status.h"
+#include "tessera/ir/schema.h"
+#include "tessera/runtime/method_state.h"
+
+namespace tessera {
+class Program;
+class ExecuteOptions;
+struct LoadOptions;
+}  // namespace tessera
+
+namespace tessera::internal {
+
+/// Picks the backend for delegate instruction `ins` (retarget, fallback chain), resolves its
+/// options, and initialises it into `*out`. On failure nothing stays initialised.
+Status load_delegate(const Program& program, const fb::Method* method, const fb::Instruction* ins,
+                     const LoadOptions& options, MethodState* state, DelegateStep* out);
+
+void destroy_delegate(DelegateStep* step);
+
+/// Runs every step of the chain. `options` may be null. No heap allocation.
+Status execute_steps(MethodState* state, const ExecuteOptions* options);
+
+/// Builds the value of method value `v` (resolved sizes, data in the arena or the constants).
+Status make_value(const fb::Value* v, const Program& program, Span<const int64_t> symbols,
+                  uint8_t* arena, EValue* out);
+
+}  // namespace tessera::internal

@@ -1,0 +1,97 @@
+#include "tessera/runtime/load_options.h"
+
+#include <cstring>
+
+namespace tessera {
+namespace {
+
+Status copy_name(std::string_view name, char (&out)[LoadOptions::kMaxName], const char* what) {
+  if (name.empty() || name.size() >= LoadOptions::kMaxName) {
+    return Status::error(Error::InvalidArgument, "%s name '%.*s' must be 1 to %zu characters",
+                         what, static_cast<int>(name.size() > 64 ? 64 : name.size()), name.data(),
+                         LoadOptions::kMaxName - 1);
+  }
+  std::memcpy(out, name.data(), name.size());
+  out[name.size()] = '\0';
+  return Status::ok();
+}
+
+}  // namespace
+
+Status LoadOptions::set_dim(std::string_view name, int64_t value) {
+  for (size_t i = 0; i < num_dims_; ++i) {
+    if (name == dims_[i].name) {
+      return Status::error(Error::InvalidArgument, "dim '%s' given twice", dims_[i].name);
+    }
+  }
+  if (num_dims_ == kMaxDims) {
+    return Status::error(Error::InvalidArgument, "more than %zu dims given", kMaxDims);
+  }
+  TESSERA_RETURN_IF_ERROR(copy_name(name, dims_[num_dims_].name, "dim"));
+  dims_[num_dims_++].value = value;
+  return Status::ok();
+}
+
+Status LoadOptions::add_retarget(std::string_view from, std::string_view to) {
+  for (size_t i = 0; i < num_retargets_; ++i) {
+    if (from == retargets_[i].from) {
+      return Status::error(Error::InvalidArgument, "backend '%s' retargeted twice",
+                           retargets_[i].from);
+    }
+  }
+  if (num_retargets_ == kMaxRetargets) {
+    return Status::error(Error::InvalidArgument, "more than %zu retargets", kMaxRetargets);
+  }
+  Retarget r;
+  TESSERA_RETURN_IF_ERROR(copy_name(from, r.from, "backend"));
+  TESSERA_RETURN_IF_ERROR(copy_name(to, r.to, "backend"));
+  retargets_[num_retargets_++] = r;
+  return Status::ok();
+}
+
+Status LoadOptions::set_fallback(std::string_view list) {
+  char parsed[kMaxFallback][kMaxName] = {};
+  size_t n = 0;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (n == kMaxFallback) {
+      return Status::error(Error::InvalidArgument, "fallback chain longer than %zu", kMaxFallback);
+    }
+    TESSERA_RETURN_IF_ERROR(copy_name(item, parsed[n], "fallback backend"));
+    for (size_t i = 0; i < n; ++i) {
+      if (item == parsed[i]) {
+        return Status::error(Error::InvalidArgument, "backend '%s' appears twice in the fallback chain",
+                             parsed[i]);
+      }
+    }
+    ++n;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+    if (list.empty()) return Status(Error::InvalidArgument, "fallback chain ends with a comma");
+  }
+  std::memcpy(fallback_, parsed, sizeof parsed);
+  num_fallback_ = n;
+  return Status::ok();
+}
+
+bool LoadOptions::find_dim(std::string_view name, int64_t* value) const {
+  for (size_t i = 0; i < num_dims_; ++i) {
+    if (name == dims_[i].name) {
+      *value = dims_[i].value;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view LoadOptions::retarget_of(std::string_view backend) const {
+  for (size_t i = 0; i < num_retargets_; ++i) {
+    if (backend == retargets_[i].from) return retargets_[i].to;
+  }
+  return backend;
+}
+
+}  // namespace tessera

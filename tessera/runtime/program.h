@@ -1,0 +1,58 @@
+// Program: a verified program file. Create with Program::load; then load_method() any number of
+// times, from any thread (a Program is immutable once loaded).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tessera/core/memory_manager.h"
+#include "tessera/core/result.h"
+#include "tessera/core/span.h"
+#include "tessera/ir/schema.h"
+#include "tessera/runtime/data_loader.h"
+
+namespace tessera {
+
+class Method;
+struct LoadOptions;
+
+/// Largest activation arena a program may ask for; larger is rejected as hostile.
+inline constexpr uint64_t kMaxArenaBytes = uint64_t{1} << 36;
+
+class Program {
+ public:
+  /// Verifies the file (FlatBuffers verifier, then every index, offset, size, shape, alignment
+  /// and bound). `loader` is borrowed and must outlive the Program and every Method from it.
+  /// Errors: InvalidProgram (wrong magic, malformed or inconsistent content), Truncated (the file
+  /// ends before a section it declares), NotSupported (a newer format version), InvalidArgument
+  /// (a buffer not aligned to 64 bytes). The message says which check failed and where.
+  static Result<Program> load(const DataLoader* loader);
+
+  size_t num_methods() const;
+  /// Name of method `index`; NotFound past the end.
+  Result<std::string_view> method_name(size_t index) const;
+
+  /// Loads method `name`: resolves symbolic dims and backend options, prepares kernels and
+  /// initialises delegates. `memory` is borrowed and must outlive the Method; nullptr lets the
+  /// Method own heap memory. Errors name the method, delegate, backend or option concerned.
+  Result<Method> load_method(std::string_view name, MemoryManager* memory,
+                             const LoadOptions& options) const;
+  Result<Method> load_method(std::string_view name, MemoryManager* memory = nullptr) const;
+
+  /// Bytes of constant `index` (in the mapped file); empty if out of range.
+  Span<const uint8_t> constant(int index) const;
+  /// The verified FlatBuffer root (for tools and backends that read the IR).
+  const fb::Program* flatbuffer() const { return program_; }
+  const fb::Method* find_method(std::string_view name) const;
+  uint32_t version() const { return program_->version(); }
+
+ private:
+  Program(Span<const uint8_t> data, const fb::Program* program)
+      : data_(data), program_(program) {}
+
+  Span<const uint8_t> data_;
+  const fb::Program* program_;
+};
+
+}  // namespace tessera

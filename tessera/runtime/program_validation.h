@@ -1,0 +1,21 @@
+// Semantic checks of a program's FlatBuffer, beyond what the FlatBuffers verifier covers.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/core/status.h"
+#include "tessera/ir/schema.h"
+
+namespace tessera::internal {
+
+/// Every method, value, instruction, delegate and payload graph of `program`, against a file of
+/// `file_size` bytes whose FlatBuffer occupies the first `fb_end` bytes.
+Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t fb_end);
+
+/// A delegate payload graph whose constants index `program`'s constant table.
+Status validate_graph(const fb::Graph* graph, const fb::Program* program, const char* where);
+
+/// Bytes of a tensor value at its dims' stored upper bounds; false on overflow or a bad dtype.
+bool tensor_max_nbytes(const fb::Value* value, uint64_t* out);
+
+}  // namespace tessera::internal

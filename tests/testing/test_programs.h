@@ -1,0 +1,78 @@
+// Small programs built with ProgramBuilder, shared by the runtime, backend and tool tests.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "tessera/ir/program_builder.h"
+
+namespace tessera::testing {
+
+/// A 64-byte aligned copy of a program, for BufferDataLoader.
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(const std::vector<uint8_t>& bytes)
+      : size_(bytes.size()),
+        data_(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64 + 64))) {
+    if (size_) std::copy(bytes.begin(), bytes.end(), data_.get());
+  }
+  uint8_t* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  size_t size_;
+  std::unique_ptr<uint8_t, Free> data_;
+};
+
+/// forward(x: float32[batch, 4]) = relu(x + bias) * scale, with bias and scale constants.
+/// `symbolic` makes batch a symbol with bounds [1, 8]; otherwise batch is 2.
+inline ir::ProgramBuilder add_relu_mul_program(bool symbolic = false) {
+  ir::ProgramBuilder pb;
+  const float bias[4] = {-1.0f, 0.5f, 2.0f, -3.0f};
+  const float scale[4] = {2.0f, 2.0f, 0.5f, 1.0f};
+  int cb = pb.add_constant(bias, sizeof bias);
+  int cs = pb.add_constant(scale, sizeof scale);
+  ir::MethodBuilder& m = pb.add_method("forward");
+  ir::Dim batch = 2;
+  if (symbolic) batch = ir::Dim::symbol(m.add_symbol("batch", 1, 8), 8);
+  int x = m.add_input("x", ScalarType::Float32, {batch, 4});
+  int b = m.add_constant_tensor("bias", ScalarType::Float32, {4}, cb);
+  int s = m.add_constant_tensor("scale", ScalarType::Float32, {4}, cs);
+  int t = m.add_tensor("t", ScalarType::Float32, {batch, 4});
+  int y = m.add_tensor("y", ScalarType::Float32, {batch, 4});
+  ir::Node add;
+  add.op = fb::OpType::Add;
+  add.name = "add";
+  add.inputs = {x, b};
+  add.outputs = {t};
+  add.activation = fb::Activation::Relu;
+  m.add_kernel(add);
+  ir::Node mul;
+  mul.op = fb::OpType::Mul;
+  mul.name = "mul";
+  mul.inputs = {t, s};
+  mul.outputs = {y};
+  m.add_kernel(mul);
+  m.add_output(y);
+  if (!m.plan_memory().is_ok()) std::abort();
+  return pb;
+}
+
+/// Expected output of add_relu_mul_program for one row.
+inline void add_relu_mul_reference(const float* x, float* y, int64_t rows) {
+  const float bias[4] = {-1.0f, 0.5f, 2.0f, -3.0f};
+  const float scale[4] = {2.0f, 2.0f, 0.5f, 1.0f};
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int c = 0; c < 4; ++c) {
+      float v = x[r * 4 + c] + bias[c];
+      y[r * 4 + c] = (v > 0 ? v : 0) * scale[c];
+    }
+  }
+}
+
+}  // namespace tessera::testing
