@@ -1,0 +1,62 @@
+#include "tessera/backend/context.h"
+
+#include <cstdio>
+
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/global_options.h"
+#include "tessera/backend/suggest.h"
+
+namespace tessera {
+
+Result<int64_t> BackendInitContext::symbol_value(std::string_view name) const {
+  for (const SymbolValue& s : params_.symbols) {
+    if (s.name == name) return s.value;
+  }
+  Suggester suggester(name);
+  char known[128] = {};
+  for (size_t i = 0; i < params_.symbols.size(); ++i) {
+    suggester.consider(params_.symbols[i].name);
+    if (i > 0) append_text(known, sizeof known, ", ");
+    append_text(known, sizeof known, params_.symbols[i].name);
+  }
+  if (params_.symbols.empty()) append_text(known, sizeof known, "none");
+  char hint[96] = {};
+  if (!suggester.best().empty()) {
+    std::snprintf(hint, sizeof hint, "did you mean '%.*s'?; ",
+                  static_cast<int>(suggester.best().size()), suggester.best().data());
+  }
+  return Status::error(Error::NotFound, "%.*s: no symbolic dim '%.*s' (%sknown: %s)",
+                       static_cast<int>(delegate_id().size()), delegate_id().data(),
+                       static_cast<int>(name.size()), name.data(), hint, known);
+}
+
+Result<Span<const uint8_t>> BackendInitContext::constant(uint32_t index) const {
+  if (params_.constants.fn == nullptr) {
+    return Status::error(Error::NotSupported, "%.*s: the runtime provided no constant data",
+                         static_cast<int>(delegate_id().size()), delegate_id().data());
+  }
+  return params_.constants.fn(params_.constants.context, index);
+}
+
+const DeviceInfo& BackendInitContext::device_info() const {
+  return params_.device_info != nullptr ? *params_.device_info : DeviceInfo::get();
+}
+
+Status BackendInitContext::mark_backend_initialized(std::string_view reason) const {
+  char text[160];
+  if (reason.empty()) {
+    std::snprintf(text, sizeof text, "first delegate load: method '%.*s', delegate '%.*s'",
+                  static_cast<int>(method_name().size()), method_name().data(),
+                  static_cast<int>(delegate_id().size()), delegate_id().data());
+    reason = text;
+  }
+  return tessera::mark_backend_initialized(backend_name(), reason, params_.options);
+}
+
+OptionSource BackendExecutionContext::source(std::string_view key) const {
+  if (execute_.find(key, hash_option_key(key)) != nullptr) return OptionSource::Execute;
+  int i = resolved_->find(key);
+  return i < 0 ? OptionSource::Default : resolved_->source(static_cast<size_t>(i));
+}
+
+}  // namespace tessera

@@ -1,0 +1,175 @@
+// The context objects passed to a backend: BackendInitContext (per delegate init),
+// BackendExecutionContext (per execute call) and BackendOptionContext (global option hooks).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "tessera/backend/execute_options.h"
+#include "tessera/backend/option_key.h"
+#include "tessera/backend/profile_buffer.h"
+#include "tessera/backend/resolved_options.h"
+#include "tessera/core/memory_allocator.h"
+#include "tessera/core/result.h"
+#include "tessera/core/span.h"
+#include "tessera/core/status.h"
+
+namespace tessera {
+
+struct DeviceInfo;
+
+/// The value of one symbolic dim at load ("batch" = 4). `name` is borrowed.
+struct SymbolValue {
+  std::string_view name;
+  int64_t value;
+};
+
+/// Gives a backend the bytes of a program constant (weights) by index, normally in place in the
+/// mapped program. The returned bytes live as long as the Program.
+struct ConstantSource {
+  Result<Span<const uint8_t>> (*fn)(void* context, uint32_t index) = nullptr;
+  void* context = nullptr;
+};
+
+/// What BackendInterface::init gets. Built by the runtime for one init call; every pointer and
+/// view in it is borrowed and valid only during that call.
+class BackendInitContext {
+ public:
+  struct Params {
+    MemoryAllocator* method_allocator = nullptr;  // load-time memory the delegate may keep
+    const ResolvedOptions* options = nullptr;     // required; names backend and delegate id
+    std::string_view method_name;
+    Span<const SymbolValue> symbols;  // concrete values of the program's symbolic dims
+    ConstantSource constants;
+    const DeviceInfo* device_info = nullptr;  // null: DeviceInfo::get()
+  };
+
+  explicit BackendInitContext(const Params& params) : params_(params) {}
+
+  /// The delegate's validated effective options (compile specs, global, load and delegate
+  /// scopes applied).
+  const ResolvedOptions& options() const { return *params_.options; }
+
+  /// Typed read of a resolved option; errors as ResolvedOptions::get.
+  template <OptionValueType T>
+  Result<T> get(const OptionKey<T>& key) const {
+    return params_.options->get(key);
+  }
+
+  /// ExecuTorch-style read by key. T is bool, int64_t, double, std::string_view, EnumValue, or
+  /// for convenience int (OptionOutOfRange if the value does not fit) and const char* (the
+  /// terminated string or enum choice). NotFound for a key outside the schema,
+  /// OptionTypeMismatch for another type.
+  template <typename T>
+  Result<T> get_runtime_spec(std::string_view key) const;
+
+  /// Value of symbolic dim `name`; NotFound listing the known symbols.
+  Result<int64_t> symbol_value(std::string_view name) const;
+  Span<const SymbolValue> symbols() const { return params_.symbols; }
+
+  /// Bytes of program constant `index`; NotSupported if the runtime gave no constant source.
+  Result<Span<const uint8_t>> constant(uint32_t index) const;
+
+  MemoryAllocator* method_allocator() const { return params_.method_allocator; }
+  const DeviceInfo& device_info() const;
+  std::string_view backend_name() const { return params_.options->backend(); }
+  std::string_view delegate_id() const { return params_.options->delegate_id(); }
+  std::string_view method_name() const { return params_.method_name; }
+
+  /// Declares that the backend has now created its shared state: from here on its init-only
+  /// options are locked at their current effective values. Idempotent (the first reason is
+  /// kept). Default reason: "first delegate load: method '<m>', delegate '<id>'".
+  Status mark_backend_initialized(std::string_view reason = {}) const;
+
+ private:
+  Params params_;
+};
+
+/// What BackendInterface::execute gets, per call. Pointers are borrowed for the call.
+class BackendExecutionContext {
+ public:
+  /// @param resolved  the delegate's load-time options (required)
+  /// @param execute   this call's execute-scoped options for the backend, already validated
+  /// @param profile   where report_event writes; may be null (events are then dropped)
+  BackendExecutionContext(const ResolvedOptions* resolved, ExecuteOptionView execute = {},
+                          ProfileBuffer* profile = nullptr,
+                          MemoryAllocator* temp_allocator = nullptr)
+      : resolved_(resolved),
+        execute_(execute),
+        profile_(profile),
+        temp_allocator_(temp_allocator) {}
+
+  /// This call's value of `key` if given at execute scope, else the load-resolved value. No
+  /// heap; errors as ResolvedOptions::get.
+  template <OptionValueType T>
+  Result<T> get(const OptionKey<T>& key) const {
+    if (!execute_.empty()) {
+      if (const BackendOption* o = execute_.find(key.view(), key.hash)) {
+        if (o->type() == OptionTypeOf<T>::value) return o->template value_as<T>();
+      }
+    }
+    return resolved_->get(key);
+  }
+  /// Where the value get(key) returns comes from; Default for an unknown key.
+  OptionSource source(std::string_view key) const;
+
+  /// Records a timed event (name copied) into the caller's ProfileBuffer, if any.
+  void report_event(const char* name, double ms) {
+    if (profile_ != nullptr) profile_->add(name, ms);
+  }
+
+  const ResolvedOptions& options() const { return *resolved_; }
+  ExecuteOptionView execute_options() const { return execute_; }
+  /// Scratch memory for this call; may be null.
+  MemoryAllocator* temp_allocator() const { return temp_allocator_; }
+
+ private:
+  const ResolvedOptions* resolved_;
+  ExecuteOptionView execute_;
+  ProfileBuffer* profile_;
+  MemoryAllocator* temp_allocator_;
+};
+
+/// Passed to BackendInterface::set_option/get_option hooks. Holds little now; new fields can
+/// arrive without changing the hook signatures.
+class BackendOptionContext {
+ public:
+  explicit BackendOptionContext(std::string_view backend_name) : backend_name_(backend_name) {}
+  std::string_view backend_name() const { return backend_name_; }
+
+ private:
+  std::string_view backend_name_;
+};
+
+// ----------------------------------------------------------------------------------------------
+// Inline details.
+
+template <typename T>
+Result<T> BackendInitContext::get_runtime_spec(std::string_view key) const {
+  const ResolvedOptions& o = *params_.options;
+  int i = o.find(key);
+  if (i < 0) return o.not_found(key);
+  const size_t index = static_cast<size_t>(i);
+  if constexpr (std::is_same_v<T, int>) {
+    TESSERA_ASSIGN_OR_RETURN(int64_t v, o.typed<int64_t>(index));
+    if (v < INT32_MIN || v > INT32_MAX) {
+      return Status::error(Error::OptionOutOfRange, "%s: option '%.*s' = %lld does not fit int",
+                           o.backend().data(), static_cast<int>(key.size()), key.data(),
+                           static_cast<long long>(v));
+    }
+    return static_cast<int>(v);
+  } else if constexpr (std::is_same_v<T, const char*>) {
+    const BackendOption& opt = o.option(index);
+    if (opt.type() != OptionType::String && opt.type() != OptionType::Enum) {
+      return o.type_mismatch(index, OptionType::String);
+    }
+    return opt.string_c_str();
+  } else {
+    static_assert(OptionValueType<T>, "get_runtime_spec<T>: unsupported T");
+    return o.typed<T>(index);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,30 @@
+#include "tessera/backend/interface.h"
+
+namespace tessera {
+
+BackendInterface::~BackendInterface() = default;
+
+Span<const OptionSpec> BackendInterface::option_schema() const {
+  return {};
+}
+
+bool BackendInterface::supports_op(const OpView&) const {
+  return false;
+}
+
+Result<Payload> BackendInterface::preprocess(const SubgraphView&, Span<const CompileSpec>) const {
+  return Status(Error::NotSupported,
+                "backend has no preprocess of its own; store the portable graph IR instead");
+}
+
+void BackendInterface::destroy(DelegateHandle*) const {}
+
+Status BackendInterface::set_option(BackendOptionContext&, Span<const BackendOption>) {
+  return Status::ok();
+}
+
+Status BackendInterface::get_option(BackendOptionContext&, Span<BackendOption>) {
+  return Status::ok();
+}
+
+}  // namespace tessera

@@ -1,0 +1,86 @@
+// BackendInterface: what every backend implements (see DESIGN.md, "Backend interface").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/backend/compile_spec.h"
+#include "tessera/backend/freeable_buffer.h"
+#include "tessera/backend/op_view.h"
+#include "tessera/backend/option_schema.h"
+#include "tessera/backend/option_value.h"
+#include "tessera/core/evalue.h"
+#include "tessera/core/result.h"
+#include "tessera/core/span.h"
+#include "tessera/core/status.h"
+
+namespace tessera {
+
+class BackendInitContext;
+class BackendExecutionContext;
+class BackendOptionContext;
+
+/// A backend's per-delegate state, opaque to the runtime: the backend allocates it, converts
+/// with to_handle/from_handle, and destroys it in destroy().
+struct DelegateHandle;
+
+template <typename T>
+DelegateHandle* to_handle(T* state) {
+  return reinterpret_cast<DelegateHandle*>(state);
+}
+template <typename T>
+T* from_handle(DelegateHandle* handle) {
+  return reinterpret_cast<T*>(handle);
+}
+
+/// A delegate's compiled bytes, produced AOT by preprocess (heap allowed: compiler side).
+using Payload = std::vector<uint8_t>;
+
+/// A backend. Const methods may be called from several threads at once (different delegates
+/// load and execute concurrently); set_option/get_option are serialised per backend by the
+/// framework.
+class BackendInterface {
+ public:
+  virtual ~BackendInterface();
+
+  /// Whether the backend can run on this machine (device present, library loadable).
+  virtual bool is_available() const = 0;
+
+  /// Every option the backend accepts. Must return the same static array on every call.
+  /// Default: no options.
+  virtual Span<const OptionSpec> option_schema() const;
+
+  /// Whether the backend can run `op` (used by the AOT partitioner). Default: false.
+  virtual bool supports_op(const OpView& op) const;
+
+  /// AOT: encodes a subgraph into this backend's payload. Default: NotSupported (the compiler
+  /// then stores the portable graph IR).
+  virtual Result<Payload> preprocess(const SubgraphView& subgraph,
+                                     Span<const CompileSpec> compile_specs) const;
+
+  /// Creates the state for one delegate. `context` carries the validated, resolved options
+  /// (compile specs already applied) and must not be kept after return; `payload` may be freed
+  /// by the backend once it no longer needs it. Compile specs are passed raw for backends that
+  /// read keys outside their schema.
+  virtual Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
+                                       Span<const CompileSpec> compile_specs) const = 0;
+
+  /// Runs one delegate. `args` are the delegate's inputs followed by its outputs; the runtime
+  /// has set their data and sizes and the backend writes outputs in place.
+  virtual Status execute(BackendExecutionContext& context, DelegateHandle* handle,
+                         Span<EValue*> args) const = 0;
+
+  /// Releases a handle returned by init. Default: nothing.
+  virtual void destroy(DelegateHandle* handle) const;
+
+  /// Hook called with global options after the framework validated them (Global scope, all of
+  /// one set_option call). Return an error to reject the whole set. Called with the backend's
+  /// option lock held: must not call set_option/get_option. Default: accept.
+  virtual Status set_option(BackendOptionContext& context, Span<const BackendOption> options);
+
+  /// Hook called after the framework filled `options` with the stored global values (or
+  /// defaults); a backend may overwrite them with live values. Default: nothing.
+  virtual Status get_option(BackendOptionContext& context, Span<BackendOption> options);
+};
+
+}  // namespace tessera

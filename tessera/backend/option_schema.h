@@ -1,0 +1,193 @@
+// OptionSpec: how a backend declares one option (type, default, range or choices, scopes,
+// init-only, doc). A backend's schema is a constexpr array of them:
+//
+//   static constexpr const char* kDeviceChoices[] = {"cpu", "gpu"};
+//   static constexpr OptionSpec kSchema[] = {
+//       OptionSpec::integer("num_threads", 0, 0, 256, kLoadScopes | OptionScope::Execute,
+//                           "Worker threads; 0 = auto (performance cores)"),
+//       OptionSpec::enumeration("device_type", "gpu", kDeviceChoices, kInitScopes,
+//                               "Device kind to run on").init_only(),
+//   };
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include "tessera/backend/option_key.h"
+#include "tessera/backend/option_type.h"
+#include "tessera/backend/option_value.h"
+#include "tessera/core/span.h"
+#include "tessera/core/status.h"
+
+namespace tessera {
+
+/// Where an option value may come from. Each is one bit of a Scopes mask.
+enum class OptionScope : uint8_t {
+  CompileSpec = 1u << 0,  // baked into the program AOT
+  Global = 1u << 1,       // set_option(backend, ...)
+  Load = 1u << 2,         // LoadBackendOptionsMap, per backend
+  Delegate = 1u << 3,     // DelegateOptionsMap, per delegate instance
+  Execute = 1u << 4,      // ExecuteOptions, per Method::execute call
+};
+
+/// Lower-case name: "compile_spec", "global", "load", "delegate", "execute".
+const char* option_scope_name(OptionScope scope);
+
+/// A set of OptionScopes.
+struct Scopes {
+  constexpr Scopes() = default;
+  constexpr Scopes(OptionScope scope) : bits(static_cast<uint8_t>(scope)) {}  // NOLINT implicit
+  constexpr bool has(OptionScope scope) const { return (bits & static_cast<uint8_t>(scope)) != 0; }
+  constexpr bool empty() const { return bits == 0; }
+  uint8_t bits = 0;
+};
+constexpr Scopes operator|(Scopes a, Scopes b) {
+  Scopes s;
+  s.bits = static_cast<uint8_t>(a.bits | b.bits);
+  return s;
+}
+constexpr Scopes operator|(OptionScope a, OptionScope b) {
+  return Scopes(a) | Scopes(b);
+}
+
+/// Every scope that takes effect when a delegate is initialised.
+inline constexpr Scopes kInitScopes =
+    OptionScope::CompileSpec | OptionScope::Global | OptionScope::Load | OptionScope::Delegate;
+/// The init scopes a running application may set (everything but compile specs).
+inline constexpr Scopes kRuntimeScopes =
+    OptionScope::Global | OptionScope::Load | OptionScope::Delegate;
+inline constexpr Scopes kAllScopes = kInitScopes | OptionScope::Execute;
+
+/// Largest schema a backend may declare (ResolvedOptions holds one entry per schema option).
+inline constexpr size_t kMaxSchemaOptions = 48;
+
+/// One option of a backend's schema. Build it with the constexpr factories below; the strings
+/// and the choices it points to must have static storage duration.
+class OptionSpec {
+ public:
+  static constexpr OptionSpec boolean(const char* key, bool default_value, Scopes scopes,
+                                      const char* doc) {
+    OptionSpec s(key, OptionType::Bool, scopes, doc);
+    s.default_bool = default_value;
+    return s;
+  }
+  /// An int option accepting [min_value, max_value] (inclusive).
+  static constexpr OptionSpec integer(const char* key, int64_t default_value, int64_t min_value,
+                                      int64_t max_value, Scopes scopes, const char* doc) {
+    OptionSpec s(key, OptionType::Int, scopes, doc);
+    s.default_int = default_value;
+    s.min_int = min_value;
+    s.max_int = max_value;
+    return s;
+  }
+  /// A double option accepting finite values in [min_value, max_value].
+  static constexpr OptionSpec floating(const char* key, double default_value, double min_value,
+                                       double max_value, Scopes scopes, const char* doc) {
+    OptionSpec s(key, OptionType::Double, scopes, doc);
+    s.default_double = default_value;
+    s.min_double = min_value;
+    s.max_double = max_value;
+    return s;
+  }
+  /// A string option of at most `max_length` (<= 255) characters.
+  static constexpr OptionSpec string(const char* key, const char* default_value, Scopes scopes,
+                                     const char* doc, size_t max_length = kMaxOptionStringLength) {
+    OptionSpec s(key, OptionType::String, scopes, doc);
+    s.default_string = default_value;
+    s.max_length = max_length;
+    return s;
+  }
+  /// An enum option: the value is one of `choices`, by name.
+  static constexpr OptionSpec enumeration(const char* key, const char* default_choice,
+                                          Span<const char* const> choices, Scopes scopes,
+                                          const char* doc) {
+    OptionSpec s(key, OptionType::Enum, scopes, doc);
+    s.default_string = default_choice;
+    s.choices = choices;
+    return s;
+  }
+  /// A copy marked init-only: fixed once the backend has initialised its shared state.
+  constexpr OptionSpec init_only() const {
+    OptionSpec s = *this;
+    s.is_init_only = true;
+    return s;
+  }
+
+  std::string_view key_view() const { return {key, key_length}; }
+  bool allows(OptionScope scope) const { return scopes.has(scope); }
+  /// Index of `choice` in choices, or -1.
+  int choice_index(std::string_view choice) const;
+  /// The schema default as a BackendOption keyed by this spec.
+  BackendOption default_option() const;
+
+  const char* key;
+  size_t key_length;
+  uint32_t key_hash;
+  OptionType type;
+  Scopes scopes;
+  bool is_init_only = false;
+  bool default_bool = false;
+  int64_t default_int = 0;
+  int64_t min_int = std::numeric_limits<int64_t>::min();
+  int64_t max_int = std::numeric_limits<int64_t>::max();
+  double default_double = 0.0;
+  double min_double = -std::numeric_limits<double>::max();
+  double max_double = std::numeric_limits<double>::max();
+  const char* default_string = "";  // String default or Enum default choice
+  size_t max_length = kMaxOptionStringLength;
+  Span<const char* const> choices;
+  const char* doc;
+
+ private:
+  constexpr OptionSpec(const char* k, OptionType t, Scopes s, const char* d)
+      : key(k),
+        key_length(std::string_view(k).size()),
+        key_hash(hash_option_key(std::string_view(k))),
+        type(t),
+        scopes(s),
+        doc(d) {}
+};
+
+/// Strict: an unknown key is an error. Lenient: an unknown key (or unknown backend) is logged
+/// with TESSERA_LOG_WARNING and skipped; every other error stays an error.
+enum class Validation : uint8_t { Strict, Lenient };
+
+/// Index of the spec with `key` in `schema`, or -1.
+int find_option_spec(Span<const OptionSpec> schema, std::string_view key);
+
+/// Checks one option against a backend's schema at `scope`. On success `*spec_index` (if not
+/// null) is the matching spec's index. Errors, each naming the backend and key:
+/// OptionUnknownKey (with a did-you-mean suggestion), OptionWrongScope (lists allowed scopes),
+/// OptionTypeMismatch, OptionOutOfRange (gives the range), OptionInvalidChoice (lists choices),
+/// OptionTooLong.
+Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
+                       const BackendOption& option, OptionScope scope,
+                       size_t* spec_index = nullptr);
+
+/// Checks the value of `option` against `spec` only (type, range, choices, length); the key is
+/// assumed to match.
+Status validate_option_value(std::string_view backend, const OptionSpec& spec,
+                             const BackendOption& option);
+
+/// The OptionUnknownKey error for `key`: suggests the closest schema key, or lists them.
+Status unknown_option_status(std::string_view backend, Span<const OptionSpec> schema,
+                             std::string_view key);
+
+/// Parses `text` as the value of `spec` (used for compile specs and command-line values) into
+/// `*out`, keyed by spec.key. Bools: true/false/1/0 (any case); ints: decimal; doubles: decimal or
+/// exponent notation; enums: one of the choices. The value is also range/choice checked, with the
+/// same errors as validate_option; OptionTypeMismatch when the text is not of the spec's type.
+Status parse_option_value(std::string_view backend, const OptionSpec& spec, std::string_view text,
+                          BackendOption* out);
+
+/// Checks that a schema is well formed (run at registration): at most kMaxSchemaOptions
+/// entries, unique keys of [a-z0-9_] at most 63 long, non-empty scopes, defaults within their
+/// range or choices, no init-only option with execute scope. InvalidArgument naming the problem.
+Status check_schema(std::string_view backend, Span<const OptionSpec> schema);
+
+/// Writes "global, load, delegate" for a scope mask into `buf`. Returns `buf`.
+const char* format_scopes(Scopes scopes, char* buf, size_t size);
+
+}  // namespace tessera
