@@ -1,21 +1,267 @@
 #include "tessera/runtime/delegate_runner.h"
 
+#include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
+#include "tessera/backend/context.h"
+#include "tessera/backend/execute_options.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backend/resolution.h"
 #include "tessera/ir/op.h"
+#include "tessera/runtime/load_options.h"
+#include "tessera/runtime/program.h"
 
 namespace tessera::internal {
+namespace {
 
-Status load_delegate(const Program&, const fb::Method* method, const fb::Instruction* ins,
-                     const LoadOptions&, MethodState*, DelegateStep*) {
-  const fb::Delegate* d = method->delegates()->Get(static_cast<uint32_t>(ins->delegate()));
-  return Status::error(Error::NotImplemented, "delegate '%s': backends are not wired yet",
-                       d->id()->c_str());
+constexpr size_t kMaxCandidates = LoadOptions::kMaxFallback + 1;
+constexpr size_t kMaxSpecs = 64;
+
+template <typename T>
+uint32_t count(const flatbuffers::Vector<T>* v) {
+  return v ? v->size() : 0;
 }
 
-void destroy_delegate(DelegateStep*) {}
+void copy_str(char* dst, size_t cap, std::string_view src) {
+  size_t n = src.size() < cap - 1 ? src.size() : cap - 1;
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
 
-Status execute_steps(MethodState* s, const ExecuteOptions*) {
+// Appends "; "-separated text to a DelegateInfo reason (truncates when full).
+[[gnu::format(printf, 2, 3)]] void append_reason(DelegateInfo* info, const char* fmt, ...) {
+  size_t len = std::strlen(info->reason);
+  if (len + 3 >= sizeof info->reason) return;
+  if (len) {
+    std::memcpy(info->reason + len, "; ", 3);
+    len += 2;
+  }
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(info->reason + len, sizeof info->reason - len, fmt, args);
+  va_end(args);
+}
+
+Result<Span<const uint8_t>> program_constant(void* ctx, uint32_t index) {
+  const Program* p = static_cast<const Program*>(ctx);
+  Span<const uint8_t> c = p->constant(static_cast<int>(index));
+  if (c.data() == nullptr) {
+    return Status::error(Error::NotFound, "program has no constant %u", index);
+  }
+  return c;
+}
+
+// Whether `backend` can run every node of `graph`; on the first it cannot, its description.
+bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,
+                  size_t cap) {
+  for (uint32_t i = 0; i < count(graph->nodes()); ++i) {
+    const fb::Node* node = graph->nodes()->Get(i);
+    OpView view{static_cast<int>(node->op()), node, graph};
+    if (!backend.supports_op(view)) {
+      std::snprintf(missing, cap, "op '%s' (node '%s')", ir::op_name(node->op()),
+                    node->name() ? node->name()->c_str() : "");
+      return false;
+    }
+  }
+  return true;
+}
+
+bool has_execute_keys(Span<const OptionSpec> schema) {
+  for (const OptionSpec& s : schema) {
+    if (s.allows(OptionScope::Execute)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status check_method_options(const fb::Method* method, const LoadOptions& options) {
+  const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
+  if (options.backend_options != nullptr) {
+    TESSERA_RETURN_IF_ERROR(check_load_options(*options.backend_options, validation));
+  }
+  if (options.delegate_options != nullptr) {
+    DelegateTarget targets[64];
+    const uint32_t n = count(method->delegates());
+    if (n > 64) return Status(Error::NotSupported, "more than 64 delegates in one method");
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::Delegate* d = method->delegates()->Get(i);
+      targets[i] = {d->id()->string_view(), options.retarget_of(d->backend()->string_view())};
+    }
+    TESSERA_RETURN_IF_ERROR(
+        check_delegate_options(*options.delegate_options, {targets, n}, validation));
+  }
+  for (size_t i = 0; i < options.fallback_size(); ++i) {
+    auto b = get_backend(options.fallback(i));
+    if (!b.ok()) return b.status().with_prefix("fallback chain");
+  }
+  return Status::ok();
+}
+
+Status load_delegate(const Program& program, const fb::Method* method, const fb::Instruction* ins,
+                     const LoadOptions& options, MethodState* s, DelegateStep* out) {
+  MemoryAllocator& alloc = *s->allocator;
+  const fb::Delegate* d = method->delegates()->Get(static_cast<uint32_t>(ins->delegate()));
+  const fb::Graph* graph = d->payload_nested_root();
+  const std::string_view requested = d->backend()->string_view();
+  const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
+
+  DelegateInfo* info = alloc.make<DelegateInfo>();
+  ResolvedOptions* resolved = alloc.make<ResolvedOptions>();
+  const uint32_t nargs = count(ins->inputs()) + count(ins->outputs());
+  EValue** args = alloc.allocate_array<EValue*>(nargs ? nargs : 1);
+  SymbolValue* symbols = alloc.allocate_array<SymbolValue>(s->num_symbols ? s->num_symbols : 1);
+  if (!info || !resolved || !args || !symbols) {
+    return Status::error(Error::MemoryAllocationFailed,
+                         "method allocator exhausted loading delegate '%s'", d->id()->c_str());
+  }
+  copy_str(info->id, sizeof info->id, d->id()->string_view());
+  copy_str(info->requested_backend, sizeof info->requested_backend, requested);
+  info->num_nodes = count(graph->nodes());
+  for (uint32_t i = 0; i < count(ins->inputs()); ++i) args[i] = &s->values[ins->inputs()->Get(i)];
+  for (uint32_t i = 0; i < count(ins->outputs()); ++i) {
+    args[count(ins->inputs()) + i] = &s->values[ins->outputs()->Get(i)];
+  }
+  for (uint32_t i = 0; i < s->num_symbols; ++i) {
+    symbols[i] = {method->symbols()->Get(i)->name()->string_view(), s->symbol_values[i]};
+  }
+
+  CompileSpec specs[kMaxSpecs];
+  const uint32_t nspecs = count(d->compile_specs());
+  if (nspecs > kMaxSpecs) {
+    return Status::error(Error::NotSupported, "delegate '%s' has %u compile specs (max %zu)",
+                         d->id()->c_str(), nspecs, kMaxSpecs);
+  }
+  for (uint32_t i = 0; i < nspecs; ++i) {
+    specs[i] = {d->compile_specs()->Get(i)->key()->c_str(),
+                d->compile_specs()->Get(i)->value()->c_str()};
+  }
+
+  // Candidates: the (possibly retargeted) backend, then the fallback chain.
+  std::string_view candidates[kMaxCandidates];
+  size_t ncand = 0;
+  candidates[ncand++] = options.retarget_of(requested);
+  if (candidates[0] != requested) {
+    append_reason(info, "retargeted from '%.*s' to '%.*s' by the load options",
+                  static_cast<int>(requested.size()), requested.data(),
+                  static_cast<int>(candidates[0].size()), candidates[0].data());
+  }
+  for (size_t i = 0; i < options.fallback_size(); ++i) {
+    bool dup = false;
+    for (size_t j = 0; j < ncand; ++j) dup |= candidates[j] == options.fallback(i);
+    if (!dup) candidates[ncand++] = options.fallback(i);
+  }
+
+  Status last_error;
+  for (size_t c = 0; c < ncand; ++c) {
+    const std::string_view name = candidates[c];
+    const bool is_fallback = c > 0;
+    auto backend = get_backend(name);
+    if (!backend.ok()) {
+      last_error = backend.status().with_prefix(d->id()->c_str());
+      append_reason(info, "'%.*s': %s", static_cast<int>(name.size()), name.data(),
+                    backend.status().message());
+      if (!is_fallback && options.fallback_size() == 0) return last_error;
+      continue;
+    }
+    BackendInterface* b = *backend;
+    if (!b->is_available()) {
+      last_error = Status::error(Error::DelegateUnavailable,
+                                 "delegate '%s': backend '%.*s' is not available on this machine",
+                                 d->id()->c_str(), static_cast<int>(name.size()), name.data());
+      append_reason(info, "'%.*s' is not available on this machine", static_cast<int>(name.size()),
+                    name.data());
+      continue;
+    }
+    if (name != requested) {
+      char missing[128];
+      if (!supports_all(*b, graph, missing, sizeof missing)) {
+        last_error = Status::error(Error::DelegateInvalidCompatibility,
+                                   "delegate '%s' cannot run on backend '%.*s': it does not "
+                                   "support %s",
+                                   d->id()->c_str(), static_cast<int>(name.size()), name.data(),
+                                   missing);
+        append_reason(info, "'%.*s' does not support %s", static_cast<int>(name.size()),
+                      name.data(), missing);
+        continue;
+      }
+    }
+    // Compile specs belong to the backend the program was compiled for.
+    Span<const CompileSpec> use_specs =
+        name == requested ? Span<const CompileSpec>(specs, nspecs) : Span<const CompileSpec>();
+    if (name != requested && nspecs > 0) {
+      append_reason(info, "%u compile spec(s) for '%.*s' not applied on '%.*s'", nspecs,
+                    static_cast<int>(requested.size()), requested.data(),
+                    static_cast<int>(name.size()), name.data());
+    }
+    // Option errors are the application's mistake, not the device's: no fallback for them.
+    TESSERA_RETURN_IF_ERROR(resolve_options(name, *b, d->id()->string_view(), use_specs,
+                                            options.backend_options, options.delegate_options,
+                                            validation, resolved));
+    BackendInitContext::Params params;
+    params.method_allocator = &alloc;
+    params.options = resolved;
+    params.method_name = method->name()->string_view();
+    params.symbols = {symbols, s->num_symbols};
+    params.constants = {program_constant, const_cast<Program*>(&program)};
+    BackendInitContext ctx(params);
+    FreeableBuffer payload(d->payload()->data(), d->payload()->size());
+    auto handle = b->init(ctx, &payload, use_specs);
+    if (!handle.ok()) {
+      char prefix[96];
+      std::snprintf(prefix, sizeof prefix, "delegate '%s' on '%.*s'", d->id()->c_str(),
+                    static_cast<int>(name.size()), name.data());
+      last_error = handle.status().with_prefix(prefix);
+      append_reason(info, "'%.*s' init failed: %s", static_cast<int>(name.size()), name.data(),
+                    handle.status().message());
+      continue;
+    }
+    copy_str(info->backend, sizeof info->backend, name);
+    info->options = resolved;
+    *out = DelegateStep{};
+    out->backend = b;
+    out->handle = *handle;
+    out->args = args;
+    out->num_args = nargs;
+    out->info = info;
+    out->options = resolved;
+    out->has_execute_keys = has_execute_keys(b->option_schema());
+    if (is_fallback || name != requested) {
+      char moved[160];
+      std::snprintf(moved, sizeof moved, "delegate '%s' (compiled for '%.*s') runs on '%s'",
+                    info->id, static_cast<int>(requested.size()), requested.data(), info->backend);
+      TESSERA_LOG_INFO("%s: %s", moved, info->reason);
+    }
+    return Status::ok();
+  }
+  if (options.fallback_size() > 0) {
+    return Status::error(last_error.code(), "delegate '%s': no backend could run it (%s)",
+                         d->id()->c_str(), info->reason);
+  }
+  return last_error;
+}
+
+void destroy_delegate(DelegateStep* step) {
+  if (step->backend != nullptr && step->handle != nullptr) step->backend->destroy(step->handle);
+  step->handle = nullptr;
+}
+
+Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* profile) {
+  if (options != nullptr && !options->empty()) {
+    // Every backend named must run a delegate of this method: nothing is silently ignored.
+    for (size_t i = 0; i < options->size(); ++i) {
+      std::string_view b = options->backend_at(i);
+      bool used = false;
+      for (uint32_t k = 0; k < s->num_delegates && !used; ++k) used = b == s->delegates[k].info->backend;
+      if (!used) {
+        return Status::error(Error::OptionUnknownBackend,
+                             "execute options for backend '%.*s', but no delegate of method '%s' "
+                             "runs on it",
+                             static_cast<int>(b.size()), b.data(), s->method->name()->c_str());
+      }
+    }
+  }
   for (uint32_t i = 0; i < s->num_steps; ++i) {
     const Step& step = s->steps[i];
     if (!step.is_delegate) {
@@ -27,8 +273,22 @@ Status execute_steps(MethodState* s, const ExecuteOptions*) {
                       ir::op_name(k.node->op()), k.node->name() ? k.node->name()->c_str() : "");
         return st.with_prefix(prefix);
       }
-    } else {
-      return Status(Error::NotImplemented, "delegates are not wired yet");
+      continue;
+    }
+    DelegateStep& d = s->delegates[step.index];
+    ExecuteOptionView view;
+    if (options != nullptr && !options->empty()) {
+      // Checks each option given for this backend (scope, type, range); none given is free.
+      Status st = select_execute_options(*options, d.info->backend, d.options->schema(), &view);
+      if (!st.is_ok()) return st.with_prefix(d.info->id);
+    }
+    BackendExecutionContext ctx(d.options, view, profile);
+    Status st = d.backend->execute(ctx, d.handle, {d.args, d.num_args});
+    if (!st.is_ok()) {
+      char prefix[128];
+      std::snprintf(prefix, sizeof prefix, "instruction %u (delegate '%s' on '%s')", i, d.info->id,
+                    d.info->backend);
+      return st.with_prefix(prefix);
     }
   }
   return Status::ok();

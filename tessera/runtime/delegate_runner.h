@@ -8,6 +8,7 @@
 namespace tessera {
 class Program;
 class ExecuteOptions;
+class ProfileBuffer;
 struct LoadOptions;
 }  // namespace tessera
 
@@ -20,8 +21,12 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
 
 void destroy_delegate(DelegateStep* step);
 
-/// Runs every step of the chain. `options` may be null. No heap allocation.
-Status execute_steps(MethodState* state, const ExecuteOptions* options);
+/// Checks the load options that concern the whole method (load map, delegate map, fallback
+/// chain) once, before any delegate is initialised.
+Status check_method_options(const fb::Method* method, const LoadOptions& options);
+
+/// Runs every step of the chain. `options` and `profile` may be null. No heap allocation.
+Status execute_steps(MethodState* state, const ExecuteOptions* options, ProfileBuffer* profile);
 
 /// Builds the value of method value `v` (resolved sizes, data in the arena or the constants).
 Status make_value(const fb::Value* v, const Program& program, Span<const int64_t> symbols,

@@ -139,6 +139,7 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   method.state_ = s;
 
   TESSERA_RETURN_IF_ERROR(resolve_symbols(m, options, *alloc, s));
+  TESSERA_RETURN_IF_ERROR(internal::check_method_options(m, options));
 
   // The activation arena.
   s->arena_size = m->arena_size();
@@ -293,10 +294,10 @@ Status Method::set_input(size_t index, const Tensor& value) {
   return Status::ok();
 }
 
-Status Method::execute() { return internal::execute_steps(state_, nullptr); }
+Status Method::execute() { return internal::execute_steps(state_, nullptr, nullptr); }
 
-Status Method::execute(const ExecuteOptions& options) {
-  return internal::execute_steps(state_, &options);
+Status Method::execute(const ExecuteOptions& options, ProfileBuffer* profile) {
+  return internal::execute_steps(state_, &options, profile);
 }
 
 Result<const Tensor*> Method::get_output(size_t index) const {

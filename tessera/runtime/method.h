@@ -20,6 +20,7 @@ namespace tessera {
 class Program;
 class HeapMemoryAllocator;
 class ExecuteOptions;
+class ProfileBuffer;
 struct LoadOptions;
 
 namespace internal {
@@ -50,8 +51,11 @@ class Method {
   /// Runs the instruction chain. Allocates nothing on the heap. Errors name the failing
   /// instruction (node or delegate id).
   Status execute();
-  /// Same, with per-call options for backends that declare execute-scoped keys.
-  Status execute(const ExecuteOptions& options);
+  /// Same, with per-call options for backends that declare execute-scoped keys. Each option is
+  /// validated (scope, type, range) against its backend's schema; options for a backend that
+  /// runs no delegate of this method are an error. Backends report timed events (such as
+  /// per-operator profiles) into `profile` when given.
+  Status execute(const ExecuteOptions& options, ProfileBuffer* profile = nullptr);
   /// Output `index`, valid until the next execute() or the Method's destruction.
   Result<const Tensor*> get_output(size_t index) const;
 

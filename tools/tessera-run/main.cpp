@@ -1,0 +1,228 @@
+// tessera-run: load a program, run a method on .npy inputs (or deterministic ones), report
+// outputs, latency and what each delegate ran on.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tessera/core/log.h"
+#include "tessera/runtime/load_options.h"
+#include "tessera/runtime/method.h"
+#include "tessera/runtime/program.h"
+#include "tools/common/json_writer.h"
+#include "tools/common/npy.h"
+#include "tools/tessera-run/run_report.h"
+
+namespace tessera::tools {
+namespace {
+
+int fail(const Status& st, const char* context) {
+  std::fprintf(stderr, "tessera-run: %s: %s (%s)\n", context, st.message(), error_name(st.code()));
+  return 1;
+}
+
+void fill_deterministic(ScalarType dtype, int64_t numel, std::mt19937& rng, std::vector<uint8_t>* data) {
+  data->resize(static_cast<size_t>(numel) * element_size(dtype));
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  for (int64_t i = 0; i < numel; ++i) {
+    switch (dtype) {
+      case ScalarType::Float32: reinterpret_cast<float*>(data->data())[i] = real(rng); break;
+      case ScalarType::Float16: reinterpret_cast<uint16_t*>(data->data())[i] = float_to_half(real(rng)); break;
+      case ScalarType::Int64: reinterpret_cast<int64_t*>(data->data())[i] = static_cast<int64_t>(rng() % 10); break;
+      case ScalarType::Int32: reinterpret_cast<int32_t*>(data->data())[i] = static_cast<int32_t>(rng() % 10); break;
+      case ScalarType::Int8:
+      case ScalarType::UInt8: (*data)[i] = static_cast<uint8_t>(rng() % 10); break;
+      case ScalarType::Bool: (*data)[i] = static_cast<uint8_t>(rng() % 2); break;
+    }
+  }
+}
+
+std::string file_name_for(std::string_view name, size_t index) {
+  std::string out = name.empty() ? "output_" + std::to_string(index) : std::string(name);
+  for (char& c : out) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  }
+  if (out.empty() || out[0] == '.') out = "output_" + std::to_string(index);
+  return out + ".npy";
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Run a Tessera program"};
+  std::string program_path, method_name = "forward", output_dir;
+  std::vector<std::string> inputs;
+  int iterations = 1, warmup = 0;
+  bool json = false;
+  app.add_option("program", program_path, "Program file (.tsr)")->required();
+  app.add_option("--method", method_name, "Method to run")->capture_default_str();
+  app.add_option("--input", inputs, "NAME=FILE.npy (or INDEX=FILE.npy); repeatable");
+  app.add_option("--output-dir", output_dir, "Write each output as NAME.npy here");
+  app.add_option("--iterations", iterations, "Timed executions")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", warmup, "Untimed executions first")->check(CLI::Range(0, 1000000));
+  app.add_flag("--json", json, "Print one JSON object instead of text");
+  RunOptionsCli option_cli;
+  option_cli.add_to(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  RunOptionsState options_state;
+  if (Status st = option_cli.apply(&options_state); !st.is_ok()) return fail(st, "options");
+  if (option_cli.list_options) {
+    print_option_schemas(stdout);
+    return 0;
+  }
+
+  auto t_load0 = std::chrono::steady_clock::now();
+  auto loader = MmapDataLoader::from(program_path.c_str());
+  if (!loader.ok()) return fail(loader.status(), "load");
+  auto program = Program::load(&*loader);
+  if (!program.ok()) return fail(program.status(), program_path.c_str());
+  auto method = program->load_method(method_name, nullptr, options_state.load_options());
+  if (!method.ok()) return fail(method.status(), "load_method");
+  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load0).count();
+
+  // Inputs.
+  std::mt19937 rng(0);
+  std::vector<bool> given(method->inputs_size(), false);
+  for (const std::string& spec : inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return fail(Status::error(Error::InvalidArgument, "'%s' is not NAME=FILE.npy", spec.c_str()), "--input");
+    }
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    size_t index = method->inputs_size();
+    for (size_t i = 0; i < method->inputs_size(); ++i) {
+      if (method->input_name(i) == name) index = i;
+    }
+    if (index == method->inputs_size() && std::all_of(name.begin(), name.end(), ::isdigit)) {
+      index = std::stoul(name);
+    }
+    if (index >= method->inputs_size()) {
+      std::string names;
+      for (size_t i = 0; i < method->inputs_size(); ++i) names += (i ? ", '" : "'") + std::string(method->input_name(i)) + "'";
+      return fail(Status::error(Error::NotFound, "method '%s' has no input '%s' (inputs: %s)",
+                                method_name.c_str(), name.c_str(), names.c_str()), "--input");
+    }
+    auto array = read_npy(path);
+    if (!array.ok()) return fail(array.status(), "--input");
+    Tensor t(array->dtype, array->shape, array->data.data());
+    if (Status st = method->set_input(index, t); !st.is_ok()) return fail(st, path.c_str());
+    given[index] = true;
+  }
+  for (size_t i = 0; i < method->inputs_size(); ++i) {
+    if (given[i]) continue;
+    Tensor* in = *method->input(i);
+    std::vector<uint8_t> data;
+    fill_deterministic(in->dtype(), in->numel(), rng, &data);
+    Tensor t(in->dtype(), in->sizes(), data.data());
+    if (Status st = method->set_input(i, t); !st.is_ok()) return fail(st, "input");
+  }
+
+  // Run.
+  for (int i = 0; i < warmup; ++i) {
+    if (Status st = method->execute(options_state.execute_options()); !st.is_ok()) return fail(st, "execute");
+  }
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(iterations));
+  for (int i = 0; i < iterations; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = method->execute(options_state.execute_options());
+    auto t1 = std::chrono::steady_clock::now();
+    if (!st.is_ok()) return fail(st, "execute");
+    times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                    : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+
+  // Outputs.
+  struct OutInfo {
+    std::string name, dtype, file;
+    std::vector<int64_t> shape;
+  };
+  std::vector<OutInfo> outs;
+  if (!output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(output_dir, ec);
+    if (ec) return fail(Status::error(Error::AccessFailed, "cannot create '%s': %s", output_dir.c_str(), ec.message().c_str()), "--output-dir");
+  }
+  for (size_t i = 0; i < method->outputs_size(); ++i) {
+    const Tensor* t = *method->get_output(i);
+    OutInfo info;
+    info.name = std::string(method->output_name(i));
+    info.dtype = scalar_type_name(t->dtype());
+    info.shape.assign(t->sizes().begin(), t->sizes().end());
+    if (!output_dir.empty()) {
+      info.file = (std::filesystem::path(output_dir) / file_name_for(info.name, i)).string();
+      NpyArray a;
+      a.dtype = t->dtype();
+      a.shape = info.shape;
+      a.data.assign(static_cast<const uint8_t*>(t->data()), static_cast<const uint8_t*>(t->data()) + t->nbytes());
+      if (Status st = write_npy(info.file, a); !st.is_ok()) return fail(st, "--output-dir");
+    }
+    outs.push_back(std::move(info));
+  }
+
+  if (json) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("program").value(program_path);
+    w.key("method").value(method_name);
+    w.key("load_ms").value(load_ms);
+    w.key("latency_ms").begin_object();
+    w.key("min").value(sorted.front());
+    w.key("median").value(median);
+    w.key("max").value(sorted.back());
+    w.key("iterations").value(iterations);
+    w.end_object();
+    w.key("outputs").begin_array();
+    for (const OutInfo& o : outs) {
+      w.begin_object();
+      w.key("name").value(o.name);
+      w.key("dtype").value(o.dtype);
+      w.key("shape").begin_array();
+      for (int64_t s : o.shape) w.value(static_cast<long long>(s));
+      w.end_array();
+      if (o.file.empty()) {
+        w.key("file").null();
+      } else {
+        w.key("file").value(o.file);
+      }
+      w.end_object();
+    }
+    w.end_array();
+    w.key("delegates");
+    write_delegates_json(*method, w);
+    w.end_object();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf("program  %s\nmethod   %s (%zu instructions, arena %zu bytes)\nload     %.3f ms\n",
+                program_path.c_str(), method_name.c_str(), method->num_instructions(),
+                method->arena_bytes(), load_ms);
+    if (option_cli.explain_options || method->num_delegates() > 0) {
+      print_delegates(*method, option_cli.explain_options, stdout);
+    }
+    for (const OutInfo& o : outs) {
+      std::printf("output   %s %s [", o.name.c_str(), o.dtype.c_str());
+      for (size_t i = 0; i < o.shape.size(); ++i) std::printf(i ? ", %lld" : "%lld", static_cast<long long>(o.shape[i]));
+      std::printf("]%s%s\n", o.file.empty() ? "" : " -> ", o.file.c_str());
+    }
+    std::printf("latency  min %.3f ms, median %.3f ms, max %.3f ms over %d iteration(s)\n",
+                sorted.front(), median, sorted.back(), iterations);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera::tools
+
+int main(int argc, char** argv) { return tessera::tools::run(argc, argv); }

@@ -1,0 +1,59 @@
+// tessera-run's option flags and reports: the backend-option front ends (flags, TOML file,
+// TESSERA_OPTIONS), the schema table (--list-options) and per-delegate reports.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/backend/execute_options.h"
+#include "tessera/backend/options_map.h"
+#include "tessera/core/status.h"
+#include "tessera/runtime/load_options.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tessera {
+class Method;
+}
+
+namespace tessera::tools {
+
+class JsonWriter;
+
+/// What the options flags produce; owns the maps LoadOptions points to.
+class RunOptionsState {
+ public:
+  const LoadOptions& load_options() const { return load_; }
+  const ExecuteOptions& execute_options() const { return execute_; }
+
+  LoadOptions load_;
+  LoadBackendOptionsMap backend_options_;
+  DelegateOptionsMap delegate_options_;
+  ExecuteOptions execute_;
+};
+
+struct RunOptionsCli {
+  std::vector<std::string> load, global, delegate, execute, dims, retarget;
+  std::string options_file, fallback;
+  bool list_options = false, explain_options = false, lenient = false;
+
+  void add_to(CLI::App& app);
+  /// Parses every flag, the options file and TESSERA_OPTIONS; sets global options. On error
+  /// nothing global has changed.
+  Status apply(RunOptionsState* state) const;
+};
+
+/// Every registered backend's schema as a table: key, type, default, range/choices, scopes,
+/// init-only, doc.
+void print_option_schemas(FILE* out);
+/// One block per delegate: backend, requested backend, why it moved, and (with `explain`) each
+/// effective option with its source.
+void print_delegates(const Method& method, bool explain, FILE* out);
+/// The JSON array of delegates: id, backend, requested_backend, reason, options [{key, value, source}].
+void write_delegates_json(const Method& method, JsonWriter& w);
+
+}  // namespace tessera::tools
