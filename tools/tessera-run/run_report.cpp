@@ -1,0 +1,181 @@
+#include "tools/tessera-run/run_report.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <string>
+
+#include "tessera/backend/global_options.h"
+#include "tessera/backend/option_parser.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backend/resolution.h"
+#include "tessera/backend/resolved_options.h"
+#include "tessera/runtime/method.h"
+#include "tools/common/json_writer.h"
+
+namespace tessera::tools {
+namespace {
+
+std::string value_string(const BackendOption& o) {
+  char buf[320];
+  format_option_value(o, buf, sizeof buf);
+  return buf;
+}
+
+std::string spec_default(const OptionSpec& s) { return value_string(s.default_option()); }
+
+std::string spec_range(const OptionSpec& s) {
+  switch (s.type) {
+    case OptionType::Int: return std::to_string(s.min_int) + ".." + std::to_string(s.max_int);
+    case OptionType::Double: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g..%g", s.min_double, s.max_double);
+      return buf;
+    }
+    case OptionType::Enum: {
+      std::string out;
+      for (size_t i = 0; i < s.choices.size(); ++i) out += (i ? "|" : "") + std::string(s.choices[i]);
+      return out;
+    }
+    case OptionType::String: return "<= " + std::to_string(s.max_length) + " chars";
+    case OptionType::Bool: return "true|false";
+  }
+  return "";
+}
+
+}  // namespace
+
+void RunOptionsCli::add_to(CLI::App& app) {
+  app.add_option("--option", load, "BACKEND.KEY=VALUE at load scope (per backend); repeatable");
+  app.add_option("--global-option", global, "BACKEND.KEY=VALUE at global scope; repeatable");
+  app.add_option("--delegate-option", delegate, "DELEGATE_ID.KEY=VALUE (e.g. xnnpack#0.num_threads=1)");
+  app.add_option("--execute-option", execute, "BACKEND.KEY=VALUE for every execute call");
+  app.add_option("--options-file", options_file, "TOML file: [global.B] [load.B] [delegate.\"ID\"] [execute.B]");
+  app.add_option("--dim", dims, "NAME=VALUE for a symbolic dim (e.g. batch=4); repeatable");
+  app.add_option("--fallback", fallback, "Comma-separated backends to try when a delegate's fails");
+  app.add_option("--retarget", retarget, "FROM=TO: run delegates compiled for FROM on TO");
+  app.add_flag("--lenient-options", lenient, "Warn about and skip unknown option keys");
+  app.add_flag("--list-options", list_options, "Print every registered backend's option schema");
+  app.add_flag("--explain-options", explain_options, "Print each delegate's effective options and sources");
+}
+
+Status RunOptionsCli::apply(RunOptionsState* state) const {
+  const Validation validation = lenient ? Validation::Lenient : Validation::Strict;
+  ParsedOptions parsed;
+  // Lowest priority first: the environment, then the file, then flags.
+  if (const char* env = std::getenv("TESSERA_OPTIONS"); env != nullptr && *env != '\0') {
+    TESSERA_RETURN_IF_ERROR(parse_options_env(env, validation, &parsed));
+  }
+  if (!options_file.empty()) {
+    TESSERA_RETURN_IF_ERROR(parse_options_file(options_file, validation, &parsed));
+  }
+  for (const std::string& s : global) {
+    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Global, validation, "--global-option", &parsed));
+  }
+  for (const std::string& s : load) {
+    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Load, validation, "--option", &parsed));
+  }
+  for (const std::string& s : delegate) {
+    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Delegate, validation, "--delegate-option", &parsed));
+  }
+  for (const std::string& s : execute) {
+    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Execute, validation, "--execute-option", &parsed));
+  }
+  for (const std::string& d : dims) {
+    size_t eq = d.find('=');
+    char* end = nullptr;
+    long long v = eq == std::string::npos ? 0 : std::strtoll(d.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || end == d.c_str() + eq + 1 || *end != '\0') {
+      return Status::error(Error::InvalidArgument, "--dim '%s' is not NAME=INTEGER", d.c_str());
+    }
+    TESSERA_RETURN_IF_ERROR(state->load_.set_dim(std::string_view(d).substr(0, eq), v));
+  }
+  for (const std::string& r : retarget) {
+    size_t eq = r.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == r.size()) {
+      return Status::error(Error::InvalidArgument, "--retarget '%s' is not FROM=TO", r.c_str());
+    }
+    TESSERA_ASSIGN_OR_RETURN(BackendInterface * to, get_backend(std::string_view(r).substr(eq + 1)));
+    (void)to;
+    TESSERA_RETURN_IF_ERROR(state->load_.add_retarget(std::string_view(r).substr(0, eq),
+                                                      std::string_view(r).substr(eq + 1)));
+  }
+  if (!fallback.empty()) TESSERA_RETURN_IF_ERROR(state->load_.set_fallback(fallback));
+  TESSERA_RETURN_IF_ERROR(parsed.to_load_maps(&state->backend_options_, &state->delegate_options_));
+  TESSERA_RETURN_IF_ERROR(parsed.to_execute_options(&state->execute_));
+  TESSERA_RETURN_IF_ERROR(parsed.apply_global(validation));
+  state->load_.backend_options = &state->backend_options_;
+  state->load_.delegate_options = &state->delegate_options_;
+  state->load_.lenient_options = lenient;
+  return Status::ok();
+}
+
+void print_option_schemas(FILE* out) {
+  for (const std::string& name : registered_backends()) {
+    auto b = get_backend(name);
+    if (!b.ok()) continue;
+    std::fprintf(out, "%s%s\n", name.c_str(), (*b)->is_available() ? "" : "  (not available on this machine)");
+    Span<const OptionSpec> schema = (*b)->option_schema();
+    if (schema.empty()) {
+      std::fprintf(out, "  (no options)\n\n");
+      continue;
+    }
+    std::fprintf(out, "  %-26s %-7s %-12s %-28s %-34s %s\n", "key", "type", "default", "range/choices", "scopes", "doc");
+    for (const OptionSpec& s : schema) {
+      char scopes[96];
+      format_scopes(s.scopes, scopes, sizeof scopes);
+      std::string sc = scopes;
+      if (s.is_init_only) sc += " (init-only)";
+      std::fprintf(out, "  %-26s %-7s %-12s %-28s %-34s %s\n", s.key, option_type_name(s.type),
+                   spec_default(s).c_str(), spec_range(s).c_str(), sc.c_str(), s.doc);
+    }
+    std::fprintf(out, "\n");
+  }
+}
+
+void print_delegates(const Method& method, bool explain, FILE* out) {
+  for (size_t i = 0; i < method.num_delegates(); ++i) {
+    const DelegateInfo& d = method.delegate_info(i);
+    std::fprintf(out, "delegate %s: %zu node(s) on '%s'", d.id, d.num_nodes, d.backend);
+    if (std::string_view(d.backend) != d.requested_backend) {
+      std::fprintf(out, " (compiled for '%s')", d.requested_backend);
+    }
+    std::fprintf(out, "\n");
+    if (d.reason[0] != '\0') std::fprintf(out, "  why: %s\n", d.reason);
+    if (explain && d.options != nullptr) {
+      for (size_t k = 0; k < d.options->size(); ++k) {
+        std::fprintf(out, "  %-24s = %-16s (%s)\n", d.options->spec(k).key,
+                     value_string(d.options->option(k)).c_str(),
+                     option_source_name(d.options->source(k)));
+      }
+    }
+  }
+}
+
+void write_delegates_json(const Method& method, JsonWriter& w) {
+  w.begin_array();
+  for (size_t i = 0; i < method.num_delegates(); ++i) {
+    const DelegateInfo& d = method.delegate_info(i);
+    w.begin_object();
+    w.key("id").value(d.id);
+    w.key("backend").value(d.backend);
+    w.key("requested_backend").value(d.requested_backend);
+    w.key("nodes").value(static_cast<long long>(d.num_nodes));
+    w.key("reason").value(d.reason);
+    w.key("options").begin_array();
+    if (d.options != nullptr) {
+      for (size_t k = 0; k < d.options->size(); ++k) {
+        w.begin_object();
+        w.key("key").value(d.options->spec(k).key);
+        w.key("value").value(value_string(d.options->option(k)));
+        w.key("source").value(option_source_name(d.options->source(k)));
+        w.end_object();
+      }
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace tessera::tools
