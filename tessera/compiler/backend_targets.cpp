@@ -1,0 +1,81 @@
+#include "tessera/compiler/backend_targets.h"
+
+#include <memory>
+
+#include "tessera/backend/interface.h"
+#include "tessera/backend/option_schema.h"
+#include "tessera/backend/registry.h"
+#include "tessera/ir/schema.h"
+
+namespace tessera::compiler {
+namespace {
+
+// The method graph encoded once as an fb::Graph, for OpView/SubgraphView pointers.
+class EncodedGraph {
+ public:
+  const fb::Graph* get(const ir::Graph& graph) {
+    if (&graph != source_ || graph.nodes.size() != nodes_ || graph.values.size() != values_) {
+      bytes_ = ir::encode_graph(graph);
+      source_ = &graph;
+      nodes_ = graph.nodes.size();
+      values_ = graph.values.size();
+    }
+    return flatbuffers::GetRoot<fb::Graph>(bytes_.data());
+  }
+
+ private:
+  const ir::Graph* source_ = nullptr;
+  size_t nodes_ = 0, values_ = 0;
+  std::vector<uint8_t> bytes_;
+};
+
+BackendTarget make_target(const std::string& name, BackendInterface* backend) {
+  auto encoded = std::make_shared<EncodedGraph>();
+  BackendTarget t;
+  t.name = name;
+  t.supports_op = [backend, encoded](const ir::Graph& graph, const ir::Node& node) {
+    const fb::Graph* g = encoded->get(graph);
+    const size_t index = static_cast<size_t>(&node - graph.nodes.data());
+    if (index >= graph.nodes.size() || !g->nodes()) return false;
+    OpView view{static_cast<int>(node.op), g->nodes()->Get(static_cast<flatbuffers::uoffset_t>(index)), g};
+    return backend->supports_op(view);
+  };
+  t.preprocess = [backend, encoded](const ir::Graph& graph, const std::vector<int>& nodes,
+                                    const std::vector<ir::CompileSpecDesc>& specs) -> Result<std::vector<uint8_t>> {
+    std::vector<uint32_t> indices(nodes.begin(), nodes.end());
+    std::vector<CompileSpec> raw;
+    for (const ir::CompileSpecDesc& s : specs) raw.push_back({s.key.c_str(), s.value.c_str()});
+    SubgraphView view{encoded->get(graph), Span<const uint32_t>(indices.data(), indices.size())};
+    TESSERA_ASSIGN_OR_RETURN(Payload payload, backend->preprocess(view, Span<const CompileSpec>(raw.data(), raw.size())));
+    return std::vector<uint8_t>(payload.begin(), payload.end());
+  };
+  t.check_spec = [name, backend](const std::string& key, const std::string& value) -> Status {
+    Span<const OptionSpec> schema = backend->option_schema();
+    const int index = find_option_spec(schema, key);
+    if (index < 0) return unknown_option_status(name, schema, key);
+    BackendOption option;
+    TESSERA_RETURN_IF_ERROR(parse_option_value(name, schema[static_cast<size_t>(index)], value, &option));
+    return validate_option(name, schema, option, OptionScope::CompileSpec);
+  };
+  return t;
+}
+
+}  // namespace
+
+Result<std::vector<BackendTarget>> registry_backend_targets(const std::vector<std::string>& names) {
+  std::vector<std::string> wanted = names;
+  if (wanted.empty()) {
+    for (const std::string& n : registered_backends()) {
+      if (n != "portable") wanted.push_back(n);
+    }
+  }
+  std::vector<BackendTarget> targets;
+  for (const std::string& n : wanted) {
+    if (n == "portable") break;
+    TESSERA_ASSIGN_OR_RETURN(BackendInterface* backend, get_backend(n));
+    targets.push_back(make_target(n, backend));
+  }
+  return targets;
+}
+
+}  // namespace tessera::compiler

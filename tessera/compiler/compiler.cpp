@@ -1,0 +1,202 @@
+#include "tessera/compiler/compiler.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "tessera/compiler/lower.h"
+#include "tessera/ir/op.h"
+
+namespace tessera::compiler {
+namespace {
+
+void progress(const CompileOptions& options, std::string_view stage) {
+  if (options.progress) options.progress(stage);
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Result<CompileSpecArg> parse_compile_spec(const std::string& text) {
+  const auto dot = text.find('.');
+  const auto eq = text.find('=');
+  if (dot == std::string::npos || eq == std::string::npos || dot == 0 || eq < dot + 2) {
+    return Status::error(Error::InvalidArgument,
+                         "bad compile spec '%s' (expected BACKEND.KEY=VALUE, e.g. xnnpack.num_threads=4)",
+                         text.c_str());
+  }
+  return CompileSpecArg{text.substr(0, dot), text.substr(dot + 1, eq - dot - 1), text.substr(eq + 1)};
+}
+
+Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& options) {
+  CompiledProgram out;
+  CompileReport& report = out.report;
+  report.method = options.method_name;
+
+  // Compile specs first: they are cheap to check and a typo should not wait for the model.
+  std::map<std::string, std::vector<ir::CompileSpecDesc>> specs;
+  for (const CompileSpecArg& s : options.specs) {
+    auto it = std::find_if(options.backends.begin(), options.backends.end(),
+                           [&](const BackendTarget& b) { return b.name == s.backend; });
+    if (it == options.backends.end()) {
+      std::string names;
+      for (const BackendTarget& b : options.backends) names += (names.empty() ? "" : ", ") + b.name;
+      return Status::error(Error::OptionUnknownBackend,
+                           "compile spec '%s.%s': backend '%s' is not among the target backends (%s)",
+                           s.backend.c_str(), s.key.c_str(), s.backend.c_str(),
+                           names.empty() ? "none: portable kernels only" : names.c_str());
+    }
+    if (it->check_spec) TESSERA_RETURN_IF_ERROR(it->check_spec(s.key, s.value));
+    specs[s.backend].push_back({s.key, s.value});
+  }
+
+  progress(options, "optimizing");
+  TESSERA_RETURN_IF_ERROR(run_passes(graph, options.passes, &report.passes));
+  report.symbols = graph.symbols;
+
+  progress(options, "lowering");
+  ir::ProgramBuilder& pb = out.program;
+  TESSERA_ASSIGN_OR_RETURN(LoweredGraph lowered, lower_graph(graph, pb));
+  const ir::Graph& ig = lowered.graph;
+  report.graph_nodes = static_cast<int>(ig.nodes.size());
+  report.constants_bytes = pb.constants_bytes();
+  report.constants = lowered.constants;
+
+  progress(options, "partitioning");
+  std::vector<BackendCandidate> candidates;
+  for (const BackendTarget& b : options.backends) candidates.push_back({b.name, b.supports_op});
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Partition> partitions, partition_graph(ig, candidates));
+
+  // Method values: those the chain touches. Values inside a delegate stay in its payload.
+  std::vector<int> method_index(ig.values.size(), -1);
+  ir::MethodBuilder& m = pb.add_method(options.method_name);
+  m.graph.symbols = ig.symbols;
+  auto use = [&](int v) {
+    if (v < 0) return -1;
+    if (method_index[v] < 0) {
+      m.graph.values.push_back(ig.values[v]);
+      method_index[v] = static_cast<int>(m.graph.values.size()) - 1;
+    }
+    return method_index[v];
+  };
+  for (int v : ig.inputs) m.graph.inputs.push_back(use(v));
+
+  progress(options, "building delegates");
+  std::map<std::string, int> delegate_count;
+  for (const Partition& p : partitions) {
+    const std::string backend = p.backend.empty() ? "portable" : p.backend;
+    for (int i : p.nodes) ++report.ops_by_backend[backend][ir::op_name(ig.nodes[i].op)];
+    if (p.backend.empty()) {
+      for (int i : p.nodes) {
+        ir::Node node = ig.nodes[i];
+        for (int& v : node.inputs) v = use(v);
+        for (int& v : node.outputs) v = use(v);
+        m.add_kernel(std::move(node));
+        ++report.kernel_instructions;
+      }
+      continue;
+    }
+    const BackendTarget& target = *std::find_if(options.backends.begin(), options.backends.end(),
+                                                [&](const BackendTarget& b) { return b.name == p.backend; });
+    Subgraph sub = extract_subgraph(ig, p.nodes);
+    ir::DelegateDesc d;
+    d.backend = p.backend;
+    d.id = p.backend + "#" + std::to_string(delegate_count[p.backend]++);
+    d.compile_specs = specs[p.backend];
+    bool have_payload = false;
+    if (target.preprocess) {
+      auto payload = target.preprocess(ig, p.nodes, d.compile_specs);
+      if (payload.ok()) {
+        d.payload = std::move(payload).value();
+        have_payload = true;
+      } else if (payload.error() != Error::NotSupported) {
+        return payload.status().with_prefix(d.id + ": preprocess");
+      }
+    }
+    if (!have_payload) d.payload = ir::encode_graph(sub.graph);
+    for (int v : sub.inputs) d.inputs.push_back(use(v));
+    for (int v : sub.outputs) d.outputs.push_back(use(v));
+    DelegateReport dr{d.id, d.backend, static_cast<int>(p.nodes.size()), static_cast<int>(d.inputs.size()),
+                      static_cast<int>(d.outputs.size()), d.payload.size()};
+    report.delegates.push_back(std::move(dr));
+    m.add_delegate(std::move(d));
+  }
+  for (int v : ig.outputs) m.add_output(use(v));
+
+  progress(options, "planning memory");
+  TESSERA_RETURN_IF_ERROR(m.plan_memory());
+  report.arena_bytes = m.arena_size;
+  report.unplanned_bytes = m.unplanned_bytes;
+  return out;
+}
+
+Result<CompiledProgram> compile_onnx_file(const std::string& path, const CompileOptions& options) {
+  progress(options, "importing");
+  TESSERA_ASSIGN_OR_RETURN(ModelGraph graph, import_onnx_file(path, options.import));
+  return compile_graph(std::move(graph), options);
+}
+
+std::string report_to_json(const CompileReport& r) {
+  std::string s = "{\n";
+  s += "  \"method\": " + json_string(r.method) + ",\n";
+  s += "  \"symbols\": [";
+  for (size_t i = 0; i < r.symbols.size(); ++i) {
+    s += (i ? ", " : "") + std::string("{\"name\": ") + json_string(r.symbols[i].name) +
+         ", \"min\": " + std::to_string(r.symbols[i].min) + ", \"max\": " + std::to_string(r.symbols[i].max) + "}";
+  }
+  s += "],\n";
+  s += "  \"nodes\": " + std::to_string(r.graph_nodes) + ",\n";
+  s += "  \"passes\": {\"constants_folded\": " + std::to_string(r.passes.constants_folded) +
+       ", \"batch_norms_folded\": " + std::to_string(r.passes.batch_norms_folded) +
+       ", \"activations_fused\": " + std::to_string(r.passes.activations_fused) +
+       ", \"dead_nodes_removed\": " + std::to_string(r.passes.dead_nodes_removed) + "},\n";
+  s += "  \"ops_by_backend\": {";
+  bool first_backend = true;
+  for (const auto& [backend, ops] : r.ops_by_backend) {
+    s += std::string(first_backend ? "" : ",") + "\n    " + json_string(backend) + ": {";
+    bool first = true;
+    for (const auto& [op, count] : ops) {
+      s += std::string(first ? "" : ", ") + json_string(op) + ": " + std::to_string(count);
+      first = false;
+    }
+    s += "}";
+    first_backend = false;
+  }
+  s += r.ops_by_backend.empty() ? "},\n" : "\n  },\n";
+  s += "  \"delegates\": [";
+  for (size_t i = 0; i < r.delegates.size(); ++i) {
+    const DelegateReport& d = r.delegates[i];
+    s += std::string(i ? "," : "") + "\n    {\"id\": " + json_string(d.id) + ", \"backend\": " + json_string(d.backend) +
+         ", \"nodes\": " + std::to_string(d.nodes) + ", \"inputs\": " + std::to_string(d.inputs) +
+         ", \"outputs\": " + std::to_string(d.outputs) + ", \"payload_bytes\": " + std::to_string(d.payload_bytes) + "}";
+  }
+  s += r.delegates.empty() ? "],\n" : "\n  ],\n";
+  s += "  \"kernel_instructions\": " + std::to_string(r.kernel_instructions) + ",\n";
+  s += "  \"arena_bytes\": " + std::to_string(r.arena_bytes) + ",\n";
+  s += "  \"unplanned_bytes\": " + std::to_string(r.unplanned_bytes) + ",\n";
+  s += "  \"constants\": " + std::to_string(r.constants) + ",\n";
+  s += "  \"constants_bytes\": " + std::to_string(r.constants_bytes) + "\n";
+  s += "}\n";
+  return s;
+}
+
+}  // namespace tessera::compiler

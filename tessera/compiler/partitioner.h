@@ -1,0 +1,49 @@
+// Partitioner: splits a method graph into delegate subgraphs and portable kernel calls.
+//
+// Each node goes to the first backend (in the given order) whose supports_op accepts it, or to
+// the portable kernels. Nodes of one backend are merged along data edges into connected
+// subgraphs, as large as possible without creating a cycle between partitions (a partition
+// never needs a value that depends on its own outputs). Partitions come out in an order that
+// respects every data dependency.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/core/result.h"
+#include "tessera/ir/graph.h"
+
+namespace tessera::compiler {
+
+/// Whether a backend can run `node` of `graph` (node is an element of graph.nodes).
+using SupportsOpFn = std::function<bool(const ir::Graph& graph, const ir::Node& node)>;
+
+struct BackendCandidate {
+  std::string name;
+  SupportsOpFn supports_op;
+};
+
+struct Partition {
+  std::string backend;     // empty: portable kernels (then nodes has one node)
+  std::vector<int> nodes;  // indices into graph.nodes, in graph order
+};
+
+/// Partitions `graph` (nodes in topological order). With no candidates every node is its own
+/// portable partition.
+Result<std::vector<Partition>> partition_graph(const ir::Graph& graph,
+                                               const std::vector<BackendCandidate>& backends);
+
+/// A partition's nodes as a standalone graph (a delegate payload before encoding): the method's
+/// symbols, the values it touches (constants keep their program constant index; arena offsets
+/// are cleared), inputs = non-constant values it reads but does not produce, outputs = values it
+/// produces that are read outside it or are method outputs. `inputs`/`outputs` give the method
+/// value bound to each.
+struct Subgraph {
+  ir::Graph graph;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+};
+Subgraph extract_subgraph(const ir::Graph& graph, const std::vector<int>& nodes);
+
+}  // namespace tessera::compiler

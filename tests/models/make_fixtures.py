@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Exports the reference models of the end-to-end tests as ONNX, with PyTorch's outputs.
+
+Usage: /usr/bin/python3 make_fixtures.py OUT_DIR [--extra] [--only NAME[,NAME...]]
+
+For each fixture OUT_DIR/<name>/ holds model.onnx, input.npy and output.npy (PyTorch's output
+for that input), input_b4.npy / output_b4.npy for models with a dynamic batch axis, and
+meta.json (input/output names, symbolic dims, opset). Weights are random with fixed seeds;
+BatchNorm running statistics are calibrated on random batches so that outputs are not near
+zero (every reference must have max |ref| > 0.05). A fixture whose stamp matches this script
+and the torch version is kept as is.
+
+--extra adds more torchvision classifiers (slower), used by the optional model test.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torchvision
+
+MIN_REF = 0.05
+
+
+def script_hash():
+    with open(os.path.abspath(__file__), "rb") as f:
+        data = f.read()
+    data += torch.__version__.encode() + torchvision.__version__.encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def calibrate_batchnorm(model, input_shape, batches=3, seed=1):
+    """Sets BatchNorm running statistics to the cumulative statistics of random batches."""
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None  # cumulative moving average
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(*input_shape, generator=gen))
+    model.eval()
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(32, 64)
+        self.fc2 = torch.nn.Linear(64, 64)
+        self.fc3 = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = torch.nn.functional.gelu(self.fc2(x))
+        return torch.softmax(self.fc3(x), dim=-1) * 4.0 + self.fc3(x)
+
+
+def torchvision_classifier(name):
+    def make():
+        torch.manual_seed(0)
+        ctor = getattr(torchvision.models, name)
+        model = ctor(weights=None)
+        calibrate_batchnorm(model, (4, 3, 224, 224))
+        model.eval()
+        return model
+    return make
+
+
+def transformer():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+                                             dropout=0.0, batch_first=True)
+    layer.eval()
+    return layer
+
+
+def mlp():
+    torch.manual_seed(0)
+    m = Mlp()
+    m.eval()
+    return m
+
+
+# name: (factory, input shape at batch 1, dynamic batch, opset)
+FIXTURES = {
+    "mlp": (mlp, (1, 32), True, 13),
+    "mlp_op11": (mlp, (1, 32), True, 11),
+    "mlp_op17": (mlp, (1, 32), True, 17),
+    "transformer": (transformer, (1, 16, 64), True, 13),
+    "transformer_op17": (transformer, (1, 16, 64), True, 17),
+    "mobilenet_v2": (torchvision_classifier("mobilenet_v2"), (1, 3, 224, 224), True, 13),
+    "resnet18": (torchvision_classifier("resnet18"), (1, 3, 224, 224), True, 13),
+}
+
+EXTRA = {
+    name: (torchvision_classifier(name), (1, 3, 224, 224), True, 13)
+    for name in ["squeezenet1_0", "shufflenet_v2_x0_5", "mnasnet0_5", "efficientnet_b0",
+                 "regnet_y_400mf", "densenet121", "googlenet", "resnext50_32x4d",
+                 "mobilenet_v3_small", "alexnet", "vgg11"]
+}
+
+
+def export(name, spec, out_dir, stamp):
+    factory, shape, dynamic, opset = spec
+    d = os.path.join(out_dir, name)
+    stamp_path = os.path.join(d, "stamp")
+    if os.path.exists(stamp_path) and open(stamp_path).read().strip() == stamp:
+        return False
+    os.makedirs(d, exist_ok=True)
+    if os.path.exists(stamp_path):
+        os.remove(stamp_path)
+    model = factory()
+    gen = torch.Generator().manual_seed(1234)
+    x1 = torch.randn(*shape, generator=gen)
+    x4 = torch.randn(4, *shape[1:], generator=gen)
+    with torch.no_grad():
+        y1 = model(x1)
+        y4 = model(x4)
+    path = os.path.join(d, "model.onnx")
+    kwargs = {}
+    if dynamic:
+        kwargs["dynamic_axes"] = {"input": {0: "batch"}, "output": {0: "batch"}}
+    # Exporting with autograd enabled keeps TransformerEncoderLayer off its fused fast path.
+    torch.onnx.export(model, (x1,), path, input_names=["input"], output_names=["output"],
+                      opset_version=opset, do_constant_folding=True, **kwargs)
+    np.save(os.path.join(d, "input.npy"), x1.numpy())
+    np.save(os.path.join(d, "output.npy"), y1.numpy())
+    refs = [y1]
+    if dynamic:
+        np.save(os.path.join(d, "input_b4.npy"), x4.numpy())
+        np.save(os.path.join(d, "output_b4.npy"), y4.numpy())
+        refs.append(y4)
+    for r in refs:
+        peak = float(r.abs().max())
+        if not peak > MIN_REF:
+            raise SystemExit(f"{name}: reference output is near zero (max |ref| = {peak:g})")
+    meta = {"input": "input", "output": "output", "opset": opset,
+            "dims": {"batch": [1, 8]} if dynamic else {}, "max_abs_ref": float(y1.abs().max())}
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    with open(stamp_path, "w") as f:
+        f.write(stamp + "\n")
+    return True
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out_dir")
+    p.add_argument("--extra", action="store_true", help="also export more torchvision models")
+    p.add_argument("--only", default="", help="comma-separated fixture names")
+    args = p.parse_args()
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    fixtures = dict(FIXTURES)
+    if args.extra:
+        fixtures.update(EXTRA)
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [w for w in wanted if w not in FIXTURES and w not in EXTRA]
+        if unknown:
+            raise SystemExit(f"unknown fixture(s): {', '.join(unknown)}")
+        all_fixtures = {**FIXTURES, **EXTRA}
+        fixtures = {w: all_fixtures[w] for w in wanted}
+    os.makedirs(args.out_dir, exist_ok=True)
+    stamp = script_hash()
+    for name, spec in fixtures.items():
+        t0 = time.time()
+        made = export(name, spec, args.out_dir, stamp)
+        if made:
+            print(f"fixture {name}: exported in {time.time() - t0:.1f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

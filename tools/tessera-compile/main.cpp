@@ -1,0 +1,126 @@
+// tessera-compile: ONNX model -> Tessera program (.tsr).
+//
+//   tessera-compile MODEL.onnx -o OUT.tsr [--backends LIST] [--dim NAME=MIN:MAX]...
+//                   [--spec BACKEND.KEY=VALUE]... [--json]
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tessera/compiler/backend_targets.h"
+#include "tessera/compiler/compiler.h"
+
+namespace {
+
+using tessera::Status;
+namespace tc = tessera::compiler;
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+int fail(const Status& status) {
+  std::fprintf(stderr, "tessera-compile: error: %s\n", status.message()[0] ? status.message()
+                                                                            : tessera::error_name(status.code()));
+  return 1;
+}
+
+std::string human_bytes(uint64_t n) {
+  char buf[32];
+  if (n >= (uint64_t{1} << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(n) / (1 << 20));
+  } else if (n >= 1024) {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(n) / 1024);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(n));
+  }
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Compiles an ONNX model (opsets 11 to 17) into a Tessera program."};
+  std::string model, output, backends_text;
+  std::vector<std::string> dims, specs;
+  bool json = false, quiet = false, no_fold_bn = false, no_fusion = false;
+  app.add_option("model", model, "ONNX model file")->required();
+  app.add_option("-o,--output", output, "program file to write (.tsr)")->required();
+  app.add_option("--backends", backends_text,
+                 "delegate backends in order of preference, comma-separated; 'portable' alone "
+                 "means kernels only (default: every backend built, then portable)");
+  app.add_option("--dim", dims, "bounds of a symbolic dim: NAME=MIN:MAX (e.g. batch=1:8)");
+  app.add_option("--spec", specs, "compile spec for a backend's delegates: BACKEND.KEY=VALUE");
+  app.add_flag("--json", json, "print a JSON summary on stdout");
+  app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
+  app.add_flag("--no-fold-batchnorm", no_fold_bn, "keep BatchNormalization nodes");
+  app.add_flag("--no-fuse-activations", no_fusion, "keep Relu/Clip as separate nodes");
+  CLI11_PARSE(app, argc, argv);
+
+  tc::CompileOptions options;
+  options.passes.fold_batch_norms = !no_fold_bn;
+  options.passes.fuse_activations = !no_fusion;
+  for (const std::string& d : dims) {
+    auto bound = tc::parse_dim_bound(d);
+    if (!bound.ok()) return fail(bound.status());
+    options.import.dims.push_back(std::move(bound).value());
+  }
+  for (const std::string& s : specs) {
+    auto spec = tc::parse_compile_spec(s);
+    if (!spec.ok()) return fail(spec.status());
+    options.specs.push_back(std::move(spec).value());
+  }
+  auto targets = tc::registry_backend_targets(split_list(backends_text));
+  if (!targets.ok()) return fail(targets.status());
+  options.backends = std::move(targets).value();
+
+  const bool tty = !quiet && isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  if (tty) {
+    options.progress = [&](std::string_view stage) {
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "\r\033[Ktessera-compile: %.*s... (%.1fs)", static_cast<int>(stage.size()),
+                   stage.data(), t);
+      std::fflush(stderr);
+    };
+  }
+  auto compiled = tc::compile_onnx_file(model, options);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!compiled.ok()) return fail(compiled.status());
+  if (tty) std::fprintf(stderr, "tessera-compile: writing %s...", output.c_str());
+  Status written = compiled->program.write(output);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!written.is_ok()) return fail(written);
+
+  const tc::CompileReport& r = compiled->report;
+  if (json) std::fputs(tc::report_to_json(r).c_str(), stdout);
+  if (!quiet) {
+    std::string by_backend;
+    for (const auto& [backend, ops] : r.ops_by_backend) {
+      int n = 0;
+      for (const auto& [op, count] : ops) n += count;
+      by_backend += (by_backend.empty() ? "" : ", ") + backend + " " + std::to_string(n);
+    }
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr,
+                 "tessera-compile: wrote %s in %.1fs: %d ops (%s), %zu delegate(s), arena %s "
+                 "(tensors total %s), constants %s\n",
+                 output.c_str(), t, r.graph_nodes, by_backend.empty() ? "none" : by_backend.c_str(),
+                 r.delegates.size(), human_bytes(r.arena_bytes).c_str(), human_bytes(r.unplanned_bytes).c_str(),
+                 human_bytes(r.constants_bytes).c_str());
+  }
+  return 0;
+}
