@@ -13,6 +13,7 @@
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/option_value.h"
 #include "tessera/backend/registry.h"
+#include "tessera/backend/resolved_options.h"
 
 namespace tessera::detail {
 
@@ -34,7 +35,8 @@ struct BackendEntry {
   BackendOption globals[kMaxSchemaOptions];
   char lock_reason[160] = {};
   size_t num_locked = 0;
-  BackendOption locked[kMaxSchemaOptions];  // init-only values at the time of locking
+  BackendOption locked[kMaxSchemaOptions];             // init-only values at the time of locking
+  OptionSource locked_source[kMaxSchemaOptions] = {};  // where each locked value came from
 };
 
 /// The entry for `name`, or null. Keeps the entry alive even if unregistered meanwhile.
@@ -43,8 +45,10 @@ std::shared_ptr<BackendEntry> find_backend_entry(std::string_view name);
 /// "unknown backend 'xnnpak' (did you mean 'xnnpack'?; registered: ...)" with `code`.
 Status unknown_backend_status(std::string_view name, Error code);
 
-/// The locked value of init-only key `key`, or null. Caller holds entry.mutex.
-const BackendOption* locked_value(const BackendEntry& entry, std::string_view key);
+/// The locked value of init-only key `key`, or null; its source in `*source` if not null.
+/// Caller holds entry.mutex.
+const BackendOption* locked_value(const BackendEntry& entry, std::string_view key,
+                                  OptionSource* source = nullptr);
 
 /// The InvalidState error for changing init-only `spec` to `requested` after locking. Caller
 /// holds entry.mutex.

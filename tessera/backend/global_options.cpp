@@ -26,9 +26,13 @@ const char* backend_lifecycle_name(BackendLifecycle state) {
 
 namespace detail {
 
-const BackendOption* locked_value(const BackendEntry& entry, std::string_view key) {
+const BackendOption* locked_value(const BackendEntry& entry, std::string_view key,
+                                  OptionSource* source) {
   for (size_t i = 0; i < entry.num_locked; ++i) {
-    if (entry.locked[i].key() == key) return &entry.locked[i];
+    if (entry.locked[i].key() == key) {
+      if (source != nullptr) *source = entry.locked_source[i];
+      return &entry.locked[i];
+    }
   }
   return nullptr;
 }
@@ -52,10 +56,15 @@ Status init_only_locked_status(const BackendEntry& entry, const OptionSpec& spec
 namespace {
 
 // The value a global key has now: stored, or the default. Caller holds the entry mutex.
-BackendOption current_global(const detail::BackendEntry& entry, const OptionSpec& spec) {
+BackendOption current_global(const detail::BackendEntry& entry, const OptionSpec& spec,
+                             OptionSource* source = nullptr) {
   for (size_t i = 0; i < entry.num_globals; ++i) {
-    if (entry.globals[i].key() == spec.key_view()) return entry.globals[i];
+    if (entry.globals[i].key() == spec.key_view()) {
+      if (source != nullptr) *source = OptionSource::Global;
+      return entry.globals[i];
+    }
   }
+  if (source != nullptr) *source = OptionSource::Default;
   return spec.default_option();
 }
 
@@ -164,8 +173,13 @@ Status mark_backend_initialized(std::string_view backend, std::string_view reaso
   for (const OptionSpec& spec : entry->schema) {
     if (!spec.is_init_only) continue;
     int i = effective != nullptr ? effective->find(spec.key_view()) : -1;
-    entry->locked[entry->num_locked++] =
-        i >= 0 ? effective->option(static_cast<size_t>(i)) : current_global(*entry, spec);
+    size_t slot = entry->num_locked++;
+    if (i >= 0) {
+      entry->locked[slot] = effective->option(static_cast<size_t>(i));
+      entry->locked_source[slot] = effective->source(static_cast<size_t>(i));
+    } else {
+      entry->locked[slot] = current_global(*entry, spec, &entry->locked_source[slot]);
+    }
   }
   entry->lifecycle = BackendLifecycle::Initialized;
   return Status::ok();

@@ -108,12 +108,18 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
     }
   }
 
-  // 4. Init-only options cannot move away from the values locked at initialisation.
+  // 4. Init-only options cannot move away from the values locked at initialisation. One left
+  //    at its default takes the locked value (that is what the backend runs with).
   if (entry && entry->lifecycle == BackendLifecycle::Initialized) {
     for (size_t i = 0; i < schema.size(); ++i) {
       if (!schema[i].is_init_only) continue;
-      const BackendOption* locked = detail::locked_value(*entry, schema[i].key_view());
-      if (locked != nullptr && !locked->same_value(out->option(i))) {
+      OptionSource locked_source = OptionSource::Default;
+      const BackendOption* locked =
+          detail::locked_value(*entry, schema[i].key_view(), &locked_source);
+      if (locked == nullptr || locked->same_value(out->option(i))) continue;
+      if (out->source(i) == OptionSource::Default) {
+        out->assign(i, *locked, locked_source);
+      } else {
         char where[48];
         std::snprintf(where, sizeof where, "the %s value", option_source_name(out->source(i)));
         return detail::init_only_locked_status(*entry, schema[i], out->option(i), where);
