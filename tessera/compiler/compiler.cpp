@@ -141,6 +141,7 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
     m.add_delegate(std::move(d));
   }
   for (int v : ig.outputs) m.add_output(use(v));
+  out.graph = ig;
 
   progress(options, "planning memory");
   TESSERA_RETURN_IF_ERROR(m.plan_memory());

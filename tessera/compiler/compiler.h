@@ -85,6 +85,7 @@ struct CompileReport {
 struct CompiledProgram {
   ir::ProgramBuilder program;
   CompileReport report;
+  ir::Graph graph;  // the method graph after the passes, before partitioning (for inspection)
 };
 
 /// Optimises, partitions and plans `graph` into a one-method program.

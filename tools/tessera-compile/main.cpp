@@ -13,6 +13,7 @@
 
 #include "tessera/compiler/backend_targets.h"
 #include "tessera/compiler/compiler.h"
+#include "tessera/compiler/graph_dump.h"
 
 namespace {
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Compiles an ONNX model (opsets 11 to 17) into a Tessera program."};
   std::string model, output, backends_text;
   std::vector<std::string> dims, specs;
-  bool json = false, quiet = false, no_fold_bn = false, no_fusion = false;
+  bool json = false, print_graph = false, quiet = false, no_fold_bn = false, no_fusion = false;
   app.add_option("model", model, "ONNX model file")->required();
   app.add_option("-o,--output", output, "program file to write (.tsr)")->required();
   app.add_option("--backends", backends_text,
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   app.add_option("--dim", dims, "bounds of a symbolic dim: NAME=MIN:MAX (e.g. batch=1:8)");
   app.add_option("--spec", specs, "compile spec for a backend's delegates: BACKEND.KEY=VALUE");
   app.add_flag("--json", json, "print a JSON summary on stdout");
+  app.add_flag("--print-graph", print_graph, "print the optimised graph (ops, shapes, attributes) on stdout");
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
   app.add_flag("--no-fold-batchnorm", no_fold_bn, "keep BatchNormalization nodes");
   app.add_flag("--no-fuse-activations", no_fusion, "keep Relu/Clip as separate nodes");
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
   if (!written.is_ok()) return fail(written);
 
   const tc::CompileReport& r = compiled->report;
+  if (print_graph) std::fputs(tc::graph_to_string(compiled->graph).c_str(), stdout);
   if (json) std::fputs(tc::report_to_json(r).c_str(), stdout);
   if (!quiet) {
     std::string by_backend;
