@@ -371,6 +371,12 @@ Status ParsedOptions::to_delegate_map(DelegateOptionsMap* out) const {
   return Status::ok();
 }
 
+Status ParsedOptions::to_load_maps(LoadBackendOptionsMap* load,
+                                   DelegateOptionsMap* delegates) const {
+  TESSERA_RETURN_IF_ERROR(to_load_map(load));
+  return to_delegate_map(delegates);
+}
+
 Status ParsedOptions::to_execute_options(ExecuteOptions* out) const {
   for (const ParsedOptionList& l : execute) {
     TESSERA_RETURN_IF_ERROR(out->set_options(l.target, l.options));
@@ -378,8 +384,8 @@ Status ParsedOptions::to_execute_options(ExecuteOptions* out) const {
   return Status::ok();
 }
 
-Status parse_option_assignment(std::string_view text, OptionScope scope, ParsedOptions* out,
-                               Validation validation, std::string_view source) {
+Status parse_option_assignment(std::string_view text, OptionScope scope, Validation validation,
+                               std::string_view source, ParsedOptions* out) {
   if (lists_of(out, scope) == nullptr) {
     return Status(Error::InvalidArgument,
                   "options can be parsed for global, load, delegate or "
@@ -388,8 +394,8 @@ Status parse_option_assignment(std::string_view text, OptionScope scope, ParsedO
   return parse_entry(text, Position{1, 1}, scope, source, out, validation);
 }
 
-Status parse_option_list(std::string_view text, OptionScope scope, std::string_view source,
-                         ParsedOptions* out, Validation validation) {
+Status parse_option_list(std::string_view text, OptionScope scope, Validation validation,
+                         std::string_view source, ParsedOptions* out) {
   if (lists_of(out, scope) == nullptr) {
     return Status(Error::InvalidArgument,
                   "options can be parsed for global, load, delegate or "
@@ -416,14 +422,19 @@ Status parse_option_list(std::string_view text, OptionScope scope, std::string_v
   return Status::ok();
 }
 
-Status parse_options_env(ParsedOptions* out, Validation validation, const char* variable) {
-  const char* value = std::getenv(variable);
-  if (value == nullptr || value[0] == '\0') return Status::ok();
-  return parse_option_list(value, OptionScope::Load, variable, out, validation);
+Status parse_options_env(std::string_view value, Validation validation, ParsedOptions* out) {
+  return parse_option_list(value, OptionScope::Load, validation, "TESSERA_OPTIONS", out);
 }
 
-Status parse_options_toml(std::string_view text, std::string_view source_name, ParsedOptions* out,
-                          Validation validation) {
+Status parse_options_from_environment(Validation validation, ParsedOptions* out,
+                                      const char* variable) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr || value[0] == '\0') return Status::ok();
+  return parse_option_list(value, OptionScope::Load, validation, variable, out);
+}
+
+Status parse_options_toml(std::string_view text, std::string_view source_name,
+                          Validation validation, ParsedOptions* out) {
   toml::table root;
   try {
     root = toml::parse(text, source_name);
@@ -437,7 +448,7 @@ Status parse_options_toml(std::string_view text, std::string_view source_name, P
   return Status::ok();
 }
 
-Status parse_options_file(const std::string& path, ParsedOptions* out, Validation validation) {
+Status parse_options_file(const std::string& path, Validation validation, ParsedOptions* out) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     int err = errno;
@@ -446,7 +457,7 @@ Status parse_options_file(const std::string& path, ParsedOptions* out, Validatio
   }
   std::ostringstream text;
   text << file.rdbuf();
-  return parse_options_toml(text.str(), path, out, validation);
+  return parse_options_toml(text.str(), path, validation, out);
 }
 
 }  // namespace tessera

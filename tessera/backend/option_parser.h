@@ -45,6 +45,9 @@ struct ParsedOptions {
   /// Copies the load lists into `out` (errors: capacity, as LoadBackendOptionsMap).
   Status to_load_map(LoadBackendOptionsMap* out) const;
   Status to_delegate_map(DelegateOptionsMap* out) const;
+  /// Both of the above.
+  Status to_load_maps(LoadBackendOptionsMap* load, DelegateOptionsMap* delegates) const;
+  /// Copies the execute lists into `out`, checked against the schemas at execute scope.
   Status to_execute_options(ExecuteOptions* out) const;
 };
 
@@ -52,29 +55,33 @@ struct ParsedOptions {
 /// scope a target containing '#' ("xnnpack#0") is a delegate id and goes to the delegate scope.
 /// `source` names the input in error messages ("--option", "TESSERA_OPTIONS").
 /// Errors: OptionParseError (syntax), OptionUnknownBackend, and the validate_option errors;
-/// unknown backends and keys warn and are skipped under Validation::Lenient.
-Status parse_option_assignment(std::string_view text, OptionScope scope, ParsedOptions* out,
-                               Validation validation = Validation::Strict,
-                               std::string_view source = "--option");
+/// unknown backends and keys warn and are skipped under Validation::Lenient. On error `out` is
+/// unchanged.
+Status parse_option_assignment(std::string_view text, OptionScope scope, Validation validation,
+                               std::string_view source, ParsedOptions* out);
 
 /// Parses a ';'-separated list of assignments (the TESSERA_OPTIONS syntax). A value may be
-/// double-quoted to contain ';'. Empty entries are ignored.
-Status parse_option_list(std::string_view text, OptionScope scope, std::string_view source,
-                         ParsedOptions* out, Validation validation = Validation::Strict);
+/// double-quoted to contain ';'. Empty entries are ignored. All or nothing.
+Status parse_option_list(std::string_view text, OptionScope scope, Validation validation,
+                         std::string_view source, ParsedOptions* out);
 
-/// Parses the environment variable `variable` as a load-scope list; unset or empty is not an
-/// error.
-Status parse_options_env(ParsedOptions* out, Validation validation = Validation::Strict,
-                         const char* variable = "TESSERA_OPTIONS");
+/// Parses `value`, the text of the TESSERA_OPTIONS variable, as a load-scope list (errors say
+/// "TESSERA_OPTIONS:1:<col>").
+Status parse_options_env(std::string_view value, Validation validation, ParsedOptions* out);
+
+/// Reads environment variable `variable` and parses it like parse_options_env; unset or empty
+/// is not an error.
+Status parse_options_from_environment(Validation validation, ParsedOptions* out,
+                                      const char* variable = "TESSERA_OPTIONS");
 
 /// Parses TOML text with tables [global.<backend>], [load.<backend>], [delegate."<id>"] and
 /// [execute.<backend>]. TOML types must match the schema (an integer is accepted for a double
-/// option; an enum is a string naming a choice). `source_name` prefixes error positions.
-Status parse_options_toml(std::string_view text, std::string_view source_name, ParsedOptions* out,
-                          Validation validation = Validation::Strict);
+/// option; an enum is a string naming a choice). `source_name` prefixes error positions. All or
+/// nothing.
+Status parse_options_toml(std::string_view text, std::string_view source_name,
+                          Validation validation, ParsedOptions* out);
 
 /// Reads and parses a TOML file; NotFound/AccessFailed if it cannot be read.
-Status parse_options_file(const std::string& path, ParsedOptions* out,
-                          Validation validation = Validation::Strict);
+Status parse_options_file(const std::string& path, Validation validation, ParsedOptions* out);
 
 }  // namespace tessera

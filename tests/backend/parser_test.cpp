@@ -34,11 +34,16 @@ const BackendOption* find(const std::vector<ParsedOptionList>& lists, std::strin
 
 TEST_F(Parser, AssignmentIsTypedByTheSchema) {
   ParsedOptions p;
-  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=4", OptionScope::Load, &p));
-  ASSERT_OK(parse_option_assignment("xnnpack.weight_cache=false", OptionScope::Load, &p));
-  ASSERT_OK(parse_option_assignment("xnnpack.ratio=0.25", OptionScope::Load, &p));
-  ASSERT_OK(parse_option_assignment("opencl.cache_dir=/data/cl cache", OptionScope::Load, &p));
-  ASSERT_OK(parse_option_assignment("opencl.device_type=gpu", OptionScope::Load, &p));
+  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=4", OptionScope::Load, Validation::Strict,
+                                    "--option", &p));
+  ASSERT_OK(parse_option_assignment("xnnpack.weight_cache=false", OptionScope::Load,
+                                    Validation::Strict, "--option", &p));
+  ASSERT_OK(parse_option_assignment("xnnpack.ratio=0.25", OptionScope::Load, Validation::Strict,
+                                    "--option", &p));
+  ASSERT_OK(parse_option_assignment("opencl.cache_dir=/data/cl cache", OptionScope::Load,
+                                    Validation::Strict, "--option", &p));
+  ASSERT_OK(parse_option_assignment("opencl.device_type=gpu", OptionScope::Load, Validation::Strict,
+                                    "--option", &p));
   EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->as_int(), 4);
   EXPECT_FALSE(find(p.load, "xnnpack", "weight_cache")->as_bool());
   EXPECT_DOUBLE_EQ(find(p.load, "xnnpack", "ratio")->as_double(), 0.25);
@@ -48,18 +53,22 @@ TEST_F(Parser, AssignmentIsTypedByTheSchema) {
 
 TEST_F(Parser, AssignmentScopesAndDelegateIds) {
   ParsedOptions p;
-  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=2", OptionScope::Global, &p));
-  ASSERT_OK(parse_option_assignment("xnnpack#1.num_threads=3", OptionScope::Load, &p));
-  ASSERT_OK(parse_option_assignment("xnnpack#0.num_threads=5", OptionScope::Delegate, &p));
-  ASSERT_OK(parse_option_assignment("xnnpack.batch_hint=16", OptionScope::Execute, &p));
+  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=2", OptionScope::Global,
+                                    Validation::Strict, "--option", &p));
+  ASSERT_OK(parse_option_assignment("xnnpack#1.num_threads=3", OptionScope::Load,
+                                    Validation::Strict, "--option", &p));
+  ASSERT_OK(parse_option_assignment("xnnpack#0.num_threads=5", OptionScope::Delegate,
+                                    Validation::Strict, "--option", &p));
+  ASSERT_OK(parse_option_assignment("xnnpack.batch_hint=16", OptionScope::Execute,
+                                    Validation::Strict, "--option", &p));
   EXPECT_EQ(find(p.global, "xnnpack", "num_threads")->as_int(), 2);
   EXPECT_EQ(find(p.delegate, "xnnpack#1", "num_threads")->as_int(), 3);  // '#' → delegate
   EXPECT_EQ(find(p.delegate, "xnnpack#0", "num_threads")->as_int(), 5);
   EXPECT_EQ(find(p.execute, "xnnpack", "batch_hint")->as_int(), 16);
   EXPECT_TRUE(p.load.empty());
 
-  Status s = parse_option_assignment("xnnpack#0.num_threads=1", OptionScope::Global, &p,
-                                     Validation::Strict, "--global-option");
+  Status s = parse_option_assignment("xnnpack#0.num_threads=1", OptionScope::Global,
+                                     Validation::Strict, "--global-option", &p);
   EXPECT_EQ(s.code(), Error::OptionParseError);
   EXPECT_STREQ(s.message(),
                "--global-option:1:1: delegate id 'xnnpack#0' is only valid for load or delegate "
@@ -68,27 +77,33 @@ TEST_F(Parser, AssignmentScopesAndDelegateIds) {
 
 TEST_F(Parser, AssignmentErrorsPointAtTheProblem) {
   ParsedOptions p;
-  Status no_eq = parse_option_assignment("xnnpack.num_threads", OptionScope::Load, &p);
+  Status no_eq = parse_option_assignment("xnnpack.num_threads", OptionScope::Load,
+                                         Validation::Strict, "--option", &p);
   EXPECT_EQ(no_eq.code(), Error::OptionParseError);
   EXPECT_STREQ(no_eq.message(),
                "--option:1:1: expected backend.key=value, got 'xnnpack.num_threads'");
-  Status no_dot = parse_option_assignment("num_threads=4", OptionScope::Load, &p);
+  Status no_dot = parse_option_assignment("num_threads=4", OptionScope::Load, Validation::Strict,
+                                          "--option", &p);
   EXPECT_STREQ(no_dot.message(),
                "--option:1:1: expected backend.key before '=', got 'num_threads'");
-  Status backend = parse_option_assignment("xnnpak.num_threads=4", OptionScope::Load, &p);
+  Status backend = parse_option_assignment("xnnpak.num_threads=4", OptionScope::Load,
+                                           Validation::Strict, "--option", &p);
   EXPECT_EQ(backend.code(), Error::OptionUnknownBackend);
   EXPECT_EQ(std::string(backend.message())
                 .rfind("--option:1:1: unknown backend 'xnnpak' (did you mean 'xnnpack'?", 0),
             0u)
       << backend.message();
-  Status key = parse_option_assignment("xnnpack.num_thread=4", OptionScope::Load, &p);
+  Status key = parse_option_assignment("xnnpack.num_thread=4", OptionScope::Load,
+                                       Validation::Strict, "--option", &p);
   EXPECT_STREQ(key.message(),
                "--option:1:9: xnnpack: unknown option 'num_thread' (did you mean 'num_threads'?)");
-  Status value = parse_option_assignment("xnnpack.num_threads=four", OptionScope::Load, &p);
+  Status value = parse_option_assignment("xnnpack.num_threads=four", OptionScope::Load,
+                                         Validation::Strict, "--option", &p);
   EXPECT_EQ(value.code(), Error::OptionTypeMismatch);
   EXPECT_STREQ(value.message(),
                "--option:1:21: xnnpack: option 'num_threads' expects int, got 'four'");
-  Status scope = parse_option_assignment("xnnpack.batch_hint=4", OptionScope::Load, &p);
+  Status scope = parse_option_assignment("xnnpack.batch_hint=4", OptionScope::Load,
+                                         Validation::Strict, "--option", &p);
   EXPECT_EQ(scope.code(), Error::OptionWrongScope);
   EXPECT_TRUE(p.empty());
 }
@@ -96,13 +111,13 @@ TEST_F(Parser, AssignmentErrorsPointAtTheProblem) {
 TEST_F(Parser, EnvironmentVariable) {
   ::setenv("TESSERA_TEST_OPTIONS", "xnnpack.num_threads=2;opencl.device_type=gpu ; ;", 1);
   ParsedOptions p;
-  ASSERT_OK(parse_options_env(&p, Validation::Strict, "TESSERA_TEST_OPTIONS"));
+  ASSERT_OK(parse_options_from_environment(Validation::Strict, &p, "TESSERA_TEST_OPTIONS"));
   EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->as_int(), 2);
   EXPECT_EQ(find(p.load, "opencl", "device_type")->as_enum().name, "gpu");
 
   ::setenv("TESSERA_TEST_OPTIONS", "xnnpack.num_threads=2;opencl.device_type=tpu", 1);
   ParsedOptions bad;
-  Status s = parse_options_env(&bad, Validation::Strict, "TESSERA_TEST_OPTIONS");
+  Status s = parse_options_from_environment(Validation::Strict, &bad, "TESSERA_TEST_OPTIONS");
   EXPECT_EQ(s.code(), Error::OptionInvalidChoice);
   EXPECT_STREQ(s.message(),
                "TESSERA_TEST_OPTIONS:1:42: opencl: option 'device_type' = 'tpu' is not one of: "
@@ -111,22 +126,32 @@ TEST_F(Parser, EnvironmentVariable) {
 
   ::unsetenv("TESSERA_TEST_OPTIONS");
   ParsedOptions none;
-  EXPECT_OK(parse_options_env(&none, Validation::Strict, "TESSERA_TEST_OPTIONS"));
+  EXPECT_OK(parse_options_from_environment(Validation::Strict, &none, "TESSERA_TEST_OPTIONS"));
   EXPECT_TRUE(none.empty());
+}
+
+TEST_F(Parser, EnvironmentTextAsTheToolsPassIt) {
+  ParsedOptions p;
+  ASSERT_OK(parse_options_env("xnnpack.num_threads=2;xnnpack#0.ratio=0.5", Validation::Strict, &p));
+  EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->as_int(), 2);
+  EXPECT_DOUBLE_EQ(find(p.delegate, "xnnpack#0", "ratio")->as_double(), 0.5);
+  Status s = parse_options_env("xnnpack.num_threads=x", Validation::Strict, &p);
+  EXPECT_STREQ(s.message(),
+               "TESSERA_OPTIONS:1:21: xnnpack: option 'num_threads' expects int, got 'x'");
 }
 
 TEST_F(Parser, ListColumnsAndQuotes) {
   ParsedOptions p;
   Status s = parse_option_list("xnnpack.num_threads=2;  xnnpack.ratio=2", OptionScope::Load,
-                               "TESSERA_OPTIONS", &p);
+                               Validation::Strict, "TESSERA_OPTIONS", &p);
   EXPECT_EQ(s.code(), Error::OptionOutOfRange);
   EXPECT_STREQ(s.message(),
                "TESSERA_OPTIONS:1:39: xnnpack: option 'ratio' = 2 is out of range [0, 1]");
   ASSERT_OK(parse_option_list("opencl.cache_dir=\"/a;b\";xnnpack.num_threads=1", OptionScope::Load,
-                              "TESSERA_OPTIONS", &p));
+                              Validation::Strict, "TESSERA_OPTIONS", &p));
   EXPECT_EQ(find(p.load, "opencl", "cache_dir")->as_string(), "/a;b");
-  Status garbage =
-      parse_option_list("xnnpack.num_threads=1;oops", OptionScope::Load, "TESSERA_OPTIONS", &p);
+  Status garbage = parse_option_list("xnnpack.num_threads=1;oops", OptionScope::Load,
+                                     Validation::Strict, "TESSERA_OPTIONS", &p);
   EXPECT_STREQ(garbage.message(), "TESSERA_OPTIONS:1:23: expected backend.key=value, got 'oops'");
 }
 
@@ -149,7 +174,7 @@ batch_hint = 8
 
 TEST_F(Parser, TomlTablesPerScope) {
   ParsedOptions p;
-  ASSERT_OK(parse_options_toml(kToml, "options.toml", &p));
+  ASSERT_OK(parse_options_toml(kToml, "options.toml", Validation::Strict, &p));
   EXPECT_EQ(find(p.global, "xnnpack", "num_threads")->as_int(), 4);
   EXPECT_EQ(find(p.global, "xnnpack", "perf_mode")->as_enum().name, "throughput");
   EXPECT_EQ(find(p.load, "opencl", "device_type")->as_enum().name, "gpu");
@@ -162,39 +187,47 @@ TEST_F(Parser, TomlTablesPerScope) {
 TEST_F(Parser, TomlErrorsGiveFileLineAndColumn) {
   ParsedOptions p;
   Status type = parse_options_toml("[load.xnnpack]\nweight_cache = true\nnum_threads = \"four\"\n",
-                                   "options.toml", &p);
+                                   "options.toml", Validation::Strict, &p);
   EXPECT_EQ(type.code(), Error::OptionTypeMismatch);
   EXPECT_STREQ(type.message(),
                "options.toml:3:15: xnnpack: option 'num_threads' expects int, got string "
                "\"four\"");
-  Status key = parse_options_toml("[load.xnnpack]\nnum_thread = 4\n", "options.toml", &p);
+  Status key = parse_options_toml("[load.xnnpack]\nnum_thread = 4\n", "options.toml",
+                                  Validation::Strict, &p);
   EXPECT_STREQ(key.message(),
                "options.toml:2:1: xnnpack: unknown option 'num_thread' (did you mean "
                "'num_threads'?)");
-  Status range = parse_options_toml("[global.opencl]\nplatform = 99\n", "o.toml", &p);
+  Status range =
+      parse_options_toml("[global.opencl]\nplatform = 99\n", "o.toml", Validation::Strict, &p);
   EXPECT_STREQ(range.message(),
                "o.toml:2:12: opencl: option 'platform' = 99 is out of range [0, 8]");
-  Status backend = parse_options_toml("\n[load.openc]\nratio = 0.5\n", "o.toml", &p);
+  Status backend =
+      parse_options_toml("\n[load.openc]\nratio = 0.5\n", "o.toml", Validation::Strict, &p);
   EXPECT_EQ(backend.code(), Error::OptionUnknownBackend);
   EXPECT_EQ(std::string(backend.message()).rfind("o.toml:2:7: unknown backend 'openc'", 0), 0u)
       << backend.message();
-  Status section = parse_options_toml("[loads.xnnpack]\nnum_threads = 1\n", "o.toml", &p);
+  Status section =
+      parse_options_toml("[loads.xnnpack]\nnum_threads = 1\n", "o.toml", Validation::Strict, &p);
   EXPECT_EQ(section.code(), Error::OptionParseError);
   EXPECT_STREQ(section.message(),
                "o.toml:1:2: unknown section 'loads' (expected global, load, delegate or execute)");
-  Status array = parse_options_toml("[load.xnnpack]\nnum_threads = [1, 2]\n", "o.toml", &p);
+  Status array = parse_options_toml("[load.xnnpack]\nnum_threads = [1, 2]\n", "o.toml",
+                                    Validation::Strict, &p);
   EXPECT_STREQ(array.message(),
                "o.toml:2:15: xnnpack: option 'num_threads' expects int, got array");
-  Status scope = parse_options_toml("[load.xnnpack]\nbatch_hint = 2\n", "o.toml", &p);
+  Status scope =
+      parse_options_toml("[load.xnnpack]\nbatch_hint = 2\n", "o.toml", Validation::Strict, &p);
   EXPECT_EQ(scope.code(), Error::OptionWrongScope);
-  Status id_outside = parse_options_toml("[load.\"xnnpack#0\"]\nnum_threads = 2\n", "o.toml", &p);
+  Status id_outside = parse_options_toml("[load.\"xnnpack#0\"]\nnum_threads = 2\n", "o.toml",
+                                         Validation::Strict, &p);
   EXPECT_EQ(id_outside.code(), Error::OptionParseError);
   EXPECT_TRUE(p.empty());
 }
 
 TEST_F(Parser, TomlSyntaxErrors) {
   ParsedOptions p;
-  Status s = parse_options_toml("[load.xnnpack]\nnum_threads = \n", "options.toml", &p);
+  Status s = parse_options_toml("[load.xnnpack]\nnum_threads = \n", "options.toml",
+                                Validation::Strict, &p);
   EXPECT_EQ(s.code(), Error::OptionParseError);
   EXPECT_EQ(std::string(s.message()).rfind("options.toml:2:", 0), 0u) << s.message();
 }
@@ -206,10 +239,10 @@ TEST_F(Parser, TomlFile) {
     f << kToml;
   }
   ParsedOptions p;
-  ASSERT_OK(parse_options_file(path, &p));
+  ASSERT_OK(parse_options_file(path, Validation::Strict, &p));
   EXPECT_EQ(find(p.global, "xnnpack", "num_threads")->as_int(), 4);
   std::remove(path.c_str());
-  Status missing = parse_options_file(path, &p);
+  Status missing = parse_options_file(path, Validation::Strict, &p);
   EXPECT_EQ(missing.code(), Error::NotFound);
   EXPECT_NE(std::string(missing.message()).find("cannot open options file"), std::string::npos);
 }
@@ -220,22 +253,23 @@ TEST_F(Parser, LenientSkipsUnknownBackendsAndKeys) {
   ASSERT_OK(
       parse_options_toml("[load.coreml]\nunits = \"all\"\n[load.xnnpack]\nfuture = 1\n"
                          "num_threads = 2\n",
-                         "o.toml", &p, Validation::Lenient));
+                         "o.toml", Validation::Lenient, &p));
   EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->as_int(), 2);
   EXPECT_EQ(find(p.load, "xnnpack", "future"), nullptr);
   EXPECT_TRUE(log.contains("o.toml:1:7: unknown backend 'coreml'"));
   EXPECT_TRUE(log.contains("o.toml:4:1: xnnpack: unknown option 'future'"));
   EXPECT_EQ(
-      parse_options_toml("[load.xnnpack]\nnum_threads = true\n", "o.toml", &p, Validation::Lenient)
+      parse_options_toml("[load.xnnpack]\nnum_threads = true\n", "o.toml", Validation::Lenient, &p)
           .code(),
       Error::OptionTypeMismatch);
 }
 
 TEST_F(Parser, MergeLaterSourcesWinAndConvert) {
   ParsedOptions file;
-  ASSERT_OK(parse_options_toml(kToml, "options.toml", &file));
+  ASSERT_OK(parse_options_toml(kToml, "options.toml", Validation::Strict, &file));
   ParsedOptions flags;
-  ASSERT_OK(parse_option_assignment("opencl.device_type=cpu", OptionScope::Load, &flags));
+  ASSERT_OK(parse_option_assignment("opencl.device_type=cpu", OptionScope::Load, Validation::Strict,
+                                    "--option", &flags));
   file.merge(flags);
   EXPECT_EQ(find(file.load, "opencl", "device_type")->as_enum().name, "cpu");
   EXPECT_EQ(find(file.load, "opencl", "cache_dir")->as_string(), "/data/cl");
