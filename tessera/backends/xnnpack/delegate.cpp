@@ -1,0 +1,134 @@
+#include "tessera/backends/xnnpack/delegate.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "tessera/backends/xnnpack/options.h"
+
+namespace tessera::xnnpack {
+
+OwnedFloats allocate_floats(size_t count) {
+  const size_t bytes = (count * sizeof(float) + XNN_EXTRA_BYTES + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p != nullptr) std::memset(p, 0, bytes);
+  return OwnedFloats(static_cast<float*>(p));
+}
+
+void Conversion::run(const float* in, float* out, pthreadpool_t pool) const {
+  switch (kind) {
+    case Kind::Copy:
+      if (in != out && numel != 0) std::memcpy(out, in, numel * sizeof(float));
+      return;
+    case Kind::ToChannelsLast:
+      nchw_to_nhwc(in, out, n, c, s, pool);
+      return;
+    case Kind::ToIdentity:
+      nhwc_to_nchw(in, out, n, c, s, pool);
+      return;
+  }
+}
+
+Delegate::~Delegate() {
+  for (Runtime& r : runtimes) {
+    if (r.runtime != nullptr) xnn_delete_runtime(r.runtime);
+  }
+}
+
+size_t Delegate::num_conversions() const {
+  size_t n = 0;
+  for (const Step& s : steps) n += s.kind == Step::Kind::Convert;
+  return n;
+}
+
+Status Delegate::invoke(Runtime& r) {
+  bool dirty = false;
+  for (const ExternalBinding& b : r.bound) {
+    void* data = buffers[static_cast<size_t>(b.buffer)].data;
+    if (r.externals[b.index].data != data) {
+      r.externals[b.index].data = data;
+      dirty = true;
+    }
+  }
+  if (dirty) {
+    const xnn_status st = xnn_setup_runtime(r.runtime, r.externals.size(), r.externals.data());
+    if (st != xnn_status_success) {
+      return Status::error(Error::DelegateExecutionFailed, "xnnpack: delegate '%s': "
+                           "xnn_setup_runtime failed (status %d)", id, static_cast<int>(st));
+    }
+  }
+  const xnn_status st = xnn_invoke_runtime(r.runtime);
+  if (st != xnn_status_success) {
+    return Status::error(Error::DelegateExecutionFailed,
+                         "xnnpack: delegate '%s': xnn_invoke_runtime failed (status %d)", id,
+                         static_cast<int>(st));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
+  if (args.size() != num_inputs + num_outputs) {
+    return Status::error(Error::InvalidArgument,
+                         "xnnpack: delegate '%s' takes %zu inputs and %zu outputs, got %zu "
+                         "arguments", id, num_inputs, num_outputs, args.size());
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const EValue* a = args[i];
+    if (a == nullptr || !a->is_tensor() || a->to_tensor().dtype() != ScalarType::Float32 ||
+        a->to_tensor().numel() != arg_numel[i] || a->to_tensor().data() == nullptr) {
+      return Status::error(Error::InvalidArgument,
+                           "xnnpack: delegate '%s': argument %zu is not a float32 tensor of %lld "
+                           "elements with data", id, i, static_cast<long long>(arg_numel[i]));
+    }
+  }
+  // Profiling is execute-scoped only: without execute options it is off.
+  bool profile = false;
+  if (!context.execute_options().empty()) {
+    Result<bool> p = context.get(kProfile);
+    profile = p.ok() && *p;
+  }
+  pthreadpool_t threads = pool.get();
+
+  for (Buffer& b : buffers) {
+    if (b.arg >= 0) b.data = args[static_cast<size_t>(b.arg)]->to_tensor().data_as<float>();
+  }
+  size_t event = 0;
+  Clock::time_point start = profile ? Clock::now() : Clock::time_point();
+  for (const InputStage& in : inputs) {
+    in.conversion.run(args[static_cast<size_t>(in.arg)]->to_tensor().data_as<const float>(),
+                      buffers[static_cast<size_t>(in.buffer)].data, threads);
+  }
+  if (profile) context.report_event(event_names[event].data(), ms_since(start));
+  ++event;
+  for (const Step& step : steps) {
+    if (profile) start = Clock::now();
+    if (step.kind == Step::Kind::Invoke) {
+      TESSERA_RETURN_IF_ERROR(invoke(runtimes[static_cast<size_t>(step.runtime)]));
+    } else {
+      step.conversion.run(buffers[static_cast<size_t>(step.src)].data,
+                          buffers[static_cast<size_t>(step.dst)].data, threads);
+    }
+    if (profile) context.report_event(event_names[event].data(), ms_since(start));
+    ++event;
+  }
+  if (profile) start = Clock::now();
+  for (const OutputStage& out : outputs) {
+    const float* src = out.buffer >= 0 ? buffers[static_cast<size_t>(out.buffer)].data
+                                       : out.constant;
+    out.conversion.run(src, args[static_cast<size_t>(out.arg)]->to_tensor().data_as<float>(),
+                       threads);
+  }
+  if (profile) context.report_event(event_names[event].data(), ms_since(start));
+  return Status::ok();
+}
+
+}  // namespace tessera::xnnpack

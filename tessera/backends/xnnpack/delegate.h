@@ -1,0 +1,130 @@
+// Delegate: one initialised XNNPACK delegate (the DelegateHandle the backend hands out) and its
+// execute loop. Built by build_delegate() (subgraph_builder.h); everything is allocated then, so
+// execute() never touches the heap.
+//
+// A delegate is a list of steps over buffers. Usually it is: stage the inputs (NCHW -> NHWC
+// where a value is channels-last), invoke one XNNPACK runtime, write the outputs back (NHWC ->
+// NCHW). When an operator needs a value in a layout whose memory order differs from the one it
+// was produced in, and this XNNPACK has no transpose operator to do it inside the runtime, the
+// delegate splits into several runtimes with a layout conversion step between them.
+#pragma once
+
+#include <xnnpack.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "tessera/backend/context.h"
+#include "tessera/backends/xnnpack/layout.h"
+#include "tessera/core/evalue.h"
+#include "tessera/core/span.h"
+#include "tessera/core/status.h"
+
+namespace tessera::xnnpack {
+
+/// Frees memory from std::aligned_alloc.
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using OwnedFloats = std::unique_ptr<float, AlignedFree>;
+
+/// `count` floats, 64-byte aligned, followed by XNN_EXTRA_BYTES of zeros (XNNPACK may read,
+/// never write, that far past a tensor). Null on exhaustion.
+OwnedFloats allocate_floats(size_t count);
+
+/// How data moves between two layouts of one value.
+struct Conversion {
+  enum class Kind : uint8_t {
+    Copy,            // same memory order
+    ToChannelsLast,  // [n, c, s] -> [n, s, c]
+    ToIdentity,      // [n, s, c] -> [n, c, s]
+  };
+  Kind kind = Kind::Copy;
+  int64_t n = 1, c = 1, s = 1;  // for the transposes
+  size_t numel = 0;
+
+  void run(const float* in, float* out, pthreadpool_t pool) const;
+};
+
+/// A tensor held outside the XNNPACK runtimes: a staged input, a value passed between runtimes,
+/// a converted copy, or an output written in place (bound to an execute argument).
+struct Buffer {
+  float* data = nullptr;  // owned storage, or the bound argument's data during execute
+  int arg = -1;           // >= 0: bound to args[arg] (a delegate output)
+  size_t numel = 0;
+};
+
+/// An external value of a runtime backed by a buffer.
+struct ExternalBinding {
+  size_t index;  // into Runtime::externals
+  int buffer;
+};
+
+struct Runtime {
+  xnn_runtime_t runtime = nullptr;
+  std::vector<xnn_external_value> externals;
+  std::vector<ExternalBinding> bound;  // externals whose buffer is bound to an argument
+  size_t num_nodes = 0;
+};
+
+struct Step {
+  enum class Kind : uint8_t { Invoke, Convert };
+  Kind kind = Kind::Invoke;
+  int runtime = -1;        // Invoke
+  int src = -1, dst = -1;  // Convert: buffer indices
+  Conversion conversion;
+};
+
+struct InputStage {
+  int arg;
+  int buffer;
+  Conversion conversion;
+};
+
+struct OutputStage {
+  int arg;
+  int buffer = -1;                 // source buffer, or -1 with `constant`
+  const float* constant = nullptr;
+  Conversion conversion;
+};
+
+class Delegate {
+ public:
+  Delegate() = default;
+  Delegate(const Delegate&) = delete;
+  Delegate& operator=(const Delegate&) = delete;
+  ~Delegate();
+
+  /// Runs the delegate on `args` (inputs, then outputs). No heap allocation. Errors:
+  /// InvalidArgument (wrong argument count, kind or size), DelegateExecutionFailed (XNNPACK).
+  Status execute(BackendExecutionContext& context, Span<EValue*> args);
+
+  size_t num_runtimes() const { return runtimes.size(); }
+  size_t num_conversions() const;
+
+  // Built by build_delegate; read-only afterwards.
+  char id[64] = {};
+  size_t num_inputs = 0;
+  size_t num_outputs = 0;
+  std::vector<int64_t> arg_numel;  // expected element count of each argument
+  std::vector<Buffer> buffers;
+  std::vector<Runtime> runtimes;
+  std::vector<Step> steps;
+  std::vector<InputStage> inputs;
+  std::vector<OutputStage> outputs;
+  std::vector<OwnedFloats> storage;        // buffers, repacked weights, padded constants
+  std::shared_ptr<struct pthreadpool> pool;  // null: run on the calling thread
+  uint32_t runtime_flags = 0;
+
+  // Profile event names, prepared at init: inputs, one per step, outputs.
+  std::vector<std::array<char, 48>> event_names;
+
+ private:
+  Status invoke(Runtime& runtime);
+};
+
+}  // namespace tessera::xnnpack

@@ -1,0 +1,163 @@
+#include "tessera/backends/xnnpack/layout.h"
+
+#include <xnnpack.h>
+
+#include <algorithm>
+#include <cassert>
+
+namespace tessera::xnnpack {
+
+static_assert(kMaxXnnDims == XNN_MAX_TENSOR_DIMS, "update kMaxXnnDims for this XNNPACK");
+
+const char* layout_name(Layout layout) {
+  return layout == Layout::ChannelsLast ? "channels-last" : "identity";
+}
+
+Dims::Dims(Span<const int64_t> sizes) {
+  assert(sizes.size() <= static_cast<size_t>(kMaxDims));
+  rank = static_cast<int>(sizes.size());
+  for (int i = 0; i < rank; ++i) d[i] = sizes[i];
+}
+
+int64_t Dims::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= d[i];
+  return n;
+}
+
+bool Dims::operator==(const Dims& o) const {
+  if (rank != o.rank) return false;
+  for (int i = 0; i < rank; ++i) {
+    if (d[i] != o.d[i]) return false;
+  }
+  return true;
+}
+
+Dims expand_rank(const Dims& logical, int rank) {
+  assert(rank >= logical.rank && rank <= kMaxDims);
+  Dims out;
+  out.rank = rank;
+  const int lead = rank - logical.rank;
+  for (int i = 0; i < rank; ++i) out.d[i] = i < lead ? 1 : logical.d[i - lead];
+  return out;
+}
+
+Dims physical_dims(const Dims& logical, int rank, Layout layout) {
+  Dims e = expand_rank(logical, rank);
+  if (layout == Layout::Identity) return e;
+  assert(rank == 4);
+  Dims p;
+  p.rank = 4;
+  p.d[0] = e.d[0];
+  p.d[1] = e.d[2];
+  p.d[2] = e.d[3];
+  p.d[3] = e.d[1];
+  return p;
+}
+
+bool same_memory_order(const Dims& a, const Dims& b) {
+  int i = 0, j = 0;
+  while (true) {
+    while (i < a.rank && a.d[i] == 1) ++i;
+    while (j < b.rank && b.d[j] == 1) ++j;
+    if (i == a.rank || j == b.rank) return i == a.rank && j == b.rank;
+    if (a.d[i] != b.d[j]) return false;
+    ++i;
+    ++j;
+  }
+}
+
+namespace {
+
+constexpr int64_t kBlock = 16;
+// Below this many elements a conversion runs on the calling thread.
+constexpr int64_t kParallelThreshold = int64_t{1} << 16;
+
+// out[b][j][i] = in[b][i][j] for rows i < `rows`, columns j < `cols`, row block `rb`.
+void transpose_rows(const float* in, float* out, int64_t rows, int64_t cols, int64_t i0) {
+  const int64_t i1 = std::min(i0 + kBlock, rows);
+  for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
+    const int64_t j1 = std::min(j0 + kBlock, cols);
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* src = in + i * cols;
+      for (int64_t j = j0; j < j1; ++j) out[j * rows + i] = src[j];
+    }
+  }
+}
+
+struct TransposeTask {
+  const float* in;
+  float* out;
+  int64_t rows, cols, row_blocks;
+};
+
+void transpose_task(void* context, size_t batch, size_t row_block) {
+  const auto* t = static_cast<const TransposeTask*>(context);
+  const int64_t plane = t->rows * t->cols;
+  transpose_rows(t->in + static_cast<int64_t>(batch) * plane,
+                 t->out + static_cast<int64_t>(batch) * plane, t->rows, t->cols,
+                 static_cast<int64_t>(row_block) * kBlock);
+}
+
+void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t cols,
+               pthreadpool_t pool) {
+  if (rows == 1 || cols == 1) {
+    std::copy(in, in + n * rows * cols, out);
+    return;
+  }
+  const int64_t row_blocks = (rows + kBlock - 1) / kBlock;
+  if (pool != nullptr && n * rows * cols >= kParallelThreshold &&
+      pthreadpool_get_threads_count(pool) > 1) {
+    TransposeTask task{in, out, rows, cols, row_blocks};
+    pthreadpool_parallelize_2d(pool, transpose_task, &task, static_cast<size_t>(n),
+                               static_cast<size_t>(row_blocks), 0);
+    return;
+  }
+  const int64_t plane = rows * cols;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t rb = 0; rb < row_blocks; ++rb) {
+      transpose_rows(in + b * plane, out + b * plane, rows, cols, rb * kBlock);
+    }
+  }
+}
+
+}  // namespace
+
+void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s,
+                  pthreadpool_t pool) {
+  transpose(in, out, n, c, s, pool);
+}
+
+void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s,
+                  pthreadpool_t pool) {
+  transpose(in, out, n, s, c, pool);
+}
+
+void permute(const float* in, const Dims& in_dims, const int* perm, float* out) {
+  const int rank = in_dims.rank;
+  int64_t in_strides[kMaxDims];
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    in_strides[d] = s;
+    s *= in_dims.d[d];
+  }
+  int64_t out_sizes[kMaxDims], strides[kMaxDims];  // strides of `in` along each output dim
+  for (int d = 0; d < rank; ++d) {
+    out_sizes[d] = in_dims.d[perm[d]];
+    strides[d] = in_strides[perm[d]];
+  }
+  const int64_t total = in_dims.numel();
+  int64_t index[kMaxDims] = {};
+  int64_t offset = 0;
+  for (int64_t k = 0; k < total; ++k) {
+    out[k] = in[offset];
+    for (int d = rank - 1; d >= 0; --d) {
+      offset += strides[d];
+      if (++index[d] < out_sizes[d]) break;
+      offset -= strides[d] * out_sizes[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace tessera::xnnpack

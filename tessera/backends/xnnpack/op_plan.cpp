@@ -1,0 +1,739 @@
+#include "tessera/backends/xnnpack/op_plan.h"
+
+#include <xnnpack.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "tessera/ir/op.h"
+
+namespace tessera::xnnpack {
+namespace {
+
+using Op = fb::OpType;
+
+constexpr int64_t kMaxAttr = int64_t{1} << 31;
+
+[[gnu::format(printf, 3, 4)]] Status fail(Error code, const NodeReader& n, const char* format,
+                                          ...) {
+  char detail[160];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(detail, sizeof detail, format, args);
+  va_end(args);
+  const std::string_view name = n.name();
+  return Status::error(code, "xnnpack: %s node '%.*s': %s", ir::op_name(n.op()),
+                       static_cast<int>(name.size()), name.data(), detail);
+}
+
+#define XNN_UNSUPPORTED(n, ...) fail(Error::NotSupported, n, __VA_ARGS__)
+#define XNN_INVALID(n, ...) fail(Error::InvalidProgram, n, __VA_ARGS__)
+
+Status bad_type(const NodeReader& n, const char* attr) {
+  return XNN_INVALID(n, "attribute '%s' has the wrong type", attr);
+}
+
+// Every present input and the single output are float32 tensors of rank 1..6.
+Status check_tensors(const NodeReader& n, int min_inputs, int max_inputs) {
+  if (n.num_inputs() < min_inputs || n.num_inputs() > max_inputs) {
+    return XNN_UNSUPPORTED(n, "%d inputs (this op takes %d to %d here)", n.num_inputs(),
+                           min_inputs, max_inputs);
+  }
+  if (n.num_outputs() != 1) return XNN_UNSUPPORTED(n, "%d outputs (only 1)", n.num_outputs());
+  for (int i = 0; i < n.num_inputs() + 1; ++i) {
+    const bool is_output = i == n.num_inputs();
+    ValueFacts v = is_output ? n.output(0) : n.input(i);
+    if (!v.present) {
+      if (!is_output && i >= min_inputs) continue;  // absent optional input
+      return XNN_INVALID(n, "%s %d is missing", is_output ? "output" : "input", is_output ? 0 : i);
+    }
+    if (!v.is_tensor || v.dtype != ScalarType::Float32) {
+      return XNN_UNSUPPORTED(n, "%s %d is %s (only float32 tensors)",
+                             is_output ? "output" : "input", is_output ? 0 : i,
+                             v.is_tensor ? scalar_type_name(v.dtype) : "not a tensor");
+    }
+    // Rank-0 constants are fine as broadcast operands; everything else needs rank 1..6.
+    const bool scalar_ok = !is_output && v.constant >= 0 && v.dims.rank == 0;
+    if ((v.dims.rank < 1 && !scalar_ok) || v.dims.rank > kMaxXnnDims) {
+      return XNN_UNSUPPORTED(n, "%s %d has rank %d (XNNPACK takes 1 to %d)",
+                             is_output ? "output" : "input", is_output ? 0 : i, v.dims.rank,
+                             kMaxXnnDims);
+    }
+  }
+  return Status::ok();
+}
+
+bool is_static(const ValueFacts& v) { return !v.symbolic; }
+
+Status fused_activation(const NodeReader& n, OpPlan* plan) {
+  switch (n.activation()) {
+    case fb::Activation::None:
+      return Status::ok();
+    case fb::Activation::Relu:
+      plan->output_min = 0.0f;
+      return Status::ok();
+    case fb::Activation::Clip: {
+      const float lo = n.activation_min(), hi = n.activation_max();
+      if (!(lo < hi)) {
+        return XNN_UNSUPPORTED(n, "fused clip range [%g, %g] is empty (XNNPACK needs min < max)",
+                               lo, hi);
+      }
+      plan->output_min = lo;
+      plan->output_max = hi;
+      return Status::ok();
+    }
+  }
+  return XNN_INVALID(n, "unknown fused activation %d", static_cast<int>(n.activation()));
+}
+
+Status no_fused_activation(const NodeReader& n) {
+  if (n.activation() != fb::Activation::None) {
+    return XNN_UNSUPPORTED(n, "a fused activation on this op");
+  }
+  return Status::ok();
+}
+
+bool fits_u32(int64_t v) { return v >= 0 && v < kMaxAttr; }
+
+// Reads a list attribute of `count` entries, each >= lo, or fills `fallback` when absent.
+Status read_list(const NodeReader& n, const char* name, size_t count, int64_t lo,
+                 int64_t fallback, int64_t* out) {
+  Span<const int64_t> v;
+  if (!n.attr_ints(name, &v)) return bad_type(n, name);
+  if (v.empty()) {
+    for (size_t i = 0; i < count; ++i) out[i] = fallback;
+    return Status::ok();
+  }
+  if (v.size() != count) {
+    return XNN_INVALID(n, "'%s' has %zu entries, expected %zu", name, v.size(), count);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (v[i] < lo || v[i] >= kMaxAttr) {
+      return XNN_UNSUPPORTED(n, "'%s'[%zu] = %lld is out of range", name, i,
+                             static_cast<long long>(v[i]));
+    }
+    out[i] = v[i];
+  }
+  return Status::ok();
+}
+
+struct Spatial2d {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad_begin[2] = {0, 0};
+  int64_t pad_end[2] = {0, 0};
+  int64_t extent(int i) const { return (kernel[i] - 1) * dilation[i] + 1; }
+};
+
+// strides, dilations, pads and auto_pad (NOTSET or VALID) of a 2-D window op.
+Status read_spatial(const NodeReader& n, Spatial2d* s) {
+  std::string_view auto_pad;
+  if (!n.attr_string("auto_pad", "NOTSET", &auto_pad)) return bad_type(n, "auto_pad");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    return XNN_UNSUPPORTED(n, "auto_pad '%.*s' (the compiler emits explicit pads)",
+                           static_cast<int>(auto_pad.size()), auto_pad.data());
+  }
+  Span<const int64_t> ks;
+  if (!n.attr_ints("kernel_shape", &ks)) return bad_type(n, "kernel_shape");
+  if (!ks.empty()) {
+    if (ks.size() != 2) return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
+    for (int i = 0; i < 2; ++i) {
+      if (ks[i] != s->kernel[i]) {
+        return XNN_INVALID(n, "kernel_shape[%d] = %lld but the weights have %lld", i,
+                           static_cast<long long>(ks[i]), static_cast<long long>(s->kernel[i]));
+      }
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(read_list(n, "strides", 2, 1, 1, s->stride));
+  TESSERA_RETURN_IF_ERROR(read_list(n, "dilations", 2, 1, 1, s->dilation));
+  int64_t pads[4];
+  TESSERA_RETURN_IF_ERROR(read_list(n, "pads", 4, 0, 0, pads));
+  for (int i = 0; i < 2; ++i) {
+    s->pad_begin[i] = pads[i];
+    s->pad_end[i] = pads[2 + i];
+  }
+  return Status::ok();
+}
+
+void set_window(const Spatial2d& s, Window* w) {
+  for (int i = 0; i < 2; ++i) {
+    w->kernel[i] = static_cast<uint32_t>(s.kernel[i]);
+    w->stride[i] = static_cast<uint32_t>(s.stride[i]);
+    w->dilation[i] = static_cast<uint32_t>(s.dilation[i]);
+  }
+  w->pad_top = static_cast<uint32_t>(s.pad_begin[0]);
+  w->pad_left = static_cast<uint32_t>(s.pad_begin[1]);
+  w->pad_bottom = static_cast<uint32_t>(s.pad_end[0]);
+  w->pad_right = static_cast<uint32_t>(s.pad_end[1]);
+}
+
+Status check_rank(const NodeReader& n, const ValueFacts& v, int rank, const char* what) {
+  if (v.dims.rank != rank) {
+    return XNN_UNSUPPORTED(n, "%s has rank %d (XNNPACK needs %d here)", what, v.dims.rank, rank);
+  }
+  return Status::ok();
+}
+
+Status check_constant(const NodeReader& n, const ValueFacts& v, const char* what) {
+  if (v.constant < 0) return XNN_UNSUPPORTED(n, "%s is not a constant", what);
+  return Status::ok();
+}
+
+// ---- convolutions ------------------------------------------------------------------------------
+
+Status plan_conv(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 3));
+  const ValueFacts x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (2-D convolution only)"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, w, 4, "weight"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
+  TESSERA_RETURN_IF_ERROR(check_constant(n, w, "the weight"));
+  if (b.present) {
+    TESSERA_RETURN_IF_ERROR(check_constant(n, b, "the bias"));
+    TESSERA_RETURN_IF_ERROR(check_rank(n, b, 1, "bias"));
+  }
+  int64_t group;
+  if (!n.attr_int("group", 1, &group)) return bad_type(n, "group");
+  const int64_t cin = x.dims.d[1], cout = w.dims.d[0];
+  if (group < 1 || !fits_u32(group) || w.dims.d[1] * group != cin || cout % group != 0) {
+    return XNN_INVALID(n, "group %lld does not match input channels %lld and weight [%lld, %lld]",
+                       static_cast<long long>(group), static_cast<long long>(cin),
+                       static_cast<long long>(cout), static_cast<long long>(w.dims.d[1]));
+  }
+  if (y.dims.d[1] != cout || (b.present && b.dims.d[0] != cout)) {
+    return XNN_INVALID(n, "output or bias channels do not match %lld", static_cast<long long>(cout));
+  }
+  Spatial2d s;
+  s.kernel[0] = w.dims.d[2];
+  s.kernel[1] = w.dims.d[3];
+  if (!fits_u32(s.kernel[0]) || !fits_u32(s.kernel[1]) || s.kernel[0] < 1 || s.kernel[1] < 1) {
+    return XNN_INVALID(n, "kernel size out of range");
+  }
+  TESSERA_RETURN_IF_ERROR(read_spatial(n, &s));
+  for (int i = 0; i < 2; ++i) {
+    const int64_t padded = x.dims.d[2 + i] + s.pad_begin[i] + s.pad_end[i];
+    if (s.extent(i) > padded) return XNN_INVALID(n, "kernel larger than the padded input");
+    const int64_t out = (padded - s.extent(i)) / s.stride[i] + 1;
+    if (is_static(x) && is_static(y) && out != y.dims.d[2 + i]) {
+      return XNN_INVALID(n, "output spatial dim %d is %lld, the convolution gives %lld", i,
+                         static_cast<long long>(y.dims.d[2 + i]), static_cast<long long>(out));
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
+  set_window(s, &p->window);
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::ChannelsLast;
+  p->has_bias = b.present;
+  if (group > 1 && group == cin && w.dims.d[1] == 1) {
+    p->kind = OpKind::DepthwiseConvolution;
+    p->depth_multiplier = static_cast<uint32_t>(cout / cin);
+    p->group_input_channels = 1;
+    p->group_output_channels = static_cast<size_t>(p->depth_multiplier);
+  } else {
+    p->kind = OpKind::Convolution;
+    p->group_input_channels = static_cast<size_t>(w.dims.d[1]);
+    p->group_output_channels = static_cast<size_t>(cout / group);
+  }
+  p->groups = static_cast<uint32_t>(group);
+  return Status::ok();
+}
+
+Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 3));
+  const ValueFacts x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (2-D only)"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, w, 4, "weight"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
+  TESSERA_RETURN_IF_ERROR(check_constant(n, w, "the weight"));
+  if (b.present) {
+    TESSERA_RETURN_IF_ERROR(check_constant(n, b, "the bias"));
+    TESSERA_RETURN_IF_ERROR(check_rank(n, b, 1, "bias"));
+  }
+  if (n.has_attr("output_shape")) return XNN_UNSUPPORTED(n, "the output_shape attribute");
+  int64_t group;
+  if (!n.attr_int("group", 1, &group)) return bad_type(n, "group");
+  const int64_t cin = x.dims.d[1];
+  if (group < 1 || !fits_u32(group) || w.dims.d[0] != cin || cin % group != 0) {
+    return XNN_INVALID(n, "group %lld does not match input channels %lld and weight dim %lld",
+                       static_cast<long long>(group), static_cast<long long>(cin),
+                       static_cast<long long>(w.dims.d[0]));
+  }
+  const int64_t cout = w.dims.d[1] * group;
+  if (y.dims.d[1] != cout || (b.present && b.dims.d[0] != cout)) {
+    return XNN_INVALID(n, "output or bias channels do not match %lld", static_cast<long long>(cout));
+  }
+  Spatial2d s;
+  s.kernel[0] = w.dims.d[2];
+  s.kernel[1] = w.dims.d[3];
+  if (!fits_u32(s.kernel[0]) || !fits_u32(s.kernel[1]) || s.kernel[0] < 1 || s.kernel[1] < 1) {
+    return XNN_INVALID(n, "kernel size out of range");
+  }
+  TESSERA_RETURN_IF_ERROR(read_spatial(n, &s));
+  int64_t adj[2];
+  TESSERA_RETURN_IF_ERROR(read_list(n, "output_padding", 2, 0, 0, adj));
+  for (int i = 0; i < 2; ++i) {
+    if (adj[i] >= s.stride[i]) {
+      return XNN_UNSUPPORTED(n, "output_padding %lld is not below the stride %lld",
+                             static_cast<long long>(adj[i]), static_cast<long long>(s.stride[i]));
+    }
+    const int64_t out = (x.dims.d[2 + i] - 1) * s.stride[i] + s.extent(i) + adj[i] -
+                        s.pad_begin[i] - s.pad_end[i];
+    if (out < 1) return XNN_INVALID(n, "empty output");
+    if (is_static(x) && is_static(y) && out != y.dims.d[2 + i]) {
+      return XNN_INVALID(n, "output spatial dim %d is %lld, the deconvolution gives %lld", i,
+                         static_cast<long long>(y.dims.d[2 + i]), static_cast<long long>(out));
+    }
+    p->adjustment[i] = static_cast<uint32_t>(adj[i]);
+  }
+  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
+  set_window(s, &p->window);
+  p->kind = OpKind::Deconvolution;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::ChannelsLast;
+  p->has_bias = b.present;
+  p->groups = static_cast<uint32_t>(group);
+  p->group_input_channels = static_cast<size_t>(cin / group);
+  p->group_output_channels = static_cast<size_t>(w.dims.d[1]);
+  return Status::ok();
+}
+
+// ---- fully connected ---------------------------------------------------------------------------
+
+Status plan_gemm(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 3));
+  const ValueFacts a = n.input(0), b = n.input(1), c = n.input(2), y = n.output(0);
+  TESSERA_RETURN_IF_ERROR(check_rank(n, a, 2, "A"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, b, 2, "B"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 2, "output"));
+  if (a.constant >= 0) return XNN_UNSUPPORTED(n, "A is a constant");
+  TESSERA_RETURN_IF_ERROR(check_constant(n, b, "B (the weights)"));
+  int64_t trans_a, trans_b;
+  if (!n.attr_int("transA", 0, &trans_a)) return bad_type(n, "transA");
+  if (!n.attr_int("transB", 0, &trans_b)) return bad_type(n, "transB");
+  if (trans_a != 0) return XNN_UNSUPPORTED(n, "transA = 1");
+  float alpha, beta;
+  if (!n.attr_float("alpha", 1.0f, &alpha)) return bad_type(n, "alpha");
+  if (!n.attr_float("beta", 1.0f, &beta)) return bad_type(n, "beta");
+  if (!std::isfinite(alpha) || !std::isfinite(beta)) return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
+  const int64_t k = a.dims.d[1];
+  const int64_t kb = trans_b ? b.dims.d[1] : b.dims.d[0];
+  const int64_t nn = trans_b ? b.dims.d[0] : b.dims.d[1];
+  if (k != kb || y.dims.d[1] != nn) return XNN_INVALID(n, "inner or output dims do not match");
+  if (c.present) {
+    TESSERA_RETURN_IF_ERROR(check_constant(n, c, "C (the bias)"));
+    const int64_t cn = c.dims.numel();
+    const bool row = cn == nn && (c.dims.rank == 1 || (c.dims.rank == 2 && c.dims.d[0] == 1));
+    if (!row && cn != 1) {
+      return XNN_UNSUPPORTED(n, "C must broadcast as one row of %lld (or a scalar)",
+                             static_cast<long long>(nn));
+    }
+    p->bias_input = 2;
+  }
+  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
+  p->kind = OpKind::FullyConnected;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::Identity;
+  p->transpose_weights = trans_b == 0;
+  p->alpha = alpha;
+  p->beta = beta;
+  p->has_bias = c.present;
+  return Status::ok();
+}
+
+Status plan_matmul(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 2));
+  const ValueFacts a = n.input(0), b = n.input(1), y = n.output(0);
+  if (a.constant >= 0) return XNN_UNSUPPORTED(n, "A is a constant");
+  if (b.constant < 0) {
+    return XNN_UNSUPPORTED(n, "B is an activation (this XNNPACK has no batch matrix multiply)");
+  }
+  TESSERA_RETURN_IF_ERROR(check_rank(n, b, 2, "B (constant weights must be 2-D)"));
+  if (a.dims.d[a.dims.rank - 1] != b.dims.d[0] || y.dims.rank != a.dims.rank ||
+      y.dims.d[y.dims.rank - 1] != b.dims.d[1]) {
+    return XNN_INVALID(n, "inner or output dims do not match");
+  }
+  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
+  p->kind = OpKind::FullyConnected;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::Identity;
+  p->transpose_weights = true;
+  return Status::ok();
+}
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+Status plan_binary(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 2));
+  const ValueFacts a = n.input(0), b = n.input(1), y = n.output(0);
+  if (a.constant >= 0 && b.constant >= 0) return XNN_UNSUPPORTED(n, "both operands are constants");
+  const int rank = a.dims.rank > b.dims.rank ? a.dims.rank : b.dims.rank;
+  if (y.dims.rank != rank) return XNN_INVALID(n, "output rank %d, expected %d", y.dims.rank, rank);
+  const Dims ea = expand_rank(a.dims, rank), eb = expand_rank(b.dims, rank);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t x = ea.d[d], z = eb.d[d];
+    if (x != z && x != 1 && z != 1 && !a.symbolic && !b.symbolic) {
+      return XNN_INVALID(n, "operands do not broadcast along dim %d (%lld vs %lld)", d,
+                         static_cast<long long>(x), static_cast<long long>(z));
+    }
+  }
+  switch (n.op()) {
+    case Op::Add: p->binary = BinaryOp::Add; break;
+    case Op::Sub: p->binary = BinaryOp::Subtract; break;
+    case Op::Mul: p->binary = BinaryOp::Multiply; break;
+    case Op::Div: p->binary = BinaryOp::Divide; break;
+    case Op::Max: p->binary = BinaryOp::Maximum; break;
+    default: p->binary = BinaryOp::Minimum; break;
+  }
+  if (p->binary == BinaryOp::Maximum || p->binary == BinaryOp::Minimum) {
+    TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  } else {
+    TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
+  }
+  p->kind = OpKind::Binary;
+  p->rule = LayoutRule::Follow;
+  return Status::ok();
+}
+
+Status plan_unary(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0), y = n.output(0);
+  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  if (x.dims.rank != y.dims.rank) return XNN_INVALID(n, "output rank differs from input rank");
+  p->kind = OpKind::Unary;
+  p->rule = LayoutRule::Follow;
+  switch (n.op()) {
+    case Op::Relu:
+      p->unary = UnaryOp::Clamp;
+      p->output_min = 0.0f;
+      break;
+    case Op::Clip: {
+      float lo, hi;
+      if (!n.attr_float("min", -INFINITY, &lo)) return bad_type(n, "min");
+      if (!n.attr_float("max", INFINITY, &hi)) return bad_type(n, "max");
+      if (!(lo < hi)) {
+        return XNN_UNSUPPORTED(n, "clip range [%g, %g] is empty (XNNPACK needs min < max)", lo, hi);
+      }
+      p->unary = UnaryOp::Clamp;
+      p->output_min = lo;
+      p->output_max = hi;
+      break;
+    }
+    case Op::LeakyRelu:
+      if (!n.attr_float("alpha", 0.01f, &p->alpha)) return bad_type(n, "alpha");
+      if (!std::isfinite(p->alpha)) return XNN_UNSUPPORTED(n, "non-finite alpha");
+      p->unary = UnaryOp::LeakyRelu;
+      break;
+    case Op::HardSigmoid:
+      if (!n.attr_float("alpha", 0.2f, &p->alpha)) return bad_type(n, "alpha");
+      if (!n.attr_float("beta", 0.5f, &p->beta)) return bad_type(n, "beta");
+      if (!std::isfinite(p->alpha) || !std::isfinite(p->beta)) {
+        return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
+      }
+      p->kind = OpKind::HardSigmoid;
+      p->output_min = 0.0f;
+      p->output_max = 1.0f;
+      break;
+    case Op::Sigmoid: p->unary = UnaryOp::Sigmoid; break;
+    case Op::HardSwish: p->unary = UnaryOp::HardSwish; break;
+    case Op::Neg: p->unary = UnaryOp::Negate; break;
+    case Op::Abs: p->unary = UnaryOp::Abs; break;
+    case Op::Sqrt: p->unary = UnaryOp::SquareRoot; break;
+    case Op::Identity: p->kind = OpKind::Copy; break;
+    default: return XNN_UNSUPPORTED(n, "no XNNPACK operator");
+  }
+  return Status::ok();
+}
+
+Status plan_softmax(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0);
+  int64_t axis;
+  if (!n.attr_int("axis", -1, &axis)) return bad_type(n, "axis");
+  const int rank = x.dims.rank;
+  if (axis < -rank || axis >= rank) return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
+  if (axis < 0) axis += rank;
+  p->kind = OpKind::Softmax;
+  p->rule = LayoutRule::Fixed;
+  if (axis == rank - 1) {
+    p->layout = Layout::Identity;
+  } else if (rank == 4 && axis == 1) {
+    p->layout = Layout::ChannelsLast;  // channels are the innermost dim in NHWC
+  } else {
+    return XNN_UNSUPPORTED(n, "softmax over axis %lld of rank %d (XNNPACK: innermost dim only)",
+                           static_cast<long long>(axis), rank);
+  }
+  return Status::ok();
+}
+
+// ---- pooling -----------------------------------------------------------------------------------
+
+Status plan_pool(const NodeReader& n, OpPlan* p) {
+  const bool is_max = n.op() == Op::MaxPool;
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
+  const ValueFacts x = n.input(0), y = n.output(0);
+  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (2-D pooling only)"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
+  Span<const int64_t> ks;
+  if (!n.attr_ints("kernel_shape", &ks)) return bad_type(n, "kernel_shape");
+  if (ks.size() != 2) return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
+  Spatial2d s;
+  for (int i = 0; i < 2; ++i) {
+    if (ks[i] < 1 || ks[i] >= kMaxAttr) return XNN_INVALID(n, "kernel_shape out of range");
+    s.kernel[i] = ks[i];
+  }
+  if (s.kernel[0] * s.kernel[1] == 1) {
+    return XNN_UNSUPPORTED(n, "a 1x1 pooling window (XNNPACK rejects it)");
+  }
+  TESSERA_RETURN_IF_ERROR(read_spatial(n, &s));
+  int64_t ceil_mode, include_pad;
+  if (!n.attr_int("ceil_mode", 0, &ceil_mode)) return bad_type(n, "ceil_mode");
+  if (!n.attr_int("count_include_pad", 0, &include_pad)) return bad_type(n, "count_include_pad");
+  if (!is_max && (s.dilation[0] != 1 || s.dilation[1] != 1)) {
+    return XNN_UNSUPPORTED(n, "dilated average pooling");
+  }
+  int64_t overhang[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = x.dims.d[2 + i];
+    const int64_t padded = in + s.pad_begin[i] + s.pad_end[i];
+    if (s.extent(i) > padded) return XNN_INVALID(n, "window larger than the padded input");
+    const int64_t span = padded - s.extent(i);
+    int64_t out = (ceil_mode ? (span + s.stride[i] - 1) / s.stride[i] : span / s.stride[i]) + 1;
+    if (ceil_mode && (out - 1) * s.stride[i] >= in + s.pad_begin[i]) --out;
+    if (is_static(x) && is_static(y) && out != y.dims.d[2 + i]) {
+      return XNN_INVALID(n, "output spatial dim %d is %lld, pooling gives %lld", i,
+                         static_cast<long long>(y.dims.d[2 + i]), static_cast<long long>(out));
+    }
+    // Ceil mode: windows that run past the end padding see only what is inside; XNNPACK
+    // gets that as extra end padding, which it excludes.
+    const int64_t over = (out - 1) * s.stride[i] + s.extent(i) - padded;
+    overhang[i] = over > 0 ? over : 0;
+  }
+  const bool any_pad = (s.pad_begin[0] | s.pad_begin[1] | s.pad_end[0] | s.pad_end[1]) != 0;
+  if (!is_max && include_pad && any_pad) {
+    // count_include_pad: zero-pad explicitly, then pool with only the ceil overhang.
+    p->explicit_pad = true;
+    for (int i = 0; i < 2; ++i) {
+      p->explicit_pad_begin[i] = static_cast<uint32_t>(s.pad_begin[i]);
+      p->explicit_pad_end[i] = static_cast<uint32_t>(s.pad_end[i]);
+      s.pad_begin[i] = 0;
+      s.pad_end[i] = 0;
+    }
+  }
+  for (int i = 0; i < 2; ++i) s.pad_end[i] += overhang[i];
+  set_window(s, &p->window);
+  p->kind = is_max ? OpKind::MaxPooling : OpKind::AveragePooling;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::ChannelsLast;
+  return Status::ok();
+}
+
+Status plan_global_average_pool(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, n.input(0), 4, "input (2-D pooling only)"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, n.output(0), 4, "output"));
+  p->kind = OpKind::GlobalAveragePooling;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::ChannelsLast;
+  return Status::ok();
+}
+
+// ---- data movement -----------------------------------------------------------------------------
+
+Status plan_pad(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0);
+  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  std::string_view mode;
+  if (!n.attr_string("mode", "constant", &mode)) return bad_type(n, "mode");
+  if (mode != "constant") {
+    return XNN_UNSUPPORTED(n, "mode '%.*s' (constant only)", static_cast<int>(mode.size()), mode.data());
+  }
+  Span<const int64_t> pads, axes;
+  if (!n.attr_ints("pads", &pads)) return bad_type(n, "pads");
+  if (!n.attr_ints("axes", &axes)) return bad_type(n, "axes");
+  if (!n.attr_float("value", 0.0f, &p->pad_value)) return bad_type(n, "value");
+  const int rank = x.dims.rank;
+  const size_t n_axes = axes.empty() ? static_cast<size_t>(rank) : axes.size();
+  if (n_axes > static_cast<size_t>(rank) || (!pads.empty() && pads.size() != 2 * n_axes)) {
+    return XNN_INVALID(n, "pads/axes do not match rank %d", rank);
+  }
+  bool seen[kMaxDims] = {};
+  for (size_t i = 0; i < n_axes && !pads.empty(); ++i) {
+    int64_t d = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    if (d < -rank || d >= rank) return XNN_INVALID(n, "axis %lld out of range", (long long)d);
+    if (d < 0) d += rank;
+    if (seen[d]) return XNN_INVALID(n, "axis %lld repeated", static_cast<long long>(d));
+    seen[d] = true;
+    const int64_t b = pads[i], e = pads[i + n_axes];
+    if (b < 0 || e < 0) return XNN_UNSUPPORTED(n, "negative pads (cropping)");
+    if (b >= kMaxAttr || e >= kMaxAttr) return XNN_INVALID(n, "pads out of range");
+    p->pad_begin[d] = b;
+    p->pad_end[d] = e;
+  }
+  p->kind = OpKind::ConstantPad;
+  p->rule = LayoutRule::Follow;
+  return Status::ok();
+}
+
+Status plan_reshape(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));  // the shape comes from the output value
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0), y = n.output(0);
+  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  if (!x.symbolic && !y.symbolic && x.dims.numel() != y.dims.numel()) {
+    return XNN_INVALID(n, "element counts differ");
+  }
+  p->kind = OpKind::Reshape;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::Identity;
+  return Status::ok();
+}
+
+Status plan_resize(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0), y = n.output(0);
+  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
+  if (x.dims.d[0] != y.dims.d[0] || x.dims.d[1] != y.dims.d[1]) {
+    return XNN_UNSUPPORTED(n, "resizing the batch or channel dims");
+  }
+  std::string_view mode, ctm;
+  if (!n.attr_string("mode", "nearest", &mode)) return bad_type(n, "mode");
+  if (!n.attr_string("coordinate_transformation_mode", "half_pixel", &ctm)) {
+    return bad_type(n, "coordinate_transformation_mode");
+  }
+  if (mode != "linear") {
+    return XNN_UNSUPPORTED(n, "mode '%.*s' (this XNNPACK has bilinear resize only)",
+                           static_cast<int>(mode.size()), mode.data());
+  }
+  int64_t antialias;
+  if (!n.attr_int("antialias", 0, &antialias)) return bad_type(n, "antialias");
+  if (antialias != 0) return XNN_UNSUPPORTED(n, "antialias");
+  Span<const int64_t> axes;
+  if (!n.attr_ints("axes", &axes)) return bad_type(n, "axes");
+  if (!axes.empty() && !(axes.size() == 2 && (axes[0] == 2 || axes[0] == -2) &&
+                         (axes[1] == 3 || axes[1] == -1))) {
+    return XNN_UNSUPPORTED(n, "axes other than the two spatial dims");
+  }
+  Span<const float> scales;
+  if (!n.attr_floats("scales", &scales)) return bad_type(n, "scales");
+  if (!scales.empty()) {
+    const size_t first = scales.size() == 4 ? 2 : 0;
+    if (scales.size() != 4 && scales.size() != 2) return XNN_INVALID(n, "scales has %zu entries", scales.size());
+    if (first == 2 && (scales[0] != 1.0f || scales[1] != 1.0f)) {
+      return XNN_UNSUPPORTED(n, "scaling the batch or channel dims");
+    }
+    for (int i = 0; i < 2; ++i) {
+      // XNNPACK maps coordinates by the size ratio; a scale that is not that ratio differs.
+      const double want = static_cast<double>(x.dims.d[2 + i]) * scales[first + i];
+      if (!x.symbolic && !y.symbolic && std::fabs(want - static_cast<double>(y.dims.d[2 + i])) > 1e-4) {
+        return XNN_UNSUPPORTED(n, "scale %g is not the output/input size ratio", scales[first + i]);
+      }
+    }
+  }
+  if (ctm == "half_pixel") {
+    p->resize_flags = 0;
+  } else if (ctm == "pytorch_half_pixel") {
+    if (y.dims.d[2] == 1 || y.dims.d[3] == 1) {
+      return XNN_UNSUPPORTED(n, "pytorch_half_pixel with an output size of 1");
+    }
+    p->resize_flags = 0;
+  } else if (ctm == "align_corners") {
+    p->resize_flags = XNN_FLAG_ALIGN_CORNERS;
+  } else if (ctm == "asymmetric") {
+    p->resize_flags = XNN_FLAG_TENSORFLOW_LEGACY_MODE;
+  } else {
+    return XNN_UNSUPPORTED(n, "coordinate_transformation_mode '%.*s'", static_cast<int>(ctm.size()),
+                           ctm.data());
+  }
+  p->kind = OpKind::ResizeBilinear;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::ChannelsLast;
+  return Status::ok();
+}
+
+Status plan_prelu(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 2));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0), slope = n.input(1);
+  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  TESSERA_RETURN_IF_ERROR(check_constant(n, slope, "the slope"));
+  const int rank = x.dims.rank;
+  if (slope.dims.rank > rank) return XNN_INVALID(n, "slope rank exceeds the input rank");
+  p->kind = OpKind::PRelu;
+  if (slope.dims.numel() == 1) {
+    p->rule = LayoutRule::Follow;
+    p->slope_per_channel = false;
+    return Status::ok();
+  }
+  const Dims e = expand_rank(slope.dims, rank);
+  int axis = -1;
+  for (int d = 0; d < rank; ++d) {
+    if (e.d[d] == 1) continue;
+    if (axis >= 0) return XNN_UNSUPPORTED(n, "a slope that varies along more than one dim");
+    axis = d;
+  }
+  if (e.d[axis] != x.dims.d[axis]) return XNN_INVALID(n, "slope does not match the input");
+  p->rule = LayoutRule::Fixed;
+  p->slope_per_channel = true;
+  if (axis == rank - 1) {
+    p->layout = Layout::Identity;
+  } else if (rank == 4 && axis == 1) {
+    p->layout = Layout::ChannelsLast;
+  } else {
+    return XNN_UNSUPPORTED(n, "a slope along dim %d of rank %d (channels or innermost only)", axis,
+                           rank);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status plan_op(const NodeReader& node, OpPlan* plan) {
+  *plan = OpPlan{};
+  switch (node.op()) {
+    case Op::Conv: return plan_conv(node, plan);
+    case Op::ConvTranspose: return plan_conv_transpose(node, plan);
+    case Op::Gemm: return plan_gemm(node, plan);
+    case Op::MatMul: return plan_matmul(node, plan);
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Max:
+    case Op::Min: return plan_binary(node, plan);
+    case Op::Relu:
+    case Op::Clip:
+    case Op::LeakyRelu:
+    case Op::HardSigmoid:
+    case Op::Sigmoid:
+    case Op::HardSwish:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Sqrt:
+    case Op::Identity: return plan_unary(node, plan);
+    case Op::Softmax: return plan_softmax(node, plan);
+    case Op::MaxPool:
+    case Op::AveragePool: return plan_pool(node, plan);
+    case Op::GlobalAveragePool: return plan_global_average_pool(node, plan);
+    case Op::Pad: return plan_pad(node, plan);
+    case Op::Reshape:
+    case Op::Flatten:
+    case Op::Squeeze:
+    case Op::Unsqueeze: return plan_reshape(node, plan);
+    case Op::Resize: return plan_resize(node, plan);
+    case Op::PRelu: return plan_prelu(node, plan);
+    default: break;
+  }
+  return XNN_UNSUPPORTED(node, "no operator in this XNNPACK version");
+}
+
+}  // namespace tessera::xnnpack

@@ -1,0 +1,148 @@
+#include "tessera/backends/xnnpack/xnnpack_backend.h"
+
+#include <xnnpack.h>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdio>
+#include <mutex>
+
+#include "tessera/backend/context.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backends/xnnpack/delegate.h"
+#include "tessera/backends/xnnpack/options.h"
+#include "tessera/backends/xnnpack/subgraph_builder.h"
+#include "tessera/backends/xnnpack/supports.h"
+#include "tessera/core/log.h"
+#include "tessera/ir/schema.h"
+
+namespace tessera::xnnpack {
+namespace {
+
+constexpr OptionSpec kSchema[] = {
+    OptionSpec::integer(
+        "num_threads", 0, 0, 256, kInitScopes,
+        "Worker threads, 0 = auto (DeviceInfo::recommended_threads, the performance cores). "
+        "Global: sizes one pool shared by delegates that do not override it (changes apply to "
+        "later loads); load, delegate or compile spec: the delegate gets its own pool"),
+    OptionSpec::boolean(
+        "yield_workers", false, kInitScopes,
+        "XNN_FLAG_YIELD_WORKERS: pool workers yield to the OS after each run instead of "
+        "spinning (saves power, slower wake-up)"),
+    OptionSpec::boolean(
+        "sparse_inference", false, kInitScopes,
+        "XNN_FLAG_HINT_SPARSE_INFERENCE: lets XNNPACK run NCHW sparse kernels where 1x1 "
+        "convolution weights are mostly zeros; no effect on dense models"),
+    OptionSpec::boolean(
+        "fp16_inference", false, kInitScopes,
+        "XNN_FLAG_HINT_FP16_INFERENCE: lets XNNPACK compute in IEEE fp16; this XNNPACK "
+        "(2022-02) honours it only on CPUs with native fp16 arithmetic (Armv8.2), so x86 "
+        "ignores it"),
+    OptionSpec::boolean(
+        "profile", false, OptionScope::Execute,
+        "Report this call's timings through the execution context: input staging, each "
+        "XNNPACK runtime invoke, layout conversions, output staging (this XNNPACK has no "
+        "per-operator profiling)"),
+};
+
+xnn_status initialize_once() {
+  static const xnn_status status = xnn_initialize(nullptr);
+  return status;
+}
+
+Result<bool> read_bool(const BackendInitContext& context, const OptionKey<bool>& key) {
+  return context.get(key);
+}
+
+}  // namespace
+
+bool XnnpackBackend::is_available() const { return initialize_once() == xnn_status_success; }
+
+Span<const OptionSpec> XnnpackBackend::option_schema() const { return kSchema; }
+
+bool XnnpackBackend::supports_op(const OpView& op) const {
+  if (op.node == nullptr || op.graph == nullptr) return false;
+  return xnnpack_supports(*static_cast<const fb::Graph*>(op.graph),
+                          *static_cast<const fb::Node*>(op.node));
+}
+
+Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, FreeableBuffer* payload,
+                                             Span<const CompileSpec>) const {
+  if (!is_available()) {
+    return Status::error(Error::DelegateUnavailable, "xnnpack: xnn_initialize failed (status %d)",
+                         static_cast<int>(initialize_once()));
+  }
+  if (payload == nullptr || payload->data() == nullptr) {
+    return Status(Error::InvalidArgument, "xnnpack: no payload");
+  }
+  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(payload->data()), payload->size());
+  if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
+    return Status::error(Error::InvalidProgram,
+                         "xnnpack: delegate '%.*s': the payload is not a valid graph",
+                         static_cast<int>(context.delegate_id().size()),
+                         context.delegate_id().data());
+  }
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
+
+  // Threads: the shared pool unless the delegate's value was chosen for it specifically.
+  TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
+  const int index = context.options().find(kNumThreads.view());
+  const OptionSource source =
+      index >= 0 ? context.options().source(static_cast<size_t>(index)) : OptionSource::Default;
+  const size_t workers =
+      threads > 0 ? static_cast<size_t>(threads) : context.device_info().recommended_threads();
+  BuildOptions build;
+  if (source == OptionSource::Default || source == OptionSource::Global) {
+    TESSERA_ASSIGN_OR_RETURN(build.pool, pools_.shared(workers));
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(build.pool, ThreadPools::create(workers));
+  }
+  TESSERA_ASSIGN_OR_RETURN(bool yield, read_bool(context, kYieldWorkers));
+  TESSERA_ASSIGN_OR_RETURN(bool sparse, read_bool(context, kSparseInference));
+  TESSERA_ASSIGN_OR_RETURN(bool fp16, read_bool(context, kFp16Inference));
+  build.runtime_flags = (yield ? XNN_FLAG_YIELD_WORKERS : 0u) |
+                        (sparse ? XNN_FLAG_HINT_SPARSE_INFERENCE : 0u) |
+                        (fp16 ? XNN_FLAG_HINT_FP16_INFERENCE : 0u);
+
+  Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
+  if (!delegate.ok()) {
+    char prefix[96];
+    std::snprintf(prefix, sizeof prefix, "delegate '%.*s'",
+                  static_cast<int>(context.delegate_id().size()), context.delegate_id().data());
+    return delegate.status().with_prefix(prefix);
+  }
+  payload->free();
+  return to_handle(std::move(delegate).value().release());
+}
+
+Status XnnpackBackend::execute(BackendExecutionContext& context, DelegateHandle* handle,
+                               Span<EValue*> args) const {
+  if (handle == nullptr) return Status(Error::DelegateInvalidHandle, "xnnpack: null handle");
+  return from_handle<Delegate>(handle)->execute(context, args);
+}
+
+void XnnpackBackend::destroy(DelegateHandle* handle) const { delete from_handle<Delegate>(handle); }
+
+Status XnnpackBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
+  for (const BackendOption& o : options) {
+    if (o.key() == kNumThreads.view()) pools_.reset_shared();
+  }
+  return Status::ok();
+}
+
+DelegateSummary summarize_delegate(const DelegateHandle* handle) {
+  DelegateSummary s;
+  if (handle == nullptr) return s;
+  const auto* d = from_handle<Delegate>(const_cast<DelegateHandle*>(handle));
+  s.threads = pool_threads(d->pool);
+  s.pool = d->pool.get();
+  s.runtimes = d->num_runtimes();
+  s.conversions = d->num_conversions();
+  s.runtime_flags = d->runtime_flags;
+  return s;
+}
+
+}  // namespace tessera::xnnpack
+
+TESSERA_REGISTER_BACKEND("xnnpack", ::tessera::xnnpack::XnnpackBackend);

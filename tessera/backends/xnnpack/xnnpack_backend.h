@@ -1,0 +1,51 @@
+// The XNNPACK CPU backend, registered as "xnnpack" (Debian's XNNPACK 0.0~git20220216 subgraph
+// API). Runs delegates whose payload is the portable graph IR; see supports.h for which ops,
+// subgraph_builder.h for layouts and weights, options.h for its options.
+#pragma once
+
+#include <cstddef>
+
+#include "tessera/backend/interface.h"
+#include "tessera/backends/xnnpack/thread_pools.h"
+
+namespace tessera::xnnpack {
+
+class XnnpackBackend final : public BackendInterface {
+ public:
+  /// True once xnn_initialize succeeded (called once per process, thread-safe).
+  bool is_available() const override;
+  Span<const OptionSpec> option_schema() const override;
+  /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it (the
+  /// compiler's in-memory IR is checked with xnnpack_supports() in supports.h).
+  bool supports_op(const OpView& op) const override;
+  /// `payload` is an fb::Graph FlatBuffer; it is verified, used, and freed before returning.
+  /// Errors: DelegateUnavailable, InvalidProgram (malformed payload), NotSupported (an op this
+  /// XNNPACK cannot run), DelegateInvalidCompatibility (XNNPACK rejected the subgraph),
+  /// MemoryAllocationFailed, and option errors.
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
+                               Span<const CompileSpec> compile_specs) const override;
+  Status execute(BackendExecutionContext& context, DelegateHandle* handle,
+                 Span<EValue*> args) const override;
+  void destroy(DelegateHandle* handle) const override;
+  /// A new global num_threads drops the shared pool: later loads create one of the new size;
+  /// delegates already loaded keep theirs.
+  Status set_option(BackendOptionContext& context, Span<const BackendOption> options) override;
+
+  /// The pools of this backend instance.
+  ThreadPools& pools() const { return pools_; }
+
+ private:
+  mutable ThreadPools pools_;
+};
+
+/// What a delegate was built into, for tests and tools. `handle` comes from init.
+struct DelegateSummary {
+  size_t threads = 1;           // workers of its pool (1: the calling thread)
+  const void* pool = nullptr;   // identity of its pool (null: none)
+  size_t runtimes = 0;          // XNNPACK runtimes (1 unless a layout change forced a split)
+  size_t conversions = 0;       // layout conversions between runtimes
+  uint32_t runtime_flags = 0;   // XNN_FLAG_* given to xnn_create_runtime_v2
+};
+DelegateSummary summarize_delegate(const DelegateHandle* handle);
+
+}  // namespace tessera::xnnpack
