@@ -1,0 +1,411 @@
+#include "tessera/compiler/onnx_import.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+
+#include "tessera/compiler/graph_dump.h"
+#include "tessera/ir/op.h"
+#include "tests/compiler/test_util.h"
+
+namespace tessera::compiler {
+namespace {
+
+using testing::compile_model;
+using testing::import_model;
+using testing::OnnxBuilder;
+using testing::op_names;
+
+OnnxBuilder relu_model(int opset = 13) {
+  OnnxBuilder b(opset);
+  b.input("x", {int64_t{2}, int64_t{3}});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxImport, SimpleModel) {
+  auto g = import_model(relu_model());
+  ASSERT_OK(g);
+  ASSERT_EQ(g->nodes.size(), 1u);
+  EXPECT_EQ(g->nodes[0].op, fb::OpType::Relu);
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[2, 3]");
+}
+
+TEST(OnnxImport, UnsupportedOpNamesOpNodeAndOpset) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}, int64_t{3}});
+  b.node("Softplus", {"x"}, {"y"}, "my_softplus");
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::NotSupported);
+  EXPECT_STREQ(g.status().message(), "unsupported ONNX op 'Softplus' in node 'my_softplus' (opset 13)");
+}
+
+TEST(OnnxImport, SymbolicDimWithoutBoundIsAnErrorSayingHowToBoundIt) {
+  OnnxBuilder b(13);
+  b.input("images", {std::string("batch"), int64_t{3}});
+  b.node("Relu", {"images"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::InvalidArgument);
+  EXPECT_STREQ(g.status().message(), "input 'images' dim 0 is symbolic ('batch'): bound it with --dim batch=MIN:MAX");
+  auto ok = import_model(b, {{"batch", 1, 8}});
+  ASSERT_OK(ok);
+  ASSERT_EQ(ok->symbols.size(), 1u);
+  EXPECT_EQ(ok->symbols[0].name, "batch");
+  EXPECT_EQ(ok->symbols[0].max, 8);
+}
+
+TEST(OnnxImport, BoundForAnUnknownDimIsAnError) {
+  auto g = import_model(relu_model(), {{"bacth", 1, 8}});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::InvalidArgument);
+  EXPECT_NE(std::string(g.status().message()).find("'bacth'"), std::string::npos) << g.status().message();
+}
+
+TEST(OnnxImport, ParseDimBound) {
+  auto b = parse_dim_bound("batch=1:8");
+  ASSERT_OK(b);
+  EXPECT_EQ(b->name, "batch");
+  EXPECT_EQ(b->min, 1);
+  EXPECT_EQ(b->max, 8);
+  auto fixed = parse_dim_bound("seq=16");
+  ASSERT_OK(fixed);
+  EXPECT_EQ(fixed->min, 16);
+  EXPECT_EQ(fixed->max, 16);
+  for (const char* bad : {"batch", "=1:2", "batch=8:1", "batch=0:4", "batch=a:b", "batch=1:"}) {
+    EXPECT_FALSE(parse_dim_bound(bad).ok()) << bad;
+  }
+}
+
+TEST(OnnxImport, OpsetOutsideElevenToSeventeenIsRejected) {
+  for (int opset : {10, 18}) {
+    auto g = import_model(relu_model(opset));
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.error(), Error::NotSupported);
+    EXPECT_NE(std::string(g.status().message()).find("opset " + std::to_string(opset)), std::string::npos)
+        << g.status().message();
+  }
+}
+
+TEST(OnnxImport, MalformedBytesAreAnErrorNotACrash) {
+  const std::string garbage = "\x08\x07\x12\xff\xff\xff\xff\x0f this is not a model";
+  auto g = import_onnx(garbage.data(), garbage.size(), {});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::InvalidProgram);
+
+  auto empty = import_onnx("", 0, {});
+  ASSERT_FALSE(empty.ok());
+
+  std::string bytes = relu_model().bytes();
+  for (size_t cut : {bytes.size() / 2, bytes.size() - 3, size_t{5}}) {
+    auto t = import_onnx(bytes.data(), cut, {});
+    EXPECT_FALSE(t.ok()) << "truncated at " << cut;
+  }
+  auto missing = import_onnx_file("/nonexistent/model.onnx", {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error(), Error::NotFound);
+}
+
+TEST(OnnxImport, CorruptedModelsNeverCrash) {
+  OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), int64_t{4}});
+  b.floats("w", {4, 4}, std::vector<float>(16, 0.5f));
+  b.node("MatMul", {"x", "w"}, {"m"});
+  b.node("Shape", {"m"}, {"s"});
+  b.const_ints("zero", {0});
+  b.node("Gather", {"s", "zero"}, {"b"}).i("axis", 0);
+  b.const_ints("rest", {2, 2});
+  b.node("Concat", {"b", "rest"}, {"shape"}).i("axis", 0);
+  b.node("Reshape", {"m", "shape"}, {"y"});
+  b.output("y", {std::string("batch"), int64_t{2}, int64_t{2}});
+  const std::string bytes = b.bytes();
+  ASSERT_OK(import_onnx(bytes.data(), bytes.size(), {{{"batch", 1, 4}}}));
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string mutated = bytes;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) mutated[rng() % mutated.size()] = static_cast<char>(rng());
+    ImportOptions options;
+    options.dims = {{"batch", 1, 4}};
+    auto g = import_onnx(mutated.data(), mutated.size(), options);
+    if (g.ok()) {
+      (void)compile_graph(std::move(g).value(), {});
+    }
+  }
+}
+
+TEST(OnnxImport, InitializerWithWrongValueCountIsAnError) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}});
+  b.floats("w", {3}, {1.0f, 2.0f});
+  b.node("Add", {"x", "w"}, {"y"});
+  b.output("y");
+  onnx::ModelProto& m = b.model();
+  (void)m;
+  auto g = import_model(b);
+  ASSERT_FALSE(g.ok());
+}
+
+// shufflenet's channel_shuffle exported with a dynamic batch: the target shapes are computed from
+// Shape/Gather/Div/Unsqueeze/Concat and must fold into shape expressions over `batch`.
+OnnxBuilder channel_shuffle_model() {
+  OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), int64_t{116}, int64_t{28}, int64_t{28}});
+  b.node("Shape", {"x"}, {"s"});
+  const char* names[4] = {"n", "c", "h", "w"};
+  for (int i = 0; i < 4; ++i) {
+    b.const_ints(std::string("i") + names[i], {i}, /*scalar=*/true);
+    b.node("Gather", {"s", std::string("i") + names[i]}, {names[i]}).i("axis", 0);
+  }
+  b.const_ints("two", {2}, true);
+  b.node("Div", {"c", "two"}, {"cpg"});
+  b.const_ints("axes0", {0});
+  for (const char* v : {"n", "cpg", "h", "w"}) b.node("Unsqueeze", {v, "axes0"}, {std::string(v) + "_1d"});
+  b.const_ints("groups", {2});
+  b.node("Concat", {"n_1d", "groups", "cpg_1d", "h_1d", "w_1d"}, {"shape5"}).i("axis", 0);
+  b.node("Reshape", {"x", "shape5"}, {"r5"}, "shuffle_view");
+  b.node("Transpose", {"r5"}, {"t5"}).ints("perm", {0, 2, 1, 3, 4});
+  b.const_ints("minus1", {-1});
+  b.node("Concat", {"n_1d", "minus1", "h_1d", "w_1d"}, {"shape4"}).i("axis", 0);
+  b.node("Reshape", {"t5", "shape4"}, {"y"}, "shuffle_back");
+  b.output("y", {std::string("batch"), int64_t{116}, int64_t{28}, int64_t{28}});
+  return b;
+}
+
+TEST(OnnxImport, ChannelShuffleShapeChainFoldsIntoShapeExpressions) {
+  auto g = import_model(channel_shuffle_model(), {{"batch", 1, 8}});
+  ASSERT_OK(g);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Reshape", "Transpose", "Reshape"}));
+  EXPECT_EQ(g->dims_string(g->nodes[0].outputs[0]), "[batch, 2, 58, 28, 28]");
+  EXPECT_EQ(g->dims_string(g->nodes[1].outputs[0]), "[batch, 58, 2, 28, 28]");
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[batch, 116, 28, 28]");
+
+  auto c = compile_model(channel_shuffle_model(), {{"batch", 1, 8}});
+  ASSERT_OK(c);
+  const ir::Graph& ig = c->graph;
+  const ir::Value& r5 = ig.values[ig.nodes[0].outputs[0]];
+  ASSERT_EQ(r5.dims.size(), 5u);
+  EXPECT_EQ(r5.dims[0].value, 8);  // planned at the upper bound
+  ASSERT_EQ(r5.dims[0].expr.size(), 1u);
+  EXPECT_EQ(r5.dims[0].expr[0].op, fb::ShapeOp::Sym);
+  EXPECT_TRUE(r5.dims[1].expr.empty());
+  EXPECT_EQ(r5.dims[2].value, 58);
+  // No shape op survives into the program.
+  for (const ir::Node& n : ig.nodes) EXPECT_NE(n.op, fb::OpType::Gather) << graph_to_string(ig);
+}
+
+TEST(OnnxImport, ReshapeOfSymbolicBatchIntoProduct) {
+  // [batch, 16, 64] -> [batch*16, 64] via Shape chains (as the transformer export does).
+  OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), int64_t{16}, int64_t{64}});
+  b.node("Shape", {"x"}, {"s"});
+  b.const_ints("i0", {0}, true);
+  b.const_ints("i1", {1}, true);
+  b.node("Gather", {"s", "i0"}, {"n"}).i("axis", 0);
+  b.node("Gather", {"s", "i1"}, {"l"}).i("axis", 0);
+  b.node("Mul", {"n", "l"}, {"nl"});
+  b.const_ints("axes0", {0});
+  b.node("Unsqueeze", {"nl", "axes0"}, {"nl1"});
+  b.const_ints("c64", {64});
+  b.node("Concat", {"nl1", "c64"}, {"shape"}).i("axis", 0);
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y", {std::string("n"), int64_t{64}});
+  auto c = compile_model(b, {{"batch", 2, 4}});
+  ASSERT_OK(c);
+  ASSERT_EQ(c->graph.nodes.size(), 1u);
+  const ir::Dim& d0 = c->graph.values[c->graph.outputs[0]].dims[0];
+  EXPECT_EQ(d0.value, 64);
+  EXPECT_EQ(c->report.symbols[0].min, 2);
+}
+
+TEST(OnnxImport, SoftmaxBeforeOpset13IsConvertedFromItsTwoDimensionalSemantics) {
+  OnnxBuilder b(11);
+  b.input("x", {int64_t{2}, int64_t{3}, int64_t{4}});
+  b.node("Softmax", {"x"}, {"y"}).i("axis", 1);
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Reshape", "Softmax", "Reshape"}));
+  EXPECT_EQ(g->dims_string(g->nodes[0].outputs[0]), "[2, 12]");
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[2, 3, 4]");
+
+  OnnxBuilder last(11);  // axis = rank - 1 needs no conversion
+  last.input("x", {int64_t{2}, int64_t{3}});
+  last.node("Softmax", {"x"}, {"y"});
+  last.output("y");
+  auto g2 = import_model(last);
+  ASSERT_OK(g2);
+  EXPECT_EQ(op_names(g2->nodes), (std::vector<std::string>{"Softmax"}));
+}
+
+TEST(OnnxImport, SliceInputsBecomeAttributes) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{4}, int64_t{10}});
+  b.const_ints("starts", {1, -3});
+  b.const_ints("ends", {std::numeric_limits<int64_t>::max(), -1});
+  b.const_ints("axes", {0, -1});
+  b.node("Slice", {"x", "starts", "ends", "axes"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  ASSERT_EQ(g->nodes.size(), 1u);
+  const ir::Node& n = g->nodes[0];
+  ASSERT_EQ(n.inputs.size(), 1u);
+  EXPECT_EQ(n.find_attr("starts")->ints, (std::vector<int64_t>{1, 7}));
+  EXPECT_EQ(n.find_attr("ends")->ints, (std::vector<int64_t>{4, 9}));
+  EXPECT_EQ(n.find_attr("axes")->ints, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(n.find_attr("steps")->ints, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[3, 2]");
+}
+
+TEST(OnnxImport, SliceOfASymbolicDimThatCanBeNegativeIsRejectedAtLowering) {
+  OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), int64_t{4}});
+  b.const_ints("starts", {2});
+  b.const_ints("ends", {std::numeric_limits<int64_t>::max()});
+  b.const_ints("axes", {0});
+  b.node("Slice", {"x", "starts", "ends", "axes"}, {"y"});
+  b.output("y");
+  auto ok = compile_model(b, {{"batch", 2, 8}});
+  ASSERT_OK(ok);
+  auto bad = compile_model(b, {{"batch", 1, 8}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("--dim"), std::string::npos) << bad.status().message();
+}
+
+TEST(OnnxImport, ConvAutoPadIsResolvedToExplicitPads) {
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+    OnnxBuilder b(13);
+    b.input("x", {int64_t{1}, int64_t{1}, int64_t{4}, int64_t{4}});
+    b.floats("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+    b.node("Conv", {"x", "w"}, {"y"}).s("auto_pad", mode).ints("strides", {2, 2});
+    b.output("y");
+    auto g = import_model(b);
+    ASSERT_OK(g);
+    const ir::Node& n = g->nodes[0];
+    std::vector<int64_t> want = std::string(mode) == "SAME_UPPER"   ? std::vector<int64_t>{0, 0, 1, 1}
+                                : std::string(mode) == "SAME_LOWER" ? std::vector<int64_t>{1, 1, 0, 0}
+                                                                    : std::vector<int64_t>{0, 0, 0, 0};
+    EXPECT_EQ(n.find_attr("pads")->ints, want) << mode;
+    EXPECT_EQ(n.find_attr("group")->i, 1);
+    EXPECT_EQ(n.find_attr("dilations")->ints, (std::vector<int64_t>{1, 1}));
+    ASSERT_EQ(n.inputs.size(), 3u);
+    EXPECT_EQ(n.inputs[2], -1);  // no bias
+    EXPECT_EQ(g->dims_string(g->outputs[0]), std::string(mode) == "VALID" ? "[1, 1, 1, 1]" : "[1, 1, 2, 2]");
+  }
+}
+
+TEST(OnnxImport, ClipBoundsBecomeAttributes) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{4}});
+  b.floats("lo", {}, {0.0f});
+  b.floats("hi", {}, {6.0f});
+  b.node("Clip", {"x", "lo", "hi"}, {"y"});
+  b.node("Clip", {"y", "", "hi"}, {"z"});
+  b.output("z");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  ASSERT_EQ(g->nodes.size(), 2u);
+  EXPECT_EQ(g->nodes[0].inputs.size(), 1u);
+  EXPECT_EQ(g->nodes[0].find_attr("min")->f, 0.0f);
+  EXPECT_EQ(g->nodes[0].find_attr("max")->f, 6.0f);
+  EXPECT_EQ(g->nodes[1].find_attr("min"), nullptr);
+  EXPECT_EQ(g->nodes[1].find_attr("max")->f, 6.0f);
+}
+
+TEST(OnnxImport, DropoutAndIdentityDisappear) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{4}});
+  b.node("Dropout", {"x"}, {"d"});
+  b.node("Identity", {"d"}, {"i"});
+  b.node("Relu", {"i"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Relu"}));
+  EXPECT_EQ(g->nodes[0].inputs[0], g->inputs[0]);
+}
+
+TEST(OnnxImport, GemmWithoutBiasHasAnAbsentThirdInput) {
+  OnnxBuilder b(13);
+  b.input("a", {int64_t{2}, int64_t{3}});
+  b.floats("w", {4, 3}, std::vector<float>(12, 1.0f));
+  b.node("Gemm", {"a", "w"}, {"y"}).i("transB", 1);
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  const ir::Node& n = g->nodes[0];
+  ASSERT_EQ(n.inputs.size(), 3u);
+  EXPECT_EQ(n.inputs[2], -1);
+  EXPECT_EQ(n.find_attr("transB")->i, 1);
+  EXPECT_EQ(n.find_attr("alpha")->f, 1.0f);
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[2, 4]");
+}
+
+TEST(OnnxImport, ConstantsFoldAndWeightsBecomeProgramConstants) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}, int64_t{3}});
+  b.floats("w", {3, 2}, {1, 2, 3, 4, 5, 6});
+  b.node("Transpose", {"w"}, {"wt"}).ints("perm", {1, 0});  // folded at import
+  b.node("Constant", {}, {"k"}).tensor_float("value", 2.0f);
+  b.node("Mul", {"x", "k"}, {"x2"});
+  b.node("Gemm", {"x2", "wt"}, {"y"}).i("transB", 1);
+  b.output("y");
+  auto c = compile_model(b);
+  ASSERT_OK(c);
+  EXPECT_EQ(op_names(c->graph.nodes), (std::vector<std::string>{"Mul", "Gemm"}));
+  const ir::Value& w = c->graph.values[c->graph.nodes[1].inputs[1]];
+  EXPECT_GE(w.constant, 0);
+  ASSERT_EQ(w.dims.size(), 2u);
+  EXPECT_EQ(w.dims[0].value, 2);
+  EXPECT_EQ(c->report.constants, 2);
+}
+
+TEST(OnnxImport, ExpandOfARuntimeTensorBecomesABroadcastAdd) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{3}, int64_t{1}});
+  b.const_ints("shape", {2, 3, 4});
+  b.node("Expand", {"x", "shape"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Add"}));
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[2, 3, 4]");
+}
+
+TEST(OnnxImport, ShapeValueUsedAsRuntimeDataIsRejectedClearly) {
+  OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), int64_t{3}});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Cast", {"s"}, {"f"}).i("to", onnx::TensorProto::FLOAT);
+  b.node("Sqrt", {"f"}, {"y"});
+  b.output("y");
+  auto g = import_model(b, {{"batch", 1, 4}});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::NotSupported);
+}
+
+TEST(OnnxImport, OutputsThatAreInputsOrConstantsGetAnIdentity) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}});
+  b.floats("c", {2}, {1.0f, 2.0f});
+  b.node("Identity", {"x"}, {"y"});
+  b.node("Identity", {"c"}, {"z"});
+  b.output("y");
+  b.output("z");
+  auto c = compile_model(b);
+  ASSERT_OK(c);
+  EXPECT_EQ(op_names(c->graph.nodes), (std::vector<std::string>{"Identity", "Identity"}));
+  for (int v : c->graph.outputs) {
+    EXPECT_LT(c->graph.values[v].constant, 0);
+    EXPECT_NE(v, c->graph.inputs[0]);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::compiler

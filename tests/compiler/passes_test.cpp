@@ -1,0 +1,258 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tessera/compiler/passes/activation_fusion.h"
+#include "tessera/compiler/passes/batchnorm_folding.h"
+#include "tessera/compiler/passes/constant_folding.h"
+#include "tessera/compiler/passes/dead_node_removal.h"
+#include "tessera/compiler/passes/pipeline.h"
+#include "tessera/compiler/shape_inference.h"
+#include "tests/compiler/test_util.h"
+
+namespace tessera::compiler {
+namespace {
+
+using testing::import_model;
+using testing::OnnxBuilder;
+using testing::op_names;
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Naive NCHW 2-D convolution (stride 1, symmetric pad, groups).
+std::vector<float> conv2d(const std::vector<float>& x, int c_in, int h, int w, const std::vector<float>& wt,
+                          int c_out, int k, int pad, int group, const std::vector<float>* bias) {
+  const int ho = h + 2 * pad - k + 1, wo = w + 2 * pad - k + 1;
+  const int cpg_in = c_in / group, cpg_out = c_out / group;
+  std::vector<float> y(static_cast<size_t>(c_out) * ho * wo);
+  for (int m = 0; m < c_out; ++m) {
+    const int g = m / cpg_out;
+    for (int oy = 0; oy < ho; ++oy) {
+      for (int ox = 0; ox < wo; ++ox) {
+        double acc = bias ? (*bias)[m] : 0.0;
+        for (int c = 0; c < cpg_in; ++c) {
+          for (int ky = 0; ky < k; ++ky) {
+            for (int kx = 0; kx < k; ++kx) {
+              const int iy = oy + ky - pad, ix = ox + kx - pad;
+              if (iy < 0 || ix < 0 || iy >= h || ix >= w) continue;
+              acc += static_cast<double>(x[((g * cpg_in + c) * h + iy) * w + ix]) *
+                     wt[((m * cpg_in + c) * k + ky) * k + kx];
+            }
+          }
+        }
+        y[(m * ho + oy) * wo + ox] = static_cast<float>(acc);
+      }
+    }
+  }
+  return y;
+}
+
+const HostTensor& data_of(const ModelGraph& g, int v) {
+  EXPECT_TRUE(g.values[v].data != nullptr);
+  return *g.values[v].data;
+}
+
+class BatchNormFolding : public ::testing::TestWithParam<int> {};
+
+TEST_P(BatchNormFolding, ConvPlusBatchNormEqualsFoldedConv) {
+  const int group = GetParam();
+  const int c_in = 4, c_out = 4, h = 6, w = 5, k = 3;
+  std::mt19937 rng(42 + group);
+  const auto x = random_floats(c_in * h * w, rng);
+  const auto wt = random_floats(c_out * (c_in / group) * k * k, rng);
+  const auto bias = random_floats(c_out, rng);
+  const auto scale = random_floats(c_out, rng, 0.5f, 2.0f);
+  const auto shift = random_floats(c_out, rng);
+  const auto mean = random_floats(c_out, rng);
+  const auto var = random_floats(c_out, rng, 0.1f, 3.0f);
+  const float eps = 1e-3f;
+
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{1}, int64_t{c_in}, int64_t{h}, int64_t{w}});
+  b.floats("w", {c_out, c_in / group, k, k}, wt);
+  b.floats("b", {c_out}, bias);
+  for (auto [name, v] : {std::pair{"scale", &scale}, {"shift", &shift}, {"mean", &mean}, {"var", &var}}) {
+    b.floats(name, {c_out}, *v);
+  }
+  b.node("Conv", {"x", "w", "b"}, {"c"}).ints("pads", {1, 1, 1, 1}).i("group", group);
+  b.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"y"}).f("epsilon", eps);
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  ASSERT_EQ(op_names(g->nodes), (std::vector<std::string>{"Conv", "BatchNormalization"}));
+  auto folded = fold_batch_norms(*g);
+  ASSERT_OK(folded);
+  EXPECT_EQ(folded.value(), 1);
+  ASSERT_EQ(op_names(g->nodes), (std::vector<std::string>{"Conv"}));
+  const ir::Node& conv = g->nodes[0];
+  EXPECT_EQ(conv.outputs[0], g->outputs[0]);
+
+  // Reference: conv then BN, in double precision.
+  std::vector<float> ref = conv2d(x, c_in, h, w, wt, c_out, k, 1, group, &bias);
+  const size_t plane = ref.size() / c_out;
+  for (int m = 0; m < c_out; ++m) {
+    for (size_t i = 0; i < plane; ++i) {
+      float& v = ref[m * plane + i];
+      v = static_cast<float>((v - mean[m]) / std::sqrt(static_cast<double>(var[m]) + eps) * scale[m] + shift[m]);
+    }
+  }
+  const auto& fw = data_of(*g, conv.inputs[1]).f;
+  const auto& fb_ = data_of(*g, conv.inputs[2]).f;
+  std::vector<float> got = conv2d(x, c_in, h, w, fw, c_out, k, 1, group, &fb_);
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(ref[i]) - got[i]));
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[i])));
+  }
+  EXPECT_LT(max_diff, 1e-5 * std::max(1.0, max_ref)) << "max |ref| " << max_ref;
+}
+
+INSTANTIATE_TEST_SUITE_P(Groups, BatchNormFolding, ::testing::Values(1, 2, 4));
+
+TEST(BatchNormFoldingGemm, GemmPlusBatchNormEqualsFoldedGemm) {
+  const int m = 3, kdim = 5, n = 4;
+  std::mt19937 rng(5);
+  const auto a = random_floats(m * kdim, rng);
+  const auto wt = random_floats(n * kdim, rng);  // transB: [N, K]
+  const auto c = random_floats(n, rng);
+  const auto scale = random_floats(n, rng, 0.5f, 2.0f), shift = random_floats(n, rng);
+  const auto mean = random_floats(n, rng), var = random_floats(n, rng, 0.2f, 2.0f);
+  OnnxBuilder b(13);
+  b.input("a", {int64_t{m}, int64_t{kdim}});
+  b.floats("w", {n, kdim}, wt);
+  b.floats("c", {n}, c);
+  b.floats("scale", {n}, scale);
+  b.floats("shift", {n}, shift);
+  b.floats("mean", {n}, mean);
+  b.floats("var", {n}, var);
+  b.node("Gemm", {"a", "w", "c"}, {"g"}).i("transB", 1).f("alpha", 0.5f).f("beta", 2.0f);
+  b.node("BatchNormalization", {"g", "scale", "shift", "mean", "var"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  ASSERT_OK(fold_batch_norms(*g));
+  ASSERT_EQ(op_names(g->nodes), (std::vector<std::string>{"Gemm"}));
+  const ir::Node& gemm = g->nodes[0];
+  const auto& fw = data_of(*g, gemm.inputs[1]).f;
+  const auto& fc = data_of(*g, gemm.inputs[2]).f;
+  const float alpha = attr_float(gemm, "alpha", 1), beta = attr_float(gemm, "beta", 1);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double dot = 0, fdot = 0;
+      for (int k = 0; k < kdim; ++k) {
+        dot += static_cast<double>(a[i * kdim + k]) * wt[j * kdim + k];
+        fdot += static_cast<double>(a[i * kdim + k]) * fw[j * kdim + k];
+      }
+      const double y = 0.5 * dot + 2.0 * c[j];
+      const double ref = (y - mean[j]) / std::sqrt(var[j] + 1e-5) * scale[j] + shift[j];
+      const double got = alpha * fdot + beta * fc[j];
+      EXPECT_NEAR(got, ref, 1e-5) << i << "," << j;
+    }
+  }
+}
+
+TEST(BatchNormFoldingGemm, ConvWhoseOutputIsAlsoUsedElsewhereKeepsItsBatchNorm) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{3}});
+  b.floats("w", {2, 2, 1, 1}, std::vector<float>(4, 1.0f));
+  for (const char* p : {"scale", "shift", "mean", "var"}) b.floats(p, {2}, {1.0f, 1.0f});
+  b.node("Conv", {"x", "w"}, {"c"});
+  b.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"y"});
+  b.node("Add", {"c", "y"}, {"z"});
+  b.output("z");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  auto folded = fold_batch_norms(*g);
+  ASSERT_OK(folded);
+  EXPECT_EQ(folded.value(), 0);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Conv", "BatchNormalization", "Add"}));
+}
+
+TEST(ActivationFusion, ReluAndClipFuseIntoTheirProducer) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{3}});
+  b.floats("w", {2, 2, 1, 1}, std::vector<float>(4, 1.0f));
+  b.floats("lo", {}, {0.0f});
+  b.floats("hi", {}, {6.0f});
+  b.node("Conv", {"x", "w"}, {"c"});
+  b.node("Relu", {"c"}, {"r"});
+  b.node("Add", {"r", "x"}, {"s"});
+  b.node("Clip", {"s", "lo", "hi"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(fuse_activations(*g), 2);
+  ASSERT_EQ(op_names(g->nodes), (std::vector<std::string>{"Conv", "Add"}));
+  EXPECT_EQ(g->nodes[0].activation, fb::Activation::Relu);
+  EXPECT_EQ(g->nodes[1].activation, fb::Activation::Clip);
+  EXPECT_EQ(g->nodes[1].activation_min, 0.0f);
+  EXPECT_EQ(g->nodes[1].activation_max, 6.0f);
+  EXPECT_EQ(g->nodes[1].outputs[0], g->outputs[0]);
+  EXPECT_EQ(g->nodes[1].inputs[0], g->nodes[0].outputs[0]);
+}
+
+TEST(ActivationFusion, IntermediateWithAnotherConsumerIsNotFused) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{4}});
+  b.input("z", {int64_t{4}});
+  b.node("Add", {"x", "z"}, {"s"});
+  b.node("Relu", {"s"}, {"r"});
+  b.output("r");
+  b.output("s");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(fuse_activations(*g), 0);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Add", "Relu"}));
+}
+
+TEST(DeadNodeRemoval, UnusedBranchIsRemoved) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{4}});
+  b.node("Exp", {"x"}, {"unused"});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(remove_dead_nodes(*g), 1);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Relu"}));
+}
+
+TEST(ConstantFolding, NodesWithConstantInputsFold) {
+  ModelGraph g;
+  auto t = std::make_shared<HostTensor>();
+  t->dims = {2, 2};
+  t->f = {1, 2, 3, 4};
+  const int c = g.add_const("c", t);
+  const int x = g.add_value("x", ScalarType::Float32, {SymExpr(2), SymExpr(2)});
+  g.inputs = {x};
+  ir::Node tr;
+  tr.op = fb::OpType::Transpose;
+  tr.name = "tr";
+  tr.inputs = {c};
+  tr.attrs = {ir::Attr::make_ints("perm", {1, 0})};
+  tr.outputs = {g.add_value("ct", ScalarType::Float32, {})};
+  ASSERT_TRUE(infer_shapes(g, tr).is_ok());
+  g.nodes.push_back(tr);
+  ir::Node add;
+  add.op = fb::OpType::Add;
+  add.name = "add";
+  add.inputs = {x, tr.outputs[0]};
+  add.outputs = {g.add_value("y", ScalarType::Float32, {})};
+  ASSERT_TRUE(infer_shapes(g, add).is_ok());
+  g.nodes.push_back(add);
+  g.outputs = {add.outputs[0]};
+  auto folded = fold_constants(g);
+  ASSERT_OK(folded);
+  EXPECT_EQ(folded.value(), 1);
+  EXPECT_EQ(op_names(g.nodes), (std::vector<std::string>{"Add"}));
+  EXPECT_EQ(g.values[tr.outputs[0]].data->f, (std::vector<float>{1, 3, 2, 4}));
+}
+
+}  // namespace
+}  // namespace tessera::compiler
