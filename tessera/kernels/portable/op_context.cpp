@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 
 #include "tessera/ir/op.h"
@@ -114,6 +115,9 @@ Status OpContext::expect_inputs(size_t min, size_t max) const {
   while (n > min && kn_.inputs[n - 1] == nullptr) --n;
   if (n < min || n > max) {
     if (min == max) return error(Error::InvalidProgram, "expected %zu inputs, got %zu", min, n);
+    if (max == SIZE_MAX) {
+      return error(Error::InvalidProgram, "expected at least %zu inputs, got %zu", min, n);
+    }
     return error(Error::InvalidProgram, "expected %zu to %zu inputs, got %zu", min, max, n);
   }
   for (size_t i = 0; i < min; ++i) {
@@ -128,6 +132,9 @@ Status OpContext::expect_outputs(size_t min, size_t max) const {
   size_t n = kn_.outputs.size();
   if (n < min || n > max) {
     if (min == max) return error(Error::InvalidProgram, "expected %zu outputs, got %zu", min, n);
+    if (max == SIZE_MAX) {
+      return error(Error::InvalidProgram, "expected at least %zu outputs, got %zu", min, n);
+    }
     return error(Error::InvalidProgram, "expected %zu to %zu outputs, got %zu", min, max, n);
   }
   for (size_t i = 0; i < n; ++i) {

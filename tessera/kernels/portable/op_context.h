@@ -66,9 +66,10 @@ class OpContext {
   /// An error whose message is "<Op> node '<name>': <formatted message>".
   [[gnu::format(printf, 3, 4)]] Status error(Error code, const char* format, ...) const;
 
-  /// Arity: between `min` and `max` inputs, the first `min` present (InvalidProgram).
+  /// Arity: between `min` and `max` (SIZE_MAX: no limit) inputs, the first `min` present
+  /// (InvalidProgram). Trailing absent inputs do not count.
   Status expect_inputs(size_t min, size_t max) const;
-  /// Between `min` and `max` outputs, all present (InvalidProgram).
+  /// Between `min` and `max` (SIZE_MAX: no limit) outputs, all present (InvalidProgram).
   Status expect_outputs(size_t min, size_t max) const;
   /// Output `i` has the computed sizes (ShapeMismatch naming both shapes).
   Status expect_output_shape(size_t i, Span<const int64_t> computed) const;

@@ -330,7 +330,7 @@ bool same_except(const Tensor* a, const Tensor* b, int axis) {
 
 Result<PreparedKernel> prepare_concat(OpContext& ctx) {
   const size_t n = ctx.num_inputs();
-  TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(1, n < 1 ? 1 : n));
+  TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(1, SIZE_MAX));
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
   for (size_t i = 0; i < n; ++i) {
     if (ctx.input(i) == nullptr) return ctx.error(Error::InvalidProgram, "input %zu is absent", i);
@@ -371,7 +371,7 @@ Result<PreparedKernel> prepare_concat(OpContext& ctx) {
 Result<PreparedKernel> prepare_split(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(1, 1));
   const size_t n = ctx.num_outputs();
-  TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, n < 1 ? 1 : n));
+  TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, SIZE_MAX));
   const Tensor* x = ctx.input(0);
   const int rank = x->dim();
   if (rank == 0) return ctx.error(Error::InvalidProgram, "cannot split a scalar");
