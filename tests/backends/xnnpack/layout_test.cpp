@@ -1,0 +1,161 @@
+// Multi-op delegates: layouts stay NHWC inside, conversions only at the boundary or where an op
+// needs another memory order; outputs, repeated outputs, pass-through values, symbolic dims.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace tessera::xnnpack::testing {
+namespace {
+
+using Op = fb::OpType;
+
+int conv(GraphCase& c, int x, int64_t cin, int64_t cout, int64_t h, int64_t w, ir::Dim n = 1,
+         int64_t group = 1, fb::Activation act = fb::Activation::None) {
+  int wt = c.constant({cout, cin / group, 3, 3});
+  int b = c.constant({cout});
+  int y = c.tensor({n, cout, h, w});
+  ir::Node& node = c.node(Op::Conv, {x, wt, b}, y);
+  node.attrs = {ir::Attr::make_ints("kernel_shape", {3, 3}), ir::Attr::make_ints("pads", {1, 1, 1, 1}),
+                ir::Attr::make_int("group", group)};
+  node.activation = act;
+  return y;
+}
+
+// Runs `c` through both paths and returns the delegate's summary.
+DelegateSummary expect_matches(const GraphCase& c) {
+  std::vector<Floats> inputs = random_inputs(c, 42);
+  Result<std::vector<Floats>> want = run_portable(c, inputs);
+  EXPECT_TRUE(want.ok()) << want.status().message();
+  Session s;
+  Status st = s.init(c);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  if (!st.is_ok() || !want.ok()) return {};
+  std::vector<Floats> got;
+  st = s.run(inputs, &got);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(close(got, *want));
+  return s.summary();
+}
+
+TEST(XnnpackLayout, ConvNetStaysChannelsLast) {
+  GraphCase c;
+  int x = c.input({1, 3, 16, 16});
+  int a = conv(c, x, 3, 8, 16, 16, 1, 1, fb::Activation::Relu);
+  int p = c.tensor({1, 8, 8, 8});
+  c.node(Op::MaxPool, {a}, p).attrs = {ir::Attr::make_ints("kernel_shape", {2, 2}),
+                                       ir::Attr::make_ints("strides", {2, 2})};
+  int d = conv(c, p, 8, 8, 8, 8, 1, 8);
+  int s = c.tensor({1, 8, 8, 8});
+  c.node(Op::Add, {d, p}, s).activation = fb::Activation::Relu;  // residual
+  int hs = c.tensor({1, 8, 8, 8});
+  c.node(Op::HardSwish, {s}, hs);
+  int g = c.tensor({1, 8, 1, 1});
+  c.node(Op::GlobalAveragePool, {hs}, g);
+  int f = c.tensor({1, 8});
+  c.node(Op::Flatten, {g}, f).attrs = {ir::Attr::make_int("axis", 1)};
+  int w = c.constant({10, 8});
+  int b = c.constant({10});
+  int logits = c.tensor({1, 10});
+  c.node(Op::Gemm, {f, w, b}, logits).attrs = {ir::Attr::make_int("transB", 1)};
+  int prob = c.tensor({1, 10});
+  c.node(Op::Softmax, {logits}, prob);
+  c.output(prob);
+  DelegateSummary s1 = expect_matches(c);
+  EXPECT_EQ(s1.runtimes, 1u);
+  EXPECT_EQ(s1.conversions, 0u);
+}
+
+TEST(XnnpackLayout, FlattenOfSpatialMapSplitsOnce) {
+  GraphCase c;
+  int x = c.input({2, 3, 6, 5});
+  int a = conv(c, x, 3, 4, 6, 5, 2);
+  int f = c.tensor({2, 120});
+  c.node(Op::Flatten, {a}, f).attrs = {ir::Attr::make_int("axis", 1)};
+  int w = c.constant({120, 7});
+  int y = c.tensor({2, 7});
+  c.node(Op::MatMul, {f, w}, y);
+  c.output(y);
+  DelegateSummary s = expect_matches(c);
+  EXPECT_EQ(s.runtimes, 2u);
+  EXPECT_EQ(s.conversions, 1u);
+}
+
+TEST(XnnpackLayout, InputReadInBothLayouts) {
+  GraphCase c;
+  int x = c.input({1, 2, 4, 5});
+  int a = conv(c, x, 2, 3, 4, 5);
+  int r = c.tensor({1, 40});
+  c.node(Op::Reshape, {x}, r);
+  c.output(a);
+  c.output(r);
+  DelegateSummary s = expect_matches(c);
+  EXPECT_EQ(s.runtimes, 1u);
+  EXPECT_EQ(s.conversions, 1u);  // the reshape reads the input converted back to NCHW
+}
+
+TEST(XnnpackLayout, InnerSoftmaxSplitsTwice) {
+  GraphCase c;
+  int x = c.input({1, 3, 5, 6});
+  int a = conv(c, x, 3, 4, 5, 6);
+  int s = c.tensor({1, 4, 5, 6});
+  c.node(Op::Softmax, {a}, s);  // over W: needs NCHW
+  int b = conv(c, s, 4, 2, 5, 6);
+  c.output(b);
+  DelegateSummary sum = expect_matches(c);
+  EXPECT_EQ(sum.runtimes, 3u);
+  EXPECT_EQ(sum.conversions, 2u);
+}
+
+TEST(XnnpackLayout, IntermediateOutputsAndRepeats) {
+  GraphCase c;
+  int x = c.input({1, 3, 7, 7});
+  int a = conv(c, x, 3, 4, 7, 7);
+  int b = conv(c, a, 4, 4, 7, 7);
+  int r = c.tensor({1, 4, 7, 7});
+  c.node(Op::Relu, {b}, r);
+  c.output(a);  // also consumed inside
+  c.output(r);
+  c.output(r);  // twice
+  c.output(x);  // pass-through input
+  expect_matches(c);
+}
+
+TEST(XnnpackLayout, FreeViewsForUnitSpatialDims) {
+  // [N, C, 1, 1] is the same bytes in NCHW and NHWC: squeeze/unsqueeze around 1x1 convs (a
+  // squeeze-excitation block) needs no conversion.
+  GraphCase c;
+  int x = c.input({1, 6, 5, 5});
+  int g = c.tensor({1, 6, 1, 1});
+  c.node(Op::GlobalAveragePool, {x}, g);
+  int sq = c.tensor({1, 6});
+  c.node(Op::Squeeze, {g}, sq).attrs = {ir::Attr::make_ints("axes", {2, 3})};
+  int w1 = c.constant({6, 3});
+  int h = c.tensor({1, 3});
+  c.node(Op::MatMul, {sq, w1}, h).activation = fb::Activation::Relu;
+  int w2 = c.constant({3, 6});
+  int e = c.tensor({1, 6});
+  c.node(Op::MatMul, {h, w2}, e);
+  int us = c.tensor({1, 6, 1, 1});
+  c.node(Op::Unsqueeze, {e}, us).attrs = {ir::Attr::make_ints("axes", {2, 3})};
+  int hsig = c.tensor({1, 6, 1, 1});
+  c.node(Op::HardSigmoid, {us}, hsig);
+  int y = c.tensor({1, 6, 5, 5});
+  c.node(Op::Mul, {x, hsig}, y);
+  c.output(y);
+  DelegateSummary s = expect_matches(c);
+  EXPECT_EQ(s.runtimes, 1u);
+  EXPECT_EQ(s.conversions, 0u);
+}
+
+TEST(XnnpackLayout, SymbolicBatch) {
+  GraphCase c;
+  const int batch = c.symbol("batch", 4, 3);
+  const ir::Dim n = ir::Dim::symbol(batch, 4);
+  int x = c.input({n, 3, 6, 6});
+  int a = conv(c, x, 3, 5, 6, 6, n, 1, fb::Activation::Relu);
+  c.output(a);
+  expect_matches(c);
+}
+
+}  // namespace
+}  // namespace tessera::xnnpack::testing

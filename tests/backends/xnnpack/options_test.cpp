@@ -1,0 +1,202 @@
+// The backend's options take effect: thread pools per scope, runtime flags, execute-scoped
+// profiling, and the framework's validation of the schema.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "harness.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/global_options.h"
+#include "tessera/backend/options.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backends/xnnpack/options.h"
+
+namespace tessera::xnnpack::testing {
+namespace {
+
+using Op = fb::OpType;
+
+GraphCase small_conv() {
+  GraphCase c;
+  int x = c.input({1, 8, 12, 12});
+  int w = c.constant({8, 8, 3, 3});
+  int y = c.tensor({1, 8, 10, 10});
+  c.node(Op::Conv, {x, w}, y).attrs = {ir::Attr::make_ints("kernel_shape", {3, 3})};
+  c.output(y);
+  return c;
+}
+
+class XnnpackOptions : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(reset_backend_options("xnnpack").is_ok()); }
+  void TearDown() override { EXPECT_TRUE(reset_backend_options("xnnpack").is_ok()); }
+
+  static Status set_global_threads(int64_t n) {
+    BackendOptions<1> o;
+    TESSERA_RETURN_IF_ERROR(o.set(kNumThreads, n));
+    return set_option("xnnpack", o.view());
+  }
+};
+
+TEST_F(XnnpackOptions, DefaultSharesOnePoolOfRecommendedSize) {
+  const GraphCase c = small_conv();
+  Session a, b;
+  ASSERT_TRUE(a.init(c).is_ok());
+  ASSERT_TRUE(b.init(c).is_ok());
+  EXPECT_EQ(a.summary().threads, DeviceInfo::get().recommended_threads());
+  EXPECT_EQ(a.summary().pool, b.summary().pool);
+}
+
+TEST_F(XnnpackOptions, LoadAndDelegateScopesGetOwnPools) {
+  const GraphCase c = small_conv();
+  ASSERT_TRUE(set_global_threads(2).is_ok());
+  Session shared;
+  ASSERT_TRUE(shared.init(c).is_ok());
+  EXPECT_EQ(shared.summary().threads, 2u);
+
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kNumThreads, 2).is_ok());
+  RunOptions lo;
+  lo.load = &load;
+  Session own;
+  ASSERT_TRUE(own.init(c, lo).is_ok());
+  EXPECT_EQ(own.summary().threads, 2u);
+  EXPECT_NE(own.summary().pool, shared.summary().pool);  // same size, still its own
+
+  DelegateOptionsMap per_delegate;
+  ASSERT_TRUE(per_delegate.set("xnnpack#0", kNumThreads, 3).is_ok());
+  RunOptions dop;
+  dop.load = &load;
+  dop.delegates = &per_delegate;
+  Session three;
+  ASSERT_TRUE(three.init(c, dop).is_ok());
+  EXPECT_EQ(three.summary().threads, 3u);
+
+  RunOptions spec;
+  spec.compile_specs = {{"num_threads", "1"}};
+  Session single;
+  ASSERT_TRUE(single.init(c, spec).is_ok());
+  EXPECT_EQ(single.summary().threads, 1u);
+  EXPECT_EQ(single.summary().pool, nullptr);
+
+  // All of them compute the same thing.
+  std::vector<Floats> in = random_inputs(c, 3), r1, r2, r3, r4;
+  ASSERT_TRUE(shared.run(in, &r1).is_ok());
+  ASSERT_TRUE(own.run(in, &r2).is_ok());
+  ASSERT_TRUE(three.run(in, &r3).is_ok());
+  ASSERT_TRUE(single.run(in, &r4).is_ok());
+  EXPECT_TRUE(close(r2, r1));
+  EXPECT_TRUE(close(r3, r1));
+  EXPECT_TRUE(close(r4, r1));
+}
+
+TEST_F(XnnpackOptions, GlobalChangeAppliesToLaterLoadsOnly) {
+  const GraphCase c = small_conv();
+  ASSERT_TRUE(set_global_threads(2).is_ok());
+  Session before;
+  ASSERT_TRUE(before.init(c).is_ok());
+  const void* old_pool = before.summary().pool;
+  ASSERT_TRUE(set_global_threads(3).is_ok());
+  Session after;
+  ASSERT_TRUE(after.init(c).is_ok());
+  EXPECT_EQ(after.summary().threads, 3u);
+  EXPECT_EQ(before.summary().threads, 2u);
+  EXPECT_EQ(before.summary().pool, old_pool);
+  EXPECT_NE(after.summary().pool, old_pool);
+  std::vector<Floats> in = random_inputs(c, 4), r1, r2;
+  ASSERT_TRUE(before.run(in, &r1).is_ok());
+  ASSERT_TRUE(after.run(in, &r2).is_ok());
+  EXPECT_TRUE(close(r1, r2));
+  Session again;  // a third load shares the new pool
+  ASSERT_TRUE(again.init(c).is_ok());
+  EXPECT_EQ(again.summary().pool, after.summary().pool);
+}
+
+TEST_F(XnnpackOptions, RuntimeFlags) {
+  const GraphCase c = small_conv();
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kYieldWorkers, true).is_ok());
+  ASSERT_TRUE(load.set("xnnpack", kSparseInference, true).is_ok());
+  ASSERT_TRUE(load.set("xnnpack", kFp16Inference, true).is_ok());
+  RunOptions o;
+  o.load = &load;
+  Session s;
+  ASSERT_TRUE(s.init(c, o).is_ok());
+  const uint32_t flags = s.summary().runtime_flags;
+  EXPECT_TRUE(flags & XNN_FLAG_YIELD_WORKERS);
+  EXPECT_TRUE(flags & XNN_FLAG_HINT_SPARSE_INFERENCE);
+  EXPECT_TRUE(flags & XNN_FLAG_HINT_FP16_INFERENCE);
+  std::vector<Floats> in = random_inputs(c, 5), got;
+  ASSERT_TRUE(s.run(in, &got).is_ok());
+  Result<std::vector<Floats>> want = run_portable(c, in);
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE(close(got, *want));
+}
+
+#if defined(__x86_64__)
+// Documents a limit of this XNNPACK: the fp16 hint needs native fp16 arithmetic, which x86 does
+// not have, so results are bit-identical to fp32 inference.
+TEST_F(XnnpackOptions, Fp16HintIsIgnoredOnX86) {
+  const GraphCase c = small_conv();
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kFp16Inference, true).is_ok());
+  RunOptions o;
+  o.load = &load;
+  std::vector<Floats> in = random_inputs(c, 6);
+  Result<std::vector<Floats>> with = run_xnnpack(c, in, o);
+  Result<std::vector<Floats>> without = run_xnnpack(c, in);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_EQ(*with, *without);
+}
+#endif
+
+TEST_F(XnnpackOptions, ProfileOnlyWhenRequested) {
+  const GraphCase c = small_conv();
+  Session s;
+  ASSERT_TRUE(s.init(c).is_ok());
+  std::vector<Floats> in = random_inputs(c, 7);
+  ProfileEvent storage[16];
+  ProfileBuffer profile(storage);
+  ASSERT_TRUE(s.run(in, nullptr, nullptr, &profile).is_ok());
+  EXPECT_EQ(profile.events().size(), 0u);
+
+  ExecuteOptions eo;
+  ASSERT_TRUE(eo.set("xnnpack", kProfile, true).is_ok());
+  ASSERT_TRUE(s.run(in, nullptr, &eo, &profile).is_ok());
+  ASSERT_EQ(profile.events().size(), 3u);
+  EXPECT_STREQ(profile.events()[0].name, "xnnpack#0:stage_inputs");
+  EXPECT_STREQ(profile.events()[1].name, "xnnpack#0:xnn_invoke#0");
+  EXPECT_STREQ(profile.events()[2].name, "xnnpack#0:stage_outputs");
+  for (const ProfileEvent& e : profile.events()) EXPECT_GE(e.ms, 0.0);
+
+  profile.clear();
+  ExecuteOptions off;
+  ASSERT_TRUE(off.set("xnnpack", kProfile, false).is_ok());
+  ASSERT_TRUE(s.run(in, nullptr, &off, &profile).is_ok());
+  EXPECT_EQ(profile.events().size(), 0u);
+}
+
+TEST_F(XnnpackOptions, SchemaIsValidated) {
+  const GraphCase c = small_conv();
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kNumThreads, 300).is_ok());
+  RunOptions o;
+  o.load = &load;
+  Session s;
+  Status st = s.init(c, o);
+  EXPECT_EQ(st.code(), Error::OptionOutOfRange) << st.message();
+
+  LoadBackendOptionsMap wrong_scope;
+  ASSERT_TRUE(wrong_scope.set("xnnpack", kProfile, true).is_ok());
+  o.load = &wrong_scope;
+  Session t;
+  st = t.init(c, o);
+  EXPECT_EQ(st.code(), Error::OptionWrongScope) << st.message();
+
+  ExecuteOptions eo;
+  st = eo.set("xnnpack", kNumThreads, 2);
+  EXPECT_EQ(st.code(), Error::OptionWrongScope) << st.message();
+}
+
+}  // namespace
+}  // namespace tessera::xnnpack::testing
