@@ -51,7 +51,7 @@ const fb::Node* NodeSpec::node() {
 
 TestTensor::TestTensor(ScalarType dtype, std::vector<int64_t> sizes)
     : dtype_(dtype), sizes_(std::move(sizes)) {
-  storage_.assign((nbytes() + 7) / 8 + 1, 0);
+  storage_.assign(nbytes() > 0 ? nbytes() : 1, 0);
 }
 
 int64_t TestTensor::numel() const {
@@ -99,8 +99,37 @@ std::vector<double> TestTensor::doubles() const {
 
 namespace {
 
+// A MemoryAllocator whose every allocation is its own heap block, freed with the allocator.
+class BlockAllocator : public MemoryAllocator {
+ public:
+  explicit BlockAllocator(size_t capacity) : MemoryAllocator(nullptr, capacity), capacity_(capacity) {}
+  ~BlockAllocator() override {
+    for (void* p : blocks_) std::free(p);
+  }
+  void* allocate(size_t size, size_t alignment) override {
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0) return nullptr;
+    if (size > capacity_ - used_) return nullptr;
+    used_ += size;
+    // malloc's 16-byte alignment covers the common case with an exact-size block; larger
+    // alignments round the block up.
+    void* p = alignment <= 16 ? std::malloc(size > 0 ? size : 1)
+                              : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+    if (p != nullptr) blocks_.push_back(p);
+    return p;
+  }
+  void reset() override {
+    for (void* p : blocks_) std::free(p);
+    blocks_.clear();
+    used_ = 0;
+  }
+
+ private:
+  size_t capacity_;
+  size_t used_ = 0;
+  std::vector<void*> blocks_;
+};
+
 struct Prepared {
-  std::unique_ptr<uint8_t[]> arena;
   std::unique_ptr<MemoryAllocator> allocator;
   std::vector<Tensor> in_tensors, out_tensors;
   std::vector<const Tensor*> in_ptrs;
@@ -110,8 +139,7 @@ struct Prepared {
 Result<portable::PreparedKernel> prepare(const fb::Node* node, std::vector<TestTensor*>& inputs,
                                          std::vector<TestTensor*>& outputs, size_t arena_bytes,
                                          Prepared* p) {
-  p->arena.reset(new uint8_t[arena_bytes]);
-  p->allocator = std::make_unique<MemoryAllocator>(p->arena.get(), arena_bytes);
+  p->allocator = std::make_unique<BlockAllocator>(arena_bytes);
   p->in_tensors.reserve(inputs.size());
   p->out_tensors.reserve(outputs.size());
   for (TestTensor* t : inputs) {

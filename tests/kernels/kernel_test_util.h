@@ -92,7 +92,7 @@ class NodeSpec {
   flatbuffers::FlatBufferBuilder fbb_;
 };
 
-/// A tensor with its own (8-byte aligned) storage.
+/// A tensor with its own storage (operator new alignment: 16 bytes).
 class TestTensor {
  public:
   TestTensor() = default;
@@ -127,12 +127,14 @@ class TestTensor {
  private:
   ScalarType dtype_ = ScalarType::Float32;
   std::vector<int64_t> sizes_;
-  std::vector<uint64_t> storage_;
+  std::vector<uint8_t> storage_;  // exactly nbytes (at least 1), so ASan sees overruns
 };
 
 /// Prepares the kernel on `node` with the given tensors (nullptr = absent input) and, if that
 /// succeeds, runs it twice over outputs pre-filled with different garbage, checking that both
-/// runs give identical bytes and that run_kernel does not allocate on the heap.
+/// runs give identical bytes and that run_kernel does not allocate on the heap. The allocator
+/// hands prepare a separate heap block per allocation (up to `arena_bytes` in total), so the
+/// sanitizers see any overrun of kernel state or scratch.
 Status run_op(const fb::Node* node, std::vector<TestTensor*> inputs,
               std::vector<TestTensor*> outputs, size_t arena_bytes = 64u << 20);
 /// prepare_kernel only.
