@@ -1,0 +1,76 @@
+// End-to-end numerics on the PyTorch-exported fixtures (make_fixtures.py): compile each model
+// with the compiler library and run the program over the portable kernels at batch 1 and 4,
+// comparing to PyTorch's outputs within max |diff| <= 1e-4 * max |ref|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "tessera/compiler/compiler.h"
+#include "tests/compiler/program_runner.h"
+
+namespace tessera::compiler {
+namespace {
+
+using testing::HostArray;
+
+std::string fixture_dir() {
+  const char* env = std::getenv("TESSERA_FIXTURES");
+  return env ? env : TESSERA_FIXTURES_DIR;
+}
+
+struct Comparison {
+  double max_diff = 0;
+  double max_ref = 0;
+};
+
+Comparison compare(const HostArray& got, const HostArray& ref) {
+  Comparison c;
+  EXPECT_EQ(got.dims, ref.dims);
+  if (got.data.size() != ref.data.size()) return {INFINITY, 0};
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    c.max_ref = std::max(c.max_ref, std::fabs(static_cast<double>(ref.data[i])));
+    const double d = std::fabs(static_cast<double>(got.data[i]) - ref.data[i]);
+    c.max_diff = std::isnan(d) ? INFINITY : std::max(c.max_diff, d);
+  }
+  return c;
+}
+
+class ModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelTest, MatchesPyTorch) {
+  const std::string dir = fixture_dir() + "/" + GetParam();
+  if (!std::filesystem::exists(dir + "/model.onnx")) {
+    GTEST_SKIP() << "fixture missing: " << dir << " (run tests/models/make_fixtures.py)";
+  }
+  CompileOptions options;
+  options.import.dims = {{"batch", 1, 8}};
+  auto compiled = compile_onnx_file(dir + "/model.onnx", options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  auto bytes = compiled->program.build();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  for (const char* suffix : {"", "_b4"}) {
+    auto input = testing::read_npy(dir + "/input" + suffix + ".npy");
+    auto ref = testing::read_npy(dir + "/output" + suffix + ".npy");
+    ASSERT_TRUE(input.ok()) << input.status().message();
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    auto out = testing::run_program(bytes.value(), {input->dims[0]}, {input.value()});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    ASSERT_EQ(out->size(), 1u);
+    const Comparison c = compare((*out)[0], ref.value());
+    EXPECT_GT(c.max_ref, 0.05) << "reference is near zero";
+    std::printf("%s batch %lld: max |diff| %.3g, max |ref| %.3g (ratio %.2g)\n", GetParam().c_str(),
+                static_cast<long long>(input->dims[0]), c.max_diff, c.max_ref, c.max_diff / c.max_ref);
+    EXPECT_LE(c.max_diff, 1e-4 * c.max_ref) << GetParam() << " batch " << input->dims[0] << ": max |diff| "
+                                            << c.max_diff << ", max |ref| " << c.max_ref;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ModelTest,
+                         ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17",
+                                           "mobilenet_v2", "resnet18"));
+
+}  // namespace
+}  // namespace tessera::compiler
