@@ -20,16 +20,24 @@ const ExecuteOptions& ExecuteOptions::none() {
   return empty;
 }
 
-Status select_execute_options(const ExecuteOptions& options, std::string_view backend,
-                              Span<const OptionSpec> schema, ExecuteOptionView* out) {
+namespace detail {
+
+Status select_nonempty_execute_options(const ExecuteOptions& options, std::string_view backend,
+                                       Span<const OptionSpec> schema, ExecuteOptionView* out) {
   out->options = {};
-  if (options.empty()) return Status::ok();
   Span<const BackendOption> mine = options.get_options(backend);
   for (const BackendOption& option : mine) {
-    TESSERA_RETURN_IF_ERROR(validate_option(backend, schema, option, OptionScope::Execute));
+    int i = find_option_spec(schema, option.key(), option.key_hash());
+    if (i >= 0 && schema[static_cast<size_t>(i)].allows(OptionScope::Execute) &&
+        option_value_is_valid(schema[static_cast<size_t>(i)], option)) {
+      continue;
+    }
+    return validate_option(backend, schema, option, OptionScope::Execute);  // the error
   }
   out->options = mine;
   return Status::ok();
 }
+
+}  // namespace detail
 
 }  // namespace tessera

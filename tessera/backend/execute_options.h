@@ -74,11 +74,22 @@ struct ExecuteOptionView {
   }
 };
 
+namespace detail {
+Status select_nonempty_execute_options(const ExecuteOptions& options, std::string_view backend,
+                                       Span<const OptionSpec> schema, ExecuteOptionView* out);
+}  // namespace detail
+
 /// Selects and validates `backend`'s options from `options` for one execute call: every key
 /// must be in `schema` with execute scope and a valid value (errors as validate_option, with
 /// OptionWrongScope for a key that is not execute-scoped). No heap. An empty `options` returns
-/// at once with an empty view.
-Status select_execute_options(const ExecuteOptions& options, std::string_view backend,
-                              Span<const OptionSpec> schema, ExecuteOptionView* out);
+/// at once (inline) with an empty view.
+inline Status select_execute_options(const ExecuteOptions& options, std::string_view backend,
+                                     Span<const OptionSpec> schema, ExecuteOptionView* out) {
+  if (options.empty()) {
+    out->options = {};
+    return Status::ok();
+  }
+  return detail::select_nonempty_execute_options(options, backend, schema, out);
+}
 
 }  // namespace tessera

@@ -116,8 +116,7 @@ BackendOption OptionSpec::default_option() const {
   return option;
 }
 
-int find_option_spec(Span<const OptionSpec> schema, std::string_view key) {
-  uint32_t hash = hash_option_key(key);
+int find_option_spec(Span<const OptionSpec> schema, std::string_view key, uint32_t hash) {
   for (size_t i = 0; i < schema.size(); ++i) {
     if (schema[i].key_hash == hash && schema[i].key_view() == key) return static_cast<int>(i);
   }
@@ -217,11 +216,27 @@ Status validate_option_value(std::string_view backend, const OptionSpec& spec,
   return Status::ok();
 }
 
-Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
-                       const BackendOption& option, OptionScope scope, size_t* spec_index) {
-  int index = find_option_spec(schema, option.key());
-  if (index < 0) return unknown_option_status(backend, schema, option.key());
-  const OptionSpec& spec = schema[static_cast<size_t>(index)];
+bool option_value_is_valid(const OptionSpec& spec, const BackendOption& option) {
+  if (option.type() != spec.type) return false;
+  switch (spec.type) {
+    case OptionType::Bool:
+      return true;
+    case OptionType::Int:
+      return option.as_int() >= spec.min_int && option.as_int() <= spec.max_int;
+    case OptionType::Double: {
+      double v = option.as_double();
+      return std::isfinite(v) && v >= spec.min_double && v <= spec.max_double;
+    }
+    case OptionType::String:
+      return option.as_string().size() <= spec.max_length;
+    case OptionType::Enum:
+      return spec.choice_index(option.as_string()) >= 0;
+  }
+  return false;
+}
+
+Status validate_option_for(std::string_view backend, const OptionSpec& spec,
+                           const BackendOption& option, OptionScope scope) {
   if (!spec.allows(scope)) {
     char allowed[96];
     return Status::error(
@@ -229,7 +244,15 @@ Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
         static_cast<int>(backend.size()), backend.data(), spec.key, option_scope_name(scope),
         format_scopes(spec.scopes, allowed, sizeof allowed));
   }
-  TESSERA_RETURN_IF_ERROR(validate_option_value(backend, spec, option));
+  return validate_option_value(backend, spec, option);
+}
+
+Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
+                       const BackendOption& option, OptionScope scope, size_t* spec_index) {
+  int index = find_option_spec(schema, option.key(), option.key_hash());
+  if (index < 0) return unknown_option_status(backend, schema, option.key());
+  TESSERA_RETURN_IF_ERROR(
+      validate_option_for(backend, schema[static_cast<size_t>(index)], option, scope));
   if (spec_index != nullptr) *spec_index = static_cast<size_t>(index);
   return Status::ok();
 }

@@ -154,8 +154,12 @@ class OptionSpec {
 /// with TESSERA_LOG_WARNING and skipped; every other error stays an error.
 enum class Validation : uint8_t { Strict, Lenient };
 
-/// Index of the spec with `key` in `schema`, or -1.
-int find_option_spec(Span<const OptionSpec> schema, std::string_view key);
+/// Index of the spec with `key` in `schema`, or -1. `hash` is hash_option_key(key), e.g. a
+/// BackendOption's key_hash().
+int find_option_spec(Span<const OptionSpec> schema, std::string_view key, uint32_t hash);
+inline int find_option_spec(Span<const OptionSpec> schema, std::string_view key) {
+  return find_option_spec(schema, key, hash_option_key(key));
+}
 
 /// Checks one option against a backend's schema at `scope`. On success `*spec_index` (if not
 /// null) is the matching spec's index. Errors, each naming the backend and key:
@@ -165,6 +169,15 @@ int find_option_spec(Span<const OptionSpec> schema, std::string_view key);
 Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
                        const BackendOption& option, OptionScope scope,
                        size_t* spec_index = nullptr);
+
+/// Checks `option` against the spec its key names: scope, then value. For callers that already
+/// looked the spec up.
+Status validate_option_for(std::string_view backend, const OptionSpec& spec,
+                           const BackendOption& option, OptionScope scope);
+
+/// The check of validate_option_value without building an error: true if `option` has the
+/// spec's type and an accepted value. For hot paths; call validate_option_value for the message.
+bool option_value_is_valid(const OptionSpec& spec, const BackendOption& option);
 
 /// Checks the value of `option` against `spec` only (type, range, choices, length); the key is
 /// assumed to match.

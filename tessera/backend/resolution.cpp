@@ -28,17 +28,34 @@ bool skip_in_lenient(const Status& s, Validation validation) {
   return false;
 }
 
-Status stage(std::string_view backend, Span<const OptionSpec> schema,
+// Validates `options` at `scope`; `index` (reset to `schema`) finds each key's spec quickly.
+Status stage(std::string_view backend, Span<const OptionSpec> schema, const ResolvedOptions& index,
              Span<const BackendOption> options, OptionScope scope, Validation validation,
              Staged* out) {
   for (const BackendOption& option : options) {
-    size_t index = 0;
-    Status s = validate_option(backend, schema, option, scope, &index);
+    int i = index.find(option.key(), option.key_hash());
+    if (i >= 0 && schema[static_cast<size_t>(i)].allows(scope) &&
+        option_value_is_valid(schema[static_cast<size_t>(i)], option)) {
+      out->by_spec[i] = &option;  // the common case, without building a Status
+      continue;
+    }
+    Status s = i < 0 ? unknown_option_status(backend, schema, option.key())
+                     : validate_option_for(backend, schema[static_cast<size_t>(i)], option, scope);
     if (!s.is_ok()) {
       if (skip_in_lenient(s, validation)) continue;
       return s;
     }
-    out->by_spec[index] = &option;
+    out->by_spec[i] = &option;
+  }
+  return Status::ok();
+}
+
+// Validates `options` at `scope` without keeping them (whole-map checks).
+Status check_all(std::string_view backend, Span<const OptionSpec> schema,
+                 Span<const BackendOption> options, OptionScope scope, Validation validation) {
+  for (const BackendOption& option : options) {
+    Status s = validate_option(backend, schema, option, scope);
+    if (!s.is_ok() && !skip_in_lenient(s, validation)) return s;
   }
   return Status::ok();
 }
@@ -55,7 +72,7 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
   // 1. Compile specs: strings from the program, parsed against the schema.
   for (const CompileSpec& cs : compile_specs) {
     std::string_view key = cs.key != nullptr ? cs.key : "";
-    int index = find_option_spec(schema, key);
+    int index = out->find(key);
     if (index < 0) {
       Status s = unknown_option_status(backend_name, schema, key);
       if (skip_in_lenient(s, validation)) continue;
@@ -80,11 +97,11 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
   Staged load_staged;
   Staged delegate_staged;
   if (load != nullptr) {
-    TESSERA_RETURN_IF_ERROR(stage(backend_name, schema, load->get_options(backend_name),
+    TESSERA_RETURN_IF_ERROR(stage(backend_name, schema, *out, load->get_options(backend_name),
                                   OptionScope::Load, validation, &load_staged));
   }
   if (delegates != nullptr) {
-    TESSERA_RETURN_IF_ERROR(stage(backend_name, schema, delegates->get_options(delegate_id),
+    TESSERA_RETURN_IF_ERROR(stage(backend_name, schema, *out, delegates->get_options(delegate_id),
                                   OptionScope::Delegate, validation, &delegate_staged));
   }
 
@@ -138,9 +155,8 @@ Status check_load_options(const LoadBackendOptionsMap& load, Validation validati
       if (skip_in_lenient(s, validation)) continue;
       return s;
     }
-    Staged ignored;
     TESSERA_RETURN_IF_ERROR(
-        stage(backend, entry->schema, load.options_at(i), OptionScope::Load, validation, &ignored));
+        check_all(backend, entry->schema, load.options_at(i), OptionScope::Load, validation));
   }
   return Status::ok();
 }
@@ -175,9 +191,8 @@ Status check_delegate_options(const DelegateOptionsMap& map, Span<const Delegate
     }
     std::shared_ptr<detail::BackendEntry> entry = detail::find_backend_entry(target->backend);
     if (!entry) return detail::unknown_backend_status(target->backend, Error::OptionUnknownBackend);
-    Staged ignored;
-    TESSERA_RETURN_IF_ERROR(stage(target->backend, entry->schema, map.options_at(i),
-                                  OptionScope::Delegate, validation, &ignored));
+    TESSERA_RETURN_IF_ERROR(check_all(target->backend, entry->schema, map.options_at(i),
+                                      OptionScope::Delegate, validation));
   }
   return Status::ok();
 }

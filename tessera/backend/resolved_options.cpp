@@ -41,23 +41,16 @@ Status ResolvedOptions::reset(std::string_view backend, std::string_view delegat
   delegate_id_length_ = std::min(delegate_id.size(), sizeof delegate_id_ - 1);
   std::memcpy(delegate_id_, delegate_id.data(), delegate_id_length_);
   delegate_id_[delegate_id_length_] = '\0';
+  std::memset(table_, 0, sizeof table_);
   for (size_t i = 0; i < size_; ++i) {
     options_[i] = schema[i].default_option();
-    hashes_[i] = options_[i].key_hash();
+    hashes_[i] = schema[i].key_hash;
     sources_[i] = OptionSource::Default;
+    size_t slot = hashes_[i] & (kTableSize - 1);
+    while (table_[slot] != 0) slot = (slot + 1) & (kTableSize - 1);
+    table_[slot] = static_cast<uint8_t>(i + 1);
   }
   return Status::ok();
-}
-
-int ResolvedOptions::find(std::string_view key, uint32_t hash) const {
-  for (size_t i = 0; i < size_; ++i) {
-    if (hashes_[i] == hash && options_[i].key() == key) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-int ResolvedOptions::find(std::string_view key) const {
-  return find(key, hash_option_key(key));
 }
 
 void ResolvedOptions::assign(size_t index, const BackendOption& value, OptionSource source) {

@@ -34,9 +34,16 @@ class ResolvedOptions {
   Status reset(std::string_view backend, std::string_view delegate_id,
                Span<const OptionSpec> schema);
 
-  /// Index of `key`, or -1.
-  int find(std::string_view key) const;
-  int find(std::string_view key, uint32_t hash) const;
+  /// Index of `key`, or -1. `hash` must be hash_option_key(key) (typed keys carry it).
+  int find(std::string_view key) const { return find(key, hash_option_key(key)); }
+  int find(std::string_view key, uint32_t hash) const {
+    for (size_t slot = hash & (kTableSize - 1);; slot = (slot + 1) & (kTableSize - 1)) {
+      const uint8_t entry = table_[slot];
+      if (entry == 0) return -1;
+      const size_t i = entry - 1u;
+      if (hashes_[i] == hash && options_[i].key() == key) return static_cast<int>(i);
+    }
+  }
 
   /// Typed lookup of a schema key. NotFound (with a suggestion) if the schema has no such key,
   /// OptionTypeMismatch if the key has another type. Strings view this object.
@@ -86,8 +93,14 @@ class ResolvedOptions {
     return typed<T>(static_cast<size_t>(i));
   }
 
+  // Open-addressing index by key hash: entry index + 1, 0 for an empty slot. Less than half
+  // full, so a probe always ends.
+  static constexpr size_t kTableSize = 128;
+  static_assert(kTableSize >= 2 * kCapacity && kCapacity < 255);
+
   Span<const OptionSpec> schema_;
   size_t size_ = 0;
+  uint8_t table_[kTableSize] = {};
   uint32_t hashes_[kCapacity] = {};
   OptionSource sources_[kCapacity] = {};
   char backend_[32] = {};
