@@ -2,6 +2,8 @@
 // profiling, and the framework's validation of the schema.
 #include <gtest/gtest.h>
 
+#include <xnnpack.h>
+
 #include <cstring>
 
 #include "harness.h"
