@@ -149,6 +149,14 @@ bool resolve(void* lib, const char* name, Fn* out) {
   return *out != nullptr;
 }
 
+// Reads a string property into `out`, truncated to fit (OpenCL fails a too-small buffer).
+template <typename Fn, typename Object>
+void read_cl_string(Fn fn, Object object, cl_uint param, char* out, size_t out_size) {
+  char buffer[1024] = {};
+  if (fn(object, param, sizeof buffer - 1, buffer, nullptr) != CL_SUCCESS) buffer[0] = '\0';
+  copy_text(out, out_size, buffer);
+}
+
 void probe_opencl(OpenClInfo* info) {
   // Kept loaded for the life of the process: drivers do not all survive unloading.
   void* lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -177,11 +185,12 @@ void probe_opencl(OpenClInfo* info) {
   info->num_platforms = std::min<cl_uint>(count, OpenClInfo::kMaxPlatforms);
   for (uint32_t p = 0; p < info->num_platforms; ++p) {
     OpenClPlatform& out = info->platforms[p];
-    api.get_platform_info(platforms[p], CL_PLATFORM_NAME, sizeof out.name - 1, out.name, nullptr);
-    api.get_platform_info(platforms[p], CL_PLATFORM_VENDOR, sizeof out.vendor - 1, out.vendor,
-                          nullptr);
-    api.get_platform_info(platforms[p], CL_PLATFORM_VERSION, sizeof out.version - 1, out.version,
-                          nullptr);
+    read_cl_string(api.get_platform_info, platforms[p], CL_PLATFORM_NAME, out.name,
+                   sizeof out.name);
+    read_cl_string(api.get_platform_info, platforms[p], CL_PLATFORM_VENDOR, out.vendor,
+                   sizeof out.vendor);
+    read_cl_string(api.get_platform_info, platforms[p], CL_PLATFORM_VERSION, out.version,
+                   sizeof out.version);
     cl_device_id devices[OpenClPlatform::kMaxDevices];
     cl_uint num_devices = 0;
     if (api.get_device_ids(platforms[p], CL_DEVICE_TYPE_ALL, OpenClPlatform::kMaxDevices, devices,
@@ -191,10 +200,11 @@ void probe_opencl(OpenClInfo* info) {
     out.num_devices = std::min<cl_uint>(num_devices, OpenClPlatform::kMaxDevices);
     for (uint32_t d = 0; d < out.num_devices; ++d) {
       OpenClDevice& dev = out.devices[d];
-      api.get_device_info(devices[d], CL_DEVICE_NAME, sizeof dev.name - 1, dev.name, nullptr);
-      api.get_device_info(devices[d], CL_DEVICE_VENDOR, sizeof dev.vendor - 1, dev.vendor, nullptr);
-      api.get_device_info(devices[d], CL_DEVICE_VERSION, sizeof dev.version - 1, dev.version,
-                          nullptr);
+      read_cl_string(api.get_device_info, devices[d], CL_DEVICE_NAME, dev.name, sizeof dev.name);
+      read_cl_string(api.get_device_info, devices[d], CL_DEVICE_VENDOR, dev.vendor,
+                     sizeof dev.vendor);
+      read_cl_string(api.get_device_info, devices[d], CL_DEVICE_VERSION, dev.version,
+                     sizeof dev.version);
       cl_device_type type = 0;
       api.get_device_info(devices[d], CL_DEVICE_TYPE, sizeof type, &type, nullptr);
       dev.type = (type & CL_DEVICE_TYPE_GPU)           ? OpenClDeviceType::Gpu
@@ -303,10 +313,15 @@ std::string DeviceInfo::describe(bool with_opencl) const {
                 performance_cores, efficiency_cores, cpuinfo_ok ? "" : " [cpuinfo unavailable]");
   text += line;
   for (const CpuCluster& c : cluster_list()) {
-    std::snprintf(
-        line, sizeof line, "  cluster: cores %u-%u, %u threads, %s uarch 0x%08x, %.2f GHz, %s\n",
-        c.first_core, c.first_core + c.cores - 1, c.logical_processors, c.vendor, c.uarch,
-        static_cast<double>(c.frequency_hz) / 1e9, c.performance ? "performance" : "efficiency");
+    char uarch[32] = "unknown uarch";
+    if (c.uarch != 0) std::snprintf(uarch, sizeof uarch, "uarch 0x%08x", c.uarch);
+    char clock[32] = "unknown clock";
+    if (c.frequency_hz != 0) {
+      std::snprintf(clock, sizeof clock, "%.2f GHz", static_cast<double>(c.frequency_hz) / 1e9);
+    }
+    std::snprintf(line, sizeof line, "  cluster: cores %u-%u, %u threads, %s %s, %s, %s\n",
+                  c.first_core, c.first_core + c.cores - 1, c.logical_processors, c.vendor, uarch,
+                  clock, c.performance ? "performance" : "efficiency");
     text += line;
   }
   std::snprintf(line, sizeof line, "caches: L1d %u KiB x%u, L2 %u KiB x%u, L3 %u KiB x%u\n",

@@ -166,6 +166,7 @@ Status mark_backend_initialized(std::string_view backend, std::string_view reaso
   }
   std::lock_guard<std::mutex> lock(entry->mutex);
   if (entry->lifecycle == BackendLifecycle::Initialized) return Status::ok();
+  if (reason.empty()) reason = "marked initialised without a reason";
   size_t n = std::min(reason.size(), sizeof entry->lock_reason - 1);
   std::memcpy(entry->lock_reason, reason.data(), n);
   entry->lock_reason[n] = '\0';

@@ -98,7 +98,6 @@ Status convert(std::string_view backend, Span<const OptionSpec> schema, std::str
       break;
   }
   TESSERA_RETURN_IF_ERROR(validate_option_value(backend, spec, option));
-  if (option.type() == OptionType::Enum) (void)option.set_enum(option.as_string(), -1);
   *out = option;
   return Status::ok();
 }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "tessera/backend/option_key.h"
 #include "tessera/backend/option_schema.h"
@@ -109,5 +110,9 @@ class ResolvedOptions {
   size_t delegate_id_length_ = 0;
   BackendOption options_[kCapacity];
 };
+
+static_assert(std::is_trivially_copyable_v<ResolvedOptions> &&
+                  std::is_trivially_destructible_v<ResolvedOptions>,
+              "runtimes keep ResolvedOptions in allocator memory without running destructors");
 
 }  // namespace tessera
