@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -47,6 +48,30 @@ const char* vendor_name(enum cpuinfo_vendor v) {
 
 void copy_text(char* dst, size_t size, const char* src) {
   std::snprintf(dst, size, "%s", src != nullptr ? src : "");
+}
+
+// Number of CPUs in a Linux cpulist file ("0-7,16-23"); 0 if absent or empty.
+uint32_t count_cpulist(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  char text[256] = {};
+  size_t n = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  text[n] = '\0';
+  uint32_t count = 0;
+  for (char* p = text; *p != '\0' && *p != '\n';) {
+    char* end = nullptr;
+    unsigned long first = std::strtoul(p, &end, 10);
+    if (end == p) break;
+    unsigned long last = first;
+    if (*end == '-') {
+      p = end + 1;
+      last = std::strtoul(p, &end, 10);
+    }
+    if (last >= first) count += static_cast<uint32_t>(last - first + 1);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return count;
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -102,6 +127,15 @@ void detect_cpu(DeviceInfo* info) {
     (c.performance ? info->performance_cores : info->efficiency_cores) += c.cores;
   }
   if (info->performance_cores == 0) info->performance_cores = info->physical_cores;
+  // Intel hybrid parts: cpuinfo may report one cluster, but Linux lists the E-cores (no SMT, so
+  // one CPU each) under cpu_atom.
+  if (info->efficiency_cores == 0) {
+    uint32_t atom = count_cpulist("/sys/devices/cpu_atom/cpus");
+    if (atom > 0 && atom < info->physical_cores) {
+      info->efficiency_cores = atom;
+      info->performance_cores = info->physical_cores - atom;
+    }
+  }
 
   CacheSizes& caches = info->caches;
   caches.l1d_count = cpuinfo_get_l1d_caches_count();
