@@ -20,7 +20,8 @@ struct UnionFind {
 }  // namespace
 
 Result<std::vector<Partition>> partition_graph(const ir::Graph& graph,
-                                               const std::vector<BackendCandidate>& backends) {
+                                               const std::vector<BackendCandidate>& backends,
+                                               const PartitionOptions& options) {
   const int n = static_cast<int>(graph.nodes.size());
   std::vector<int> producer(graph.values.size(), -1);
   for (int i = 0; i < n; ++i) {
@@ -108,6 +109,25 @@ Result<std::vector<Partition>> partition_graph(const ir::Graph& graph,
         members[root].insert(members[root].end(), members[other].begin(), members[other].end());
         members[other].clear();
         changed = true;
+      }
+    }
+  }
+
+  if (options.demote_layout_only_delegates) {
+    auto layout_only = [](fb::OpType op) {
+      return op == fb::OpType::Reshape || op == fb::OpType::Flatten || op == fb::OpType::Squeeze ||
+             op == fb::OpType::Unsqueeze || op == fb::OpType::Identity;
+    };
+    for (int c = 0; c < n; ++c) {
+      if (uf.find(c) != c || assign[c] < 0) continue;
+      const std::vector<int> group = members[c];
+      bool demote = true;
+      for (int m : group) demote = demote && layout_only(graph.nodes[m].op);
+      if (!demote) continue;
+      for (int m : group) {
+        assign[m] = -1;
+        uf.parent[m] = m;
+        members[m] = {m};
       }
     }
   }

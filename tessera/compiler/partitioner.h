@@ -29,10 +29,17 @@ struct Partition {
   std::vector<int> nodes;  // indices into graph.nodes, in graph order
 };
 
+struct PartitionOptions {
+  /// A delegate made only of ops that move no data (Reshape, Flatten, Squeeze, Unsqueeze,
+  /// Identity) costs a backend call for nothing: run those on the portable kernels instead.
+  bool demote_layout_only_delegates = true;
+};
+
 /// Partitions `graph` (nodes in topological order). With no candidates every node is its own
 /// portable partition.
 Result<std::vector<Partition>> partition_graph(const ir::Graph& graph,
-                                               const std::vector<BackendCandidate>& backends);
+                                               const std::vector<BackendCandidate>& backends,
+                                               const PartitionOptions& options = {});
 
 /// A partition's nodes as a standalone graph (a delegate payload before encoding): the method's
 /// symbols, the values it touches (constants keep their program constant index; arena offsets

@@ -227,3 +227,27 @@ TEST(Partitioner, SubgraphHasItsOwnInputsOutputsAndSharedConstants) {
 
 }  // namespace
 }  // namespace tessera::compiler
+
+namespace tessera::compiler {
+namespace {
+
+TEST(Partitioner, DelegatesOfOnlyReshapesRunOnPortableKernels) {
+  // n0 Softmax (unsupported) -> n1 Reshape -> n2 Softmax -> n3 Reshape -> n4 Conv
+  ir::Graph g = make_graph({OpType::Softmax, OpType::Reshape, OpType::Softmax, OpType::Reshape, OpType::Conv},
+                           {{-1}, {0}, {1}, {2}, {3}});
+  auto parts = partition_graph(g, {supporting("fake", {OpType::Reshape, OpType::Conv})});
+  ASSERT_TRUE(parts.ok());
+  check_partitions(g, *parts);
+  ASSERT_EQ(parts->size(), 4u);
+  EXPECT_EQ((*parts)[1].backend, "");  // the lone Reshape
+  EXPECT_EQ((*parts)[3].backend, "fake");
+  EXPECT_EQ((*parts)[3].nodes, (std::vector<int>{3, 4}));
+  PartitionOptions keep;
+  keep.demote_layout_only_delegates = false;
+  auto kept = partition_graph(g, {supporting("fake", {OpType::Reshape, OpType::Conv})}, keep);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ((*kept)[1].backend, "fake");
+}
+
+}  // namespace
+}  // namespace tessera::compiler
