@@ -55,16 +55,32 @@ Dims physical_dims(const Dims& logical, int rank, Layout layout) {
   return p;
 }
 
-bool same_memory_order(const Dims& a, const Dims& b) {
-  int i = 0, j = 0;
-  while (true) {
-    while (i < a.rank && a.d[i] == 1) ++i;
-    while (j < b.rank && b.d[j] == 1) ++j;
-    if (i == a.rank || j == b.rank) return i == a.rank && j == b.rank;
-    if (a.d[i] != b.d[j]) return false;
-    ++i;
-    ++j;
+namespace {
+
+// The logical axes of size > 1 of `logical` in the order they are stored at (rank, layout).
+int stored_axes(const Dims& logical, int rank, Layout layout, int* axes) {
+  static constexpr int kNhwc[4] = {0, 2, 3, 1};
+  const int lead = rank - logical.rank;
+  int n = 0;
+  for (int p = 0; p < rank; ++p) {
+    const int expanded = layout == Layout::ChannelsLast ? kNhwc[p] : p;
+    const int axis = expanded - lead;
+    if (axis >= 0 && logical.d[axis] != 1) axes[n++] = axis;
   }
+  return n;
+}
+
+}  // namespace
+
+bool same_memory_order(const Dims& logical, int rank_a, Layout a, int rank_b, Layout b) {
+  int x[kMaxDims], y[kMaxDims];
+  const int nx = stored_axes(logical, rank_a, a, x);
+  const int ny = stored_axes(logical, rank_b, b, y);
+  if (nx != ny) return false;
+  for (int i = 0; i < nx; ++i) {
+    if (x[i] != y[i]) return false;
+  }
+  return true;
 }
 
 namespace {

@@ -43,9 +43,10 @@ Dims expand_rank(const Dims& logical, int rank);
 /// `layout`. ChannelsLast requires rank 4.
 Dims physical_dims(const Dims& logical, int rank, Layout layout);
 
-/// True when two physical shapes describe the same bytes in the same order: their dims other
-/// than 1 are equal and in the same sequence. Converting between them is then a plain view.
-bool same_memory_order(const Dims& a, const Dims& b);
+/// True when a tensor with logical dims `logical` has its bytes in the same order when stored
+/// as (rank_a, a) and as (rank_b, b): its axes of size > 1 come in the same sequence. Converting
+/// between the two is then a plain view (a reshape).
+bool same_memory_order(const Dims& logical, int rank_a, Layout a, int rank_b, Layout b);
 
 /// NCHW -> NHWC over [n, c, s] (s = H * W): out[n][s][c] = in[n][c][s]. `pool` may be null; it
 /// is used for large tensors.

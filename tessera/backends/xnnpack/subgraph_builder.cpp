@@ -117,7 +117,7 @@ class Builder {
   void requests_of(size_t node, std::vector<Request>* out) const;
   Layout output_layout(size_t node) const;
   bool is_free(const ValueState& v, Layout layout, int rank) const {
-    return same_memory_order(v.natural(), physical_dims(v.dims, rank, layout));
+    return same_memory_order(v.dims, v.dims.rank, v.layout, rank, layout);
   }
   const Converted* find_converted(const ValueState& v, Layout layout, int rank) const;
 
@@ -327,6 +327,8 @@ Layout Builder::output_layout(size_t node) const {
   for (int slot = 0; slot < 2; ++slot) {
     const ValueState& in = values_[static_cast<size_t>(input_value(nodes_[node], slot))];
     if (!in.is_activation() || in.dims.rank != 4) continue;
+    // An operand stored the same way in both layouts (e.g. [N, C, 1, 1]) does not vote.
+    if (same_memory_order(in.dims, 4, Layout::ChannelsLast, 4, Layout::Identity)) continue;
     (in.layout == Layout::ChannelsLast ? any_cl : any_id) = true;
   }
   if (any_cl && !any_id) return Layout::ChannelsLast;

@@ -74,22 +74,32 @@ TEST_F(XnnpackOptions, LoadAndDelegateScopesGetOwnPools) {
   ASSERT_TRUE(three.init(c, dop).is_ok());
   EXPECT_EQ(three.summary().threads, 3u);
 
+  // All of them compute the same thing.
+  std::vector<Floats> in = random_inputs(c, 3), r1, r2, r3;
+  ASSERT_TRUE(shared.run(in, &r1).is_ok());
+  ASSERT_TRUE(own.run(in, &r2).is_ok());
+  ASSERT_TRUE(three.run(in, &r3).is_ok());
+  EXPECT_TRUE(close(r2, r1));
+  EXPECT_TRUE(close(r3, r1));
+}
+
+TEST_F(XnnpackOptions, CompileSpecGetsOwnPoolBelowGlobal) {
+  const GraphCase c = small_conv();
   RunOptions spec;
   spec.compile_specs = {{"num_threads", "1"}};
   Session single;
   ASSERT_TRUE(single.init(c, spec).is_ok());
   EXPECT_EQ(single.summary().threads, 1u);
   EXPECT_EQ(single.summary().pool, nullptr);
-
-  // All of them compute the same thing.
-  std::vector<Floats> in = random_inputs(c, 3), r1, r2, r3, r4;
-  ASSERT_TRUE(shared.run(in, &r1).is_ok());
-  ASSERT_TRUE(own.run(in, &r2).is_ok());
-  ASSERT_TRUE(three.run(in, &r3).is_ok());
-  ASSERT_TRUE(single.run(in, &r4).is_ok());
-  EXPECT_TRUE(close(r2, r1));
-  EXPECT_TRUE(close(r3, r1));
-  EXPECT_TRUE(close(r4, r1));
+  // A global value outranks the compile spec (and then the shared pool is used).
+  ASSERT_TRUE(set_global_threads(2).is_ok());
+  Session global;
+  ASSERT_TRUE(global.init(c, spec).is_ok());
+  EXPECT_EQ(global.summary().threads, 2u);
+  std::vector<Floats> in = random_inputs(c, 8), r1, r2;
+  ASSERT_TRUE(single.run(in, &r1).is_ok());
+  ASSERT_TRUE(global.run(in, &r2).is_ok());
+  EXPECT_TRUE(close(r1, r2));
 }
 
 TEST_F(XnnpackOptions, GlobalChangeAppliesToLaterLoadsOnly) {
