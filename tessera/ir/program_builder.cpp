@@ -149,7 +149,11 @@ flatbuffers::Offset<fb::Method> serialize_method(flatbuffers::FlatBufferBuilder&
     if (ins.kind == fb::InstructionKind::Kernel) {
       chain.push_back(fb::CreateInstruction(b, ins.kind, serialize_node(b, ins.node), -1));
     } else {
-      const DelegateDesc& d = m.delegates[ins.delegate];
+      // An out-of-range index is written as is (Program::load rejects it); tests rely on that.
+      static const DelegateDesc kNone;
+      const DelegateDesc& d = ins.delegate >= 0 && ins.delegate < static_cast<int>(m.delegates.size())
+                                  ? m.delegates[ins.delegate]
+                                  : kNone;
       chain.push_back(fb::CreateInstruction(b, ins.kind, 0, ins.delegate, b.CreateVector(d.inputs),
                                             b.CreateVector(d.outputs)));
     }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tessera/backend/context.h"
+#include "tessera/core/log.h"
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"

@@ -17,7 +17,7 @@ namespace {
 
 using testing::AlignedBuffer;
 
-Status load_bytes(const std::vector<uint8_t>& bytes) {
+Status load_bytes(const std::vector<uint8_t>& bytes, bool symbolic = false) {
   AlignedBuffer buf(bytes);
   BufferDataLoader loader(buf.data(), buf.size());
   auto program = Program::load(&loader);
@@ -25,7 +25,7 @@ Status load_bytes(const std::vector<uint8_t>& bytes) {
   // A program that verifies must also load its methods cleanly (or fail with an error).
   for (size_t i = 0; i < program->num_methods(); ++i) {
     LoadOptions opts;
-    (void)opts.set_dim("batch", 2);
+    if (symbolic) (void)opts.set_dim("batch", 2);
     auto m = program->load_method(*program->method_name(i), nullptr, opts);
     if (!m.ok()) return m.status();
   }
@@ -129,7 +129,7 @@ Status load_modified(const std::function<void(ir::ProgramBuilder&, ir::MethodBui
   edit(pb, pb.methods()[0]);
   auto bytes = pb.build();
   if (!bytes.ok()) return bytes.status();
-  return load_bytes(*bytes);
+  return load_bytes(*bytes, symbolic);
 }
 
 struct Case {

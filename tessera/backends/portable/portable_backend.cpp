@@ -66,7 +66,7 @@ Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableB
                                               Span<const CompileSpec>) const {
   MemoryAllocator* alloc = ctx.method_allocator();
   if (alloc == nullptr) return Status(Error::InvalidArgument, "portable: no method allocator");
-  const fb::Graph* graph = fb::GetGraph(payload->data());
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
   const std::string_view id = ctx.delegate_id();
 
   // Symbols of the payload, by name, from the load.
@@ -174,12 +174,12 @@ Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableB
     step.kernel = *prepared;
     d->num_steps = n + 1;
   }
-  return static_cast<DelegateHandle*>(d);
+  return to_handle(d);
 }
 
 Status PortableBackend::execute(BackendExecutionContext& ctx, DelegateHandle* handle,
                                 Span<EValue*> args) const {
-  auto* d = static_cast<PortableDelegate*>(handle);
+  auto* d = from_handle<PortableDelegate>(handle);
   if (d == nullptr) return Status(Error::DelegateInvalidHandle, "portable: null handle");
   if (args.size() != d->num_inputs + d->num_outputs) {
     return Status::error(Error::InvalidArgument, "portable: %zu args for %u inputs and %u outputs",
