@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tessera/ir/program_builder.h"
@@ -73,6 +74,58 @@ inline void add_relu_mul_reference(const float* x, float* y, int64_t rows) {
       y[r * 4 + c] = (v > 0 ? v : 0) * scale[c];
     }
   }
+}
+
+}  // namespace tessera::testing
+
+namespace tessera::testing {
+
+/// forward(x: float32[2, 4]) runs a chain of delegates, one per entry of `backends`, each a
+/// payload graph `Relu` over [2, 4]. Ids are "<backend>#<n>", n counting per backend. Compile
+/// specs for delegate i come from `specs[i]` when given.
+inline ir::ProgramBuilder delegate_chain_program(
+    const std::vector<std::string>& backends,
+    const std::vector<std::vector<ir::CompileSpecDesc>>& specs = {}) {
+  ir::ProgramBuilder pb;
+  ir::MethodBuilder& m = pb.add_method("forward");
+  int prev = m.add_input("x", ScalarType::Float32, {2, 4});
+  std::vector<std::pair<std::string, int>> counters;
+  for (size_t i = 0; i < backends.size(); ++i) {
+    int next = m.add_tensor("v" + std::to_string(i), ScalarType::Float32, {2, 4});
+    ir::Graph g;
+    ir::Value v;
+    v.dims = {2, 4};
+    g.values = {v, v};
+    ir::Node relu;
+    relu.op = fb::OpType::Relu;
+    relu.name = "relu" + std::to_string(i);
+    relu.inputs = {0};
+    relu.outputs = {1};
+    g.nodes = {relu};
+    g.inputs = {0};
+    g.outputs = {1};
+    int n = 0;
+    for (auto& [name, c] : counters) {
+      if (name == backends[i]) n = ++c;
+    }
+    if (n == 0) {
+      bool seen = false;
+      for (auto& [name, c] : counters) seen |= name == backends[i];
+      if (!seen) counters.emplace_back(backends[i], 0);
+    }
+    ir::DelegateDesc d;
+    d.id = backends[i] + "#" + std::to_string(n);
+    d.backend = backends[i];
+    d.payload = ir::encode_graph(g);
+    if (i < specs.size()) d.compile_specs = specs[i];
+    d.inputs = {prev};
+    d.outputs = {next};
+    m.add_delegate(std::move(d));
+    prev = next;
+  }
+  m.add_output(prev);
+  if (!m.plan_memory().is_ok()) std::abort();
+  return pb;
 }
 
 }  // namespace tessera::testing
