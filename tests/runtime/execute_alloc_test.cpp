@@ -1,0 +1,117 @@
+// Method::execute allocates nothing on the heap: kernels, the portable backend, delegates and
+// execute options included. This binary interposes malloc/calloc/realloc (which operator new
+// uses too) to count every heap allocation.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "tessera/backend/execute_options.h"
+#include "tessera/backend/options.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backend/testing/stub_backend.h"
+#include "tessera/runtime/load_options.h"
+#include "tessera/runtime/method.h"
+#include "tessera/runtime/program.h"
+#include "tests/testing/test_programs.h"
+
+extern "C" void* __libc_malloc(size_t);
+extern "C" void* __libc_calloc(size_t, size_t);
+extern "C" void* __libc_realloc(void*, size_t);
+
+namespace {
+std::atomic<long> g_heap_calls{0};
+}
+
+extern "C" void* malloc(size_t n) {
+  g_heap_calls.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(n);
+}
+extern "C" void* calloc(size_t n, size_t m) {
+  g_heap_calls.fetch_add(1, std::memory_order_relaxed);
+  return __libc_calloc(n, m);
+}
+extern "C" void* realloc(void* p, size_t n) {
+  g_heap_calls.fetch_add(1, std::memory_order_relaxed);
+  return __libc_realloc(p, n);
+}
+
+namespace tessera {
+namespace {
+
+template <typename F>
+long heap_calls_in(F&& fn) {
+  long before = g_heap_calls.load();
+  fn();
+  return g_heap_calls.load() - before;
+}
+
+constexpr OptionSpec kSchema[] = {
+    OptionSpec::boolean("profile", false, OptionScope::Execute, "per-call profile"),
+};
+constexpr OptionKey<bool> kProfile{"profile"};
+
+TEST(ExecuteAllocations, CountingWorks) {
+  EXPECT_GE(heap_calls_in([] {
+              void* p = std::malloc(16);
+              std::free(p);
+            }),
+            1);
+}
+
+// Registered once for the binary: a backend must outlive the Methods that use it.
+const bool kRegistered =
+    register_backend("stub_alloc", std::make_unique<testing::StubBackend>(kSchema)).is_ok();
+
+TEST(ExecuteAllocations, KernelsAndDelegatesWithAndWithoutExecuteOptions) {
+  ASSERT_TRUE(kRegistered);
+  // Kernels only.
+  auto kernels = testing::add_relu_mul_program().build();
+  testing::AlignedBuffer kbuf(*kernels);
+  BufferDataLoader kloader(kbuf.data(), kbuf.size());
+  auto kprogram = Program::load(&kloader);
+  ASSERT_TRUE(kprogram.ok());
+  auto km = kprogram->load_method("forward");
+  ASSERT_TRUE(km.ok());
+  // A stub delegate, then a delegate retargeted to the portable backend.
+  auto delegates = testing::delegate_chain_program({"stub_alloc", "other"}).build();
+  testing::AlignedBuffer dbuf(*delegates);
+  BufferDataLoader dloader(dbuf.data(), dbuf.size());
+  auto dprogram = Program::load(&dloader);
+  ASSERT_TRUE(dprogram.ok());
+  LoadOptions load;
+  ASSERT_TRUE(load.add_retarget("other", "portable").is_ok());
+  auto dm = dprogram->load_method("forward", nullptr, load);
+  ASSERT_TRUE(dm.ok()) << dm.status().message();
+
+  ExecuteOptions exec;
+  ASSERT_TRUE(exec.set("stub_alloc", kProfile, true).is_ok());
+  ExecuteOptions portable_profile;
+  ASSERT_TRUE(portable_profile.set("portable", kProfile, true).is_ok());
+  ProfileEvent storage[4];
+  ProfileBuffer profile({storage, 4});
+  // Warm once (first calls may touch lazily initialised state outside Tessera).
+  ASSERT_TRUE(km->execute().is_ok());
+  ASSERT_TRUE(dm->execute(exec, &profile).is_ok());
+
+  EXPECT_EQ(heap_calls_in([&] {
+              for (int i = 0; i < 100; ++i) ASSERT_TRUE(km->execute().is_ok());
+            }),
+            0);
+  EXPECT_EQ(heap_calls_in([&] {
+              for (int i = 0; i < 100; ++i) ASSERT_TRUE(dm->execute().is_ok());
+            }),
+            0);
+  EXPECT_EQ(heap_calls_in([&] {
+              for (int i = 0; i < 100; ++i) {
+                profile.clear();
+                ASSERT_TRUE(dm->execute(exec, &profile).is_ok());
+                ASSERT_TRUE(dm->execute(portable_profile, &profile).is_ok());
+              }
+            }),
+            0);
+  EXPECT_EQ(heap_calls_in([&] { ASSERT_TRUE(dm->execute(ExecuteOptions::none()).is_ok()); }), 0);
+}
+
+}  // namespace
+}  // namespace tessera
