@@ -90,7 +90,9 @@ Result<PreparedKernel> prepare_kernel(const KernelNode& node, MemoryAllocator& a
     return Status(Error::InvalidArgument, "prepare_kernel: node is null");
   }
   if (!ir::is_valid_op(static_cast<int>(node.node->op()))) {
-    return Status::error(Error::OperatorMissing, "no portable kernel for op %d",
+    const char* name = node.node->name() ? node.node->name()->c_str() : "";
+    return Status::error(Error::OperatorMissing, "op %d node '%s': no portable kernel for op %d",
+                         static_cast<int>(node.node->op()), name,
                          static_cast<int>(node.node->op()));
   }
   OpContext ctx(node, allocator);
