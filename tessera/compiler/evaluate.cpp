@@ -16,9 +16,12 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   return s;
 }
 
+// Element count; INT64_MAX when negative or overflowing (never folded then).
 int64_t numel_of(const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
   return n;
 }
 

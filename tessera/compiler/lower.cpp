@@ -34,6 +34,15 @@ Result<LoweredGraph> lower_graph(const ModelGraph& g, ir::ProgramBuilder& progra
       }
       dst.dims.push_back(d.to_dim(g.symbols));
     }
+    // Tensors planned at their upper bound must fit comfortably in 64-bit sizes.
+    uint64_t bytes = element_size(dst.dtype);
+    for (const ir::Dim& d : dst.dims) {
+      if (d.value < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d.value), &bytes) ||
+          bytes > (uint64_t{1} << 44)) {
+        return Status::error(Error::InvalidProgram, "value '%s' is too large (%s at the upper bounds)",
+                             src.name.c_str(), g.dims_string(v).c_str());
+      }
+    }
     if (src.data) {
       if (src.data->is_symbolic()) {
         return Status::error(Error::NotSupported,

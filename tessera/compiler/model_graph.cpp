@@ -8,7 +8,9 @@ namespace tessera::compiler {
 
 int64_t HostTensor::numel() const {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
   return n;
 }
 

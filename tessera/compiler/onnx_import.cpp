@@ -809,7 +809,10 @@ Status Importer::split() {
   const SymExpr& d = dims(x)[axis];
   if (have) {
     if (given.size() != outputs) return node_error(Error::InvalidProgram, "split has %zu sizes for %zu outputs", given.size(), outputs);
-    for (int64_t s : given) sizes.emplace_back(s);
+    for (int64_t s : given) {
+      if (s < 0) return node_error(Error::InvalidProgram, "negative split size %lld", static_cast<long long>(s));
+      sizes.emplace_back(s);
+    }
   } else {
     SymExpr each = SymExpr::floor_div(d, SymExpr(static_cast<int64_t>(outputs)));
     if (!(each * SymExpr(static_cast<int64_t>(outputs)) == d)) {
@@ -928,7 +931,9 @@ Status Importer::resize() {
       const float s = scales[i];
       if (!(s > 0)) return node_error(Error::InvalidProgram, "scale %g", s);
       if (in_dims[i].is_const()) {
-        out_dims.emplace_back(static_cast<int64_t>(std::floor(static_cast<double>(in_dims[i].const_value()) * s)));
+        const double size = std::floor(static_cast<double>(in_dims[i].const_value()) * s);
+        if (!(size >= 1 && size < 9.0e15)) return node_error(Error::InvalidProgram, "scale %g gives output size %g", s, size);
+        out_dims.emplace_back(static_cast<int64_t>(size));
       } else if (s == std::floor(s)) {
         out_dims.push_back(in_dims[i] * SymExpr(static_cast<int64_t>(s)));
       } else {
@@ -938,6 +943,9 @@ Status Importer::resize() {
   } else if (sizes_in >= 0) {
     TESSERA_ASSIGN_OR_RETURN(out_dims, shape_ints(3, "sizes"));
     if (out_dims.size() != in_dims.size()) return node_error(Error::InvalidProgram, "sizes must have %zu entries", in_dims.size());
+    for (const SymExpr& d : out_dims) {
+      if (d.is_const() && d.const_value() < 1) return node_error(Error::InvalidProgram, "output size %lld", static_cast<long long>(d.const_value()));
+    }
   } else {
     return node_error(Error::InvalidProgram, "neither scales nor sizes given");
   }
@@ -985,8 +993,8 @@ Status Importer::expand() {
   HostTensor zeros;
   zeros.dtype = g_.values[x].dtype;
   zeros.dims = zd;
-  int64_t n = 1;
-  for (int64_t d : zd) n *= d;
+  const int64_t n = zeros.numel();
+  if (n > kMaxFoldElements) return unsupported_use("expanding to a tensor this large");
   if (zeros.is_float()) zeros.f.assign(n, 0.0f); else zeros.i.assign(n, 0);
   int z = make_const(node_name_ + ":zeros", std::move(zeros));
   return emit1(OpType::Add, {x, z}, {}).status();
@@ -1122,7 +1130,7 @@ Status Importer::import_node(const onnx::NodeProto& node, size_t index) {
     int64_t n = 1;
     for (int64_t d : shape) {
       if (d < 0) return node_error(Error::InvalidProgram, "negative dim");
-      n *= d;
+      if (__builtin_mul_overflow(n, d, &n)) n = INT64_MAX;
     }
     if (n > kMaxFoldElements) return unsupported_use("a constant this large");
     t = broadcast_to(value, shape);
@@ -1144,8 +1152,9 @@ Status Importer::import_node(const onnx::NodeProto& node, size_t index) {
     };
     const double limit = val(1), delta = val(2);
     if (delta == 0) return node_error(Error::InvalidProgram, "delta 0");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
-    if (n > kMaxFoldElements) return unsupported_use("a range this large");
+    const double count = std::ceil((limit - start) / delta);
+    if (!(count <= static_cast<double>(kMaxFoldElements))) return unsupported_use("a range this large");
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
     HostTensor t;
     t.dtype = s->dtype;
     t.dims = {n};

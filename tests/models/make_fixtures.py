@@ -68,6 +68,11 @@ def torchvision_classifier(name):
         torch.manual_seed(0)
         ctor = getattr(torchvision.models, name)
         model = ctor(weights=None)
+        # Some torchvision heads start at std 0.01, which makes outputs tiny: use the default
+        # (fan-in scaled) initialisation for every Linear layer instead.
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear):
+                m.reset_parameters()
         calibrate_batchnorm(model, (4, 3, 224, 224))
         model.eval()
         return model
@@ -141,7 +146,7 @@ def export(name, spec, out_dir, stamp):
     for r in refs:
         peak = float(r.abs().max())
         if not peak > MIN_REF:
-            raise SystemExit(f"{name}: reference output is near zero (max |ref| = {peak:g})")
+            raise RuntimeError(f"{name}: reference output is near zero (max |ref| = {peak:g})")
     meta = {"input": "input", "output": "output", "opset": opset,
             "dims": {"batch": [1, 8]} if dynamic else {}, "max_abs_ref": float(y1.abs().max())}
     with open(os.path.join(d, "meta.json"), "w") as f:
@@ -170,11 +175,20 @@ def main():
         fixtures = {w: all_fixtures[w] for w in wanted}
     os.makedirs(args.out_dir, exist_ok=True)
     stamp = script_hash()
+    failed = []
     for name, spec in fixtures.items():
         t0 = time.time()
-        made = export(name, spec, args.out_dir, stamp)
+        try:
+            made = export(name, spec, args.out_dir, stamp)
+        except Exception as e:  # report every failing fixture, not only the first
+            print(f"fixture {name}: FAILED: {e}", file=sys.stderr, flush=True)
+            failed.append(name)
+            continue
         if made:
             print(f"fixture {name}: exported in {time.time() - t0:.1f}s", flush=True)
+    if failed:
+        print(f"make_fixtures: {len(failed)} fixture(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

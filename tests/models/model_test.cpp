@@ -68,9 +68,17 @@ TEST_P(ModelTest, MatchesPyTorch) {
   }
 }
 
+#ifdef TESSERA_EXTRA_MODELS
+// More torchvision classifiers (make_fixtures.py --extra); slow, labelled `slow`.
+INSTANTIATE_TEST_SUITE_P(Torchvision, ModelTest,
+                         ::testing::Values("squeezenet1_0", "shufflenet_v2_x0_5", "mnasnet0_5", "efficientnet_b0",
+                                           "regnet_y_400mf", "mobilenet_v3_small", "googlenet", "densenet121",
+                                           "resnext50_32x4d"));
+#else
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelTest,
                          ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17",
                                            "mobilenet_v2", "resnet18"));
+#endif
 
 }  // namespace
 }  // namespace tessera::compiler
