@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cassert>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace tessera::xnnpack {
 
 static_assert(kMaxXnnDims == XNN_MAX_TENSOR_DIMS, "update kMaxXnnDims for this XNNPACK");
@@ -89,15 +93,43 @@ constexpr int64_t kBlock = 16;
 // Below this many elements a conversion runs on the calling thread.
 constexpr int64_t kParallelThreshold = int64_t{1} << 16;
 
-// out[b][j][i] = in[b][i][j] for rows i < `rows`, columns j < `cols`, row block `rb`.
+// out[j][i] = in[i][j] for rows [i0, i0 + kBlock) (clipped) and every column, in 4x4 SIMD tiles
+// where the sizes allow.
 void transpose_rows(const float* in, float* out, int64_t rows, int64_t cols, int64_t i0) {
   const int64_t i1 = std::min(i0 + kBlock, rows);
   for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
     const int64_t j1 = std::min(j0 + kBlock, cols);
-    for (int64_t i = i0; i < i1; ++i) {
+    int64_t i = i0;
+#if defined(__SSE2__)
+    for (; i + 4 <= i1; i += 4) {
+      int64_t j = j0;
+      for (; j + 4 <= j1; j += 4) {
+        __m128 r0 = _mm_loadu_ps(in + (i + 0) * cols + j);
+        __m128 r1 = _mm_loadu_ps(in + (i + 1) * cols + j);
+        __m128 r2 = _mm_loadu_ps(in + (i + 2) * cols + j);
+        __m128 r3 = _mm_loadu_ps(in + (i + 3) * cols + j);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(out + (j + 0) * rows + i, r0);
+        _mm_storeu_ps(out + (j + 1) * rows + i, r1);
+        _mm_storeu_ps(out + (j + 2) * rows + i, r2);
+        _mm_storeu_ps(out + (j + 3) * rows + i, r3);
+      }
+      for (; j < j1; ++j) {
+        for (int64_t k = i; k < i + 4; ++k) out[j * rows + k] = in[k * cols + j];
+      }
+    }
+#endif
+    for (; i < i1; ++i) {
       const float* src = in + i * cols;
       for (int64_t j = j0; j < j1; ++j) out[j * rows + i] = src[j];
     }
+  }
+}
+
+// Few rows (e.g. 3 colour channels): interleave them, one output row at a time.
+void interleave_rows(const float* in, float* out, int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j) {
+    for (int64_t i = 0; i < rows; ++i) out[j * rows + i] = in[i * cols + j];
   }
 }
 
@@ -130,6 +162,10 @@ void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t col
     return;
   }
   const int64_t plane = rows * cols;
+  if (rows < 4) {
+    for (int64_t b = 0; b < n; ++b) interleave_rows(in + b * plane, out + b * plane, rows, cols);
+    return;
+  }
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t rb = 0; rb < row_blocks; ++rb) {
       transpose_rows(in + b * plane, out + b * plane, rows, cols, rb * kBlock);
