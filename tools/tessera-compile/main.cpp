@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backend/registry.h"
 #include "tessera/compiler/backend_targets.h"
 #include "tessera/compiler/compiler.h"
 #include "tessera/compiler/graph_dump.h"
@@ -57,9 +58,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Compiles an ONNX model (opsets 11 to 17) into a Tessera program."};
   std::string model, output, backends_text;
   std::vector<std::string> dims, specs;
-  bool json = false, print_graph = false, quiet = false, no_fold_bn = false, no_fusion = false;
-  app.add_option("model", model, "ONNX model file")->required();
-  app.add_option("-o,--output", output, "program file to write (.tsr)")->required();
+  bool json = false, print_graph = false, list_backends = false, quiet = false, no_fold_bn = false, no_fusion = false;
+  auto* model_opt = app.add_option("model", model, "ONNX model file");
+  auto* output_opt = app.add_option("-o,--output", output, "program file to write (.tsr)");
+  app.add_flag("--list-backends", list_backends, "print the delegate backends built in, one a line, and exit");
   app.add_option("--backends", backends_text,
                  "delegate backends in order of preference, comma-separated; 'portable' alone "
                  "means kernels only (default: every backend built, then portable)");
@@ -71,6 +73,16 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fold-batchnorm", no_fold_bn, "keep BatchNormalization nodes");
   app.add_flag("--no-fuse-activations", no_fusion, "keep Relu/Clip as separate nodes");
   CLI11_PARSE(app, argc, argv);
+  if (list_backends) {
+    for (const std::string& name : tessera::registered_backends()) {
+      if (name != "portable") std::printf("%s\n", name.c_str());
+    }
+    return 0;
+  }
+  if (model_opt->count() == 0 || output_opt->count() == 0) {
+    std::fprintf(stderr, "tessera-compile: error: a model and -o OUT.tsr are required (see --help)\n");
+    return 2;
+  }
 
   tc::CompileOptions options;
   options.passes.fold_batch_norms = !no_fold_bn;
