@@ -89,16 +89,25 @@ bool same_memory_order(const Dims& logical, int rank_a, Layout a, int rank_b, La
 
 namespace {
 
-constexpr int64_t kBlock = 16;
+constexpr int64_t kBlock = 16;       // rows per tile
+constexpr int64_t kColumnTile = 512;  // columns per tile
 // Below this many elements a conversion runs on the calling thread.
 constexpr int64_t kParallelThreshold = int64_t{1} << 16;
 
-// out[j][i] = in[i][j] for rows [i0, i0 + kBlock) (clipped) and every column, in 4x4 SIMD tiles
-// where the sizes allow.
-void transpose_rows(const float* in, float* out, int64_t rows, int64_t cols, int64_t i0) {
+// out[j][i] = in[i][j] for rows [i0, i0 + kBlock) and columns [c0, c1) (clipped to the plane),
+// in 4x4 SIMD tiles where the sizes allow.
+void transpose_tile(const float* in, float* out, int64_t rows, int64_t cols, int64_t i0,
+                    int64_t c0, int64_t c1) {
   const int64_t i1 = std::min(i0 + kBlock, rows);
-  for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
-    const int64_t j1 = std::min(j0 + kBlock, cols);
+  if (i1 - i0 < 4) {
+    // Few rows (e.g. 3 colour channels): interleave them, one output row at a time.
+    for (int64_t j = c0; j < c1; ++j) {
+      for (int64_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
+    }
+    return;
+  }
+  for (int64_t j0 = c0; j0 < c1; j0 += kBlock) {
+    const int64_t j1 = std::min(j0 + kBlock, c1);
     int64_t i = i0;
 #if defined(__SSE2__)
     for (; i + 4 <= i1; i += 4) {
@@ -126,25 +135,21 @@ void transpose_rows(const float* in, float* out, int64_t rows, int64_t cols, int
   }
 }
 
-// Few rows (e.g. 3 colour channels): interleave them, one output row at a time.
-void interleave_rows(const float* in, float* out, int64_t rows, int64_t cols) {
-  for (int64_t j = 0; j < cols; ++j) {
-    for (int64_t i = 0; i < rows; ++i) out[j * rows + i] = in[i * cols + j];
-  }
-}
-
 struct TransposeTask {
   const float* in;
   float* out;
   int64_t rows, cols, row_blocks;
 };
 
-void transpose_task(void* context, size_t batch, size_t row_block) {
+// One tile: index0 = batch * row_blocks + row block, index1 = column tile.
+void transpose_task(void* context, size_t index0, size_t index1) {
   const auto* t = static_cast<const TransposeTask*>(context);
+  const int64_t batch = static_cast<int64_t>(index0) / t->row_blocks;
+  const int64_t row_block = static_cast<int64_t>(index0) % t->row_blocks;
   const int64_t plane = t->rows * t->cols;
-  transpose_rows(t->in + static_cast<int64_t>(batch) * plane,
-                 t->out + static_cast<int64_t>(batch) * plane, t->rows, t->cols,
-                 static_cast<int64_t>(row_block) * kBlock);
+  const int64_t c0 = static_cast<int64_t>(index1) * kColumnTile;
+  transpose_tile(t->in + batch * plane, t->out + batch * plane, t->rows, t->cols,
+                 row_block * kBlock, c0, std::min(c0 + kColumnTile, t->cols));
 }
 
 void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t cols,
@@ -153,22 +158,18 @@ void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t col
     std::copy(in, in + n * rows * cols, out);
     return;
   }
-  const int64_t row_blocks = (rows + kBlock - 1) / kBlock;
+  TransposeTask task{in, out, rows, cols, (rows + kBlock - 1) / kBlock};
+  const int64_t column_tiles = (cols + kColumnTile - 1) / kColumnTile;
   if (pool != nullptr && n * rows * cols >= kParallelThreshold &&
       pthreadpool_get_threads_count(pool) > 1) {
-    TransposeTask task{in, out, rows, cols, row_blocks};
-    pthreadpool_parallelize_2d(pool, transpose_task, &task, static_cast<size_t>(n),
-                               static_cast<size_t>(row_blocks), 0);
+    pthreadpool_parallelize_2d(pool, transpose_task, &task,
+                               static_cast<size_t>(n * task.row_blocks),
+                               static_cast<size_t>(column_tiles), 0);
     return;
   }
-  const int64_t plane = rows * cols;
-  if (rows < 4) {
-    for (int64_t b = 0; b < n; ++b) interleave_rows(in + b * plane, out + b * plane, rows, cols);
-    return;
-  }
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t rb = 0; rb < row_blocks; ++rb) {
-      transpose_rows(in + b * plane, out + b * plane, rows, cols, rb * kBlock);
+  for (int64_t i = 0; i < n * task.row_blocks; ++i) {
+    for (int64_t j = 0; j < column_tiles; ++j) {
+      transpose_task(&task, static_cast<size_t>(i), static_cast<size_t>(j));
     }
   }
 }
