@@ -385,7 +385,7 @@ TEST(ConvTranspose, ValidatesOutputShape) {
                "[1, 4, 5, 5]");
 }
 
-TEST(ConvTranspose, FusedReluThroughGenericWrapper) {
+TEST(ConvTranspose, FusedRelu) {
   ConvTCase c{{1, 2, 3, 3}, 2, {2, 2}, {2, 2}, {}, {}, {}};
   TestTensor x = TestTensor::random(c.x, 60);
   TestTensor w = TestTensor::random({2, 2, 2, 2}, 61);

@@ -32,20 +32,6 @@ struct ConvState {
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-inline int64_t ceil_div_pos(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0
-// Floor division for any a and b > 0.
-inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -ceil_div_pos(-a, b); }
-
-// For positions t in [0, run): valid when 0 <= base + t*stride < size. Returns [lo, hi).
-inline void valid_range(int64_t base, int64_t stride, int64_t size, int64_t run, int64_t* lo,
-                        int64_t* hi) {
-  int64_t l = base >= 0 ? 0 : ceil_div_pos(-base, stride);
-  int64_t h = base > size - 1 ? 0 : floor_div(size - 1 - base, stride) + 1;
-  l = min64(l, run);
-  h = max64(min64(h, run), l);
-  *lo = l;
-  *hi = h;
-}
 
 // ---- im2col panel packing ----------------------------------------------------------------------
 
@@ -208,8 +194,12 @@ Status check_conv_inputs(const OpContext& ctx, bool transposed, SpatialAttrs* g,
                      static_cast<long long>(*group), static_cast<long long>(x->size(1)));
   }
   const int64_t channels = x->size(1);
+  // group <= channels, but the weights' channel count is unbounded: check the products.
+  Checked c;
+  const int64_t grouped_channels = c.mul(w->size(1), *group);
+  if (!c.ok()) return ctx.error(Error::InvalidProgram, "weights channels times group overflow");
   if (!transposed) {
-    if (w->size(1) * *group != channels) {
+    if (grouped_channels != channels) {
       return ctx.error(Error::ShapeMismatch,
                        "weights have %lld channels per group, expected %lld (%lld channels / "
                        "group %lld)",
@@ -227,7 +217,7 @@ Status check_conv_inputs(const OpContext& ctx, bool transposed, SpatialAttrs* g,
       return ctx.error(Error::ShapeMismatch, "weights have %lld input channels, input has %lld",
                        static_cast<long long>(w->size(0)), static_cast<long long>(channels));
     }
-    *out_channels = w->size(1) * *group;
+    *out_channels = grouped_channels;
   }
   const Tensor* b = ctx.input(2);
   if (b != nullptr && (b->dim() != 1 || b->size(0) != *out_channels)) {
@@ -307,6 +297,8 @@ struct ConvTransposeState {
   int64_t in_vol, out_vol, kvol;
   int64_t tile_rows, tile_cols;
   bool has_bias;
+  bool clamp;
+  float lo, hi;
   float* scratch;  // tile_rows x tile_cols
 };
 
@@ -383,6 +375,8 @@ Status run_conv_transpose(const void* state, Span<const Tensor* const> in,
         }
       }
     }
+    // The fused activation, while this batch's output is still in cache.
+    if (s.clamp) clamp_inplace(yn, s.out_channels * s.out_vol, s.lo, s.hi);
   }
   return Status::ok();
 }
@@ -452,6 +446,10 @@ Result<PreparedKernel> prepare_conv_transpose(OpContext& ctx) {
   s->out_vol = g.out[0] * g.out[1] * g.out[2];
   s->kvol = g.kernel[0] * g.kernel[1] * g.kernel[2];
   s->has_bias = ctx.input(2) != nullptr;
+  s->clamp = ctx.activation().enabled;
+  s->lo = ctx.activation().min;
+  s->hi = ctx.activation().max;
+  ctx.mark_activation_fused();
   const int64_t rows_total = s->mg * s->kvol;
   s->tile_cols = min64(max64(s->in_vol, 1), 512);
   s->tile_rows = min64(max64(rows_total, 1), max64(kColTileFloats / s->tile_cols, 4));

@@ -27,6 +27,56 @@ struct PoolState {
   const Taps* taps[kMaxSpatial];  // allocator memory, g.out[s] entries each
 };
 
+// One output row (fixed depth and height): every valid (kd, kh, kw) tap is applied to the whole
+// row at once, so the inner loop runs over output columns and vectorises for stride 1.
+void pool_row(const PoolState& s, const float* x, int64_t od, int64_t oh, float* yrow) {
+  const SpatialAttrs& g = s.g;
+  const Taps td = s.taps[0][od];
+  const Taps th = s.taps[1][oh];
+  const int64_t d0 = od * g.stride[0] - g.pad_begin[0];
+  const int64_t h0 = oh * g.stride[1] - g.pad_begin[1];
+  const int64_t n = g.out[2], sw = g.stride[2];
+  const float init = s.is_max ? -INFINITY : 0.0f;
+  for (int64_t ow = 0; ow < n; ++ow) yrow[ow] = init;
+  for (int64_t kd = td.lo; kd < td.hi; ++kd) {
+    for (int64_t kh = th.lo; kh < th.hi; ++kh) {
+      const float* xrow =
+          x + ((d0 + kd * g.dilation[0]) * g.in[1] + h0 + kh * g.dilation[1]) * g.in[2];
+      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        const int64_t ix0 = kw * g.dilation[2] - g.pad_begin[2];
+        int64_t lo, hi;
+        valid_range(ix0, sw, g.in[2], n, &lo, &hi);
+        const float* xs = xrow + ix0;
+        if (s.is_max) {
+          for (int64_t ow = lo; ow < hi; ++ow) {
+            const float v = xs[ow * sw];
+            yrow[ow] = (v > yrow[ow] || v != v) ? v : yrow[ow];
+          }
+        } else if (sw == 1) {
+          for (int64_t ow = lo; ow < hi; ++ow) yrow[ow] += xs[ow];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) yrow[ow] += xs[ow * sw];
+        }
+      }
+    }
+  }
+  if (!s.is_max) {
+    const int64_t valid_dh = (td.hi - td.lo) * (th.hi - th.lo);
+    const int64_t padded_dh = td.padded * th.padded;
+    for (int64_t ow = 0; ow < n; ++ow) {
+      const Taps tw = s.taps[2][ow];
+      const int64_t count =
+          s.count_include_pad ? padded_dh * tw.padded : valid_dh * (tw.hi - tw.lo);
+      yrow[ow] = count > 0 ? yrow[ow] / static_cast<float>(count) : 0.0f;
+    }
+  }
+  if (s.clamp) {
+    for (int64_t ow = 0; ow < n; ++ow) {
+      yrow[ow] = yrow[ow] < s.act_lo ? s.act_lo : (yrow[ow] > s.act_hi ? s.act_hi : yrow[ow]);
+    }
+  }
+}
+
 Status run_pool(const void* state, Span<const Tensor* const> in, Span<Tensor* const> out) {
   const auto& s = *static_cast<const PoolState*>(state);
   const SpatialAttrs& g = s.g;
@@ -35,50 +85,9 @@ Status run_pool(const void* state, Span<const Tensor* const> in, Span<Tensor* co
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
   for (int64_t p = 0; p < s.planes; ++p, x += in_plane, y += out_plane) {
-    float* yp = y;
+    float* yrow = y;
     for (int64_t od = 0; od < g.out[0]; ++od) {
-      const Taps td = s.taps[0][od];
-      const int64_t d0 = od * g.stride[0] - g.pad_begin[0];
-      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        const Taps th = s.taps[1][oh];
-        const int64_t h0 = oh * g.stride[1] - g.pad_begin[1];
-        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-          const Taps tw = s.taps[2][ow];
-          const int64_t w0 = ow * g.stride[2] - g.pad_begin[2];
-          float v;
-          if (s.is_max) {
-            float m = -INFINITY;
-            for (int64_t kd = td.lo; kd < td.hi; ++kd) {
-              for (int64_t kh = th.lo; kh < th.hi; ++kh) {
-                const float* row =
-                    x + ((d0 + kd * g.dilation[0]) * g.in[1] + h0 + kh * g.dilation[1]) * g.in[2] +
-                    w0;
-                for (int64_t kw = tw.lo; kw < tw.hi; ++kw) {
-                  const float e = row[kw * g.dilation[2]];
-                  m = (e > m || e != e) ? e : m;
-                }
-              }
-            }
-            v = m;
-          } else {
-            float sum = 0.0f;
-            for (int64_t kd = td.lo; kd < td.hi; ++kd) {
-              for (int64_t kh = th.lo; kh < th.hi; ++kh) {
-                const float* row =
-                    x + ((d0 + kd * g.dilation[0]) * g.in[1] + h0 + kh * g.dilation[1]) * g.in[2] +
-                    w0;
-                for (int64_t kw = tw.lo; kw < tw.hi; ++kw) sum += row[kw * g.dilation[2]];
-              }
-            }
-            const int64_t count = s.count_include_pad
-                                      ? td.padded * th.padded * tw.padded
-                                      : (td.hi - td.lo) * (th.hi - th.lo) * (tw.hi - tw.lo);
-            v = count > 0 ? sum / static_cast<float>(count) : 0.0f;
-          }
-          if (s.clamp) v = v < s.act_lo ? s.act_lo : (v > s.act_hi ? s.act_hi : v);
-          *yp++ = v;
-        }
-      }
+      for (int64_t oh = 0; oh < g.out[1]; ++oh, yrow += g.out[2]) pool_row(s, x, od, oh, yrow);
     }
   }
   return Status::ok();

@@ -34,6 +34,19 @@ struct SpatialAttrs {
 /// dilations >= 1, pads >= 0, all below kMaxAttrValue): InvalidProgram otherwise.
 Status read_spatial_attrs(const OpContext& ctx, bool allow_dilations, SpatialAttrs* attrs);
 
+/// For positions t in [0, run): t is valid when 0 <= base + t * stride < size (stride > 0).
+/// Returns the valid range [*lo, *hi), empty when none is.
+inline void valid_range(int64_t base, int64_t stride, int64_t size, int64_t run, int64_t* lo,
+                        int64_t* hi) {
+  // ceil(-base / stride) for base < 0; floor((size - 1 - base) / stride) + 1 for base < size.
+  int64_t l = base >= 0 ? 0 : (-base + stride - 1) / stride;
+  int64_t h = base > size - 1 ? 0 : (size - 1 - base) / stride + 1;
+  l = l < run ? l : run;
+  h = h < run ? h : run;
+  *lo = l;
+  *hi = h > l ? h : l;
+}
+
 /// Output size of a sliding window: floor (or ceil) of (in + pads - extent) / stride + 1, with
 /// the ONNX rule that the last window must start inside the input or its begin padding.
 /// InvalidProgram when the window is larger than the padded input.
