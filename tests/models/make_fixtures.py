@@ -10,7 +10,8 @@ BatchNorm running statistics are calibrated on random batches so that outputs ar
 zero (every reference must have max |ref| > 0.05). A fixture whose stamp matches this script
 and the torch version is kept as is.
 
---extra adds more torchvision classifiers (slower), used by the optional model test.
+--extra exports the additional torchvision classifiers (slower) instead, for the optional
+model tests.
 """
 
 import argparse
@@ -159,13 +160,11 @@ def export(name, spec, out_dir, stamp):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out_dir")
-    p.add_argument("--extra", action="store_true", help="also export more torchvision models")
+    p.add_argument("--extra", action="store_true", help="export the additional torchvision models")
     p.add_argument("--only", default="", help="comma-separated fixture names")
     args = p.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    fixtures = dict(FIXTURES)
-    if args.extra:
-        fixtures.update(EXTRA)
+    fixtures = dict(EXTRA if args.extra else FIXTURES)
     if args.only:
         wanted = args.only.split(",")
         unknown = [w for w in wanted if w not in FIXTURES and w not in EXTRA]
