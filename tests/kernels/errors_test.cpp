@@ -1,7 +1,11 @@
 // Every validation path of prepare_kernel gives its specific error, naming op and node, and
 // never crashes on hostile attributes or shapes.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <random>
 
 #include "kernel_test_util.h"
 
@@ -443,6 +447,120 @@ TEST(Errors, TensorValidation) {
   expect_error(prepare_raw(relu.node(), {&nhwc}, {&out}), Error::NotSupported, "non-default dim order");
   Tensor bad_out(ScalarType::Float32, neg, data);
   expect_error(prepare_raw(relu.node(), {&out}, {&bad_out}), Error::InvalidProgram, "output 0 has negative size");
+}
+
+}  // namespace
+}  // namespace tessera::kernel_test
+
+namespace tessera::kernel_test {
+namespace {
+
+// Parses "computed [a, b, c]" out of a ShapeMismatch message.
+bool computed_shape(const char* message, std::vector<int64_t>* out) {
+  const char* p = std::strstr(message, "computed [");
+  if (p == nullptr) return false;
+  p += std::strlen("computed [");
+  out->clear();
+  while (*p != ']' && *p != '\0') {
+    char* end;
+    const long long v = std::strtoll(p, &end, 10);
+    if (end == p) return false;
+    out->push_back(v);
+    p = end;
+    while (*p == ',' || *p == ' ') ++p;
+  }
+  return *p == ']';
+}
+
+// Random, mostly hostile attribute values. Every prepare must return (ok or an error); whenever
+// it names the shape it computed, the kernel is prepared again with that shape and run, so the
+// sanitizers check the run path for every geometry that validation accepts.
+TEST(Errors, RandomAttributesNeverCrash) {
+  std::mt19937 rng(1234);
+  const int64_t edge[] = {-7, -3, -2, -1, 0, 1, 1, 1, 2, 2, 3, 4, 5, 9,
+                          INT64_MAX, INT64_MIN, int64_t{1} << 31, (int64_t{1} << 31) - 1};
+  auto value = [&] { return edge[rng() % (sizeof edge / sizeof edge[0])]; };
+  auto list = [&](size_t max_len) {
+    std::vector<int64_t> v(rng() % (max_len + 1));
+    for (int64_t& e : v) e = value();
+    return v;
+  };
+  struct OpAttrs {
+    OpType op;
+    std::vector<const char*> ints_attrs;
+    std::vector<const char*> int_attrs;
+    int inputs;  // 1: X; 2: X, W (Conv family) or X, indices (Gather)
+  };
+  const OpAttrs ops[] = {
+      {OpType::Conv, {"strides", "dilations", "pads", "kernel_shape"}, {"group"}, 2},
+      {OpType::ConvTranspose, {"strides", "dilations", "pads", "output_padding", "output_shape"}, {"group"}, 2},
+      {OpType::MaxPool, {"kernel_shape", "strides", "dilations", "pads"}, {"ceil_mode"}, 1},
+      {OpType::AveragePool, {"kernel_shape", "strides", "pads"}, {"ceil_mode", "count_include_pad"}, 1},
+      {OpType::Slice, {"starts", "ends", "axes", "steps"}, {}, 1},
+      {OpType::Pad, {"pads", "axes"}, {}, 1},
+      {OpType::Transpose, {"perm"}, {}, 1},
+      {OpType::Squeeze, {"axes"}, {}, 1},
+      {OpType::Unsqueeze, {"axes"}, {}, 1},
+      {OpType::ReduceSum, {"axes"}, {"keepdims", "noop_with_empty_axes"}, 1},
+      {OpType::Softmax, {}, {"axis"}, 1},
+      {OpType::Flatten, {}, {"axis"}, 1},
+      {OpType::Gather, {}, {"axis"}, 2},
+      {OpType::Split, {"split"}, {"axis"}, 1},
+      {OpType::Concat, {}, {"axis"}, 1},
+      {OpType::LayerNormalization, {}, {"axis"}, 2},
+      {OpType::Cast, {}, {"to"}, 1},
+  };
+  int prepared = 0, ran = 0;
+  for (const OpAttrs& o : ops) {
+    for (int iter = 0; iter < 300; ++iter) {
+      NodeSpec spec(o.op, "fuzz");
+      for (const char* name : o.ints_attrs) {
+        if (rng() % 3 != 0) spec.attr(attr_ints(name, list(6)));
+      }
+      for (const char* name : o.int_attrs) {
+        if (rng() % 3 != 0) spec.attr(attr_int(name, value()));
+      }
+      if (o.op == OpType::Pad && rng() % 2) {
+        static const char* const kModes[] = {"constant", "reflect", "edge"};
+        spec.attr(attr_string("mode", kModes[rng() % 3]));
+      }
+      // X: rank 3 or 4 with small sizes; W and indices to match.
+      std::vector<int64_t> xs = {1 + static_cast<int64_t>(rng() % 2), 2, 1 + static_cast<int64_t>(rng() % 5)};
+      if (rng() % 2) xs.push_back(1 + rng() % 6);
+      TestTensor x = TestTensor::random(xs, iter);
+      std::vector<int64_t> ws = {2, 2};
+      for (size_t d = 2; d < xs.size(); ++d) ws.push_back(1 + rng() % 3);
+      TestTensor w = TestTensor::random(ws, iter + 1);
+      TestTensor idx = TestTensor::i64({2}, {0, -1});
+      TestTensor g = TestTensor::random({xs.back()}, iter + 2);
+      std::vector<TestTensor*> in = {&x};
+      if (o.inputs == 2) {
+        in.push_back(o.op == OpType::Gather ? &idx : (o.op == OpType::LayerNormalization ? &g : &w));
+      }
+      TestTensor y(o.op == OpType::Cast ? ScalarType::Float32 : ScalarType::Float32, {1});
+      Status st = prepare_op(spec.node(), in, {&y});
+      std::vector<int64_t> shape;
+      if (st.is_ok() || !computed_shape(st.message(), &shape)) continue;
+      int64_t n = 1;
+      bool valid = true;
+      for (int64_t d : shape) {
+        valid = valid && d >= 0 && d < (1 << 20);
+        if (valid) n *= d;
+      }
+      // A computed shape is always a real shape.
+      EXPECT_TRUE(valid) << fb::EnumNameOpType(o.op) << ": " << st.message();
+      if (!valid || n > (1 << 20)) continue;
+      TestTensor y2(ScalarType::Float32, shape);
+      st = prepare_op(spec.node(), in, {&y2});
+      if (!st.is_ok()) continue;
+      ++prepared;
+      st = run_op(spec.node(), in, {&y2});
+      EXPECT_TRUE(st.is_ok()) << st.message();
+      ++ran;
+    }
+  }
+  EXPECT_GT(prepared, 50);  // the generator does reach the run path
+  std::printf("random attributes: %d kernels prepared with their computed shape and run\n", ran);
 }
 
 }  // namespace

@@ -240,6 +240,19 @@ TEST(Split, DefaultAxisSplitAttrAndInt64) {
                "output 0 shape [1, 2] does not match computed [2, 2]");
 }
 
+TEST(Split, SplitAttributeValues) {
+  TestTensor x = TestTensor::f32({6}, iota(6));
+  TestTensor a(ScalarType::Float32, {2}), b(ScalarType::Float32, {4});
+  NodeSpec negative(OpType::Split, "s");
+  negative.attr(attr_ints("split", {-2, 8}));
+  expect_error(prepare_op(negative.node(), {&x}, {&a, &b}), Error::InvalidProgram,
+               "'split'[0] is -2, expected 0 to 6");
+  NodeSpec sum(OpType::Split, "s");
+  sum.attr(attr_ints("split", {2, 3}));
+  expect_error(prepare_op(sum.node(), {&x}, {&a, &b}), Error::InvalidProgram,
+               "'split' adds up to 5, axis 0 has 6");
+}
+
 TEST(Split, SizesMustAddUp) {
   TestTensor x = TestTensor::f32({6}, iota(6));
   TestTensor a(ScalarType::Float32, {2}), b(ScalarType::Float32, {3});

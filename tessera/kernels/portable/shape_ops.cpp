@@ -382,6 +382,22 @@ Result<PreparedKernel> prepare_split(OpContext& ctx) {
     return ctx.error(Error::InvalidProgram, "'split' has %zu entries for %zu outputs",
                      split.size(), n);
   }
+  if (!split.empty()) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < split.size(); ++i) {
+      if (split[i] < 0 || split[i] > x->size(axis)) {
+        return ctx.error(Error::InvalidProgram, "'split'[%zu] is %lld, expected 0 to %lld", i,
+                         static_cast<long long>(split[i]),
+                         static_cast<long long>(x->size(axis)));
+      }
+      sum += split[i];
+      if (sum > x->size(axis)) break;  // keeps the sum far from overflowing
+    }
+    if (sum != x->size(axis)) {
+      return ctx.error(Error::InvalidProgram, "'split' adds up to %lld, axis %d has %lld",
+                       static_cast<long long>(sum), axis, static_cast<long long>(x->size(axis)));
+    }
+  }
   TESSERA_ASSIGN_OR_RETURN(int64_t num_outputs, ctx.attrs().get_int("num_outputs", 0));
   if (num_outputs != 0 && num_outputs != static_cast<int64_t>(n)) {
     return ctx.error(Error::InvalidProgram, "num_outputs is %lld but the node has %zu outputs",
