@@ -101,7 +101,26 @@ void transpose_tile(const float* in, float* out, int64_t rows, int64_t cols, int
   const int64_t i1 = std::min(i0 + kBlock, rows);
   if (i1 - i0 < 4) {
     // Few rows (e.g. 3 colour channels): interleave them, one output row at a time.
-    for (int64_t j = c0; j < c1; ++j) {
+    int64_t j = c0;
+#if defined(__SSE2__)
+    if (i1 - i0 == 3 && rows == 3) {
+      // 4 columns at a time; each 4-float store also writes one float of the next output row,
+      // which the next store overwrites, so stop while that row is still inside the tile.
+      const float* r0 = in + 0 * cols;
+      const float* r1 = in + 1 * cols;
+      const float* r2 = in + 2 * cols;
+      for (; j + 5 <= c1; j += 4) {
+        __m128 a = _mm_loadu_ps(r0 + j), b = _mm_loadu_ps(r1 + j), c = _mm_loadu_ps(r2 + j);
+        __m128 d = _mm_setzero_ps();
+        _MM_TRANSPOSE4_PS(a, b, c, d);
+        _mm_storeu_ps(out + (j + 0) * 3, a);
+        _mm_storeu_ps(out + (j + 1) * 3, b);
+        _mm_storeu_ps(out + (j + 2) * 3, c);
+        _mm_storeu_ps(out + (j + 3) * 3, d);
+      }
+    }
+#endif
+    for (; j < c1; ++j) {
       for (int64_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
     }
     return;
