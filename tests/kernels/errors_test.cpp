@@ -565,3 +565,64 @@ TEST(Errors, RandomAttributesNeverCrash) {
 
 }  // namespace
 }  // namespace tessera::kernel_test
+
+namespace tessera::kernel_test {
+namespace {
+
+TEST(Errors, RandomResizeNeverCrashes) {
+  std::mt19937 rng(99);
+  static const char* const kModes[] = {"nearest", "linear", "cubic", "bogus"};
+  static const char* const kCtm[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_half_pixel_for_nearest", "tf_crop_and_resize"};
+  static const char* const kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  static const float kScales[] = {0.5f, 1.0f, 2.0f, 3.7f, 1e-30f, 1e30f, 0.0f, -1.0f, INFINITY, NAN};
+  int ran = 0;
+  for (int iter = 0; iter < 1500; ++iter) {
+    const int rank = 1 + static_cast<int>(rng() % 4);
+    std::vector<int64_t> in, out;
+    for (int d = 0; d < rank; ++d) {
+      in.push_back(static_cast<int64_t>(rng() % 5));
+      out.push_back(static_cast<int64_t>(rng() % 7));
+    }
+    NodeSpec spec(OpType::Resize, "rs");
+    spec.attr(attr_string("mode", kModes[rng() % 4]));
+    spec.attr(attr_string("coordinate_transformation_mode", kCtm[rng() % 6]));
+    spec.attr(attr_string("nearest_mode", kNearest[rng() % 4]));
+    if (rng() % 2) {
+      std::vector<float> scales(rank);
+      for (float& s : scales) s = kScales[rng() % 10];
+      spec.attr(attr_floats("scales", scales));
+    }
+    TestTensor x = TestTensor::random(in, iter);
+    TestTensor y(ScalarType::Float32, out);
+    if (prepare_op(spec.node(), {&x}, {&y}).is_ok()) {
+      EXPECT_TRUE(run_op(spec.node(), {&x}, {&y}).is_ok());
+      ++ran;
+    }
+  }
+  EXPECT_GT(ran, 100);
+}
+
+TEST(Errors, RandomBroadcastShapes) {
+  std::mt19937 rng(7);
+  int ran = 0;
+  for (int iter = 0; iter < 500; ++iter) {
+    std::vector<int64_t> a, b;
+    const int ra = static_cast<int>(rng() % 5), rb = static_cast<int>(rng() % 5);
+    for (int d = 0; d < ra; ++d) a.push_back(static_cast<int64_t>(rng() % 4));
+    for (int d = 0; d < rb; ++d) b.push_back(static_cast<int64_t>(rng() % 4));
+    TestTensor x = TestTensor::random(a, iter), z = TestTensor::random(b, iter + 1);
+    TestTensor y(ScalarType::Float32, {1});
+    NodeSpec spec(OpType::Pow, "p");
+    Status st = prepare_op(spec.node(), {&x, &z}, {&y});
+    std::vector<int64_t> shape;
+    if (st.is_ok() || !computed_shape(st.message(), &shape)) continue;
+    TestTensor y2(ScalarType::Float32, shape);
+    EXPECT_TRUE(run_op(spec.node(), {&x, &z}, {&y2}).is_ok());
+    ++ran;
+  }
+  EXPECT_GT(ran, 50);
+}
+
+}  // namespace
+}  // namespace tessera::kernel_test
