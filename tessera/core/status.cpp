@@ -6,7 +6,7 @@
 
 namespace tessera {
 
-Status::Status(Error code, std::string_view message) : code_(code), message_{} {
+Status::Status(Error code, std::string_view message) : code_(code) {
   size_t n = std::min(message.size(), kMaxMessage - 1);
   std::memcpy(message_, message.data(), n);
   message_[n] = '\0';

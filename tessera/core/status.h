@@ -14,9 +14,9 @@ class [[nodiscard]] Status {
   static constexpr size_t kMaxMessage = 240;
 
   /// An OK status.
-  constexpr Status() : code_(Error::Ok), message_{} {}
+  constexpr Status() : code_(Error::Ok) { message_[0] = '\0'; }
   /// A status with a code and no message.
-  explicit Status(Error code) : code_(code), message_{} {}
+  explicit Status(Error code) : code_(code) { message_[0] = '\0'; }
   Status(Error code, std::string_view message);
 
   /// printf-style factory: Status::error(Error::InvalidArgument, "bad value %d", v).
@@ -38,7 +38,7 @@ class [[nodiscard]] Status {
 
  private:
   Error code_;
-  char message_[kMaxMessage];
+  char message_[kMaxMessage];  // only the terminated prefix is meaningful
 };
 
 }  // namespace tessera

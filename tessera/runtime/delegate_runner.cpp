@@ -218,6 +218,11 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
                     handle.status().message());
       continue;
     }
+    // From the first successful init on, the backend's init-only options are locked.
+    if (Status locked = ctx.mark_backend_initialized(); !locked.is_ok()) {
+      b->destroy(*handle);
+      return locked.with_prefix(d->id()->c_str());
+    }
     copy_str(info->backend, sizeof info->backend, name);
     info->options = resolved;
     *out = DelegateStep{};

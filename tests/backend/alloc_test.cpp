@@ -57,7 +57,11 @@ long allocations_in(F&& fn) {
 }
 
 TEST(CountingAllocator, CountsNew) {
-  EXPECT_EQ(allocations_in([] { delete new int(1); }), 1);
+  EXPECT_EQ(allocations_in([] {
+              int* volatile p = new int(1);  // volatile: the pair must not be optimised away
+              delete p;
+            }),
+            1);
   // Also inside libtessera: registered_backends() returns a heap-allocated vector.
   tessera::test::ScopedStub stub("counted");
   EXPECT_GT(allocations_in([] { (void)registered_backends(); }), 0);
