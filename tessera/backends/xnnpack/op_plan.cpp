@@ -543,6 +543,34 @@ Status plan_global_average_pool(const NodeReader& n, OpPlan* p) {
   return Status::ok();
 }
 
+// ReduceMean over the two spatial dims of a 4-D tensor is a global average pool.
+Status plan_reduce_mean(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0), y = n.output(0);
+  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (spatial means of 4-D tensors only)"));
+  Span<const int64_t> axes;
+  if (!n.attr_ints("axes", &axes)) return bad_type(n, "axes");
+  int64_t keepdims;
+  if (!n.attr_int("keepdims", 1, &keepdims)) return bad_type(n, "keepdims");
+  bool reduced[4] = {};
+  for (int64_t a : axes) {
+    if (a < -4 || a >= 4) return XNN_INVALID(n, "axis %lld out of range", static_cast<long long>(a));
+    reduced[a < 0 ? a + 4 : a] = true;
+  }
+  if (axes.size() != 2 || !reduced[2] || !reduced[3]) {
+    return XNN_UNSUPPORTED(n, "a mean over axes other than the two spatial dims");
+  }
+  const int want_rank = keepdims ? 4 : 2;
+  if (y.dims.rank != want_rank || y.dims.d[0] != x.dims.d[0] || y.dims.d[1] != x.dims.d[1]) {
+    return XNN_INVALID(n, "output shape does not match a spatial mean");
+  }
+  p->kind = OpKind::GlobalAveragePooling;
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::ChannelsLast;
+  return Status::ok();
+}
+
 // ---- data movement -----------------------------------------------------------------------------
 
 Status plan_pad(const NodeReader& n, OpPlan* p) {
@@ -724,6 +752,7 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
     case Op::MaxPool:
     case Op::AveragePool: return plan_pool(node, plan);
     case Op::GlobalAveragePool: return plan_global_average_pool(node, plan);
+    case Op::ReduceMean: return plan_reduce_mean(node, plan);
     case Op::Pad: return plan_pad(node, plan);
     case Op::Reshape:
     case Op::Flatten:

@@ -320,8 +320,8 @@ void Builder::compute_preferences() {
 Layout Builder::output_layout(size_t node) const {
   const OpPlan& p = plans_[node];
   const ValueState& out = values_[static_cast<size_t>(output_value(nodes_[node]))];
+  if (out.dims.rank != 4) return Layout::Identity;  // channels-last is for 4-D values
   if (p.rule == LayoutRule::Fixed) return p.layout;
-  if (out.dims.rank != 4) return Layout::Identity;
   if (p.kind != OpKind::Binary) return values_[static_cast<size_t>(input_value(nodes_[node], 0))].layout;
   bool any_cl = false, any_id = false;
   for (int slot = 0; slot < 2; ++slot) {
@@ -955,9 +955,23 @@ Status Builder::emit_node(size_t i) {
                                                  w.stride[1], lo, hi, src, y, 0),
                    i, "xnn_define_average_pooling_2d");
     }
-    case OpKind::GlobalAveragePooling:
-      return check(xnn_define_global_average_pooling_2d(sg, lo, hi, x, y, 0), i,
-                   "xnn_define_global_average_pooling_2d");
+    case OpKind::GlobalAveragePooling: {
+      if (out.dims.rank == 4) {
+        return check(xnn_define_global_average_pooling_2d(sg, lo, hi, x, y, 0), i,
+                     "xnn_define_global_average_pooling_2d");
+      }
+      // ReduceMean without keepdims: pool to [N, 1, 1, C], then view it as [N, C].
+      Dims pooled;
+      pooled.rank = 4;
+      pooled.d[0] = out.dims.d[0];
+      pooled.d[1] = pooled.d[2] = 1;
+      pooled.d[3] = out.dims.d[1];
+      TESSERA_ASSIGN_OR_RETURN(uint32_t t, define_internal(pooled));
+      TESSERA_RETURN_IF_ERROR(check(xnn_define_global_average_pooling_2d(sg, lo, hi, x, t, 0), i,
+                                    "xnn_define_global_average_pooling_2d"));
+      const size_t dims[2] = {static_cast<size_t>(out.dims.d[0]), static_cast<size_t>(out.dims.d[1])};
+      return check(xnn_define_static_reshape(sg, 2, dims, t, y, 0), i, "xnn_define_static_reshape");
+    }
     case OpKind::ConstantPad: {
       const int rank = out.dims.rank;
       size_t pre[kMaxDims] = {}, post[kMaxDims] = {};

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "tessera/backends/xnnpack/supports.h"
 
 namespace tessera::xnnpack::testing {
 namespace {
@@ -114,6 +115,19 @@ TEST(XnnpackPool, RandomShapes) {
 TEST(XnnpackPool, GlobalAverage) {
   EXPECT_TRUE(matches_portable(GraphCase::single(Op::GlobalAveragePool, {{2, 7, 5, 3}}, {2, 7, 1, 1})));
   EXPECT_TRUE(matches_portable(GraphCase::single(Op::GlobalAveragePool, {{1, 32, 7, 7}}, {1, 32, 1, 1})));
+}
+
+TEST(XnnpackPool, SpatialReduceMean) {
+  GraphCase keep = GraphCase::single(Op::ReduceMean, {{2, 6, 5, 7}}, {2, 6, 1, 1});
+  keep.graph.nodes[0].attrs = {ir::Attr::make_ints("axes", {2, 3})};
+  EXPECT_TRUE(matches_portable(keep));
+  GraphCase drop = GraphCase::single(Op::ReduceMean, {{2, 6, 5, 7}}, {2, 6});
+  drop.graph.nodes[0].attrs = {ir::Attr::make_ints("axes", {-1, -2}),
+                               ir::Attr::make_int("keepdims", 0)};
+  EXPECT_TRUE(matches_portable(drop));
+  GraphCase other = GraphCase::single(Op::ReduceMean, {{2, 6, 5, 7}}, {2, 1, 5, 7});
+  other.graph.nodes[0].attrs = {ir::Attr::make_ints("axes", {1})};
+  EXPECT_FALSE(xnnpack_supports(other.graph, other.graph.nodes[0]));
 }
 
 }  // namespace
