@@ -1,5 +1,6 @@
 #include "tessera/backends/xnnpack/delegate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -38,6 +39,47 @@ size_t Delegate::num_conversions() const {
   size_t n = 0;
   for (const Step& s : steps) n += s.kind == Step::Kind::Convert;
   return n;
+}
+
+size_t Delegate::num_concats() const {
+  size_t n = 0;
+  for (const Step& s : steps) n += s.kind == Step::Kind::Concat;
+  return n;
+}
+
+namespace {
+
+struct ConcatTask {
+  const Delegate* d;
+  const Step* step;
+  size_t row_floats;  // destination floats per outer index
+};
+
+void concat_rows(void* context, size_t begin, size_t count) {
+  const auto* t = static_cast<const ConcatTask*>(context);
+  float* dst = t->d->buffers[static_cast<size_t>(t->step->dst)].data;
+  for (size_t o = begin; o < begin + count; ++o) {
+    float* out = dst + o * t->row_floats;
+    for (size_t k = 0; k < t->step->num_parts; ++k) {
+      const ConcatPart& part = t->d->concat_parts[t->step->first_part + k];
+      const float* src = t->d->buffers[static_cast<size_t>(part.src)].data + o * part.inner;
+      std::memcpy(out, src, part.inner * sizeof(float));
+      out += part.inner;
+    }
+  }
+}
+
+}  // namespace
+
+void Delegate::concat(const Step& step, pthreadpool_t threads) {
+  ConcatTask task{this, &step, 0};
+  for (size_t k = 0; k < step.num_parts; ++k) task.row_floats += concat_parts[step.first_part + k].inner;
+  if (threads != nullptr && step.outer > 1 && step.outer * task.row_floats >= (size_t{1} << 16)) {
+    const size_t tile = std::max<size_t>(1, (size_t{1} << 12) / std::max<size_t>(1, task.row_floats));
+    pthreadpool_parallelize_1d_tile_1d(threads, concat_rows, &task, step.outer, tile, 0);
+  } else {
+    concat_rows(&task, 0, step.outer);
+  }
 }
 
 Status Delegate::invoke(Runtime& r) {
@@ -113,6 +155,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     if (profile) start = Clock::now();
     if (step.kind == Step::Kind::Invoke) {
       TESSERA_RETURN_IF_ERROR(invoke(runtimes[static_cast<size_t>(step.runtime)]));
+    } else if (step.kind == Step::Kind::Concat) {
+      concat(step, threads);
     } else {
       step.conversion.run(buffers[static_cast<size_t>(step.src)].data,
                           buffers[static_cast<size_t>(step.dst)].data, threads);

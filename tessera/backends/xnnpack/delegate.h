@@ -71,12 +71,21 @@ struct Runtime {
   size_t num_nodes = 0;
 };
 
+/// One input of a concatenation: `inner` floats of buffer `src` per outer index.
+struct ConcatPart {
+  int src;
+  size_t inner;
+};
+
 struct Step {
-  enum class Kind : uint8_t { Invoke, Convert };
+  enum class Kind : uint8_t { Invoke, Convert, Concat };
   Kind kind = Kind::Invoke;
   int runtime = -1;        // Invoke
-  int src = -1, dst = -1;  // Convert: buffer indices
+  int src = -1, dst = -1;  // Convert: buffer indices; Concat: dst
   Conversion conversion;
+  // Concat: parts [first_part, first_part + num_parts) of Delegate::concat_parts, each copied
+  // for every one of `outer` rows of the destination.
+  size_t first_part = 0, num_parts = 0, outer = 0;
 };
 
 struct InputStage {
@@ -105,6 +114,7 @@ class Delegate {
 
   size_t num_runtimes() const { return runtimes.size(); }
   size_t num_conversions() const;
+  size_t num_concats() const;
 
   // Built by build_delegate; read-only afterwards.
   char id[64] = {};
@@ -116,6 +126,7 @@ class Delegate {
   std::vector<Step> steps;
   std::vector<InputStage> inputs;
   std::vector<OutputStage> outputs;
+  std::vector<ConcatPart> concat_parts;
   std::vector<OwnedFloats> storage;        // buffers, repacked weights, padded constants
   std::shared_ptr<struct pthreadpool> pool;  // null: run on the calling thread
   uint32_t runtime_flags = 0;
@@ -125,6 +136,7 @@ class Delegate {
 
  private:
   Status invoke(Runtime& runtime);
+  void concat(const Step& step, pthreadpool_t pool);
 };
 
 }  // namespace tessera::xnnpack

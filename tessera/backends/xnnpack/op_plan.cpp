@@ -624,6 +624,62 @@ Status plan_reshape(const NodeReader& n, OpPlan* p) {
   return Status::ok();
 }
 
+Status plan_concat(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 64));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts y = n.output(0);
+  int64_t axis;
+  if (!n.attr_int("axis", 0, &axis)) return bad_type(n, "axis");
+  const int rank = y.dims.rank;
+  if (axis < -rank || axis >= rank) return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
+  if (axis < 0) axis += rank;
+  int64_t total = 0;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const ValueFacts x = n.input(i);
+    if (!x.present) return XNN_INVALID(n, "input %d is missing", i);
+    if (x.constant >= 0) return XNN_UNSUPPORTED(n, "a constant input");
+    if (x.dims.rank != rank) return XNN_INVALID(n, "input %d has rank %d, not %d", i, x.dims.rank, rank);
+    for (int d = 0; d < rank; ++d) {
+      if (d != axis && x.dims.d[d] != y.dims.d[d] && !x.symbolic && !y.symbolic) {
+        return XNN_INVALID(n, "input %d differs from the output along dim %d", i, d);
+      }
+    }
+    total += x.dims.d[axis];
+  }
+  if (total != y.dims.d[axis] && !y.symbolic) return XNN_INVALID(n, "inputs do not add up to the output");
+  p->kind = OpKind::Concat;
+  p->rule = LayoutRule::Follow;
+  p->axis = static_cast<int>(axis);
+  return Status::ok();
+}
+
+// Inference-mode BatchNormalization (the compiler folds it into a preceding Conv when it can;
+// this handles the rest, e.g. after a Concat): y = x * scale + shift per channel.
+Status plan_batch_norm(const NodeReader& n, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, 5, 5));
+  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  const ValueFacts x = n.input(0);
+  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  if (x.dims.rank < 2) return XNN_UNSUPPORTED(n, "input of rank %d", x.dims.rank);
+  for (int i = 1; i < 5; ++i) {
+    const ValueFacts c = n.input(i);
+    TESSERA_RETURN_IF_ERROR(check_constant(n, c, "a scale, bias, mean or variance input"));
+    if (c.dims.rank != 1 || c.dims.d[0] != x.dims.d[1]) {
+      return XNN_INVALID(n, "input %d is not a vector of %lld channels", i,
+                         static_cast<long long>(x.dims.d[1]));
+    }
+  }
+  int64_t training;
+  if (!n.attr_int("training_mode", 0, &training)) return bad_type(n, "training_mode");
+  if (training != 0) return XNN_UNSUPPORTED(n, "training mode");
+  if (!n.attr_float("epsilon", 1e-5f, &p->epsilon)) return bad_type(n, "epsilon");
+  if (!(p->epsilon >= 0.0f) || !std::isfinite(p->epsilon)) return XNN_INVALID(n, "bad epsilon");
+  if (n.num_outputs() != 1) return XNN_UNSUPPORTED(n, "training outputs");
+  p->kind = OpKind::BatchNorm;
+  p->rule = LayoutRule::Follow;
+  return Status::ok();
+}
+
 Status plan_resize(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
   TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
@@ -760,6 +816,8 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
     case Op::Unsqueeze: return plan_reshape(node, plan);
     case Op::Resize: return plan_resize(node, plan);
     case Op::PRelu: return plan_prelu(node, plan);
+    case Op::Concat: return plan_concat(node, plan);
+    case Op::BatchNormalization: return plan_batch_norm(node, plan);
     default: break;
   }
   return XNN_UNSUPPORTED(node, "no operator in this XNNPACK version");

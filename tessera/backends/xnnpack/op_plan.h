@@ -29,6 +29,8 @@ enum class OpKind : uint8_t {
   ResizeBilinear,
   PRelu,
   Copy,                  // Identity
+  Concat,                // no XNNPACK node in this version: a copy step between runtimes
+  BatchNorm,             // inference BatchNormalization: multiply2 + add2 per channel
 };
 
 enum class BinaryOp : uint8_t { Add, Subtract, Multiply, Divide, Maximum, Minimum };
@@ -88,6 +90,12 @@ struct OpPlan {
 
   // PRelu: the slope broadcasts along the physical last dim (`true`) or is one scalar.
   bool slope_per_channel = false;
+
+  // Concat: the (normalised) logical axis.
+  int axis = 0;
+
+  // BatchNorm.
+  float epsilon = 1e-5f;
 };
 
 /// Parses `node` into `plan`. NotSupported (with the reason: op, node name and the limit hit)

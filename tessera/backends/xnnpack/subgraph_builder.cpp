@@ -128,6 +128,7 @@ class Builder {
   int new_buffer(int value, const Dims& physical);
   void import(int segment, int buffer);
   Status ensure_converted(int value, Layout layout, int rank, size_t node);
+  void plan_concat(size_t node, const std::vector<Request>& requests);
   Status finish_plan();
 
   // Emit pass.
@@ -156,6 +157,7 @@ class Builder {
   std::vector<SegmentInfo> segments_;
   std::vector<bool> split_before_;
   std::vector<int> node_segment_;
+  std::vector<int> segment_runtime_;  // runtime index of each non-empty segment
   std::vector<int> graph_inputs_, graph_outputs_;
   int current_ = -1;
 };
@@ -322,9 +324,11 @@ Layout Builder::output_layout(size_t node) const {
   const ValueState& out = values_[static_cast<size_t>(output_value(nodes_[node]))];
   if (out.dims.rank != 4) return Layout::Identity;  // channels-last is for 4-D values
   if (p.rule == LayoutRule::Fixed) return p.layout;
-  if (p.kind != OpKind::Binary) return values_[static_cast<size_t>(input_value(nodes_[node], 0))].layout;
+  if (p.kind != OpKind::Binary && p.kind != OpKind::Concat) {
+    return values_[static_cast<size_t>(input_value(nodes_[node], 0))].layout;
+  }
   bool any_cl = false, any_id = false;
-  for (int slot = 0; slot < 2; ++slot) {
+  for (int slot = 0; slot < static_cast<int>(nodes_[node]->inputs()->size()); ++slot) {
     const ValueState& in = values_[static_cast<size_t>(input_value(nodes_[node], slot))];
     if (!in.is_activation() || in.dims.rank != 4) continue;
     // An operand stored the same way in both layouts (e.g. [N, C, 1, 1]) does not vote.
@@ -340,6 +344,14 @@ void Builder::requests_of(size_t node, std::vector<Request>* out) const {
   out->clear();
   const OpPlan& p = plans_[node];
   const fb::Node* n = nodes_[node];
+  if (p.kind == OpKind::Concat) {
+    const Layout layout = output_layout(node);
+    for (int slot = 0; slot < static_cast<int>(n->inputs()->size()); ++slot) {
+      const int v = input_value(n, slot);
+      out->push_back({slot, v, layout, values_[static_cast<size_t>(v)].dims.rank, false});
+    }
+    return;
+  }
   if (p.kind == OpKind::Binary) {
     const Layout layout = output_layout(node);
     const int rank = values_[static_cast<size_t>(output_value(n))].dims.rank;
@@ -438,6 +450,48 @@ Status Builder::ensure_converted(int value, Layout layout, int rank, size_t node
   return Status::ok();
 }
 
+// A concatenation runs between runtimes as a copy step: its inputs must be in buffers, its
+// output is a buffer the next runtime imports.
+void Builder::plan_concat(size_t node, const std::vector<Request>& requests) {
+  bool produced_here = false;
+  for (const Request& r : requests) {
+    const ValueState& v = values_[static_cast<size_t>(r.value)];
+    produced_here |= is_free(v, r.layout, r.rank) && v.segment >= 0 && v.segment == current_;
+  }
+  if (produced_here) {
+    close_segment();
+    split_before_[node] = true;
+    begin_segment();
+  }
+  const int out_value = output_value(nodes_[node]);
+  ValueState& out = values_[static_cast<size_t>(out_value)];
+  out.layout = output_layout(node);
+  const Dims physical = out.natural();
+  static constexpr int kNhwc[4] = {0, 2, 3, 1};
+  int axis = plans_[node].axis;
+  if (out.layout == Layout::ChannelsLast) axis = static_cast<int>(std::find(kNhwc, kNhwc + 4, axis) - kNhwc);
+  Step step;
+  step.kind = Step::Kind::Concat;
+  step.first_part = d_.concat_parts.size();
+  step.outer = 1;
+  for (int k = 0; k < axis; ++k) step.outer *= static_cast<size_t>(physical.d[k]);
+  for (const Request& r : requests) {
+    ValueState& v = values_[static_cast<size_t>(r.value)];
+    const int src = is_free(v, r.layout, r.rank) ? natural_buffer(r.value)
+                                                 : find_converted(v, r.layout, r.rank)->buffer;
+    buffers_[static_cast<size_t>(src)].read_later = true;
+    const Dims in = physical_dims(v.dims, r.rank, r.layout);
+    size_t inner = 1;
+    for (int k = axis; k < in.rank; ++k) inner *= static_cast<size_t>(in.d[k]);
+    d_.concat_parts.push_back({src, inner});
+  }
+  step.num_parts = requests.size();
+  step.dst = new_buffer(out_value, physical);
+  out.buffer = step.dst;
+  out.segment = -1;  // lives in a buffer, like a graph input
+  d_.steps.push_back(step);
+}
+
 Status Builder::walk(bool emit) {
   std::vector<Request> requests;
   if (emit) {
@@ -463,7 +517,7 @@ Status Builder::walk(bool emit) {
         ++current_;
         TESSERA_RETURN_IF_ERROR(emit_begin(current_));
       }
-      TESSERA_RETURN_IF_ERROR(emit_node(i));
+      if (plans_[i].kind != OpKind::Concat) TESSERA_RETURN_IF_ERROR(emit_node(i));
       continue;
     }
     requests_of(i, &requests);
@@ -472,6 +526,11 @@ Status Builder::walk(bool emit) {
       if (!r.constant && !is_free(v, r.layout, r.rank)) {
         TESSERA_RETURN_IF_ERROR(ensure_converted(r.value, r.layout, r.rank, i));
       }
+    }
+    if (plans_[i].kind == OpKind::Concat) {
+      plan_concat(i, requests);
+      node_segment_[i] = current_;
+      continue;
     }
     for (const Request& r : requests) {
       const ValueState& v = values_[static_cast<size_t>(r.value)];
@@ -489,8 +548,10 @@ Status Builder::walk(bool emit) {
     out.segment = current_;
   }
   if (emit) {
-    if (!segments_.empty() && segments_[static_cast<size_t>(current_)].num_nodes > 0) {
-      TESSERA_RETURN_IF_ERROR(emit_close(current_));
+    if (!segments_.empty()) TESSERA_RETURN_IF_ERROR(emit_close(current_));
+    // Invoke steps name segments; runtimes exist for the non-empty ones only.
+    for (Step& step : d_.steps) {
+      if (step.kind == Step::Kind::Invoke) step.runtime = segment_runtime_[static_cast<size_t>(step.runtime)];
     }
     return Status::ok();
   }
@@ -576,12 +637,16 @@ Result<float*> Builder::owned(size_t count) {
 
 Status Builder::emit_begin(int segment) {
   SegmentInfo& s = segments_[static_cast<size_t>(segment)];
+  if (s.num_nodes == 0) return Status::ok();  // only copy steps there
   return check(xnn_create_subgraph(static_cast<uint32_t>(s.num_externals), 0, &s.subgraph),
                nodes_.size(), "xnn_create_subgraph");
 }
 
 Status Builder::emit_close(int segment) {
   SegmentInfo& s = segments_[static_cast<size_t>(segment)];
+  if (s.num_nodes == 0) return Status::ok();
+  segment_runtime_.resize(segments_.size(), -1);
+  segment_runtime_[static_cast<size_t>(segment)] = static_cast<int>(d_.runtimes.size());
   Runtime r;
   r.num_nodes = s.num_nodes;
   const xnn_status st = xnn_create_runtime_v2(s.subgraph, options_.pool.get(),
@@ -931,6 +996,27 @@ Status Builder::emit_node(size_t i) {
                                     i, "xnn_define_multiply2"));
       return check(xnn_define_add2(sg, lo, hi, t, beta_id, y, 0), i, "xnn_define_add2");
     }
+    case OpKind::BatchNorm: {
+      const ValueState &gamma = weight(1), &beta = weight(2), &mean = weight(3), &var = weight(4);
+      const int64_t channels = gamma.dims.d[0];
+      TESSERA_ASSIGN_OR_RETURN(float* scale, owned(static_cast<size_t>(channels)));
+      TESSERA_ASSIGN_OR_RETURN(float* shift, owned(static_cast<size_t>(channels)));
+      for (int64_t c = 0; c < channels; ++c) {
+        scale[c] = gamma.data[c] / std::sqrt(var.data[c] + p.epsilon);
+        shift[c] = beta.data[c] - mean.data[c] * scale[c];
+      }
+      // [1, C, 1, ...] in the output's layout: the channel values stay contiguous.
+      Dims per_channel;
+      per_channel.rank = out.dims.rank;
+      for (int k = 0; k < per_channel.rank; ++k) per_channel.d[k] = k == 1 ? channels : 1;
+      const Dims physical = physical_dims(per_channel, per_channel.rank, out_layout);
+      TESSERA_ASSIGN_OR_RETURN(uint32_t scale_id, define_static(scale, physical));
+      TESSERA_ASSIGN_OR_RETURN(uint32_t shift_id, define_static(shift, physical));
+      TESSERA_ASSIGN_OR_RETURN(uint32_t t, define_internal(physical_dims(out.dims, out.dims.rank, out_layout)));
+      TESSERA_RETURN_IF_ERROR(check(xnn_define_multiply2(sg, -INFINITY, INFINITY, x, scale_id, t, 0),
+                                    i, "xnn_define_multiply2"));
+      return check(xnn_define_add2(sg, lo, hi, t, shift_id, y, 0), i, "xnn_define_add2");
+    }
     case OpKind::Softmax: return check(xnn_define_softmax(sg, x, y, 0), i, "xnn_define_softmax");
     case OpKind::MaxPooling:
       return check(xnn_define_max_pooling_2d(sg, w.pad_top, w.pad_right, w.pad_bottom, w.pad_left,
@@ -1060,10 +1146,12 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
     delegate->event_names.push_back(name);
   };
   add_name("stage_inputs", -1);
-  int conversions = 0;
+  int conversions = 0, concats = 0;
   for (const Step& s : delegate->steps) {
     if (s.kind == Step::Kind::Invoke) {
       add_name("xnn_invoke", s.runtime);
+    } else if (s.kind == Step::Kind::Concat) {
+      add_name("concat", concats++);
     } else {
       add_name("convert_layout", conversions++);
     }

@@ -139,6 +139,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.pool = d->pool.get();
   s.runtimes = d->num_runtimes();
   s.conversions = d->num_conversions();
+  s.concats = d->num_concats();
   s.runtime_flags = d->runtime_flags;
   return s;
 }

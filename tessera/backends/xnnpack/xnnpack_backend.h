@@ -44,6 +44,7 @@ struct DelegateSummary {
   const void* pool = nullptr;   // identity of its pool (null: none)
   size_t runtimes = 0;          // XNNPACK runtimes (1 unless a layout change forced a split)
   size_t conversions = 0;       // layout conversions between runtimes
+  size_t concats = 0;           // concatenation steps (no XNNPACK node for them here)
   uint32_t runtime_flags = 0;   // XNN_FLAG_* given to xnn_create_runtime_v2
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);

@@ -129,3 +129,37 @@ TEST(XnnpackPRelu, SlopeShapes) {
 
 }  // namespace
 }  // namespace tessera::xnnpack::testing
+
+namespace tessera::xnnpack::testing {
+namespace {
+
+GraphCase batch_norm_case(std::vector<int64_t> x, uint32_t seed, bool after_conv) {
+  GraphCase c;
+  c.seed = seed;
+  const int64_t ch = x[1];
+  int in = c.input(std::vector<ir::Dim>(x.begin(), x.end()));
+  if (after_conv) {
+    int w = c.constant({ch, ch, 1, 1});
+    int t = c.tensor(std::vector<ir::Dim>(x.begin(), x.end()));
+    c.node(fb::OpType::Conv, {in, w}, t);
+    in = t;
+  }
+  Floats var(static_cast<size_t>(ch));
+  for (size_t k = 0; k < var.size(); ++k) var[k] = 0.5f + 0.1f * static_cast<float>(k);
+  int gamma = c.constant({ch}), beta = c.constant({ch}), mean = c.constant({ch});
+  int v = c.constant({ch}, var);
+  int y = c.tensor(std::vector<ir::Dim>(x.begin(), x.end()));
+  c.node(fb::OpType::BatchNormalization, {in, gamma, beta, mean, v}, y).attrs = {
+      ir::Attr::make_float("epsilon", 1e-3f)};
+  c.output(y);
+  return c;
+}
+
+TEST(XnnpackBatchNorm, Inference) {
+  EXPECT_TRUE(matches_portable(batch_norm_case({2, 5, 4, 3}, 1, false)));
+  EXPECT_TRUE(matches_portable(batch_norm_case({2, 5, 4, 3}, 2, true)));
+  EXPECT_TRUE(matches_portable(batch_norm_case({3, 7}, 3, false)));
+}
+
+}  // namespace
+}  // namespace tessera::xnnpack::testing

@@ -147,6 +147,40 @@ TEST(XnnpackLayout, FreeViewsForUnitSpatialDims) {
   EXPECT_EQ(s.conversions, 0u);
 }
 
+TEST(XnnpackLayout, FireModuleConcatStaysChannelsLast) {
+  // SqueezeNet's fire module: squeeze 1x1, expand 1x1 and 3x3, concat on channels, then a conv.
+  GraphCase c;
+  int x = c.input({2, 6, 7, 7});
+  int a = conv(c, x, 6, 4, 7, 7, 2, 1, fb::Activation::Relu);
+  int e1w = c.constant({5, 4, 1, 1});
+  int e1 = c.tensor({2, 5, 7, 7});
+  c.node(Op::Conv, {a, e1w}, e1).activation = fb::Activation::Relu;
+  int e3 = conv(c, a, 4, 3, 7, 7, 2, 1, fb::Activation::Relu);
+  int cat = c.tensor({2, 8, 7, 7});
+  c.node(Op::Concat, {e1, e3}, cat).attrs = {ir::Attr::make_int("axis", 1)};
+  int y = conv(c, cat, 8, 4, 7, 7, 2);
+  c.output(y);
+  c.output(cat);
+  DelegateSummary s = expect_matches(c);
+  EXPECT_EQ(s.concats, 1u);
+  EXPECT_EQ(s.runtimes, 2u);
+  EXPECT_EQ(s.conversions, 0u);
+}
+
+TEST(XnnpackLayout, ConcatOfInputAndConvOutput) {
+  GraphCase c;
+  int x = c.input({1, 3, 5, 5});
+  int a = conv(c, x, 3, 2, 5, 5);
+  int cat = c.tensor({1, 5, 5, 5});
+  c.node(Op::Concat, {x, a}, cat).attrs = {ir::Attr::make_int("axis", 1)};
+  int r = c.tensor({1, 5, 5, 5});
+  c.node(Op::Relu, {cat}, r);
+  c.output(r);
+  DelegateSummary s = expect_matches(c);
+  EXPECT_EQ(s.concats, 1u);
+  EXPECT_EQ(s.conversions, 0u);
+}
+
 TEST(XnnpackLayout, SymbolicBatch) {
   GraphCase c;
   const int batch = c.symbol("batch", 4, 3);

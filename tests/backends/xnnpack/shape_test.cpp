@@ -43,6 +43,24 @@ TEST(XnnpackShape, Softmax) {
   EXPECT_TRUE(matches_portable(channels, -5.0f, 5.0f));
 }
 
+GraphCase concat_case(std::vector<std::vector<int64_t>> ins, int64_t axis) {
+  std::vector<int64_t> out = ins[0];
+  const size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(out.size()) : axis);
+  out[a] = 0;
+  for (auto& d : ins) out[a] += d[a];
+  GraphCase c = GraphCase::single(Op::Concat, ins, out);
+  c.graph.nodes[0].attrs = {ir::Attr::make_int("axis", axis)};
+  return c;
+}
+
+TEST(XnnpackShape, ConcatOfInputs) {
+  EXPECT_TRUE(matches_portable(concat_case({{1, 3, 4, 5}, {1, 2, 4, 5}}, 1)));
+  EXPECT_TRUE(matches_portable(concat_case({{2, 3, 4, 5}, {2, 3, 1, 5}, {2, 3, 2, 5}}, 2)));
+  EXPECT_TRUE(matches_portable(concat_case({{2, 3, 4, 5}, {2, 3, 4, 1}}, -1)));
+  EXPECT_TRUE(matches_portable(concat_case({{3, 7}, {3, 2}, {3, 1}, {3, 5}}, 1)));
+  EXPECT_TRUE(matches_portable(concat_case({{3, 7}, {2, 7}}, 0)));
+}
+
 GraphCase resize_case(std::vector<int64_t> in, int64_t oh, int64_t ow, const char* ctm) {
   GraphCase c = GraphCase::single(Op::Resize, {in}, {in[0], in[1], oh, ow});
   c.graph.nodes[0].attrs = {ir::Attr::make_string("mode", "linear"),

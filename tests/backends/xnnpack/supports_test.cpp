@@ -26,7 +26,16 @@ TEST(XnnpackSupports, RejectsWithReasons) {
   EXPECT_FALSE(supported(GraphCase::single(Op::Tanh, {{4, 4}}, {4, 4}), &why));
   EXPECT_NE(why.find("Tanh"), std::string::npos) << why;
   EXPECT_FALSE(supported(GraphCase::single(Op::Transpose, {{4, 5}}, {5, 4})));
-  EXPECT_FALSE(supported(GraphCase::single(Op::Concat, {{1, 2}, {1, 3}}, {1, 5})));
+  // Concat runs as a copy step, but not with constant inputs.
+  GraphCase cat = GraphCase::single(Op::Concat, {{1, 2}, {1, 3}}, {1, 5});
+  cat.graph.nodes[0].attrs = {ir::Attr::make_int("axis", 1)};
+  EXPECT_TRUE(supported(cat));
+  GraphCase cat_const;
+  int ci = cat_const.input({1, 2});
+  int cc = cat_const.constant({1, 3});
+  int co = cat_const.tensor({1, 5});
+  cat_const.node(Op::Concat, {ci, cc}, co).attrs = {ir::Attr::make_int("axis", 1)};
+  EXPECT_FALSE(supported(cat_const));
   // MatMul of two activations: no batch matrix multiply in this XNNPACK.
   EXPECT_FALSE(supported(GraphCase::single(Op::MatMul, {{4, 5}, {5, 6}}, {4, 6}), &why));
   EXPECT_NE(why.find("batch matrix multiply"), std::string::npos) << why;
