@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Compiles an ONNX model (opsets 11 to 17) into a Tessera program."};
   std::string model, output, backends_text;
   std::vector<std::string> dims, specs;
-  bool json = false, print_graph = false, list_backends = false, quiet = false, no_fold_bn = false, no_fusion = false;
+  bool json = false, print_graph = false, list_backends = false, quiet = false, no_fold_bn = false, no_fusion = false,
+       no_patterns = false;
   auto* model_opt = app.add_option("model", model, "ONNX model file");
   auto* output_opt = app.add_option("-o,--output", output, "program file to write (.tsr)");
   app.add_flag("--list-backends", list_backends, "print the delegate backends built in, one a line, and exit");
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
   app.add_flag("--no-fold-batchnorm", no_fold_bn, "keep BatchNormalization nodes");
   app.add_flag("--no-fuse-activations", no_fusion, "keep Relu/Clip as separate nodes");
+  app.add_flag("--no-fuse-patterns", no_patterns, "keep Gelu and LayerNormalization spelled out as exported");
   CLI11_PARSE(app, argc, argv);
   if (list_backends) {
     for (const std::string& name : tessera::registered_backends()) {
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
   tc::CompileOptions options;
   options.passes.fold_batch_norms = !no_fold_bn;
   options.passes.fuse_activations = !no_fusion;
+  options.passes.fuse_patterns = !no_patterns;
   for (const std::string& d : dims) {
     auto bound = tc::parse_dim_bound(d);
     if (!bound.ok()) return fail(bound.status());

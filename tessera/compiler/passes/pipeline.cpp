@@ -4,6 +4,7 @@
 #include "tessera/compiler/passes/batchnorm_folding.h"
 #include "tessera/compiler/passes/constant_folding.h"
 #include "tessera/compiler/passes/dead_node_removal.h"
+#include "tessera/compiler/passes/pattern_fusion.h"
 
 namespace tessera::compiler {
 
@@ -13,6 +14,7 @@ Status run_passes(ModelGraph& graph, const PassOptions& options, PassStats* stat
     TESSERA_ASSIGN_OR_RETURN(local.constants_folded, fold_constants(graph));
   }
   local.dead_nodes_removed += remove_dead_nodes(graph);
+  if (options.fuse_patterns) local.patterns_fused = fuse_gelu(graph) + fuse_layer_norm(graph);
   if (options.fold_batch_norms) {
     TESSERA_ASSIGN_OR_RETURN(local.batch_norms_folded, fold_batch_norms(graph));
   }

@@ -1,5 +1,5 @@
-// The default optimisation pipeline: constant folding, BatchNorm folding, activation fusion,
-// dead-node removal.
+// The default optimisation pipeline: constant folding, pattern fusion (Gelu, LayerNormalization),
+// BatchNorm folding, activation fusion, dead-node removal.
 #pragma once
 
 #include "tessera/compiler/model_graph.h"
@@ -9,12 +9,14 @@ namespace tessera::compiler {
 
 struct PassOptions {
   bool fold_constants = true;
+  bool fuse_patterns = true;
   bool fold_batch_norms = true;
   bool fuse_activations = true;
 };
 
 struct PassStats {
   int constants_folded = 0;
+  int patterns_fused = 0;
   int batch_norms_folded = 0;
   int activations_fused = 0;
   int dead_nodes_removed = 0;

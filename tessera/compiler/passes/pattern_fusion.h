@@ -1,0 +1,19 @@
+// Pattern fusion: recognises ops that exporters spell out elementwise and gives them back their
+// IR op, so backends (and the portable kernels) see one node:
+//   - Gelu: x * 0.5 * (1 + erf(x / sqrt(2))) in the orders PyTorch emits -> Gelu(approximate=none)
+//   - LayerNormalization before opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div,
+//     then an optional Mul by scale and Add of bias over the trailing axes -> LayerNormalization
+// Only single-use intermediates are fused, so no value another node reads disappears.
+#pragma once
+
+#include "tessera/compiler/model_graph.h"
+
+namespace tessera::compiler {
+
+/// Returns the number of Gelu patterns replaced.
+int fuse_gelu(ModelGraph& graph);
+
+/// Returns the number of LayerNormalization patterns replaced.
+int fuse_layer_norm(ModelGraph& graph);
+
+}  // namespace tessera::compiler
