@@ -274,9 +274,8 @@ Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffe
       const KernelStep& k = s->kernels[step.index];
       Status st = portable::run_kernel(k.kernel, {k.inputs, k.num_inputs}, {k.outputs, k.num_outputs});
       if (!st.is_ok()) {
-        char prefix[128];
-        std::snprintf(prefix, sizeof prefix, "instruction %u (%s node '%s')", i,
-                      ir::op_name(k.node->op()), k.node->name() ? k.node->name()->c_str() : "");
+        char prefix[32];  // the kernel's message already names the op and the node
+        std::snprintf(prefix, sizeof prefix, "instruction %u", i);
         return st.with_prefix(prefix);
       }
       continue;

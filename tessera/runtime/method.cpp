@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "tessera/core/heap_allocator.h"
-#include "tessera/ir/op.h"
 #include "tessera/ir/shape_expr.h"
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
@@ -197,10 +196,9 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
       portable::KernelNode kn{node, {in, k.num_inputs}, {out, k.num_outputs}};
       auto prepared = portable::prepare_kernel(kn, *alloc);
       if (!prepared.ok()) {
-        char prefix[160];
-        std::snprintf(prefix, sizeof prefix, "method '%s' instruction %u (%s node '%s')",
-                      m->name()->c_str(), i, ir::op_name(node->op()),
-                      node->name() ? node->name()->c_str() : "");
+        // The kernel's message already names the op and the node.
+        char prefix[96];
+        std::snprintf(prefix, sizeof prefix, "method '%s' instruction %u", m->name()->c_str(), i);
         return prepared.status().with_prefix(prefix);
       }
       k.kernel = *prepared;
