@@ -64,6 +64,51 @@ class Mlp(torch.nn.Module):
         return torch.softmax(self.fc3(x), dim=-1) * 4.0 + self.fc3(x)
 
 
+class OpsMix(torch.nn.Module):
+    """A small network touching the ops the classifiers do not: ConvTranspose, Resize (nearest and
+    bilinear), reflect Pad, ceil-mode pooling, Split, strided Slice, PRelu, LeakyRelu, LayerNorm,
+    ReduceMax/Sum/Mean, Where, Clip and a few unary functions."""
+
+    def __init__(self):
+        super().__init__()
+        F = torch.nn
+        self.conv1 = F.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = F.BatchNorm2d(8)
+        self.prelu = F.PReLU(8)
+        self.down = F.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.up = F.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+        self.up2 = F.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.head = F.Conv2d(24, 4, 1)
+        self.ln = F.LayerNorm(16)
+        self.fc = F.Linear(16, 10)
+
+    def forward(self, x):
+        fn = torch.nn.functional
+        a = self.prelu(self.bn1(self.conv1(x)))
+        b = fn.leaky_relu(self.down(a), 0.1)
+        u = self.up(b) + self.up2(b)
+        n = fn.interpolate(b, scale_factor=2.0, mode="nearest")
+        lin = fn.interpolate(b, size=(16, 16), mode="bilinear", align_corners=False)
+        c = torch.cat([u, n[:, :8] * torch.sigmoid(lin[:, 8:]), a], 1)
+        h = fn.pad(self.head(c), (1, 2, 0, 2), mode="reflect")  # 18x19: ceil mode matters
+        p = fn.max_pool2d(h, 3, stride=2, ceil_mode=True)
+        q = fn.avg_pool2d(h, 2, stride=2, padding=1, count_include_pad=False)
+        s1, s2 = torch.chunk(b, 2, dim=1)
+        t = torch.tanh((s1 - s2).flatten(2).transpose(1, 2)[:, ::2, :])
+        out1 = self.fc(self.ln(b.mean(dim=(2, 3))))
+        out = (out1 + p.flatten(1).sum(1, keepdim=True) * 0.01 + q.mean((1, 2, 3)).unsqueeze(1)
+               + torch.amax(t, dim=(1, 2)).unsqueeze(1))
+        mask = torch.where(out1 > 0, out1, out1 * 0.5)
+        return out + mask.clamp(-1, 1) + torch.sqrt(torch.abs(out1) + 1).exp().reciprocal()
+
+
+def ops_mix():
+    torch.manual_seed(0)
+    m = OpsMix()
+    calibrate_batchnorm(m, (4, 3, 16, 16))
+    return m
+
+
 def torchvision_classifier(name):
     def make():
         torch.manual_seed(0)
@@ -102,6 +147,8 @@ FIXTURES = {
     "mlp_op17": (mlp, (1, 32), True, 17),
     "transformer": (transformer, (1, 16, 64), True, 13),
     "transformer_op17": (transformer, (1, 16, 64), True, 17),
+    "ops_mix": (ops_mix, (1, 3, 16, 16), True, 13),
+    "ops_mix_op11": (ops_mix, (1, 3, 16, 16), True, 11),
     "mobilenet_v2": (torchvision_classifier("mobilenet_v2"), (1, 3, 224, 224), True, 13),
     "resnet18": (torchvision_classifier("resnet18"), (1, 3, 224, 224), True, 13),
 }

@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ModelTest,
                                            "resnext50_32x4d"));
 #else
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelTest,
-                         ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17",
+                         ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17", "ops_mix", "ops_mix_op11",
                                            "mobilenet_v2", "resnet18"));
 #endif
 

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-DEFAULT_MODELS = ["mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17",
+DEFAULT_MODELS = ["mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17", "ops_mix", "ops_mix_op11",
                   "mobilenet_v2", "resnet18"]
 TOLERANCE = 1e-4
 
