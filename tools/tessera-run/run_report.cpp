@@ -18,8 +18,7 @@ namespace {
 
 std::string value_string(const BackendOption& o) {
   char buf[320];
-  format_option_value(o, buf, sizeof buf);
-  return buf;
+  return o.format_value(buf, sizeof buf);
 }
 
 std::string spec_default(const OptionSpec& s) { return value_string(s.default_option()); }
