@@ -1,0 +1,460 @@
+#!/usr/bin/python3
+"""Peer benchmark: the same ONNX model and input through Tessera (each CPU backend built),
+ONNX Runtime's CPU provider (onnxruntime-node) and PyTorch (eager), alternating in one run.
+
+Design
+- Each engine runs in its own process. ONNX Runtime and PyTorch are long-lived workers (one per
+  thread count) that load the model once and then time W warm-up + N timed runs per command;
+  Tessera is `tessera-run --warmup W --iterations N --json`, one process per round (it reports
+  min/median/max of its timed runs; load is reported separately). So for every engine process
+  start-up and model load are outside the measured latency, and every engine gets the same W and N.
+- Rounds: every round runs every (engine, threads) pair once, in an order rotated from round to
+  round, so machine noise (a shared, loaded machine) hits all engines alike.
+  Per engine: median = median of the per-round medians, min/max = over all timed runs.
+- Peak RSS: of each engine's own process (os.wait4 on the child: ru_maxrss), which includes the
+  interpreter for ORT (node) and PyTorch (python); the workers also report their RSS before loading
+  the model (the interpreter and library alone).
+- Outputs: every engine's output for the same input is compared with PyTorch's reference (max abs
+  diff), so a fast wrong answer cannot win.
+- Roofline: FLOPs of the model (2 x MACs of Conv/Gemm/MatMul, counted from the ONNX graph after
+  shape inference) over the peak single-core FLOP/s of bench/roofline's FMA loop.
+
+Usage: bench/harness/run.sh [--models mobilenet_v2,resnet18] [--threads 1,2] [--iterations N]
+       [--rounds R] [--warmup W] [--build-dir build] [--work-dir build-bench/harness]
+       [--markdown FILE] [--plot FILE]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+PY = "/usr/bin/python3"
+TOLERANCE = 1e-3  # max abs diff allowed against PyTorch (outputs are O(1))
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def wait_child(proc):
+    """Reaps proc with wait4 and returns (exit code, peak RSS in KiB)."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, ru.ru_maxrss
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOPs from the ONNX graph
+
+
+def count_flops(onnx_path, batch=1):
+    import onnx
+    from onnx import numpy_helper, shape_inference
+    model = onnx.load(onnx_path)
+    for inp in model.graph.input:
+        for d in inp.type.tensor_type.shape.dim:
+            if d.dim_param:
+                d.ClearField("dim_param")
+                d.dim_value = batch
+    for out in model.graph.output:
+        for d in out.type.tensor_type.shape.dim:
+            if d.dim_param:
+                d.ClearField("dim_param")
+                d.dim_value = batch
+    model = shape_inference.infer_shapes(model)
+    shapes = {}
+    for vi in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output):
+        shapes[vi.name] = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+    for init in model.graph.initializer:
+        shapes[init.name] = list(init.dims)
+    macs = {"Conv": 0, "Gemm": 0, "MatMul": 0}
+    for node in model.graph.node:
+        if node.op_type == "Conv":
+            w = shapes[node.input[1]]  # [Cout, Cin/group, kh, kw]
+            y = shapes[node.output[0]]  # [N, Cout, Ho, Wo]
+            per_out = int(np.prod(w[1:]))
+            macs["Conv"] += int(np.prod(y)) * per_out
+        elif node.op_type in ("Gemm", "MatMul"):
+            a = shapes[node.input[0]]
+            y = shapes[node.output[0]]
+            trans_a = any(at.name == "transA" and at.i for at in node.attribute)
+            k = a[-2] if trans_a else a[-1]
+            macs[node.op_type] += int(np.prod(y)) * k
+    total = sum(macs.values())
+    return {"macs": total, "flops": 2 * total, "macs_by_op": macs}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools
+
+
+def roofline(work_dir, build_dir, seconds):
+    exe = os.path.join(build_dir, "bench", "roofline", "tessera_roofline")
+    if not os.path.exists(exe):
+        exe = os.path.join(work_dir, "tessera_roofline")
+        src = os.path.join(ROOT, "bench", "roofline", "fma_peak.cpp")
+        cxx = os.environ.get("CXX", "c++")
+        if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+            log(f"building {exe}")
+            subprocess.run([cxx, "-O3", "-march=native", "-ffp-contract=fast", "-std=c++20", src,
+                            "-o", exe], check=True)
+    out = subprocess.run([exe, "--json", "--seconds", str(seconds)], check=True,
+                         capture_output=True, text=True).stdout
+    r = json.loads(out)
+    r["binary"] = os.path.relpath(exe, ROOT)
+    return r
+
+
+def tessera_backends(compile_exe, run_exe):
+    listed = subprocess.run([compile_exe, "--list-backends"], check=True, capture_output=True,
+                            text=True).stdout.split()
+    # The runtime's registry (tessera-run --list-options) tells which can run and their options.
+    opts = subprocess.run([run_exe, "--list-options", os.devnull], capture_output=True,
+                          text=True).stdout
+    schemas, cur = {}, None
+    for line in opts.splitlines():
+        if line and not line.startswith(" "):
+            cur = line.strip()
+            schemas[cur] = []
+        elif cur and line.strip() and not line.strip().startswith("key "):
+            schemas[cur].append(line.split()[0])
+    backends = [b for b in listed if b != "portable"]
+    return backends, schemas
+
+
+def export_fixtures(models, fixtures_dir):
+    cmd = [PY, os.path.join(ROOT, "tests", "models", "make_fixtures.py"), fixtures_dir,
+           "--only", ",".join(models)]
+    log("exporting: " + " ".join(cmd))
+    subprocess.run(cmd, check=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Engines
+
+
+class Worker:
+    """A long-lived ORT or PyTorch process answering JSON commands."""
+
+    def __init__(self, name, backend, threads, argv, output_bin):
+        self.name, self.backend, self.threads = name, backend, threads
+        self.output_bin = output_bin
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True, bufsize=1)
+        self.ready = self._read()
+        self.peak_rss_kb = None
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            self.err.seek(0)
+            raise RuntimeError(f"{self.name}: worker died: {self.err.read().decode()[-2000:]}")
+        msg = json.loads(line)
+        if "error" in msg:
+            raise RuntimeError(f"{self.name}: {msg['error']}")
+        return msg
+
+    def run(self, warmup, iterations):
+        self.proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup,
+                                          "iterations": iterations}) + "\n")
+        times = self._read()["times_ms"]
+        return {"median": statistics.median(times), "min": min(times), "max": max(times),
+                "times": times}
+
+    def close(self):
+        self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+        self.proc.stdin.close()
+        rc, self.peak_rss_kb = wait_child(self.proc)
+        if rc != 0:
+            raise RuntimeError(f"{self.name}: exited {rc}")
+
+    def output(self):
+        return np.fromfile(self.output_bin, dtype=np.float32)
+
+
+class TesseraEngine:
+    """tessera-run, one process per round."""
+
+    def __init__(self, name, backend, threads, run_exe, program, input_npy, out_dir, options):
+        self.name, self.backend, self.threads = name, backend, threads
+        self.run_exe, self.program, self.input_npy = run_exe, program, input_npy
+        self.out_dir, self.options = out_dir, options
+        self.peak_rss_kb = 0
+        self.load_ms = []
+        self.delegates = None
+        self.ready = {}
+
+    def run(self, warmup, iterations, write_output=False):
+        argv = [self.run_exe, self.program, "--input", f"0={self.input_npy}", "--dim", "batch=1",
+                "--warmup", str(warmup), "--iterations", str(iterations), "--json"]
+        for o in self.options:
+            argv += ["--option", o]
+        if write_output:
+            argv += ["--output-dir", self.out_dir]
+        err = tempfile.TemporaryFile()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True)
+        out = proc.stdout.read()
+        rc, rss = wait_child(proc)
+        if rc != 0:
+            err.seek(0)
+            raise RuntimeError(f"{self.name}: {' '.join(argv)} exited {rc}: "
+                               f"{err.read().decode()[-2000:]}")
+        self.peak_rss_kb = max(self.peak_rss_kb, rss)
+        r = json.loads(out)
+        self.load_ms.append(r["load_ms"])
+        self.delegates = [{"id": d["id"], "backend": d["backend"], "nodes": d["nodes"]}
+                          for d in r.get("delegates", [])]
+        lat = r["latency_ms"]
+        return {"median": lat["median"], "min": lat["min"], "max": lat["max"]}
+
+    def close(self):
+        pass
+
+    def output(self):
+        files = [f for f in os.listdir(self.out_dir) if f.endswith(".npy")]
+        return np.load(os.path.join(self.out_dir, files[0])).astype(np.float32).ravel()
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backends, schemas):
+    fx = os.path.join(fixtures_dir, model)
+    onnx_path = os.path.join(fx, "model.onnx")
+    input_npy = os.path.join(fx, "input.npy")
+    x = np.load(input_npy).astype(np.float32)
+    mdir = os.path.join(work_dir, model)
+    os.makedirs(mdir, exist_ok=True)
+    input_bin = os.path.join(mdir, "input.bin")
+    x.tofile(input_bin)
+    dims = "x".join(str(d) for d in x.shape)
+    flops = count_flops(onnx_path)
+    log(f"{model}: {flops['macs'] / 1e6:.1f} M MACs ({flops['flops'] / 1e9:.3f} GFLOPs)")
+
+    engines = []
+    compiled = {}
+    for be in backends + (["portable"] if args.portable else []):
+        prog = os.path.join(mdir, f"{model}.{be}.tsr")
+        cmd = [compile_exe, onnx_path, "-o", prog, "--backends", be, "--dim", "batch=1:1",
+               "--json", "-q"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            log(f"{model}: tessera-compile --backends {be} failed: {r.stderr.strip()[-500:]}")
+            continue
+        summary = json.loads(r.stdout)
+        compiled[be] = {"command": " ".join(os.path.relpath(c, ROOT) if os.path.isabs(c) else c
+                                            for c in cmd),
+                        "ops_by_backend": summary.get("ops_by_backend"),
+                        "delegates": len(summary.get("delegates", []))}
+    for threads in args.threads:
+        for be in compiled:
+            if be == "portable":
+                if threads != 1:
+                    continue
+                opts = []
+            else:
+                opts = [f"{be}.num_threads={threads}"] if "num_threads" in schemas.get(be, []) else []
+            out_dir = os.path.join(mdir, f"out.tessera-{be}.t{threads}")
+            os.makedirs(out_dir, exist_ok=True)
+            engines.append(TesseraEngine(f"tessera-{be}", be, threads, run_exe,
+                                         os.path.join(mdir, f"{model}.{be}.tsr"), input_npy,
+                                         out_dir, opts))
+        engines.append(Worker("onnxruntime", "cpu", threads,
+                              ["node", os.path.join(HERE, "ort_worker.js"), onnx_path, input_bin,
+                               dims, str(threads), os.path.join(mdir, f"out.ort.t{threads}.bin")],
+                              os.path.join(mdir, f"out.ort.t{threads}.bin")))
+        engines.append(Worker("pytorch", "eager", threads,
+                              [PY, os.path.join(HERE, "torch_worker.py"), model, input_npy,
+                               str(threads), os.path.join(mdir, f"out.torch.t{threads}.bin")],
+                              os.path.join(mdir, f"out.torch.t{threads}.bin")))
+
+    # First pass: outputs (tessera writes its output; the workers did on start) and a one-run
+    # latency estimate, from which slow engines get fewer runs per round (--engine-budget).
+    estimate = {}
+    for e in engines:
+        r = e.run(0, 1, write_output=True) if isinstance(e, TesseraEngine) else e.run(0, 1)
+        estimate[id(e)] = r["median"]
+
+    def plan(e):
+        if e.backend == "portable":
+            return 1, args.portable_iterations
+        fit = int(args.engine_budget * 1e3 / max(estimate[id(e)], 1e-3))
+        iters = min(args.iterations, max(args.min_iterations, fit))
+        warm = args.warmup if iters == args.iterations else max(1, args.warmup * iters // args.iterations)
+        return warm, iters
+
+    results = {id(e): [] for e in engines}
+    for rnd in range(args.rounds):
+        t_round = time.time()
+        shift = rnd % len(engines)
+        order = engines[shift:] + engines[:shift]
+        for e in order:
+            warm, iters = plan(e)
+            r = e.run(warm, iters)
+            r["iterations"], r["warmup"] = iters, warm
+            results[id(e)].append(r)
+            # The running median of this engine refines the plan of later rounds.
+            estimate[id(e)] = statistics.median(x["median"] for x in results[id(e)])
+            time.sleep(args.pause)  # lets spinning worker threads of the last engine go idle
+        log(f"{model}: round {rnd + 1}/{args.rounds} in {time.time() - t_round:.1f}s: " +
+            ", ".join(f"{e.name}/{e.threads}t {results[id(e)][-1]['median']:.2f}"
+                      for e in engines))
+    for e in engines:
+        e.close()
+
+    ref = np.fromfile(os.path.join(mdir, "out.torch.t1.bin"), dtype=np.float32)
+    fixture_ref = np.load(os.path.join(fx, "output.npy")).astype(np.float32).ravel()
+    rows = []
+    for e in engines:
+        rs = results[id(e)]
+        out = e.output()
+        diff = float(np.max(np.abs(out - ref))) if out.shape == ref.shape else float("inf")
+        row = {
+            "engine": e.name, "backend": e.backend, "threads": e.threads,
+            "median_ms": statistics.median(r["median"] for r in rs),
+            "min_ms": min(r["min"] for r in rs), "max_ms": max(r["max"] for r in rs),
+            "round_medians_ms": [r["median"] for r in rs],
+            "iterations_per_round": [r["iterations"] for r in rs],
+            "timed_runs": sum(r["iterations"] for r in rs),
+            "rounds": len(rs),
+            "peak_rss_mib": e.peak_rss_kb / 1024.0,
+            "max_abs_diff_vs_pytorch": diff,
+            "output_ok": diff <= TOLERANCE,
+        }
+        if isinstance(e, Worker):
+            row["baseline_rss_mib"] = e.ready["baseline_rss_kb"] / 1024.0
+            row["load_ms"] = e.ready["load_ms"]
+            row["version"] = e.ready.get("version")
+        else:
+            row["load_ms"] = statistics.median(e.load_ms)
+            row["delegates"] = e.delegates
+        rows.append(row)
+    # Ratios and roofline figures.
+    for row in rows:
+        peers = {p["engine"]: p for p in rows if p["threads"] == row["threads"]}
+        if row["engine"].startswith("tessera"):
+            for peer in ("onnxruntime", "pytorch"):
+                if peer in peers:
+                    row[f"ratio_vs_{peer}"] = row["median_ms"] / peers[peer]["median_ms"]
+        row["gflops_per_s"] = flops["flops"] / (row["median_ms"] * 1e-3) / 1e9
+    return {"model": model, "flops": flops, "compiled": compiled, "rows": rows,
+            "pytorch_vs_fixture_max_abs_diff": float(np.max(np.abs(ref - fixture_ref)))}
+
+
+def machine_info():
+    info = {"platform": platform.platform(), "cpu_count": os.cpu_count()}
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in lscpu.splitlines():
+            k, _, v = line.partition(":")
+            k, v = k.strip(), v.strip()
+            if k in ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket",
+                     "L1d cache", "L2 cache", "L3 cache", "Hypervisor vendor", "CPU max MHz"):
+                info[k] = v
+            if k == "Flags":
+                flags = v.split()
+                info["simd_flags"] = [f for f in flags if f.startswith(("avx", "fma", "amx", "sse4"))]
+    except OSError:
+        pass
+    info["loadavg_start"] = os.getloadavg()
+    return info
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--models", default="mobilenet_v2,resnet18")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--iterations", type=int, default=30, help="timed runs per engine per round")
+    p.add_argument("--warmup", type=int, default=5, help="untimed runs per engine per round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--engine-budget", type=float, default=4.0,
+                   help="seconds per engine per round: an engine slower than "
+                        "budget/iterations gets fewer timed runs (at least --min-iterations)")
+    p.add_argument("--min-iterations", type=int, default=5)
+    p.add_argument("--pause", type=float, default=0.2, help="seconds between engines")
+    p.add_argument("--portable", action="store_true",
+                   help="also time Tessera's portable kernels alone (slow; 1 thread)")
+    p.add_argument("--portable-iterations", type=int, default=3)
+    p.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    p.add_argument("--work-dir", default=os.path.join(ROOT, "build-bench", "harness"))
+    p.add_argument("--roofline-seconds", type=float, default=1.0)
+    p.add_argument("--json-out", default=None, help="default: WORK_DIR/results.json")
+    p.add_argument("--markdown", default=None, help="also write the tables here")
+    p.add_argument("--plot", default=None, help="also write a PNG plot here")
+    args = p.parse_args()
+    args.threads = [int(t) for t in args.threads.split(",")]
+    models = args.models.split(",")
+    work_dir = os.path.abspath(args.work_dir)
+    os.makedirs(work_dir, exist_ok=True)
+    build_dir = os.path.abspath(args.build_dir)
+    compile_exe = os.path.join(build_dir, "tools", "tessera-compile", "tessera-compile")
+    run_exe = os.path.join(build_dir, "tools", "tessera-run", "tessera-run")
+    for exe in (compile_exe, run_exe):
+        if not os.path.exists(exe):
+            sys.exit(f"missing {exe}: build the project first (scripts/setup)")
+    if not os.path.exists(os.path.join(HERE, "node_modules", "onnxruntime-node")):
+        sys.exit("onnxruntime-node missing: (cd bench/harness && npm install --ignore-scripts)")
+
+    info = machine_info()
+    started = datetime.datetime.now().astimezone()
+    fixtures_dir = os.path.join(work_dir, "fixtures")
+    export_fixtures(models, fixtures_dir)
+    backends, schemas = tessera_backends(compile_exe, run_exe)
+    log(f"tessera backends: {', '.join(backends)}")
+    roof = roofline(work_dir, build_dir, args.roofline_seconds)
+    log(f"roofline: {roof['peak_gflops']:.1f} GFLOP/s per core ({roof['peak_bits']}-bit FMA)")
+
+    out = {"date": started.isoformat(timespec="seconds"), "machine": info,
+           "command": "bench/harness/run.sh " + " ".join(sys.argv[1:]),
+           "settings": {"iterations": args.iterations, "warmup": args.warmup,
+                        "rounds": args.rounds, "threads": args.threads,
+                        "engine_budget_s": args.engine_budget,
+                        "min_iterations": args.min_iterations},
+           "tessera_backends": backends, "roofline": roof, "models": []}
+    for model in models:
+        out["models"].append(bench_model(model, args, fixtures_dir, work_dir, compile_exe,
+                                         run_exe, backends, schemas))
+        for m in out["models"]:
+            peak = roof["peak_gflops"] * 1e9
+            m["roofline"] = {
+                f"{t}t_best_ms": m["flops"]["flops"] / (peak * t) * 1e3 for t in args.threads}
+            for row in m["rows"]:
+                row["fraction_of_peak"] = row["gflops_per_s"] * 1e9 / (peak * row["threads"])
+    roofline_rerun = roofline(work_dir, build_dir, args.roofline_seconds)
+    out["roofline_after"] = roofline_rerun
+    info["loadavg_end"] = os.getloadavg()
+    json_out = args.json_out or os.path.join(work_dir, "results.json")
+    with open(json_out, "w") as f:
+        json.dump(out, f, indent=1)
+    log(f"wrote {json_out}")
+    import report
+    md = report.markdown(out)
+    print(md)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(md)
+    if args.plot:
+        report.plot(out, args.plot)
+    bad = [(m["model"], r["engine"], r["threads"]) for m in out["models"] for r in m["rows"]
+           if not r["output_ok"]]
+    if bad:
+        log(f"OUTPUT MISMATCH (max abs diff > {TOLERANCE} vs PyTorch): {bad}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Tables (markdown) and the plot (PNG, python3-matplotlib) of a harness results.json.
+
+Usage: /usr/bin/python3 bench/harness/report.py RESULTS.json [--markdown FILE] [--plot FILE]
+"""
+
+import argparse
+import json
+import sys
+
+
+def _f(v, digits=2):
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def markdown(res):
+    s = res["settings"]
+    roof = res["roofline"]
+    lines = []
+    lines.append(f"Run {res['date']}: {s['rounds']} rounds x {s['iterations']} timed runs "
+                 f"(after {s['warmup']} warm-up runs) per engine per round (an engine slower "
+                 f"than {s.get('engine_budget_s', 0):g} s per round gets fewer, at least "
+                 f"{s.get('min_iterations', 0)}: see 'timed runs'), threads "
+                 f"{', '.join(map(str, s['threads']))}; load average "
+                 f"{' / '.join(f'{x:.1f}' for x in res['machine']['loadavg_start'])} at start, "
+                 f"{' / '.join(f'{x:.1f}' for x in res['machine'].get('loadavg_end', []))} at end.")
+    lines.append("")
+    lines.append(f"Roofline: peak {roof['peak_gflops']:.1f} GFLOP/s on one core "
+                 f"({roof['peak_bits']}-bit FMA, {roof['accumulators']} accumulators; by thread CPU "
+                 f"time {roof['peak_cpu_time_gflops']:.1f}); re-measured after the run: "
+                 f"{res['roofline_after']['peak_gflops']:.1f}.")
+    lines.append("")
+    for m in res["models"]:
+        fl = m["flops"]
+        lines.append(f"### {m['model']} (1x3x224x224 float32): {fl['macs'] / 1e6:.0f} M MACs, "
+                     f"{fl['flops'] / 1e9:.3f} GFLOPs")
+        lines.append("")
+        best = ", ".join(f"{k.split('t_')[0]} thread(s) {v:.2f} ms"
+                         for k, v in m["roofline"].items())
+        lines.append(f"Roofline (FLOPs / (peak x threads)): {best}.")
+        lines.append("")
+        lines.append("| engine | threads | median ms | min ms | max ms | vs ORT | vs PyTorch | "
+                     "% of peak | peak RSS MiB | timed runs | max abs diff |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in sorted(m["rows"], key=lambda r: (r["threads"], r["engine"])):
+            name = r["engine"]
+            ok = "" if r["output_ok"] else " **MISMATCH**"
+            lines.append(
+                f"| {name} | {r['threads']} | {_f(r['median_ms'])} | {_f(r['min_ms'])} | "
+                f"{_f(r['max_ms'])} | {_f(r.get('ratio_vs_onnxruntime'))} | "
+                f"{_f(r.get('ratio_vs_pytorch'))} | {100 * r['fraction_of_peak']:.0f}% | "
+                f"{r['peak_rss_mib']:.0f} | {r.get('timed_runs', '')} | "
+                f"{r['max_abs_diff_vs_pytorch']:.1e}{ok} |")
+        lines.append("")
+        # Thread scaling.
+        by = {}
+        for r in m["rows"]:
+            by.setdefault(r["engine"], {})[r["threads"]] = r["median_ms"]
+        sc = [f"{e} {v[1] / v[2]:.2f}x" for e, v in by.items() if 1 in v and 2 in v]
+        if sc:
+            lines.append("Speed-up of 2 threads over 1 (median / median): " + ", ".join(sc) + ".")
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plot(res, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = res["models"]
+    fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 4.6), squeeze=False)
+    colors = {"onnxruntime": "#4c72b0", "pytorch": "#dd8452"}
+    palette = ["#55a868", "#8172b3", "#c44e52", "#937860"]
+    for ax, m in zip(axes[0], models):
+        engines = []
+        for r in m["rows"]:
+            if r["engine"] not in engines:
+                engines.append(r["engine"])
+        threads = sorted({r["threads"] for r in m["rows"]})
+        width = 0.8 / len(engines)
+        k = 0
+        for i, e in enumerate(engines):
+            c = colors.get(e)
+            if c is None:
+                c = palette[k % len(palette)]
+                k += 1
+            xs, med, lo, hi = [], [], [], []
+            for j, t in enumerate(threads):
+                r = next((r for r in m["rows"] if r["engine"] == e and r["threads"] == t), None)
+                if r is None:
+                    continue
+                xs.append(j + (i - (len(engines) - 1) / 2) * width)
+                med.append(r["median_ms"])
+                lo.append(r["median_ms"] - r["min_ms"])
+                hi.append(r["max_ms"] - r["median_ms"])
+            ax.bar(xs, med, width, label=e, color=c, yerr=[lo, hi], capsize=3,
+                   error_kw={"elinewidth": 0.8})
+            for x, v in zip(xs, med):
+                ax.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=7,
+                        bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.7))
+        for j, t in enumerate(threads):
+            best = m["roofline"].get(f"{t}t_best_ms")
+            if best:
+                ax.hlines(best, j - 0.45, j + 0.45, colors="black", linestyles="dashed",
+                          linewidth=1, label="roofline (FLOPs / peak)" if j == 0 else None)
+        ax.set_xticks(range(len(threads)))
+        ax.set_xticklabels([f"{t} thread{'s' if t > 1 else ''}" for t in threads])
+        ax.set_ylabel("latency, ms (median; bars: min..max)")
+        ax.set_title(f"{m['model']} ({m['flops']['flops'] / 1e9:.2f} GFLOPs)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Tessera vs ONNX Runtime vs PyTorch, batch 1, {res['date'][:10]} "
+                 f"({res['machine'].get('Model name', '')})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("results")
+    p.add_argument("--markdown")
+    p.add_argument("--plot")
+    args = p.parse_args()
+    with open(args.results) as f:
+        res = json.load(f)
+    md = markdown(res)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(md)
+    else:
+        print(md)
+    if args.plot:
+        plot(res, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
