@@ -105,9 +105,9 @@ def plot(res, path):
                           linewidth=1, label="roofline (FLOPs / peak)" if j == 0 else None)
         ax.set_xticks(range(len(threads)))
         ax.set_xticklabels([f"{t} thread{'s' if t > 1 else ''}" for t in threads])
-        ax.set_ylabel("latency, ms (median; bars: min..max)")
+        ax.set_yscale("log")  # PyTorch eager is an order of magnitude slower than the others
+        ax.set_ylabel("latency, ms, log scale (median; whiskers: min..max)")
         ax.set_title(f"{m['model']} ({m['flops']['flops'] / 1e9:.2f} GFLOPs)")
-        ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
     fig.suptitle(f"Tessera vs ONNX Runtime vs PyTorch, batch 1, {res['date'][:10]} "
                  f"({res['machine'].get('Model name', '')})", fontsize=10)
