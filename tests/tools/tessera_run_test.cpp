@@ -1,0 +1,160 @@
+// tessera-run as a user sees it: outputs, JSON, .npy in and out, option flags, and errors on
+// stderr with a non-zero exit code (never a crash).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "tests/testing/test_programs.h"
+#include "tools/common/npy.h"
+
+namespace tessera {
+namespace {
+
+struct RunResult {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+class TesseraRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = ::testing::TempDir() + "/tessera_run_test";
+    std::system(("mkdir -p " + dir_).c_str());
+    ASSERT_TRUE(testing::add_relu_mul_program().write(dir_ + "/kernels.tsr").is_ok());
+    ASSERT_TRUE(testing::add_relu_mul_program(true).write(dir_ + "/symbolic.tsr").is_ok());
+    ASSERT_TRUE(testing::delegate_chain_program({"portable"}).write(dir_ + "/delegate.tsr").is_ok());
+  }
+
+  RunResult run(const std::string& args, const std::string& env = "") {
+    std::string out = dir_ + "/stdout.txt", err = dir_ + "/stderr.txt";
+    std::string cmd = env + " " TESSERA_RUN_PATH " " + args + " > " + out + " 2> " + err;
+    int status = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  static std::string dir_;
+};
+std::string TesseraRun::dir_;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "'" << (haystack) << "' lacks '" << (needle) << "'"
+
+TEST_F(TesseraRun, PrintsOutputsAndLatency) {
+  RunResult r = run(dir_ + "/kernels.tsr --iterations 5 --warmup 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "output   y float32 [2, 4]");
+  EXPECT_CONTAINS(r.out, "over 5 iteration(s)");
+}
+
+TEST_F(TesseraRun, JsonReport) {
+  RunResult r = run(dir_ + "/delegate.tsr --json --iterations 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* key : {"\"program\":", "\"method\":\"forward\"", "\"load_ms\":", "\"latency_ms\":{\"min\":",
+                          "\"median\":", "\"iterations\":3", "\"outputs\":[{\"name\":\"v0\",\"dtype\":\"float32\",\"shape\":[2,4]",
+                          "\"delegates\":[{\"id\":\"portable#0\",\"backend\":\"portable\",\"requested_backend\":\"portable\"",
+                          "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"default\"}"}) {
+    EXPECT_CONTAINS(r.out, key);
+  }
+}
+
+TEST_F(TesseraRun, NpyInputAndOutputFiles) {
+  tools::NpyArray x;
+  x.dtype = ScalarType::Float32;
+  x.shape = {2, 4};
+  float values[8] = {0.5f, -1, 3, 4, -2, 0, 1, 2};
+  x.data.assign(reinterpret_cast<uint8_t*>(values), reinterpret_cast<uint8_t*>(values) + sizeof values);
+  ASSERT_TRUE(tools::write_npy(dir_ + "/x.npy", x).is_ok());
+  RunResult r = run(dir_ + "/kernels.tsr --input x=" + dir_ + "/x.npy --output-dir " + dir_ + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto y = tools::read_npy(dir_ + "/out/y.npy");
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  ASSERT_EQ(y->shape, (std::vector<int64_t>{2, 4}));
+  float want[8];
+  testing::add_relu_mul_reference(values, want, 2);
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(reinterpret_cast<const float*>(y->data.data())[i], want[i]);
+}
+
+TEST_F(TesseraRun, DeterministicDefaultInputs) {
+  RunResult a = run(dir_ + "/kernels.tsr --output-dir " + dir_ + "/det_a");
+  RunResult b = run(dir_ + "/kernels.tsr --output-dir " + dir_ + "/det_b");
+  ASSERT_EQ(a.exit_code, 0);
+  ASSERT_EQ(b.exit_code, 0);
+  EXPECT_EQ(slurp(dir_ + "/det_a/y.npy"), slurp(dir_ + "/det_b/y.npy"));
+}
+
+TEST_F(TesseraRun, SymbolicDims) {
+  RunResult missing = run(dir_ + "/symbolic.tsr");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_CONTAINS(missing.err, "symbolic dim 'batch' needs a value between 1 and 8");
+  RunResult ok = run(dir_ + "/symbolic.tsr --dim batch=3");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_CONTAINS(ok.out, "output   y float32 [3, 4]");
+  RunResult bad = run(dir_ + "/symbolic.tsr --dim batch=x");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_CONTAINS(bad.err, "--dim 'batch=x' is not NAME=INTEGER");
+}
+
+TEST_F(TesseraRun, ErrorsAreClearAndNeverCrash) {
+  struct Case {
+    std::string args, env, expect;
+  };
+  const Case cases[] = {
+      {"/nonexistent.tsr", "", "cannot open program '/nonexistent.tsr'"},
+      {dir_ + "/x.npy", "", "not a Tessera program"},
+      {dir_ + "/kernels.tsr --method backward", "", "no method 'backward' in the program (it has 'forward')"},
+      {dir_ + "/kernels.tsr --input z=" + dir_ + "/x.npy", "", "method 'forward' has no input 'z' (inputs: 'x')"},
+      {dir_ + "/kernels.tsr --input x=/nonexistent.npy", "", "cannot open '/nonexistent.npy'"},
+      {dir_ + "/kernels.tsr --input x=" + dir_ + "/kernels.tsr", "", "not a .npy file"},
+      {dir_ + "/delegate.tsr --execute-option portable.profil=true", "", "did you mean 'profile'?"},
+      {dir_ + "/delegate.tsr --option portable.profile=true", "", "profile"},
+      {dir_ + "/delegate.tsr --option nosuch.key=1", "", "nosuch"},
+      {dir_ + "/delegate.tsr --retarget portable=nosuch", "", "nosuch"},
+      {dir_ + "/delegate.tsr --fallback portable,nosuch", "", "nosuch"},
+      {dir_ + "/delegate.tsr", "TESSERA_OPTIONS='portable.profile=maybe'", "TESSERA_OPTIONS:1:"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = run(c.args, c.env);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.err;
+    EXPECT_CONTAINS(r.err, c.expect);
+    EXPECT_CONTAINS(r.err, "tessera-run: ");
+  }
+}
+
+TEST_F(TesseraRun, OptionsFileErrorsNameTheLine) {
+  std::ofstream(dir_ + "/bad.toml") << "[execute.portable]\nprofile = 3\n";
+  RunResult r = run(dir_ + "/delegate.tsr --options-file " + dir_ + "/bad.toml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "bad.toml:2:");
+  std::ofstream(dir_ + "/good.toml") << "[execute.portable]\nprofile = true\n";
+  RunResult ok = run(dir_ + "/delegate.tsr --options-file " + dir_ + "/good.toml");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST_F(TesseraRun, ListAndExplainOptions) {
+  RunResult list = run(dir_ + "/kernels.tsr --list-options");
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_CONTAINS(list.out, "portable");
+  EXPECT_CONTAINS(list.out, "profile");
+  RunResult explain = run(dir_ + "/delegate.tsr --explain-options --execute-option portable.profile=true");
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_CONTAINS(explain.out, "delegate portable#0: 1 node(s) on 'portable'");
+  EXPECT_CONTAINS(explain.out, "profile");
+  RunResult retarget = run(dir_ + "/delegate.tsr --explain-options --retarget portable=portable");
+  EXPECT_EQ(retarget.exit_code, 0) << retarget.err;
+}
+
+}  // namespace
+}  // namespace tessera
