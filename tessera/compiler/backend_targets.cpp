@@ -66,7 +66,8 @@ Result<std::vector<BackendTarget>> registry_backend_targets(const std::vector<st
   std::vector<std::string> wanted = names;
   if (wanted.empty()) {
     for (const std::string& n : registered_backends()) {
-      if (n != "portable") wanted.push_back(n);
+      // "opencl" is a run-time device choice: opt in by name, or retarget at load.
+      if (n != "portable" && n != "opencl") wanted.push_back(n);
     }
   }
   std::vector<BackendTarget> targets;

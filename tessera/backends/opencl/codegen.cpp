@@ -1,0 +1,818 @@
+#include "tessera/backends/opencl/codegen.h"
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <string_view>
+
+#include "tessera/ir/attributes.h"
+
+namespace tessera::opencl {
+namespace {
+
+using Op = fb::OpType;
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return buf;
+}
+
+std::string float_literal(float f) {
+  if (std::isinf(f)) return f > 0 ? "INFINITY" : "(-INFINITY)";
+  return format("%.9ef", static_cast<double>(f));
+}
+
+// Builds one KernelPlan; holds the node for error messages.
+class Planner {
+ public:
+  Planner(const fb::Graph& graph, int index, Span<const Shape> shapes, NodePlan* plan)
+      : graph_(graph),
+        node_(*graph.nodes()->Get(static_cast<uint32_t>(index))),
+        attrs_(&node_),
+        shapes_(shapes),
+        plan_(plan) {
+    k().name = "k" + std::to_string(index);
+    k().label = std::string(fb::EnumNameOpType(node_.op())) + " " + std::string(attrs_.node_name());
+  }
+
+  Status run();
+
+ private:
+  KernelPlan& k() { return plan_->kernel; }
+  const char* op_name() const { return fb::EnumNameOpType(node_.op()); }
+
+  Status fail(Error code, const char* what) const {
+    return Status::error(code, "opencl: %s node '%.*s': %s", op_name(),
+                         static_cast<int>(attrs_.node_name().size()), attrs_.node_name().data(),
+                         what);
+  }
+  Status unsupported(const std::string& what) const {
+    return fail(Error::NotSupported, what.c_str());
+  }
+
+  int num_inputs() const { return node_.inputs() ? static_cast<int>(node_.inputs()->size()) : 0; }
+  int input_value(int i) const {
+    return i < num_inputs() ? node_.inputs()->Get(static_cast<uint32_t>(i)) : -1;
+  }
+  const Shape& shape(int value) const { return shapes_[static_cast<size_t>(value)]; }
+  const Shape& in_shape(int i) const { return shape(input_value(i)); }
+  const Shape& out_shape() const { return shape(plan_->kernel.output); }
+
+  // Binds input slot `i` as the next in<k>.
+  void bind_input(int i) { k().inputs.push_back(input_value(i)); }
+  std::string param(const std::string& name, int64_t value) {
+    k().params.push_back({name, value});
+    return "P_" + name;
+  }
+  void line(const std::string& s) {
+    k().body += "  ";
+    k().body += s;
+    k().body += "\n";
+  }
+  // "int i0 = ...; int i1 = ..." from `t` over dims named <prefix><k> (innermost last).
+  void decompose(const char* var, const Shape& s, const char* prefix, const char* index) {
+    line(format("int t_ = %s;", var));
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const std::string p = param(format("%s%d", prefix, d), s.d[d]);
+      if (d == 0) {
+        line(format("const int %s%d = t_;", index, d));
+      } else {
+        line(format("const int %s%d = t_ %% %s; t_ /= %s;", index, d, p.c_str(), p.c_str()));
+      }
+    }
+  }
+  std::string activation() const {
+    switch (node_.activation()) {
+      case fb::Activation::Relu:
+        return "v = fmax(v, 0.0f);";
+      case fb::Activation::Clip:
+        return "v = fmin(fmax(v, " + float_literal(node_.activation_min()) + "), " +
+               float_literal(node_.activation_max()) + ");";
+      default:
+        return "";
+    }
+  }
+  void store() {
+    const std::string act = activation();
+    if (!act.empty()) line(act);
+    line("out0[gid] = v;");
+  }
+
+  Status check_values();
+  Status unary();
+  Status binary();
+  Status conv();
+  Status gemm();
+  Status matmul();
+  Status pool();
+  Status global_average_pool();
+  Status softmax();
+  Status layer_norm();
+  Status batch_norm();
+  Status transpose();
+  Status concat();
+  Status reshape_like();
+  Status spatial_dims(const Shape& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
+                      int64_t* kh, int64_t* kw);
+
+  const fb::Graph& graph_;
+  const fb::Node& node_;
+  ir::AttrView attrs_;
+  Span<const Shape> shapes_;
+  NodePlan* plan_;
+};
+
+Status Planner::check_values() {
+  const auto* values = graph_.values();
+  const int nvalues = values ? static_cast<int>(values->size()) : 0;
+  auto check = [&](int v, bool optional) -> Status {
+    if (v < 0) return optional ? Status::ok() : fail(Error::InvalidProgram, "missing input");
+    if (v >= nvalues) return fail(Error::InvalidProgram, "value index out of range");
+    const fb::Value* value = values->Get(static_cast<uint32_t>(v));
+    if (value->kind() != fb::ValueKind::Tensor) return unsupported("non-tensor value");
+    if (value->dtype() != fb::ScalarType::Float32) {
+      return unsupported(format("dtype %s (only float32)", fb::EnumNameScalarType(value->dtype())));
+    }
+    if (shape(v).rank > kMaxDims) return unsupported("rank above 8");
+    if (shape(v).numel() >= (int64_t{1} << 31)) return unsupported("more than 2^31 elements");
+    return Status::ok();
+  };
+  if (!node_.outputs() || node_.outputs()->size() == 0) {
+    return fail(Error::InvalidProgram, "no output");
+  }
+  for (uint32_t i = 0; i < node_.outputs()->size(); ++i) {
+    const int v = node_.outputs()->Get(i);
+    if (i > 0) {
+      if (v >= 0) return unsupported("optional outputs");
+      continue;
+    }
+    TESSERA_RETURN_IF_ERROR(check(v, false));
+  }
+  k().output = node_.outputs()->Get(0);
+  for (int i = 0; i < num_inputs(); ++i) TESSERA_RETURN_IF_ERROR(check(input_value(i), i > 0));
+  if (num_inputs() == 0 && node_.op() != Op::Concat) return fail(Error::InvalidProgram, "no input");
+  if (node_.activation() == fb::Activation::Clip &&
+      (std::isnan(node_.activation_min()) || std::isnan(node_.activation_max()) ||
+       node_.activation_min() > node_.activation_max())) {
+    return fail(Error::InvalidProgram, "bad fused Clip bounds");
+  }
+  return Status::ok();
+}
+
+Status Planner::run() {
+  TESSERA_RETURN_IF_ERROR(check_values());
+  k().work_items = out_shape().numel();
+  switch (node_.op()) {
+    case Op::Relu: case Op::Clip: case Op::Sigmoid: case Op::Tanh: case Op::HardSigmoid:
+    case Op::HardSwish: case Op::LeakyRelu: case Op::Gelu: case Op::Erf: case Op::Sqrt:
+    case Op::Exp: case Op::Neg: case Op::Abs: case Op::Reciprocal:
+      TESSERA_RETURN_IF_ERROR(unary());
+      break;
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow:
+      TESSERA_RETURN_IF_ERROR(binary());
+      break;
+    case Op::Conv:
+      TESSERA_RETURN_IF_ERROR(conv());
+      break;
+    case Op::Gemm:
+      TESSERA_RETURN_IF_ERROR(gemm());
+      break;
+    case Op::MatMul:
+      TESSERA_RETURN_IF_ERROR(matmul());
+      break;
+    case Op::MaxPool: case Op::AveragePool:
+      TESSERA_RETURN_IF_ERROR(pool());
+      break;
+    case Op::GlobalAveragePool:
+      TESSERA_RETURN_IF_ERROR(global_average_pool());
+      break;
+    case Op::Softmax:
+      TESSERA_RETURN_IF_ERROR(softmax());
+      break;
+    case Op::LayerNormalization:
+      TESSERA_RETURN_IF_ERROR(layer_norm());
+      break;
+    case Op::BatchNormalization:
+      TESSERA_RETURN_IF_ERROR(batch_norm());
+      break;
+    case Op::Transpose:
+      TESSERA_RETURN_IF_ERROR(transpose());
+      break;
+    case Op::Concat:
+      TESSERA_RETURN_IF_ERROR(concat());
+      break;
+    case Op::Identity: case Op::Reshape: case Op::Flatten: case Op::Squeeze: case Op::Unsqueeze:
+      TESSERA_RETURN_IF_ERROR(reshape_like());
+      break;
+    default:
+      return unsupported("op not implemented by the opencl backend");
+  }
+  param("total", k().work_items);
+  return Status::ok();
+}
+
+Status Planner::unary() {
+  if (num_inputs() != 1) return fail(Error::InvalidProgram, "takes one input");
+  if (!(in_shape(0) == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from input");
+  std::string expr;
+  switch (node_.op()) {
+    case Op::Relu: expr = "fmax(x, 0.0f)"; break;
+    case Op::Sigmoid: expr = "1.0f / (1.0f + exp(-x))"; break;
+    case Op::Tanh: expr = "tanh(x)"; break;
+    case Op::Erf: expr = "erf(x)"; break;
+    case Op::Sqrt: expr = "sqrt(x)"; break;
+    case Op::Exp: expr = "exp(x)"; break;
+    case Op::Neg: expr = "-x"; break;
+    case Op::Abs: expr = "fabs(x)"; break;
+    case Op::Reciprocal: expr = "1.0f / x"; break;
+    case Op::HardSwish: expr = "x * fmin(fmax(x / 6.0f + 0.5f, 0.0f), 1.0f)"; break;
+    case Op::Clip: {
+      TESSERA_ASSIGN_OR_RETURN(float lo, attrs_.get_float("min", -INFINITY));
+      TESSERA_ASSIGN_OR_RETURN(float hi, attrs_.get_float("max", INFINITY));
+      expr = "fmin(fmax(x, " + float_literal(lo) + "), " + float_literal(hi) + ")";
+      break;
+    }
+    case Op::HardSigmoid: {
+      TESSERA_ASSIGN_OR_RETURN(float alpha, attrs_.get_float("alpha", 0.2f));
+      TESSERA_ASSIGN_OR_RETURN(float beta, attrs_.get_float("beta", 0.5f));
+      expr = "fmin(fmax(" + float_literal(alpha) + " * x + " + float_literal(beta) +
+             ", 0.0f), 1.0f)";
+      break;
+    }
+    case Op::LeakyRelu: {
+      TESSERA_ASSIGN_OR_RETURN(float alpha, attrs_.get_float("alpha", 0.01f));
+      expr = "x >= 0.0f ? x : " + float_literal(alpha) + " * x";
+      break;
+    }
+    case Op::Gelu: {
+      TESSERA_ASSIGN_OR_RETURN(std::string_view approx, attrs_.get_string("approximate", "none"));
+      if (approx == "none") {
+        expr = "0.5f * x * (1.0f + erf(x * 0.70710678118654752f))";
+      } else if (approx == "tanh") {
+        expr = "0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)))";
+      } else {
+        return fail(Error::InvalidProgram, "approximate must be none or tanh");
+      }
+      break;
+    }
+    default:
+      return unsupported("unary op");
+  }
+  bind_input(0);
+  line("const float x = in0[gid];");
+  line("float v = " + expr + ";");
+  store();
+  return Status::ok();
+}
+
+Status Planner::binary() {
+  if (num_inputs() != 2) return fail(Error::InvalidProgram, "takes two inputs");
+  const char* fmt = nullptr;
+  switch (node_.op()) {
+    case Op::Add: fmt = "a + b"; break;
+    case Op::Sub: fmt = "a - b"; break;
+    case Op::Mul: fmt = "a * b"; break;
+    case Op::Div: fmt = "a / b"; break;
+    default: fmt = "pow(a, b)"; break;
+  }
+  const Shape& out = out_shape();
+  const Shape* ins[2] = {&in_shape(0), &in_shape(1)};
+  // Broadcast check and strides (0 along broadcast dims).
+  int64_t strides[2][kMaxDims] = {};
+  for (int s = 0; s < 2; ++s) {
+    const Shape& x = *ins[s];
+    if (x.rank > out.rank) return fail(Error::ShapeMismatch, "input rank above output rank");
+    int64_t stride = 1;
+    for (int d = out.rank - 1; d >= 0; --d) {
+      const int xd = d - (out.rank - x.rank);
+      const int64_t size = xd >= 0 ? x.d[xd] : 1;
+      if (size != out.d[d] && size != 1) {
+        return fail(Error::ShapeMismatch, "inputs do not broadcast to the output shape");
+      }
+      strides[s][d] = size == 1 ? 0 : stride;
+      stride *= size;
+    }
+  }
+  bind_input(0);
+  bind_input(1);
+  std::string a = "in0[gid]", b = "in1[gid]";
+  const bool same0 = *ins[0] == out, same1 = *ins[1] == out;
+  if (!same0 || !same1) {
+    decompose("gid", out, "od", "i");
+    std::string oa = "0", ob = "0";
+    for (int d = 0; d < out.rank; ++d) {
+      if (!same0 && strides[0][d] != 0) oa += format(" + i%d * ", d) + param(format("sa%d", d), strides[0][d]);
+      if (!same1 && strides[1][d] != 0) ob += format(" + i%d * ", d) + param(format("sb%d", d), strides[1][d]);
+    }
+    if (!same0) a = "in0[" + oa + "]";
+    if (!same1) b = "in1[" + ob + "]";
+  }
+  line("const float a = " + a + ";");
+  line("const float b = " + b + ";");
+  line(std::string("float v = ") + fmt + ";");
+  store();
+  return Status::ok();
+}
+
+// Maps a 1-D or 2-D spatial input [N, C, (H,) W] to 2-D sizes.
+Status Planner::spatial_dims(const Shape& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
+                             int64_t* kh, int64_t* kw) {
+  if (x.rank != 3 && x.rank != 4) return unsupported("only 1-D and 2-D spatial ops");
+  const size_t sd = static_cast<size_t>(x.rank - 2);
+  if (kernel.size() != sd) return fail(Error::InvalidProgram, "kernel_shape rank differs from input");
+  *h = sd == 2 ? x.d[2] : 1;
+  *w = x.d[x.rank - 1];
+  *kh = sd == 2 ? kernel[0] : 1;
+  *kw = kernel[sd - 1];
+  return Status::ok();
+}
+
+struct Window {
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+};
+
+Status read_window(const ir::AttrView& attrs, size_t sd, Window* win) {
+  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> strides, attrs.get_ints("strides"));
+  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> dilations, attrs.get_ints("dilations"));
+  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> pads, attrs.get_ints("pads"));
+  TESSERA_ASSIGN_OR_RETURN(std::string_view auto_pad, attrs.get_string("auto_pad", "NOTSET"));
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    return Status::error(Error::NotSupported, "opencl: auto_pad %.*s",
+                         static_cast<int>(auto_pad.size()), auto_pad.data());
+  }
+  if ((!strides.empty() && strides.size() != sd) || (!dilations.empty() && dilations.size() != sd) ||
+      (!pads.empty() && pads.size() != 2 * sd)) {
+    return Status(Error::InvalidProgram, "opencl: strides, dilations or pads of the wrong length");
+  }
+  if (!strides.empty()) {
+    win->sh = sd == 2 ? strides[0] : 1;
+    win->sw = strides[sd - 1];
+  }
+  if (!dilations.empty()) {
+    win->dh = sd == 2 ? dilations[0] : 1;
+    win->dw = dilations[sd - 1];
+  }
+  if (!pads.empty() && auto_pad == "NOTSET") {
+    if (sd == 2) {
+      win->pt = pads[0];
+      win->pl = pads[1];
+      win->pb = pads[2];
+      win->pr = pads[3];
+    } else {
+      win->pl = pads[0];
+      win->pr = pads[1];
+    }
+  }
+  if (win->sh < 1 || win->sw < 1 || win->dh < 1 || win->dw < 1 || win->pt < 0 || win->pl < 0 ||
+      win->pb < 0 || win->pr < 0) {
+    return Status(Error::InvalidProgram, "opencl: non-positive stride or dilation, or negative pad");
+  }
+  return Status::ok();
+}
+
+Status Planner::conv() {
+  if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
+  const Shape& x = in_shape(0);
+  const Shape& wt = in_shape(1);
+  const Shape& y = out_shape();
+  if (wt.rank != x.rank || y.rank != x.rank) return fail(Error::ShapeMismatch, "X, W and Y ranks differ");
+  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> kshape, attrs_.get_ints("kernel_shape"));
+  const Span<const int64_t> wspatial(wt.d + 2, static_cast<size_t>(wt.rank - 2));
+  if (!kshape.empty()) {
+    for (size_t i = 0; i < kshape.size() && i < wspatial.size(); ++i) {
+      if (kshape[i] != wspatial[i]) return fail(Error::InvalidProgram, "kernel_shape differs from W");
+    }
+  }
+  int64_t h, w, kh, kw;
+  TESSERA_RETURN_IF_ERROR(spatial_dims(x, wspatial, &h, &w, &kh, &kw));
+  Window win;
+  Status s = read_window(attrs_, static_cast<size_t>(x.rank - 2), &win);
+  if (!s.is_ok()) return fail(s.code(), s.message());
+  TESSERA_ASSIGN_OR_RETURN(int64_t group, attrs_.get_int("group", 1));
+  const int64_t n = x.d[0], c = x.d[1], m = wt.d[0];
+  if (group < 1 || c % group != 0 || m % group != 0 || wt.d[1] != c / group) {
+    return fail(Error::InvalidProgram, "group does not divide the channels or W's shape");
+  }
+  const int64_t oh = (h + win.pt + win.pb - ((kh - 1) * win.dh + 1)) / win.sh + 1;
+  const int64_t ow = (w + win.pl + win.pr - ((kw - 1) * win.dw + 1)) / win.sw + 1;
+  const int64_t yh = y.rank == 4 ? y.d[2] : 1;
+  if (y.d[0] != n || y.d[1] != m || yh != oh || y.d[y.rank - 1] != ow) {
+    return fail(Error::ShapeMismatch, format("output shape does not match computed [%lld, %lld, %lld, %lld]",
+                                             (long long)n, (long long)m, (long long)oh, (long long)ow).c_str());
+  }
+  const bool bias = input_value(2) >= 0;
+  if (bias && in_shape(2).numel() != m) return fail(Error::ShapeMismatch, "bias size differs from M");
+  bind_input(0);
+  bind_input(1);
+  if (bias) bind_input(2);
+  const std::string OW = param("OW", ow), OH = param("OH", oh), M = param("M", m);
+  const std::string MPG = param("MPG", m / group), CPG = param("CPG", c / group);
+  const std::string C = param("C", c), H = param("H", h), W = param("W", w);
+  const std::string KH = param("KH", kh), KW = param("KW", kw);
+  const std::string SH = param("SH", win.sh), SW = param("SW", win.sw);
+  const std::string DH = param("DH", win.dh), DW = param("DW", win.dw);
+  const std::string PT = param("PT", win.pt), PL = param("PL", win.pl);
+  line("const int ow = gid % " + OW + "; int t_ = gid / " + OW + ";");
+  line("const int oh = t_ % " + OH + "; t_ /= " + OH + ";");
+  line("const int m = t_ % " + M + "; const int n = t_ / " + M + ";");
+  line("const int g = m / " + MPG + ";");
+  line(std::string("float v = ") + (bias ? "in2[m]" : "0.0f") + ";");
+  line("const __global float* wp = in1 + m * (" + CPG + " * " + KH + " * " + KW + ");");
+  line("const int ih0 = oh * " + SH + " - " + PT + ";");
+  line("const int iw0 = ow * " + SW + " - " + PL + ";");
+  line("for (int c = 0; c < " + CPG + "; ++c) {");
+  line("  const __global float* xp = in0 + ((n * " + C + " + g * " + CPG + " + c) * " + H + ") * " + W + ";");
+  line("  for (int kh = 0; kh < " + KH + "; ++kh) {");
+  line("    const int ih = ih0 + kh * " + DH + ";");
+  line("    if (ih < 0 || ih >= " + H + ") continue;");
+  line("    for (int kw = 0; kw < " + KW + "; ++kw) {");
+  line("      const int iw = iw0 + kw * " + DW + ";");
+  line("      if (iw < 0 || iw >= " + W + ") continue;");
+  line("      v += xp[ih * " + W + " + iw] * wp[(c * " + KH + " + kh) * " + KW + " + kw];");
+  line("    }");
+  line("  }");
+  line("}");
+  store();
+  return Status::ok();
+}
+
+Status Planner::gemm() {
+  if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
+  const Shape& a = in_shape(0);
+  const Shape& b = in_shape(1);
+  if (a.rank != 2 || b.rank != 2) return fail(Error::InvalidProgram, "A and B must be 2-D");
+  TESSERA_ASSIGN_OR_RETURN(int64_t ta, attrs_.get_int("transA", 0));
+  TESSERA_ASSIGN_OR_RETURN(int64_t tb, attrs_.get_int("transB", 0));
+  TESSERA_ASSIGN_OR_RETURN(float alpha, attrs_.get_float("alpha", 1.0f));
+  TESSERA_ASSIGN_OR_RETURN(float beta, attrs_.get_float("beta", 1.0f));
+  const int64_t m = ta ? a.d[1] : a.d[0], kk = ta ? a.d[0] : a.d[1];
+  const int64_t k2 = tb ? b.d[1] : b.d[0], n = tb ? b.d[0] : b.d[1];
+  const Shape& y = out_shape();
+  if (kk != k2) return fail(Error::ShapeMismatch, "inner dimensions differ");
+  if (y.rank != 2 || y.d[0] != m || y.d[1] != n) return fail(Error::ShapeMismatch, "output is not [M, N]");
+  const bool has_c = input_value(2) >= 0;
+  int64_t csm = 0, csn = 0;
+  if (has_c) {
+    const Shape& c = in_shape(2);
+    if (c.rank > 2) return fail(Error::ShapeMismatch, "C has rank above 2");
+    const int64_t cm = c.rank == 2 ? c.d[0] : 1, cn = c.rank >= 1 ? c.d[c.rank - 1] : 1;
+    if ((cm != 1 && cm != m) || (cn != 1 && cn != n)) return fail(Error::ShapeMismatch, "C does not broadcast to [M, N]");
+    csn = cn == 1 ? 0 : 1;
+    csm = cm == 1 ? 0 : cn;
+  }
+  bind_input(0);
+  bind_input(1);
+  if (has_c) bind_input(2);
+  const std::string N = param("N", n), M = param("M", m), K = param("K", kk);
+  line("const int nn = gid % " + N + "; const int mm = gid / " + N + ";");
+  line("float acc = 0.0f;");
+  line("for (int k = 0; k < " + K + "; ++k) {");
+  line(std::string("  acc += in0[") + (ta ? "k * " + M + " + mm" : "mm * " + K + " + k") + "] * in1[" +
+       (tb ? "nn * " + K + " + k" : "k * " + N + " + nn") + "];");
+  line("}");
+  std::string v = float_literal(alpha) + " * acc";
+  if (has_c && beta != 0.0f) {
+    v += " + " + float_literal(beta) + " * in2[mm * " + param("CSM", csm) + " + nn * " + param("CSN", csn) + "]";
+  }
+  line("float v = " + v + ";");
+  store();
+  return Status::ok();
+}
+
+Status Planner::matmul() {
+  if (num_inputs() != 2) return fail(Error::InvalidProgram, "takes two inputs");
+  const Shape& a = in_shape(0);
+  const Shape& b = in_shape(1);
+  if (a.rank < 1 || b.rank < 1) return fail(Error::InvalidProgram, "scalar operand");
+  const bool a1 = a.rank == 1, b1 = b.rank == 1;
+  const int64_t m = a1 ? 1 : a.d[a.rank - 2], kk = a.d[a.rank - 1];
+  const int64_t k2 = b1 ? b.d[0] : b.d[b.rank - 2], n = b1 ? 1 : b.d[b.rank - 1];
+  if (kk != k2) return fail(Error::ShapeMismatch, "inner dimensions differ");
+  const int ra = a1 ? 0 : a.rank - 2, rb = b1 ? 0 : b.rank - 2;
+  const int rank = ra > rb ? ra : rb;
+  Shape batch;
+  batch.rank = rank;
+  int64_t sa[kMaxDims] = {}, sb[kMaxDims] = {};
+  int64_t stride_a = m * kk, stride_b = kk * n;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int da = d - (rank - ra), db = d - (rank - rb);
+    const int64_t xa = da >= 0 ? a.d[da] : 1, xb = db >= 0 ? b.d[db] : 1;
+    if (xa != xb && xa != 1 && xb != 1) return fail(Error::ShapeMismatch, "batch dims do not broadcast");
+    batch.d[d] = xa > xb ? xa : xb;
+    sa[d] = xa == 1 ? 0 : stride_a;
+    sb[d] = xb == 1 ? 0 : stride_b;
+    stride_a *= xa;
+    stride_b *= xb;
+  }
+  Shape want = batch;
+  if (!a1) want.d[want.rank++] = m;
+  if (!b1) want.d[want.rank++] = n;
+  if (!(want == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from the computed one");
+  bind_input(0);
+  bind_input(1);
+  const std::string N = param("N", n), M = param("M", m), K = param("K", kk);
+  line("const int nn = gid % " + N + "; int t_ = gid / " + N + ";");
+  line("const int mm = t_ % " + M + "; t_ /= " + M + ";");
+  line("int oa = 0, ob = 0;");
+  for (int d = rank - 1; d >= 0; --d) {
+    const std::string bd = param(format("bd%d", d), batch.d[d]);
+    line(format("{ const int i = t_ %% %s; t_ /= %s; oa += i * %s; ob += i * %s; }", bd.c_str(),
+                bd.c_str(), param(format("sa%d", d), sa[d]).c_str(),
+                param(format("sb%d", d), sb[d]).c_str()));
+  }
+  line("const __global float* ap = in0 + oa + mm * " + K + ";");
+  line("const __global float* bp = in1 + ob + nn;");
+  line("float v = 0.0f;");
+  line("for (int k = 0; k < " + K + "; ++k) v += ap[k] * bp[k * " + N + "];");
+  store();
+  return Status::ok();
+}
+
+Status Planner::pool() {
+  if (num_inputs() != 1) return fail(Error::InvalidProgram, "takes one input");
+  const Shape& x = in_shape(0);
+  const Shape& y = out_shape();
+  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> kshape, attrs_.get_ints("kernel_shape"));
+  if (kshape.empty()) return fail(Error::InvalidProgram, "kernel_shape is required");
+  int64_t h, w, kh, kw;
+  TESSERA_RETURN_IF_ERROR(spatial_dims(x, kshape, &h, &w, &kh, &kw));
+  Window win;
+  Status s = read_window(attrs_, static_cast<size_t>(x.rank - 2), &win);
+  if (!s.is_ok()) return fail(s.code(), s.message());
+  TESSERA_ASSIGN_OR_RETURN(int64_t ceil_mode, attrs_.get_int("ceil_mode", 0));
+  TESSERA_ASSIGN_OR_RETURN(int64_t include_pad, attrs_.get_int("count_include_pad", 0));
+  auto out_size = [&](int64_t in, int64_t k, int64_t st, int64_t dl, int64_t p0, int64_t p1) {
+    const int64_t span = in + p0 + p1 - ((k - 1) * dl + 1);
+    int64_t o = (ceil_mode ? (span + st - 1) / st : span / st) + 1;
+    if (ceil_mode && (o - 1) * st >= in + p0) --o;
+    return o;
+  };
+  const int64_t oh = out_size(h, kh, win.sh, win.dh, win.pt, win.pb);
+  const int64_t ow = out_size(w, kw, win.sw, win.dw, win.pl, win.pr);
+  if (y.rank != x.rank || y.d[0] != x.d[0] || y.d[1] != x.d[1] || (y.rank == 4 ? y.d[2] : 1) != oh ||
+      y.d[y.rank - 1] != ow) {
+    return fail(Error::ShapeMismatch, "output shape does not match the computed one");
+  }
+  const bool is_max = node_.op() == Op::MaxPool;
+  bind_input(0);
+  const std::string OW = param("OW", ow), OH = param("OH", oh), H = param("H", h), W = param("W", w);
+  const std::string KH = param("KH", kh), KW = param("KW", kw), SH = param("SH", win.sh), SW = param("SW", win.sw);
+  const std::string DH = param("DH", win.dh), DW = param("DW", win.dw), PT = param("PT", win.pt), PL = param("PL", win.pl);
+  line("const int ow = gid % " + OW + "; int t_ = gid / " + OW + ";");
+  line("const int oh = t_ % " + OH + "; const int nc = t_ / " + OH + ";");
+  line("const __global float* xp = in0 + nc * " + H + " * " + W + ";");
+  line(std::string("float v = ") + (is_max ? "-INFINITY" : "0.0f") + "; int count = 0;");
+  line("for (int kh = 0; kh < " + KH + "; ++kh) {");
+  line("  const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
+  line("  for (int kw = 0; kw < " + KW + "; ++kw) {");
+  line("    const int iw = ow * " + SW + " - " + PL + " + kw * " + DW + ";");
+  line("    const int inside = ih >= 0 && ih < " + H + " && iw >= 0 && iw < " + W + ";");
+  if (is_max) {
+    line("    if (inside) v = fmax(v, xp[ih * " + W + " + iw]);");
+  } else if (include_pad) {
+    const std::string PB = param("PB", win.pb), PR = param("PR", win.pr);
+    line("    if (inside) v += xp[ih * " + W + " + iw];");
+    line("    if (ih < " + H + " + " + PB + " && iw < " + W + " + " + PR + ") ++count;");
+  } else {
+    line("    if (inside) { v += xp[ih * " + W + " + iw]; ++count; }");
+  }
+  line("  }");
+  line("}");
+  if (!is_max) line("v = count > 0 ? v / (float)count : 0.0f;");
+  store();
+  return Status::ok();
+}
+
+Status Planner::global_average_pool() {
+  const Shape& x = in_shape(0);
+  if (x.rank < 3) return fail(Error::InvalidProgram, "input must be [N, C, spatial...]");
+  const int64_t spatial = x.numel() / (x.d[0] * x.d[1]);
+  if (out_shape().numel() != x.d[0] * x.d[1]) return fail(Error::ShapeMismatch, "output is not [N, C, 1...]");
+  bind_input(0);
+  const std::string S = param("S", spatial);
+  line("const __global float* xp = in0 + gid * " + S + ";");
+  line("float v = 0.0f;");
+  line("for (int i = 0; i < " + S + "; ++i) v += xp[i];");
+  line("v /= (float)" + S + ";");
+  store();
+  return Status::ok();
+}
+
+Status Planner::softmax() {
+  const Shape& x = in_shape(0);
+  if (!(x == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from input");
+  TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs_.get_int("axis", -1));
+  if (axis < 0) axis += x.rank;
+  if (axis < 0 || axis >= x.rank) return fail(Error::InvalidProgram, "axis out of range");
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < x.rank; ++d) inner *= x.d[d];
+  const int64_t len = x.d[axis];
+  k().work_items = x.numel() / (len == 0 ? 1 : len);
+  bind_input(0);
+  const std::string I = param("I", inner), A = param("A", len);
+  line("const int base = (gid / " + I + ") * " + A + " * " + I + " + gid % " + I + ";");
+  line("const __global float* xp = in0 + base; __global float* yp = out0 + base;");
+  line("float mx = -INFINITY;");
+  line("for (int a = 0; a < " + A + "; ++a) mx = fmax(mx, xp[a * " + I + "]);");
+  line("float sum = 0.0f;");
+  line("for (int a = 0; a < " + A + "; ++a) { const float e = exp(xp[a * " + I + "] - mx); yp[a * " + I + "] = e; sum += e; }");
+  line("const float inv = 1.0f / sum;");
+  const std::string act = activation();
+  line("for (int a = 0; a < " + A + "; ++a) { float v = yp[a * " + I + "] * inv; " + act + " yp[a * " + I + "] = v; }");
+  return Status::ok();
+}
+
+Status Planner::layer_norm() {
+  if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
+  const Shape& x = in_shape(0);
+  if (!(x == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from input");
+  TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs_.get_int("axis", -1));
+  TESSERA_ASSIGN_OR_RETURN(float eps, attrs_.get_float("epsilon", 1e-5f));
+  if (axis < 0) axis += x.rank;
+  if (axis < 0 || axis >= x.rank) return fail(Error::InvalidProgram, "axis out of range");
+  int64_t len = 1;
+  for (int d = static_cast<int>(axis); d < x.rank; ++d) len *= x.d[d];
+  const bool bias = input_value(2) >= 0;
+  const int64_t ns = in_shape(1).numel(), nb = bias ? in_shape(2).numel() : len;
+  if ((ns != len && ns != 1) || (nb != len && nb != 1)) {
+    return unsupported("Scale/B must have X.shape[axis:] elements or one");
+  }
+  k().work_items = len == 0 ? 0 : x.numel() / len;
+  bind_input(0);
+  bind_input(1);
+  if (bias) bind_input(2);
+  const std::string L = param("L", len);
+  line("const __global float* xp = in0 + gid * " + L + "; __global float* yp = out0 + gid * " + L + ";");
+  line("float mean = 0.0f;");
+  line("for (int i = 0; i < " + L + "; ++i) mean += xp[i];");
+  line("mean /= (float)" + L + ";");
+  line("float var = 0.0f;");
+  line("for (int i = 0; i < " + L + "; ++i) { const float d = xp[i] - mean; var += d * d; }");
+  line("const float inv = rsqrt(var / (float)" + L + " + " + float_literal(eps) + ");");
+  const std::string act = activation();
+  line("for (int i = 0; i < " + L + "; ++i) {");
+  line(std::string("  float v = (xp[i] - mean) * inv * in1[") + (ns == 1 ? "0" : "i") + "]" +
+       (bias ? std::string(" + in2[") + (nb == 1 ? "0" : "i") + "]" : "") + ";");
+  line("  " + act + " yp[i] = v;");
+  line("}");
+  return Status::ok();
+}
+
+Status Planner::batch_norm() {
+  if (num_inputs() != 5) return fail(Error::InvalidProgram, "takes five inputs");
+  TESSERA_ASSIGN_OR_RETURN(int64_t training, attrs_.get_int("training_mode", 0));
+  if (training != 0) return unsupported("training_mode");
+  TESSERA_ASSIGN_OR_RETURN(float eps, attrs_.get_float("epsilon", 1e-5f));
+  const Shape& x = in_shape(0);
+  if (x.rank < 2 || !(x == out_shape())) return fail(Error::ShapeMismatch, "X must be [N, C, ...] like Y");
+  for (int i = 1; i < 5; ++i) {
+    if (in_shape(i).numel() != x.d[1]) return fail(Error::ShapeMismatch, "parameters must have C elements");
+  }
+  for (int i = 0; i < 5; ++i) bind_input(i);
+  const std::string S = param("S", x.numel() / (x.d[0] * x.d[1])), C = param("C", x.d[1]);
+  line("const int c = (gid / " + S + ") % " + C + ";");
+  line("float v = (in0[gid] - in3[c]) * (in1[c] * rsqrt(in4[c] + " + float_literal(eps) + ")) + in2[c];");
+  store();
+  return Status::ok();
+}
+
+Status Planner::transpose() {
+  const Shape& x = in_shape(0);
+  const Shape& y = out_shape();
+  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> perm_attr, attrs_.get_ints("perm"));
+  int perm[kMaxDims];
+  bool seen[kMaxDims] = {};
+  for (int d = 0; d < x.rank; ++d) {
+    const int64_t p = perm_attr.empty() ? x.rank - 1 - d
+                      : (static_cast<size_t>(d) < perm_attr.size() ? perm_attr[static_cast<size_t>(d)] : -1);
+    if (p < 0 || p >= x.rank || seen[p]) return fail(Error::InvalidProgram, "perm is not a permutation");
+    seen[p] = true;
+    perm[d] = static_cast<int>(p);
+  }
+  if (!perm_attr.empty() && perm_attr.size() != static_cast<size_t>(x.rank)) {
+    return fail(Error::InvalidProgram, "perm has the wrong length");
+  }
+  int64_t xs[kMaxDims];
+  int64_t stride = 1;
+  for (int d = x.rank - 1; d >= 0; --d) {
+    xs[d] = stride;
+    stride *= x.d[d];
+  }
+  if (y.rank != x.rank) return fail(Error::ShapeMismatch, "output rank differs");
+  for (int d = 0; d < x.rank; ++d) {
+    if (y.d[d] != x.d[perm[d]]) return fail(Error::ShapeMismatch, "output shape is not the permuted input");
+  }
+  bind_input(0);
+  decompose("gid", y, "od", "i");
+  std::string off = "0";
+  for (int d = 0; d < y.rank; ++d) off += format(" + i%d * ", d) + param(format("xs%d", d), xs[perm[d]]);
+  line("float v = in0[" + off + "];");
+  store();
+  return Status::ok();
+}
+
+Status Planner::concat() {
+  const Shape& y = out_shape();
+  TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs_.get_int("axis", INT64_MIN));
+  if (axis == INT64_MIN) return fail(Error::InvalidProgram, "axis is required");
+  if (axis < 0) axis += y.rank;
+  if (axis < 0 || axis >= y.rank || num_inputs() < 1) return fail(Error::InvalidProgram, "axis out of range");
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < y.rank; ++d) inner *= y.d[d];
+  int64_t total = 0;
+  for (int i = 0; i < num_inputs(); ++i) {
+    const Shape& x = in_shape(i);
+    if (input_value(i) < 0 || x.rank != y.rank) return fail(Error::ShapeMismatch, "input rank differs");
+    for (int d = 0; d < y.rank; ++d) {
+      if (d != axis && x.d[d] != y.d[d]) return fail(Error::ShapeMismatch, "inputs differ off the axis");
+    }
+    total += x.d[axis];
+  }
+  if (total != y.d[axis]) return fail(Error::ShapeMismatch, "axis sizes do not add up to the output's");
+  const std::string I = param("I", inner), A = param("A", y.d[axis]);
+  line("const int i = gid % " + I + "; int t_ = gid / " + I + ";");
+  line("const int a = t_ % " + A + "; const int o = t_ / " + A + ";");
+  line("float v;");
+  int64_t begin = 0;
+  for (int j = 0; j < num_inputs(); ++j) {
+    bind_input(j);
+    const int64_t len = in_shape(j).d[axis];
+    const std::string B = param(format("b%d", j), begin), L = param(format("l%d", j), len);
+    line(std::string(j == 0 ? "" : "else ") + "if (a < " + B + " + " + L + ") v = in" + std::to_string(j) +
+         "[(o * " + L + " + (a - " + B + ")) * " + I + " + i];");
+    begin += len;
+  }
+  line("else v = 0.0f;");
+  store();
+  return Status::ok();
+}
+
+Status Planner::reshape_like() {
+  if (in_shape(0).numel() != out_shape().numel()) {
+    return fail(Error::ShapeMismatch, "element counts differ");
+  }
+  if (node_.activation() == fb::Activation::None) {
+    plan_->alias = true;
+    plan_->alias_of = input_value(0);
+    return Status::ok();
+  }
+  bind_input(0);
+  line("float v = in0[gid];");
+  store();
+  return Status::ok();
+}
+
+}  // namespace
+
+Status plan_node(const fb::Graph& graph, int node_index, Span<const Shape> shapes, NodePlan* plan) {
+  *plan = NodePlan();
+  if (graph.nodes() == nullptr || node_index < 0 ||
+      static_cast<uint32_t>(node_index) >= graph.nodes()->size()) {
+    return Status(Error::InvalidArgument, "opencl: node index out of range");
+  }
+  Planner planner(graph, node_index, shapes, plan);
+  return planner.run();
+}
+
+std::vector<Shape> stored_shapes(const fb::Graph& graph) {
+  std::vector<Shape> shapes(graph.values() ? graph.values()->size() : 0);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const fb::Value* v = graph.values()->Get(static_cast<uint32_t>(i));
+    const size_t rank = v->dims() ? v->dims()->size() : 0;
+    shapes[i].rank = static_cast<int>(rank > kMaxDims ? kMaxDims + 1 : rank);
+    for (size_t d = 0; d < rank && d < kMaxDims; ++d) {
+      shapes[i].d[d] = v->dims()->Get(static_cast<uint32_t>(d))->value();
+    }
+  }
+  return shapes;
+}
+
+std::string kernel_source(const KernelPlan& plan, bool specialize) {
+  std::string s;
+  if (specialize) {
+    for (const auto& [name, value] : plan.params) {
+      s += format("#define P_%s %lld\n", name.c_str(), static_cast<long long>(value));
+    }
+  }
+  s += "__kernel void " + plan.name + "(__global float* restrict out0";
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    s += format(", __global const float* restrict in%zu", i);
+  }
+  if (!specialize) {
+    for (const auto& p : plan.params) s += ", const int P_" + p.first;
+  }
+  s += ") {\n  const int gid = (int)get_global_id(0);\n  if (gid >= P_total) return;\n";
+  s += plan.body;
+  s += "}\n";
+  if (specialize) {
+    for (const auto& p : plan.params) s += "#undef P_" + p.first + "\n";
+  }
+  return s;
+}
+
+}  // namespace tessera::opencl

@@ -1,0 +1,72 @@
+// Kernel generation: each node of a payload graph becomes one OpenCL C kernel (or an alias of its
+// input, for the ops that only reinterpret a shape). plan_node() validates the node and decides
+// the kernel's body and its integer parameters; kernel_source() writes the kernel, with the
+// parameters as kernel arguments or, specialised, as #defines baked into the code.
+//
+// Every kernel is one-dimensional: work item `gid` computes output element (or row) `gid` and
+// items past P_total return at once, so any local work size is valid (the tuner relies on it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/core/span.h"
+#include "tessera/core/status.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ir/schema.h"
+
+namespace tessera::opencl {
+
+/// A resolved shape.
+struct Shape {
+  int rank = 0;
+  int64_t d[kMaxDims] = {};
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= d[i];
+    return n;
+  }
+  bool operator==(const Shape& o) const {
+    if (rank != o.rank) return false;
+    for (int i = 0; i < rank; ++i) {
+      if (d[i] != o.d[i]) return false;
+    }
+    return true;
+  }
+};
+
+/// One generated kernel. The body reads `in0`, `in1`, ... and writes `out0`; P_<name> are its
+/// integer parameters.
+struct KernelPlan {
+  std::string name;    // unique in the program: "k<node index>"
+  std::string label;   // for profiling events: "<Op> <node name>"
+  std::string body;
+  std::vector<std::pair<std::string, int64_t>> params;
+  int output = -1;          // value index written
+  std::vector<int> inputs;  // value indices read, as in0, in1, ...
+  int64_t work_items = 0;
+};
+
+/// How one node runs: a kernel, or (shape-only ops) its output aliases its input's buffer.
+struct NodePlan {
+  bool alias = false;
+  int alias_of = -1;  // input value whose buffer the output shares
+  KernelPlan kernel;
+};
+
+/// Plans node `node_index` of `graph` with every value's shape in `shapes`. Errors: NotSupported
+/// (op, dtype, rank or attribute value this backend does not run), InvalidProgram (malformed
+/// attributes), ShapeMismatch (output shape disagrees with the op). Messages name op and node.
+Status plan_node(const fb::Graph& graph, int node_index, Span<const Shape> shapes,
+                 NodePlan* plan);
+
+/// The value shapes of `graph` as stored (symbolic dims at their upper bound).
+std::vector<Shape> stored_shapes(const fb::Graph& graph);
+
+/// The OpenCL C text of one kernel. Arguments: out0, in0..., then (unless `specialize`) one int
+/// per parameter in order.
+std::string kernel_source(const KernelPlan& plan, bool specialize);
+
+}  // namespace tessera::opencl

@@ -1,0 +1,291 @@
+#include "tessera/backends/opencl/delegate.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "tessera/backends/opencl/codegen.h"
+#include "tessera/backends/opencl/options.h"
+#include "tessera/core/log.h"
+#include "tessera/ir/shape_expr.h"
+
+namespace tessera::opencl {
+namespace {
+
+Status cl_failure(const char* id, const char* what, cl_int err) {
+  return Status::error(Error::DelegateExecutionFailed, "opencl: delegate '%s': %s failed: %s", id,
+                       what, cl_error_name(err));
+}
+
+Status init_failure(const char* what, cl_int err) {
+  return Status::error(Error::DelegateUnavailable, "opencl: %s failed: %s", what,
+                       cl_error_name(err));
+}
+
+Result<std::vector<Shape>> resolve_shapes(const fb::Graph& graph, const BackendInitContext& context) {
+  std::vector<int64_t> symbols;
+  if (graph.symbols() != nullptr) {
+    for (const fb::Symbol* s : *graph.symbols()) {
+      TESSERA_ASSIGN_OR_RETURN(
+          int64_t v, context.symbol_value(std::string_view(s->name()->c_str(), s->name()->size())));
+      symbols.push_back(v);
+    }
+  }
+  std::vector<Shape> shapes(graph.values() ? graph.values()->size() : 0);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const fb::Value* v = graph.values()->Get(static_cast<uint32_t>(i));
+    const size_t rank = v->dims() ? v->dims()->size() : 0;
+    if (rank > static_cast<size_t>(kMaxDims)) {
+      return Status::error(Error::NotSupported, "opencl: value %zu has rank %zu", i, rank);
+    }
+    shapes[i].rank = static_cast<int>(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      const fb::Dim* dim = v->dims()->Get(static_cast<uint32_t>(d));
+      if (dim->expr() != nullptr && dim->expr()->size() > 0) {
+        TESSERA_ASSIGN_OR_RETURN(shapes[i].d[d], ir::eval_dim(dim, symbols));
+      } else {
+        shapes[i].d[d] = dim->value();
+      }
+      if (shapes[i].d[d] < 0) {
+        return Status::error(Error::InvalidProgram, "opencl: value %zu has a negative dim", i);
+      }
+    }
+  }
+  return shapes;
+}
+
+uint64_t tuning_key(const Device& device, const std::string& kernel_text, const KernelPlan& plan,
+                    const std::string& build_options) {
+  uint64_t h = fnv1a64(kernel_text, device.fingerprint_hash);
+  for (const auto& p : plan.params) h = fnv1a64(&p.second, sizeof p.second, h);
+  return fnv1a64(build_options, h);
+}
+
+}  // namespace
+
+Delegate::~Delegate() {
+  if (queue) clFinish(queue.get());
+}
+
+Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+                                                 const BackendInitContext& context,
+                                                 std::shared_ptr<DeviceContext> device,
+                                                 const DelegateSettings& settings) {
+  const auto start = std::chrono::steady_clock::now();
+  auto d = std::make_unique<Delegate>();
+  std::snprintf(d->id, sizeof d->id, "%.*s", static_cast<int>(context.delegate_id().size()),
+                context.delegate_id().data());
+  d->device = device;
+  const Device& dev = device->device;
+  d->summary.device = dev.name;
+  d->summary.context = device.get();
+
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Shape> shapes, resolve_shapes(graph, context));
+  const size_t nvalues = shapes.size();
+  const size_t nnodes = graph.nodes() ? graph.nodes()->size() : 0;
+
+  // Plans, and which buffer holds each value (aliases share their input's).
+  std::vector<NodePlan> plans(nnodes);
+  std::vector<int> buffer_of(nvalues, -1);
+  for (size_t v = 0; v < nvalues; ++v) buffer_of[v] = static_cast<int>(v);
+  for (size_t n = 0; n < nnodes; ++n) {
+    TESSERA_RETURN_IF_ERROR(plan_node(graph, static_cast<int>(n), shapes, &plans[n]));
+    if (plans[n].alias) {
+      buffer_of[static_cast<size_t>(plans[n].kernel.output)] = buffer_of[static_cast<size_t>(plans[n].alias_of)];
+      ++d->summary.aliases;
+    }
+  }
+
+  // The program: every kernel in one source.
+  std::string source;
+  std::vector<std::string> texts(nnodes);
+  for (size_t n = 0; n < nnodes; ++n) {
+    if (plans[n].alias) continue;
+    texts[n] = kernel_source(plans[n].kernel, settings.specialize_shapes);
+    source += texts[n];
+  }
+  if (source.empty()) source = "__kernel void tessera_empty(void) {}\n";
+  TESSERA_ASSIGN_OR_RETURN(d->program, build_program(*device, source, settings.build_options,
+                                                     settings.cache, &d->summary.program));
+
+  cl_int err = CL_SUCCESS;
+  d->queue = QueueHandle(clCreateCommandQueue(device->context.get(), dev.id,
+                                              CL_QUEUE_PROFILING_ENABLE, &err));
+  if (!d->queue || err != CL_SUCCESS) return init_failure("clCreateCommandQueue", err);
+
+  // Buffers: one per value that owns its storage; constants uploaded now, the rest zeroed.
+  d->buffers.resize(nvalues);
+  for (size_t v = 0; v < nvalues; ++v) {
+    if (buffer_of[v] != static_cast<int>(v)) continue;
+    const fb::Value* value = graph.values()->Get(static_cast<uint32_t>(v));
+    if (value->kind() != fb::ValueKind::Tensor || value->dtype() != fb::ScalarType::Float32) continue;
+    const size_t bytes = static_cast<size_t>(shapes[v].numel()) * sizeof(float);
+    const size_t alloc = bytes == 0 ? sizeof(float) : bytes;
+    cl_mem mem = nullptr;
+    if (value->constant() >= 0) {
+      TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> data,
+                               context.constant(static_cast<uint32_t>(value->constant())));
+      if (data.size() != bytes) {
+        return Status::error(Error::InvalidProgram, "opencl: constant %d has %zu bytes, value %zu needs %zu",
+                             value->constant(), data.size(), v, bytes);
+      }
+      mem = clCreateBuffer(device->context.get(), CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0),
+                           alloc, bytes ? const_cast<uint8_t*>(data.data()) : nullptr, &err);
+    } else {
+      mem = clCreateBuffer(device->context.get(), CL_MEM_READ_WRITE, alloc, nullptr, &err);
+      if (mem != nullptr && err == CL_SUCCESS) {
+        const float zero = 0.0f;
+        err = clEnqueueFillBuffer(d->queue.get(), mem, &zero, sizeof zero, 0, alloc, 0, nullptr, nullptr);
+      }
+    }
+    if (mem == nullptr || err != CL_SUCCESS) {
+      if (mem != nullptr) clReleaseMemObject(mem);
+      return Status::error(Error::DelegateMemoryAllocationFailed,
+                           "opencl: buffer of %zu bytes for value %zu failed: %s", alloc, v,
+                           cl_error_name(err));
+    }
+    d->buffers[v] = MemHandle(mem);
+  }
+  auto mem_of = [&](int value) -> cl_mem {
+    return d->buffers[static_cast<size_t>(buffer_of[static_cast<size_t>(value)])].get();
+  };
+
+  // Kernels with their arguments, local sizes from the tuning file or the search.
+  TuningTable table;
+  if (!settings.tuning_file.empty()) load_tuning_file(settings.tuning_file, dev, &table);
+  const std::vector<size_t> candidates = tuning_candidates(settings.tuning, dev.max_work_group_size);
+  bool tuned_any = false;
+  for (size_t n = 0; n < nnodes; ++n) {
+    if (plans[n].alias) continue;
+    const KernelPlan& k = plans[n].kernel;
+    Delegate::Launch launch;
+    launch.kernel = KernelHandle(clCreateKernel(d->program.get(), k.name.c_str(), &err));
+    if (!launch.kernel || err != CL_SUCCESS) return init_failure("clCreateKernel", err);
+    cl_uint arg = 0;
+    cl_mem out = mem_of(k.output);
+    err = clSetKernelArg(launch.kernel.get(), arg++, sizeof(cl_mem), &out);
+    for (int in : k.inputs) {
+      cl_mem m = mem_of(in);
+      if (err == CL_SUCCESS) err = clSetKernelArg(launch.kernel.get(), arg++, sizeof(cl_mem), &m);
+    }
+    if (!settings.specialize_shapes) {
+      for (const auto& p : k.params) {
+        const cl_int value = static_cast<cl_int>(p.second);
+        if (err == CL_SUCCESS) err = clSetKernelArg(launch.kernel.get(), arg++, sizeof value, &value);
+      }
+    }
+    if (err != CL_SUCCESS) return init_failure("clSetKernelArg", err);
+    std::snprintf(launch.label.data(), launch.label.size(), "%s", k.label.c_str());
+    launch.global = static_cast<size_t>(k.work_items);
+    if (launch.global > 0) {
+      const uint64_t key = tuning_key(dev, texts[n], k, settings.build_options);
+      auto found = table.find(key);
+      if (found != table.end()) {
+        launch.local = found->second;
+        ++d->summary.tuning_loaded;
+      } else if (settings.tuning != TuningLevel::None) {
+        launch.local = tune_kernel(d->queue.get(), launch.kernel.get(), dev.id, launch.global,
+                                   candidates, settings.tuning == TuningLevel::Exhaustive ? 5 : 3);
+        table[key] = static_cast<uint32_t>(launch.local);
+        ++d->summary.tuned;
+        tuned_any = true;
+      }
+      launch.global = round_global(launch.global, launch.local);
+      d->launches.push_back(std::move(launch));
+    }
+    ++d->summary.kernels;
+  }
+  if (tuned_any && !settings.tuning_file.empty()) {
+    Status saved = save_tuning_file(settings.tuning_file, dev, table);
+    if (!saved.is_ok()) TESSERA_LOG_WARNING("opencl: tuning file not written: %s", saved.message());
+  }
+  d->events.assign(d->launches.size(), nullptr);
+
+  // Delegate inputs and outputs.
+  auto io = [&](int value, std::vector<Delegate::Io>* list) -> Status {
+    if (value < 0 || static_cast<size_t>(value) >= nvalues || !d->buffers[static_cast<size_t>(buffer_of[static_cast<size_t>(value)])]) {
+      return Status::error(Error::NotSupported, "opencl: delegate input/output %d is not a float32 tensor", value);
+    }
+    list->push_back({buffer_of[static_cast<size_t>(value)],
+                     static_cast<size_t>(shapes[static_cast<size_t>(value)].numel()) * sizeof(float)});
+    return Status::ok();
+  };
+  if (graph.inputs()) {
+    for (int v : *graph.inputs()) TESSERA_RETURN_IF_ERROR(io(v, &d->inputs));
+  }
+  if (graph.outputs()) {
+    for (int v : *graph.outputs()) TESSERA_RETURN_IF_ERROR(io(v, &d->outputs));
+  }
+  err = clFinish(d->queue.get());
+  if (err != CL_SUCCESS) return init_failure("clFinish", err);
+  d->summary.init_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return d;
+}
+
+Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
+  if (args.size() != inputs.size() + outputs.size()) {
+    return Status::error(Error::InvalidArgument,
+                         "opencl: delegate '%s' takes %zu inputs and %zu outputs, got %zu arguments",
+                         id, inputs.size(), outputs.size(), args.size());
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const size_t bytes = i < inputs.size() ? inputs[i].bytes : outputs[i - inputs.size()].bytes;
+    const EValue* a = args[i];
+    if (a == nullptr || !a->is_tensor() || a->to_tensor().dtype() != ScalarType::Float32 ||
+        static_cast<size_t>(a->to_tensor().numel()) * sizeof(float) != bytes ||
+        (bytes != 0 && a->to_tensor().data() == nullptr)) {
+      return Status::error(Error::InvalidArgument,
+                           "opencl: delegate '%s': argument %zu is not a float32 tensor of %zu "
+                           "elements with data", id, i, bytes / sizeof(float));
+    }
+  }
+  Result<bool> profiling = context.get(kKernelProfiling);
+  const bool profile = profiling.ok() && *profiling;
+  cl_command_queue q = queue.get();
+  cl_int err = CL_SUCCESS;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].bytes == 0) continue;
+    err = clEnqueueWriteBuffer(q, buffers[static_cast<size_t>(inputs[i].buffer)].get(), CL_FALSE, 0,
+                               inputs[i].bytes, args[i]->to_tensor().data(), 0, nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      clFinish(q);
+      return cl_failure(id, "clEnqueueWriteBuffer", err);
+    }
+  }
+  size_t launched = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
+    err = clEnqueueNDRangeKernel(q, l.kernel.get(), 1, nullptr, &l.global,
+                                 l.local == 0 ? nullptr : &l.local, 0, nullptr,
+                                 profile ? &events[i] : nullptr);
+    if (err != CL_SUCCESS) break;
+    ++launched;
+  }
+  if (err == CL_SUCCESS) {
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (outputs[o].bytes == 0) continue;
+      err = clEnqueueReadBuffer(q, buffers[static_cast<size_t>(outputs[o].buffer)].get(), CL_FALSE, 0,
+                                outputs[o].bytes, args[inputs.size() + o]->to_tensor().data(), 0,
+                                nullptr, nullptr);
+      if (err != CL_SUCCESS) break;
+    }
+  }
+  const cl_int finish = clFinish(q);
+  if (profile) {
+    for (size_t i = 0; i < launched; ++i) {
+      cl_ulong begin = 0, end = 0;
+      if (clGetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_START, sizeof begin, &begin, nullptr) == CL_SUCCESS &&
+          clGetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) == CL_SUCCESS) {
+        context.report_event(launches[i].label.data(), static_cast<double>(end - begin) * 1e-6);
+      }
+      clReleaseEvent(events[i]);
+      events[i] = nullptr;
+    }
+  }
+  if (err != CL_SUCCESS) return cl_failure(id, "enqueue", err);
+  if (finish != CL_SUCCESS) return cl_failure(id, "clFinish", finish);
+  return Status::ok();
+}
+
+}  // namespace tessera::opencl

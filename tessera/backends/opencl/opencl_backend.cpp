@@ -1,0 +1,153 @@
+#include "tessera/backends/opencl/opencl_backend.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdio>
+
+#include "tessera/backend/context.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backends/opencl/codegen.h"
+#include "tessera/backends/opencl/options.h"
+#include "tessera/ir/schema.h"
+
+namespace tessera::opencl {
+namespace {
+
+constexpr const char* kDeviceTypes[] = {"any", "gpu", "cpu", "accelerator"};
+constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
+constexpr const char* kTuningLevels[] = {"none", "rapid", "normal", "exhaustive"};
+constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
+
+constexpr OptionSpec kSchema[] = {
+    OptionSpec::string("platform", "", OptionScope::Global,
+                       "Use the first OpenCL platform whose name contains this text (\"\" = every "
+                       "platform), e.g. \"Portable Computing Language\"")
+        .init_only(),
+    OptionSpec::enumeration("device_type", "any", kDeviceTypes, OptionScope::Global,
+                            "Kind of device to use; the devices of that kind on the selected "
+                            "platforms are numbered in platform order for device_index")
+        .init_only(),
+    OptionSpec::integer("device_index", 0, 0, 63, kRuntimeScopes,
+                        "Which of the selected devices runs the delegate; a load or one "
+                        "delegate may pick another device than the global value"),
+    OptionSpec::string("build_options", "", kInitScopes,
+                       "Options passed to clBuildProgram, e.g. -cl-fast-relaxed-math"),
+    OptionSpec::string("cache_dir", "", kGlobalLoad,
+                       "Directory of compiled program binaries (created if missing; \"\" = no "
+                       "cache). Entries are named by hash and checked (device, driver, source, "
+                       "checksum) before use; a bad entry is recompiled with a warning"),
+    OptionSpec::enumeration("cache_mode", "readwrite", kCacheModes, kGlobalLoad,
+                            "How cache_dir is used: off, read (never written), readwrite"),
+    OptionSpec::enumeration("tuning_level", "none", kTuningLevels, kRuntimeScopes,
+                            "Local work sizes to try per kernel at init: none (driver's "
+                            "choice), rapid (4), normal (8), exhaustive (every power of two)"),
+    OptionSpec::string("tuning_file", "", kGlobalLoad,
+                       "File of tuned local work sizes, read at init and rewritten after a "
+                       "search (\"\" = in memory only); a kernel found there is not re-tuned"),
+    OptionSpec::boolean("specialize_shapes", false, kInitScopes,
+                        "Bake the concrete shapes (symbolic dims resolved at load) into the "
+                        "kernels as compile-time constants instead of kernel arguments"),
+    OptionSpec::boolean("kernel_profiling", false, kGlobalLoad | OptionScope::Execute,
+                        "Report each kernel's time from OpenCL profiling events through the "
+                        "execution context"),
+};
+
+template <typename T>
+T pick(int index, std::initializer_list<T> values) {
+  return *(values.begin() + (index < 0 ? 0 : index));
+}
+
+}  // namespace
+
+bool OpenClBackend::is_available() const { return any_opencl_device(); }
+
+Span<const OptionSpec> OpenClBackend::option_schema() const { return kSchema; }
+
+bool OpenClBackend::supports_op(const OpView& op) const {
+  if (op.node == nullptr || op.graph == nullptr) return false;
+  const auto* graph = static_cast<const fb::Graph*>(op.graph);
+  const auto* node = static_cast<const fb::Node*>(op.node);
+  if (graph->nodes() == nullptr) return false;
+  int index = -1;
+  for (uint32_t i = 0; i < graph->nodes()->size(); ++i) {
+    if (graph->nodes()->Get(i) == node) index = static_cast<int>(i);
+  }
+  if (index < 0) return false;
+  const std::vector<Shape> shapes = stored_shapes(*graph);
+  NodePlan plan;
+  return plan_node(*graph, index, shapes, &plan).is_ok();
+}
+
+Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, FreeableBuffer* payload,
+                                            Span<const CompileSpec>) const {
+  const std::string_view id = context.delegate_id();
+  if (payload == nullptr || payload->data() == nullptr) {
+    return Status(Error::InvalidArgument, "opencl: no payload");
+  }
+  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(payload->data()), payload->size());
+  if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
+    return Status::error(Error::InvalidProgram, "opencl: delegate '%.*s': the payload is not a valid graph",
+                         static_cast<int>(id.size()), id.data());
+  }
+  if (!is_available()) {
+    return Status(Error::DelegateUnavailable,
+                  "opencl: no OpenCL device: the ICD loader found no platform with a device "
+                  "(install a driver, e.g. pocl-opencl-icd, or use another backend)");
+  }
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
+
+  TESSERA_ASSIGN_OR_RETURN(std::string_view platform, context.get(kPlatform));
+  TESSERA_ASSIGN_OR_RETURN(EnumValue type, context.get(kDeviceType));
+  TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
+  std::shared_ptr<DeviceSet> set;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!devices_ || devices_->platform_filter() != platform || devices_->type_filter() != type.name) {
+      TESSERA_ASSIGN_OR_RETURN(devices_, DeviceSet::discover(platform, type.name));
+    }
+    set = devices_;
+  }
+  TESSERA_RETURN_IF_ERROR(context.mark_backend_initialized());
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> device, set->context(index));
+
+  DelegateSettings settings;
+  TESSERA_ASSIGN_OR_RETURN(std::string_view build_options, context.get(kBuildOptions));
+  TESSERA_ASSIGN_OR_RETURN(std::string_view cache_dir, context.get(kCacheDir));
+  TESSERA_ASSIGN_OR_RETURN(EnumValue cache_mode, context.get(kCacheMode));
+  TESSERA_ASSIGN_OR_RETURN(EnumValue tuning, context.get(kTuningLevel));
+  TESSERA_ASSIGN_OR_RETURN(std::string_view tuning_file, context.get(kTuningFile));
+  TESSERA_ASSIGN_OR_RETURN(settings.specialize_shapes, context.get(kSpecializeShapes));
+  settings.build_options = std::string(build_options);
+  settings.cache.dir = std::string(cache_dir);
+  settings.cache.mode = pick(cache_mode.index, {CacheMode::Off, CacheMode::Read, CacheMode::ReadWrite});
+  settings.tuning = pick(tuning.index, {TuningLevel::None, TuningLevel::Rapid, TuningLevel::Normal,
+                                        TuningLevel::Exhaustive});
+  settings.tuning_file = std::string(tuning_file);
+
+  Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, device, settings);
+  if (!delegate.ok()) {
+    char prefix[96];
+    std::snprintf(prefix, sizeof prefix, "delegate '%.*s'", static_cast<int>(id.size()), id.data());
+    return delegate.status().with_prefix(prefix);
+  }
+  payload->free();
+  return to_handle(std::move(delegate).value().release());
+}
+
+Status OpenClBackend::execute(BackendExecutionContext& context, DelegateHandle* handle,
+                              Span<EValue*> args) const {
+  if (handle == nullptr) return Status(Error::DelegateInvalidHandle, "opencl: null handle");
+  return from_handle<Delegate>(handle)->execute(context, args);
+}
+
+void OpenClBackend::destroy(DelegateHandle* handle) const { delete from_handle<Delegate>(handle); }
+
+const DelegateSummary& summarize_delegate(const DelegateHandle* handle) {
+  static const DelegateSummary kEmpty;
+  if (handle == nullptr) return kEmpty;
+  return from_handle<Delegate>(const_cast<DelegateHandle*>(handle))->summary;
+}
+
+}  // namespace tessera::opencl
+
+TESSERA_REGISTER_BACKEND("opencl", ::tessera::opencl::OpenClBackend);

@@ -1,0 +1,44 @@
+// The OpenCL backend, registered as "opencl". Runs delegates whose payload is the portable graph
+// IR by generating one OpenCL C kernel per node at init (codegen.h), on a device chosen at run
+// time (devices.h), with a compiled-program cache (program_cache.h) and a local-size tuner
+// (tuner.h). Options: options.h.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "tessera/backend/interface.h"
+#include "tessera/backends/opencl/delegate.h"
+#include "tessera/backends/opencl/devices.h"
+
+namespace tessera::opencl {
+
+class OpenClBackend final : public BackendInterface {
+ public:
+  /// True when the ICD loader finds at least one OpenCL device (probed once).
+  bool is_available() const override;
+  Span<const OptionSpec> option_schema() const override;
+  /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
+  bool supports_op(const OpView& op) const override;
+  /// `payload` is an fb::Graph FlatBuffer; it is verified, used and freed before returning.
+  /// Errors: DelegateUnavailable (no device, or none matching platform/device_type),
+  /// InvalidArgument (device_index out of range, bad build_options), InvalidProgram,
+  /// NotSupported (an op this backend does not run), DelegateInvalidCompatibility (the kernels
+  /// do not build), DelegateMemoryAllocationFailed, option errors.
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
+                               Span<const CompileSpec> compile_specs) const override;
+  Status execute(BackendExecutionContext& context, DelegateHandle* handle,
+                 Span<EValue*> args) const override;
+  void destroy(DelegateHandle* handle) const override;
+
+ private:
+  // The devices selected by the (init-only) platform and device_type; created at the first
+  // init, which then locks those options.
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<DeviceSet> devices_;
+};
+
+/// What a delegate was built into. `handle` comes from init of the "opencl" backend.
+const DelegateSummary& summarize_delegate(const DelegateHandle* handle);
+
+}  // namespace tessera::opencl

@@ -1,0 +1,43 @@
+// Building a delegate's OpenCL program, through the on-disk cache of compiled binaries.
+//
+// A cache entry is <cache_dir>/<16 hex digits>.clbin, the name a hash of the device fingerprint,
+// the kernel source and the build options (so no option value can name a path outside the
+// directory), in the integrity-checked layout of integrity_file.h. Whatever is wrong with an
+// entry (truncated, corrupted, another format version, another device or driver, other source)
+// the program is rebuilt from source with a warning; an unwritable directory is a warning too.
+#pragma once
+
+#include <string>
+
+#include "tessera/backends/opencl/cl_util.h"
+#include "tessera/backends/opencl/devices.h"
+#include "tessera/core/result.h"
+
+namespace tessera::opencl {
+
+enum class CacheMode : uint8_t { Off, Read, ReadWrite };
+
+struct ProgramCacheSettings {
+  std::string dir;  // "" = no cache
+  CacheMode mode = CacheMode::ReadWrite;
+};
+
+/// How a program was obtained, for tests, benchmarks and logs.
+struct ProgramBuildInfo {
+  bool from_cache = false;   // loaded from a cache entry
+  bool cache_written = false;
+  std::string cache_path;    // the entry's path, "" without a cache
+  double ms = 0.0;           // time to obtain the built program
+};
+
+/// The cache file a program would use.
+std::string program_cache_path(const std::string& dir, const Device& device,
+                               const std::string& source, const std::string& build_options);
+
+/// A built program for `device`. DelegateInvalidCompatibility with the build log when the
+/// source does not compile; DelegateUnavailable for other OpenCL failures.
+Result<ProgramHandle> build_program(const DeviceContext& device, const std::string& source,
+                                    const std::string& build_options,
+                                    const ProgramCacheSettings& cache, ProgramBuildInfo* info);
+
+}  // namespace tessera::opencl
