@@ -297,7 +297,9 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         return warm, iters
 
     results = {id(e): [] for e in engines}
+    loadavg = []
     for rnd in range(args.rounds):
+        loadavg.append(os.getloadavg()[0])
         t_round = time.time()
         shift = rnd % len(engines)
         order = engines[shift:] + engines[:shift]
@@ -351,6 +353,7 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
                     row[f"ratio_vs_{peer}"] = row["median_ms"] / peers[peer]["median_ms"]
         row["gflops_per_s"] = flops["flops"] / (row["median_ms"] * 1e-3) / 1e9
     return {"model": model, "flops": flops, "compiled": compiled, "rows": rows,
+            "loadavg_1min_per_round": loadavg,
             "pytorch_vs_fixture_max_abs_diff": float(np.max(np.abs(ref - fixture_ref)))}
 
 

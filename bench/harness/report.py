@@ -37,6 +37,11 @@ def markdown(res):
         best = ", ".join(f"{k.split('t_')[0]} thread(s) {v:.2f} ms"
                          for k, v in m["roofline"].items())
         lines.append(f"Roofline (FLOPs / (peak x threads)): {best}.")
+        if m.get("loadavg_1min_per_round"):
+            la = m["loadavg_1min_per_round"]
+            lines.append(f"1-minute load average at the start of each round: "
+                         f"{', '.join(f'{x:.1f}' for x in la)} (the machine has "
+                         f"{res['machine'].get('cpu_count')} CPUs).")
         lines.append("")
         lines.append("| engine | threads | median ms | min ms | max ms | vs ORT | vs PyTorch | "
                      "% of peak | peak RSS MiB | timed runs | max abs diff |")
