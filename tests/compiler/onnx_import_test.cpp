@@ -300,6 +300,32 @@ TEST(OnnxImport, ConvAutoPadIsResolvedToExplicitPads) {
   }
 }
 
+TEST(OnnxImport, CeilModePoolingFollowsPyTorchNotTheDeclaredShape) {
+  // PyTorch's MaxPool2d(2, 2, padding=1, ceil_mode=True) on 5x5 gives 3x3; its ONNX export
+  // declares 4x4 (the pre-opset-19 formula lets the last window start in the padding).
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{1}, int64_t{1}, int64_t{5}, int64_t{5}});
+  b.node("MaxPool", {"x"}, {"p"}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}).i(
+      "ceil_mode", 1);
+  b.node("Relu", {"p"}, {"y"});
+  b.output("y", {int64_t{1}, int64_t{1}, int64_t{4}, int64_t{4}});
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[1, 1, 3, 3]");
+}
+
+TEST(OnnxImport, InferredShapeThatDisagreesWithTheModelIsAnError) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}, int64_t{3}});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", {int64_t{2}, int64_t{4}});
+  ImportOptions options;
+  options.check_model = false;  // the checker would not mind; ONNX shape inference would
+  const std::string bytes = b.model().SerializeAsString();
+  auto g = import_onnx(bytes.data(), bytes.size(), options);
+  ASSERT_FALSE(g.ok());
+}
+
 TEST(OnnxImport, ClipBoundsBecomeAttributes) {
   OnnxBuilder b(13);
   b.input("x", {int64_t{4}});

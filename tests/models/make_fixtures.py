@@ -92,11 +92,13 @@ class OpsMix(torch.nn.Module):
         c = torch.cat([u, n[:, :8] * torch.sigmoid(lin[:, 8:]), a], 1)
         h = fn.pad(self.head(c), (1, 2, 0, 2), mode="reflect")  # 18x19: ceil mode matters
         p = fn.max_pool2d(h, 3, stride=2, ceil_mode=True)
+        p2 = fn.max_pool2d(h, 2, 2, padding=1, ceil_mode=True)  # ONNX < 19 declares 11 columns
         q = fn.avg_pool2d(h, 2, stride=2, padding=1, count_include_pad=False)
         s1, s2 = torch.chunk(b, 2, dim=1)
         t = torch.tanh((s1 - s2).flatten(2).transpose(1, 2)[:, ::2, :])
         out1 = self.fc(self.ln(b.mean(dim=(2, 3))))
         out = (out1 + p.flatten(1).sum(1, keepdim=True) * 0.01 + q.mean((1, 2, 3)).unsqueeze(1)
+               + p2[:, :, -1, :].sum((1, 2)).unsqueeze(1) * 0.1
                + torch.amax(t, dim=(1, 2)).unsqueeze(1))
         mask = torch.where(out1 > 0, out1, out1 * 0.5)
         return out + mask.clamp(-1, 1) + torch.sqrt(torch.abs(out1) + 1).exp().reciprocal()
