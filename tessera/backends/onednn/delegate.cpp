@@ -1,0 +1,73 @@
+#include "tessera/backends/onednn/delegate.h"
+
+#include <omp.h>
+
+#include <chrono>
+
+#include "tessera/backends/onednn/options.h"
+
+namespace tessera::onednn {
+
+OmpThreadsScope::OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) {
+  if (threads != saved_) omp_set_num_threads(threads);
+}
+
+OmpThreadsScope::~OmpThreadsScope() {
+  if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status failed(const char* id, const char* what, dnnl_status_t st) {
+  return Status::error(Error::DelegateExecutionFailed, "onednn: delegate '%s': %s failed (status %d)",
+                       id, what, static_cast<int>(st));
+}
+
+}  // namespace
+
+Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
+  if (args.size() != num_inputs + num_outputs) {
+    return Status::error(Error::InvalidArgument,
+                         "onednn: delegate '%s' takes %zu inputs and %zu outputs, got %zu "
+                         "arguments", id, num_inputs, num_outputs, args.size());
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const EValue* a = args[i];
+    if (a == nullptr || !a->is_tensor() || a->to_tensor().dtype() != ScalarType::Float32 ||
+        a->to_tensor().numel() != arg_numel[i] || a->to_tensor().data() == nullptr) {
+      return Status::error(Error::InvalidArgument,
+                           "onednn: delegate '%s': argument %zu is not a float32 tensor of %lld "
+                           "elements with data", id, i, static_cast<long long>(arg_numel[i]));
+    }
+  }
+  bool profile = false;
+  if (!context.execute_options().empty()) {
+    Result<bool> p = context.get(kProfile);
+    profile = p.ok() && *p;
+  }
+  for (const ArgBinding& b : bindings) {
+    void* data = args[static_cast<size_t>(b.arg)]->to_tensor().data();
+    const dnnl_status_t st = dnnl_memory_set_data_handle_v2(b.memory, data, stream.get());
+    if (st != dnnl_success) return failed(id, "binding an argument", st);
+  }
+  OmpThreadsScope team(threads);
+  for (const Step& step : steps) {
+    const Clock::time_point start = profile ? Clock::now() : Clock::time_point();
+    dnnl_status_t st = dnnl_primitive_execute(step.primitive.get(), stream.get(),
+                                              static_cast<int>(step.args.size()), step.args.data());
+    if (st != dnnl_success) return failed(id, step.name.data(), st);
+    if (profile) {
+      st = dnnl_stream_wait(stream.get());
+      if (st != dnnl_success) return failed(id, "dnnl_stream_wait", st);
+      context.report_event(step.name.data(),
+                           std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  }
+  const dnnl_status_t st = dnnl_stream_wait(stream.get());
+  if (st != dnnl_success) return failed(id, "dnnl_stream_wait", st);
+  return Status::ok();
+}
+
+}  // namespace tessera::onednn

@@ -1,0 +1,74 @@
+// Delegate: one initialised oneDNN delegate (the DelegateHandle the backend hands out) and its
+// execute loop. Built by build_delegate() (graph_builder.h); every primitive, memory object,
+// argument array and the shared scratchpad exist after init, so execute() itself allocates
+// nothing: it points the argument-bound memories at the caller's tensors and runs the steps
+// through the C API with prebuilt dnnl_exec_arg_t arrays (the C++ execute takes a std::unordered_map).
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/backend/context.h"
+#include "tessera/core/evalue.h"
+#include "tessera/core/span.h"
+#include "tessera/core/status.h"
+
+namespace tessera::onednn {
+
+/// One primitive call.
+struct Step {
+  dnnl::primitive primitive;
+  std::vector<dnnl_exec_arg_t> args;  // handles of memories kept alive by Delegate::memories
+  std::array<char, 48> name = {};     // profile event name: "<kind>:<node name>"
+  std::string impl;                   // the implementation oneDNN chose ("brgconv:avx512_core", ...)
+  dnnl::memory::desc scratchpad;      // zero-sized when the primitive needs none
+};
+
+/// A memory object whose data is an execute argument's (set at every call).
+struct ArgBinding {
+  dnnl_memory_t memory;
+  int arg;
+};
+
+class Delegate {
+ public:
+  /// Runs the delegate on `args` (inputs, then outputs). Errors: InvalidArgument (wrong
+  /// argument count, kind or size), DelegateExecutionFailed (a oneDNN call failed).
+  Status execute(BackendExecutionContext& context, Span<EValue*> args);
+
+  // Built by build_delegate; read-only afterwards (but for the memories' data handles).
+  char id[64] = {};
+  dnnl::engine engine;
+  dnnl::stream stream;
+  int threads = 1;  // OpenMP team size for this delegate's primitives
+  bool bf16 = false;
+  size_t num_inputs = 0;
+  size_t num_outputs = 0;
+  std::vector<int64_t> arg_numel;  // expected element count of each argument
+  std::vector<Step> steps;
+  std::vector<ArgBinding> bindings;
+  std::vector<dnnl::memory> memories;  // every memory a step refers to (owning where oneDNN allocated)
+  dnnl::memory scratchpad;             // shared by all steps (scratchpad_mode::user)
+  size_t fused_sums = 0;               // residual adds fused as sum post-ops
+  size_t in_place_sums = 0;            // of which write into the residual's own buffer
+};
+
+/// Sets the calling thread's OpenMP team size for a scope and restores the previous value, so a
+/// delegate's thread count does not leak into other delegates or the application's OpenMP use.
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int threads);
+  ~OmpThreadsScope();
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace tessera::onednn

@@ -1,0 +1,823 @@
+#include "tessera/backends/onednn/graph_builder.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tessera/backends/onednn/supports.h"
+#include "tessera/ir/shape_expr.h"
+
+namespace tessera::onednn {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dt = memory::data_type;
+
+memory::dims strides_of(const DimVector& dims) {
+  memory::dims s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+int64_t numel(const DimVector& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+/// Row-major desc; a scalar is one element.
+memory::desc plain(const DimVector& dims, dt type) {
+  if (dims.empty()) return memory::desc({1}, type, memory::dims{1});
+  return memory::desc(dims, type, strides_of(dims));
+}
+
+memory::desc any(const DimVector& dims, dt type) {
+  return memory::desc(dims, type, memory::format_tag::any);
+}
+
+bool is_plain(const memory::desc& md) {
+  return md == plain(md.dims(), md.data_type());
+}
+
+DimVector expand_rank(const DimVector& d, size_t rank) {
+  DimVector out(rank - d.size(), 1);
+  out.insert(out.end(), d.begin(), d.end());
+  return out;
+}
+
+void append_activation(dnnl::post_ops& ops, const fb::Node& node) {
+  if (node.activation() == fb::Activation::Relu) {
+    ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (node.activation() == fb::Activation::Clip) {
+    ops.append_eltwise(1.0f, algorithm::eltwise_clip, std::max(node.activation_min(), -3.4e38f),
+                       std::min(node.activation_max(), 3.4e38f));
+  }
+}
+
+class Builder {
+ public:
+  Builder(const fb::Graph& graph, const BackendInitContext& context, const BuildOptions& options,
+          Delegate& delegate)
+      : graph_(graph), context_(context), options_(options), d_(delegate),
+        act_(options.bf16 ? dt::bf16 : dt::f32) {}
+
+  Status build();
+
+ private:
+  struct Val {
+    memory mem;             // current memory; empty until produced
+    int arg = -1;           // >= 0: its data is execute argument `arg` (read only)
+    bool constant = false;  // a program constant (read only)
+    bool shared = false;    // another value views the same buffer
+    std::vector<memory> converted;  // copies in other layouts/types, made by reorders
+  };
+
+  Status resolve();
+  Status lower(int index);
+  Status lower_conv(const NodeView& n, int index);
+  Status lower_matmul(const NodeView& n);
+  Status lower_pool(const NodeView& n);
+  Status lower_global_pool(const NodeView& n);
+  Status lower_binary(const NodeView& n, int index);
+  Status lower_eltwise(const NodeView& n, int index);
+  Status lower_softmax(const NodeView& n);
+  Status lower_concat(const NodeView& n);
+  Status lower_reshape(const NodeView& n);
+  Status lower_transpose(const NodeView& n);
+  Status finish();
+
+  dnnl::primitive_attr attr(const dnnl::post_ops* ops = nullptr) const {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (ops != nullptr) a.set_post_ops(*ops);
+    return a;
+  }
+
+  /// A memory over `handle` (null: none yet); bound to execute argument `arg` when >= 0.
+  memory wrap(const memory::desc& md, void* handle, int arg) {
+    memory m(md, options_.engine, handle);
+    d_.memories.push_back(m);
+    if (arg >= 0) d_.bindings.push_back({m.get(), arg});
+    return m;
+  }
+  memory fresh(const memory::desc& md) {
+    memory m(md, options_.engine);
+    d_.memories.push_back(m);
+    return m;
+  }
+
+  Result<memory> get(int v);
+  /// Value `v` in layout/type `want`: as it is, a cached copy, or a new copy (a reorder step;
+  /// for constants a reorder run once now).
+  Result<memory> as(int v, const memory::desc& want);
+  /// Value `v` row-major in the activation type, viewed with `dims` (same element count).
+  Result<memory> plain_view(int v, const DimVector& dims, dt type);
+  /// A view of `m` (which belongs to value `v`) with another desc over the same buffer.
+  memory view(int v, const memory& m, const memory::desc& md) {
+    vals_[static_cast<size_t>(v)].shared = true;
+    return wrap(md, m.get_data_handle(), arg_of(m));
+  }
+  /// The execute argument `m` is bound to, or -1.
+  int arg_of(const memory& m) const {
+    for (const ArgBinding& b : d_.bindings) {
+      if (b.memory == m.get()) return b.arg;
+    }
+    return -1;
+  }
+  /// Value `v` is now `m`; `shared` when `m` views another value's buffer.
+  void set(int v, const memory& m, bool shared = false) {
+    Val& val = vals_[static_cast<size_t>(v)];
+    val.mem = m;
+    val.arg = arg_of(m);
+    val.shared = val.shared || shared;
+  }
+  /// True if node `index` may overwrite value `v`: nothing reads it afterwards.
+  bool overwritable(int v, int index, int also_allowed = -1) const;
+
+  void add_step(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive,
+                std::initializer_list<std::pair<int, memory>> args, const char* kind,
+                std::string_view node_name);
+  Status add_reorder(const memory& src, const memory& dst, std::string_view node_name);
+  void add_activation_step(const fb::Node& node, int value, std::string_view name);
+
+  const fb::Graph& graph_;
+  const BackendInitContext& context_;
+  const BuildOptions& options_;
+  Delegate& d_;
+  dt act_;
+  std::vector<DimVector> dims_;
+  std::vector<Val> vals_;
+  std::vector<std::vector<int>> consumers_;  // node indices reading each value
+  std::vector<bool> is_output_;
+  std::vector<bool> done_;  // nodes lowered as part of an earlier fusion
+};
+
+Status Builder::resolve() {
+  const size_t n = graph_.values() ? graph_.values()->size() : 0;
+  dims_.resize(n);
+  vals_.resize(n);
+  consumers_.resize(n);
+  is_output_.assign(n, false);
+  std::vector<int64_t> symbols;
+  if (graph_.symbols() != nullptr) {
+    for (const fb::Symbol* s : *graph_.symbols()) {
+      TESSERA_ASSIGN_OR_RETURN(
+          int64_t v, context_.symbol_value(std::string_view(s->name()->c_str(), s->name()->size())));
+      symbols.push_back(v);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const fb::Value* v = graph_.values()->Get(static_cast<uint32_t>(i));
+    if (v->dims() != nullptr) {
+      for (const fb::Dim* dim : *v->dims()) {
+        if (dim->expr() != nullptr && dim->expr()->size() > 0) {
+          TESSERA_ASSIGN_OR_RETURN(int64_t x, ir::eval_dim(dim, symbols));
+          dims_[i].push_back(x);
+        } else {
+          dims_[i].push_back(dim->value());
+        }
+      }
+    }
+    vals_[i].constant = v->constant() >= 0;
+  }
+  const size_t num_nodes = graph_.nodes() ? graph_.nodes()->size() : 0;
+  done_.assign(num_nodes, false);
+  for (size_t k = 0; k < num_nodes; ++k) {
+    const fb::Node* node = graph_.nodes()->Get(static_cast<uint32_t>(k));
+    if (node->inputs() == nullptr) continue;
+    for (int v : *node->inputs()) {
+      if (v >= 0 && static_cast<size_t>(v) < n) consumers_[static_cast<size_t>(v)].push_back(static_cast<int>(k));
+    }
+  }
+  auto check_value = [n](int v) {
+    return v >= 0 && static_cast<size_t>(v) < n;
+  };
+  if (graph_.outputs()) {
+    for (int v : *graph_.outputs()) {
+      if (!check_value(v)) return Status(Error::InvalidProgram, "onednn: bad graph output index");
+      is_output_[static_cast<size_t>(v)] = true;
+    }
+  }
+  if (graph_.inputs()) {
+    for (int v : *graph_.inputs()) {
+      if (!check_value(v)) return Status(Error::InvalidProgram, "onednn: bad graph input index");
+    }
+  }
+  return Status::ok();
+}
+
+Result<memory> Builder::get(int v) {
+  Val& val = vals_[static_cast<size_t>(v)];
+  if (val.mem) return val.mem;
+  if (val.constant) {
+    const fb::Value* fv = graph_.values()->Get(static_cast<uint32_t>(v));
+    TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes,
+                             context_.constant(static_cast<uint32_t>(fv->constant())));
+    const memory::desc md = plain(dims_[static_cast<size_t>(v)], dt::f32);
+    if (bytes.size() < md.get_size()) {
+      return Status::error(Error::InvalidProgram, "onednn: constant %d has %zu bytes, expected %zu",
+                           fv->constant(), bytes.size(), md.get_size());
+    }
+    val.mem = wrap(md, const_cast<uint8_t*>(bytes.data()), -1);
+    return val.mem;
+  }
+  return Status::error(Error::InvalidProgram, "onednn: value %d is read before it is produced", v);
+}
+
+Result<memory> Builder::as(int v, const memory::desc& want) {
+  TESSERA_ASSIGN_OR_RETURN(memory m, get(v));
+  if (m.get_desc() == want) return m;
+  Val& val = vals_[static_cast<size_t>(v)];
+  for (const memory& c : val.converted) {
+    if (c.get_desc() == want) return c;
+  }
+  memory out = fresh(want);
+  if (val.constant) {
+    dnnl::reorder(m, out).execute(d_.stream, m, out);
+    d_.stream.wait();
+  } else {
+    TESSERA_RETURN_IF_ERROR(add_reorder(m, out, "reorder"));
+  }
+  val.converted.push_back(out);
+  return out;
+}
+
+Result<memory> Builder::plain_view(int v, const DimVector& dims, dt type) {
+  TESSERA_ASSIGN_OR_RETURN(memory m, as(v, plain(dims_[static_cast<size_t>(v)], type)));
+  if (dims == dims_[static_cast<size_t>(v)]) return m;
+  return view(v, m, plain(dims, type));
+}
+
+bool Builder::overwritable(int v, int index, int also_allowed) const {
+  const Val& val = vals_[static_cast<size_t>(v)];
+  if (val.constant || val.arg >= 0 || val.shared || is_output_[static_cast<size_t>(v)]) return false;
+  for (int c : consumers_[static_cast<size_t>(v)]) {
+    if (c > index && c != also_allowed) return false;
+  }
+  return true;
+}
+
+void Builder::add_step(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive,
+                       std::initializer_list<std::pair<int, memory>> args, const char* kind,
+                       std::string_view node_name) {
+  Step s;
+  s.primitive = primitive;
+  for (const auto& [key, m] : args) s.args.push_back({key, m.get()});
+  std::snprintf(s.name.data(), s.name.size(), "%s:%.*s", kind, static_cast<int>(node_name.size()),
+                node_name.data());
+  const char* impl = pd.impl_info_str();
+  s.impl = impl ? impl : "";
+  s.scratchpad = pd.scratchpad_desc();
+  d_.steps.push_back(std::move(s));
+}
+
+Status Builder::add_reorder(const memory& src, const memory& dst, std::string_view node_name) {
+  dnnl::reorder::primitive_desc pd(options_.engine, src.get_desc(), options_.engine, dst.get_desc(),
+                                   attr());
+  add_step(pd, dnnl::reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}}, "reorder", node_name);
+  return Status::ok();
+}
+
+void Builder::add_activation_step(const fb::Node& node, int value, std::string_view name) {
+  if (node.activation() == fb::Activation::None) return;
+  memory m = vals_[static_cast<size_t>(value)].mem;
+  const bool relu = node.activation() == fb::Activation::Relu;
+  dnnl::eltwise_forward::desc desc(
+      dnnl::prop_kind::forward_inference, relu ? algorithm::eltwise_relu : algorithm::eltwise_clip,
+      m.get_desc(), relu ? 0.0f : std::max(node.activation_min(), -3.4e38f),
+      relu ? 0.0f : std::min(node.activation_max(), 3.4e38f));
+  dnnl::eltwise_forward::primitive_desc pd(desc, attr(), options_.engine);
+  add_step(pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, m}, {DNNL_ARG_DST, m}}, "activation",
+           name);
+}
+
+// ---- ops ---------------------------------------------------------------------------------------
+
+Status Builder::lower_conv(const NodeView& n, int index) {
+  const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const DimVector& dw = dims_[static_cast<size_t>(w)];
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  int64_t group = 1;
+  n.attr_int("group", 1, &group);
+  const Window win = read_window(n);
+  DimVector wdims = dw;
+  if (group > 1) wdims = {group, dw[0] / group, dw[1], dw[2], dw[3]};
+
+  // A following Add of another same-shaped tensor becomes a sum post-op.
+  int add_node = -1, residual = -1, add_out = -1;
+  const auto& ys = consumers_[static_cast<size_t>(y)];
+  if (ys.size() == 1 && !is_output_[static_cast<size_t>(y)]) {
+    const fb::Node* a = graph_.nodes()->Get(static_cast<uint32_t>(ys[0]));
+    NodeView av(graph_, *a, dims_);
+    if (a->op() == fb::OpType::Add && av.num_inputs() == 2 && !done_[static_cast<size_t>(ys[0])]) {
+      const int other = av.input(0) == y ? av.input(1) : av.input(0);
+      if (other >= 0 && other != y && dims_[static_cast<size_t>(other)] == dy &&
+          dims_[static_cast<size_t>(av.output(0))] == dy &&
+          !vals_[static_cast<size_t>(other)].constant &&
+          (vals_[static_cast<size_t>(other)].mem || vals_[static_cast<size_t>(other)].arg >= 0)) {
+        add_node = ys[0];
+        residual = other;
+        add_out = av.output(0);
+      }
+    }
+  }
+
+  dnnl::post_ops ops;
+  append_activation(ops, n.node());
+  if (add_node >= 0) {
+    ops.append_sum(1.0f);
+    append_activation(ops, *graph_.nodes()->Get(static_cast<uint32_t>(add_node)));
+  }
+  const memory::dims strides = {win.stride[0], win.stride[1]};
+  const memory::dims dilation = {win.dilation[0], win.dilation[1]};
+  const memory::dims pad_l = {win.pad_begin[0], win.pad_begin[1]};
+  const memory::dims pad_r = {win.pad_end[0], win.pad_end[1]};
+  const memory::desc bias_md = b >= 0 ? plain({dw[0]}, dt::f32) : memory::desc();
+  auto make_pd = [&](const memory::desc& dst_md) {
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, algorithm::convolution_direct, any(dx, act_),
+        any(wdims, act_), bias_md, dst_md, strides, dilation, pad_l, pad_r);
+    return dnnl::convolution_forward::primitive_desc(desc, attr(&ops), options_.engine);
+  };
+  dnnl::convolution_forward::primitive_desc pd = make_pd(any(dy, act_));
+
+  memory dst;
+  if (add_node >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(memory r, get(residual));
+    bool in_place = overwritable(residual, index, add_node);
+    if (in_place && r.get_desc() != pd.dst_desc()) {
+      try {
+        pd = make_pd(r.get_desc());
+      } catch (const dnnl::error&) {
+        in_place = false;  // keep the preferred layout and copy the residual instead
+      }
+    }
+    if (in_place) {
+      dst = r;
+      ++d_.in_place_sums;
+    } else {
+      dst = fresh(pd.dst_desc());
+      TESSERA_RETURN_IF_ERROR(add_reorder(r, dst, n.name()));
+    }
+    ++d_.fused_sums;
+  } else {
+    dst = fresh(pd.dst_desc());
+  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, as(x, pd.src_desc()));
+  // Weights (grouped: the same bytes viewed as [g, O/g, I/g, kh, kw]) reordered once, now.
+  TESSERA_ASSIGN_OR_RETURN(memory wplain, get(w));
+  memory wview = wrap(plain(wdims, dt::f32), wplain.get_data_handle(), -1);
+  memory weights = wview;
+  if (wview.get_desc() != pd.weights_desc()) {
+    weights = fresh(pd.weights_desc());
+    dnnl::reorder(wview, weights).execute(d_.stream, wview, weights);
+    d_.stream.wait();
+  }
+  dnnl::convolution_forward prim(pd);
+  if (b >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(memory bias, plain_view(b, {dw[0]}, dt::f32));
+    add_step(pd, prim,
+             {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias},
+              {DNNL_ARG_DST, dst}},
+             "conv", n.name());
+  } else {
+    add_step(pd, prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}},
+             "conv", n.name());
+  }
+  if (add_node >= 0) {
+    done_[static_cast<size_t>(add_node)] = true;
+    set(add_out, dst);
+    set(y, dst, true);  // y itself is never read again
+  } else {
+    set(y, dst);
+  }
+  return Status::ok();
+}
+
+Status Builder::lower_matmul(const NodeView& n) {
+  const int a = n.input(0), b = n.input(1), y = n.output(0);
+  const DimVector& da = dims_[static_cast<size_t>(a)];
+  const DimVector& db = dims_[static_cast<size_t>(b)];
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  dnnl::post_ops ops;
+  append_activation(ops, n.node());
+  const bool gemm = n.op() == fb::OpType::Gemm;
+  const bool weights_path = gemm || (db.size() == 2 && vals_[static_cast<size_t>(b)].constant);
+  if (!weights_path) {
+    const size_t rank = dy.size();
+    TESSERA_ASSIGN_OR_RETURN(memory src, plain_view(a, expand_rank(da, rank), act_));
+    TESSERA_ASSIGN_OR_RETURN(memory wei, plain_view(b, expand_rank(db, rank), act_));
+    const memory::desc dst_md = plain(dy, act_);
+    dnnl::matmul::desc desc(src.get_desc(), wei.get_desc(), dst_md);
+    dnnl::matmul::primitive_desc pd(desc, attr(&ops), options_.engine);
+    memory dst = fresh(dst_md);
+    add_step(pd, dnnl::matmul(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}},
+             "matmul", n.name());
+    set(y, dst);
+    return Status::ok();
+  }
+  int64_t trans_a = 0, trans_b = 0;
+  float beta = 1.0f;
+  if (gemm) {
+    n.attr_int("transA", 0, &trans_a);
+    n.attr_int("transB", 0, &trans_b);
+    n.attr_float("beta", 1.0f, &beta);
+  }
+  const int64_t k = gemm ? (trans_a ? da[0] : da[1]) : da.back();
+  const int64_t m = numel(da) / k;
+  const int64_t cols = trans_b ? db[0] : db[1];
+  // A as a row-major [M, K] (or its transpose viewed with strides).
+  memory src;
+  if (trans_a) {
+    TESSERA_ASSIGN_OR_RETURN(memory at, plain_view(a, da, act_));
+    src = view(a, at, memory::desc({m, k}, act_, memory::dims{1, m}));
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(src, plain_view(a, {m, k}, act_));
+  }
+  const memory::desc dst_md = plain({m, cols}, act_);
+  const memory::desc bias_md = plain({1, cols}, dt::f32);
+  const int c = gemm ? n.input(2) : -1;
+  dnnl::matmul::desc desc = c >= 0 ? dnnl::matmul::desc(src.get_desc(), any({k, cols}, act_), bias_md, dst_md)
+                                   : dnnl::matmul::desc(src.get_desc(), any({k, cols}, act_), dst_md);
+  dnnl::matmul::primitive_desc pd(desc, attr(&ops), options_.engine);
+  TESSERA_ASSIGN_OR_RETURN(memory braw, get(b));
+  memory bview = wrap(trans_b ? memory::desc({k, cols}, dt::f32, memory::dims{1, k})
+                              : plain({k, cols}, dt::f32),
+                      braw.get_data_handle(), -1);
+  memory weights = fresh(pd.weights_desc());
+  dnnl::reorder(bview, weights).execute(d_.stream, bview, weights);
+  d_.stream.wait();
+  memory dst = fresh(dst_md);
+  dnnl::matmul prim(pd);
+  if (c >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(memory craw, get(c));
+    memory bias = fresh(bias_md);
+    const float* from = static_cast<const float*>(craw.get_data_handle());
+    float* to = static_cast<float*>(bias.get_data_handle());
+    for (int64_t i = 0; i < cols; ++i) to[i] = beta * from[i];
+    add_step(pd, prim,
+             {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias},
+              {DNNL_ARG_DST, dst}},
+             "gemm", n.name());
+  } else {
+    add_step(pd, prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}},
+             "matmul", n.name());
+  }
+  if (dy == DimVector{m, cols}) {
+    set(y, dst);
+  } else {
+    set(y, view(y, dst, plain(dy, act_)), true);
+  }
+  return Status::ok();
+}
+
+Status Builder::lower_pool(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const Window win = read_window(n);
+  algorithm alg = algorithm::pooling_max;
+  if (n.op() == fb::OpType::AveragePool) {
+    int64_t include = 0;
+    n.attr_int("count_include_pad", 0, &include);
+    alg = include ? algorithm::pooling_avg_include_padding : algorithm::pooling_avg_exclude_padding;
+  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  if (src.get_desc().data_type() != act_) {
+    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dims_[static_cast<size_t>(x)], act_)));
+  }
+  dnnl::pooling_v2_forward::desc desc(
+      dnnl::prop_kind::forward_inference, alg, src.get_desc(), any(dims_[static_cast<size_t>(y)], act_),
+      {win.stride[0], win.stride[1]}, {win.kernel[0], win.kernel[1]},
+      {win.dilation[0], win.dilation[1]}, {win.pad_begin[0], win.pad_begin[1]},
+      {win.pad_end[0], win.pad_end[1]});
+  dnnl::pooling_v2_forward::primitive_desc pd(desc, attr(), options_.engine);
+  memory dst = fresh(pd.dst_desc());
+  add_step(pd, dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "pool",
+           n.name());
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_global_pool(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  if (src.get_desc().data_type() != act_) {
+    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dx, act_)));
+  }
+  const DimVector pooled = {dx[0], dx[1], 1, 1};
+  dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                      algorithm::pooling_avg_exclude_padding, src.get_desc(),
+                                      any(pooled, act_), {1, 1}, {dx[2], dx[3]}, {0, 0}, {0, 0},
+                                      {0, 0});
+  dnnl::pooling_v2_forward::primitive_desc pd(desc, attr(), options_.engine);
+  memory dst = fresh(pd.dst_desc());
+  add_step(pd, dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "pool",
+           n.name());
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  if (dy == pooled) {
+    set(y, dst);
+  } else {  // ReduceMean with keepdims=0: [N, C]
+    memory p = dst;
+    if (!is_plain(p.get_desc())) {
+      p = fresh(plain(pooled, act_));
+      TESSERA_RETURN_IF_ERROR(add_reorder(dst, p, n.name()));
+    }
+    set(y, wrap(plain(dy, act_), p.get_data_handle(), -1));
+  }
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_binary(const NodeView& n, int index) {
+  int a = n.input(0), b = n.input(1);
+  const int y = n.output(0);
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  const fb::OpType op = n.op();
+  const bool commutative = op == fb::OpType::Add || op == fb::OpType::Mul ||
+                           op == fb::OpType::Min || op == fb::OpType::Max;
+  if (dims_[static_cast<size_t>(a)] != dy) std::swap(a, b);  // check_node: then commutative
+  if (commutative && dims_[static_cast<size_t>(b)] == dy) {
+    // Both full: take the layout of the one that is not plain (the producer's choice), and
+    // prefer writing over an operand nothing reads later.
+    TESSERA_ASSIGN_OR_RETURN(memory ma, get(a));
+    TESSERA_ASSIGN_OR_RETURN(memory mb, get(b));
+    if ((is_plain(ma.get_desc()) && !is_plain(mb.get_desc())) ||
+        (!overwritable(a, index) && overwritable(b, index) && ma.get_desc() == mb.get_desc())) {
+      std::swap(a, b);
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(memory src0, get(a));
+  if (src0.get_desc().data_type() != act_ || vals_[static_cast<size_t>(a)].constant) {
+    TESSERA_ASSIGN_OR_RETURN(src0, as(a, plain(dy, act_)));
+  }
+  memory src1;
+  if (dims_[static_cast<size_t>(b)] == dy) {
+    TESSERA_ASSIGN_OR_RETURN(src1, as(b, src0.get_desc()));
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(src1, plain_view(b, expand_rank(dims_[static_cast<size_t>(b)], dy.size()), act_));
+  }
+  algorithm alg = algorithm::binary_add;
+  switch (op) {
+    case fb::OpType::Sub: alg = algorithm::binary_sub; break;
+    case fb::OpType::Mul: alg = algorithm::binary_mul; break;
+    case fb::OpType::Div: alg = algorithm::binary_div; break;
+    case fb::OpType::Min: alg = algorithm::binary_min; break;
+    case fb::OpType::Max: alg = algorithm::binary_max; break;
+    default: break;
+  }
+  dnnl::post_ops ops;
+  append_activation(ops, n.node());
+  dnnl::binary::desc desc(alg, src0.get_desc(), src1.get_desc(), src0.get_desc());
+  dnnl::binary::primitive_desc pd(desc, attr(&ops), options_.engine);
+  const bool in_place = src0 == vals_[static_cast<size_t>(a)].mem && overwritable(a, index);
+  memory dst = in_place ? src0 : fresh(src0.get_desc());
+  add_step(pd, dnnl::binary(pd), {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}},
+           "binary", n.name());
+  set(y, dst);
+  return Status::ok();
+}
+
+Status Builder::lower_eltwise(const NodeView& n, int index) {
+  const int x = n.input(0), y = n.output(0);
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  if (src.get_desc().data_type() != act_ || vals_[static_cast<size_t>(x)].constant) {
+    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dims_[static_cast<size_t>(x)], act_)));
+  }
+  const bool in_place = src == vals_[static_cast<size_t>(x)].mem && overwritable(x, index);
+  memory dst = in_place ? src : fresh(src.get_desc());
+  auto run = [&](algorithm alg, float alpha, float beta, const memory& from) {
+    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, alg, from.get_desc(),
+                                     alpha, beta);
+    dnnl::eltwise_forward::primitive_desc pd(desc, attr(), options_.engine);
+    add_step(pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, from}, {DNNL_ARG_DST, dst}}, "eltwise",
+             n.name());
+  };
+  if (n.op() == fb::OpType::HardSigmoid) {
+    float alpha = 0.2f, beta = 0.5f;
+    n.attr_float("alpha", 0.2f, &alpha);
+    n.attr_float("beta", 0.5f, &beta);
+    run(algorithm::eltwise_linear, alpha, beta, src);
+    run(algorithm::eltwise_clip, 0.0f, 1.0f, dst);
+  } else {
+    EltwiseSpec s;
+    eltwise_of(n, &s);
+    run(static_cast<algorithm>(s.algorithm), s.alpha, s.beta, src);
+  }
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_softmax(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  int64_t axis = -1;
+  n.attr_int("axis", -1, &axis);
+  if (axis < 0) axis += static_cast<int64_t>(dx.size());
+  TESSERA_ASSIGN_OR_RETURN(memory src, plain_view(x, dx, act_));
+  dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                   static_cast<int>(axis));
+  dnnl::softmax_forward::primitive_desc pd(desc, attr(), options_.engine);
+  memory dst = fresh(src.get_desc());
+  add_step(pd, dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "softmax",
+           n.name());
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_concat(const NodeView& n) {
+  const int y = n.output(0);
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  int64_t axis = 0;
+  n.attr_int("axis", 0, &axis);
+  if (axis < 0) axis += static_cast<int64_t>(dy.size());
+  std::vector<memory> srcs;
+  std::vector<memory::desc> mds;
+  // Same layout for every part: the first part's when all share it, else row-major.
+  bool same = true;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(memory m, get(n.input(i)));
+    srcs.push_back(m);
+    if (m.get_desc().data_type() != act_ || vals_[static_cast<size_t>(n.input(i))].constant) {
+      same = false;
+    }
+  }
+  for (size_t i = 0; i < srcs.size() && same; ++i) {
+    memory::desc md = srcs[i].get_desc();
+    if (is_plain(md) != is_plain(srcs[0].get_desc())) same = false;
+    if (!is_plain(md)) {
+      // Blocked parts must keep the same format: compare with the first part's strides pattern.
+      const dnnl_memory_desc_t& a = md.data;
+      const dnnl_memory_desc_t& b = srcs[0].get_desc().data;
+      if (a.format_desc.blocking.inner_nblks != b.format_desc.blocking.inner_nblks) same = false;
+      for (int k = 0; same && k < a.format_desc.blocking.inner_nblks; ++k) {
+        if (a.format_desc.blocking.inner_blks[k] != b.format_desc.blocking.inner_blks[k] ||
+            a.format_desc.blocking.inner_idxs[k] != b.format_desc.blocking.inner_idxs[k]) {
+          same = false;
+        }
+      }
+      // Padded channel blocks along the concat axis would leave holes.
+      if (a.padded_dims[axis] != a.dims[axis]) same = false;
+    }
+  }
+  if (!same) {
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      TESSERA_ASSIGN_OR_RETURN(srcs[static_cast<size_t>(i)],
+                               plain_view(n.input(i), dims_[static_cast<size_t>(n.input(i))], act_));
+    }
+  }
+  for (const memory& m : srcs) mds.push_back(m.get_desc());
+  dnnl::concat::primitive_desc pd(static_cast<int>(axis), mds, options_.engine, attr());
+  memory dst = fresh(pd.dst_desc());
+  Step s;
+  s.primitive = dnnl::concat(pd);
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    s.args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i].get()});
+  }
+  s.args.push_back({DNNL_ARG_DST, dst.get()});
+  std::snprintf(s.name.data(), s.name.size(), "concat:%.*s", static_cast<int>(n.name().size()),
+                n.name().data());
+  s.impl = pd.impl_info_str();
+  s.scratchpad = pd.scratchpad_desc();
+  d_.steps.push_back(std::move(s));
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_reshape(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const dt type = vals_[static_cast<size_t>(x)].arg >= 0 ? dt::f32 : act_;
+  TESSERA_ASSIGN_OR_RETURN(memory m, plain_view(x, dims_[static_cast<size_t>(x)], type));
+  set(y, view(x, m, plain(dims_[static_cast<size_t>(y)], type)), true);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_transpose(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  std::vector<int64_t> perm;
+  n.attr_ints("perm", &perm);
+  if (perm.empty()) {
+    for (size_t i = dx.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  TESSERA_ASSIGN_OR_RETURN(memory m, plain_view(x, dx, act_));
+  const memory::dims in_strides = strides_of(dx);
+  memory::dims strides(dy.size());
+  for (size_t i = 0; i < dy.size(); ++i) strides[i] = in_strides[static_cast<size_t>(perm[i])];
+  memory src = view(x, m, memory::desc(dy, act_, strides));
+  memory dst = fresh(plain(dy, act_));
+  TESSERA_RETURN_IF_ERROR(add_reorder(src, dst, n.name()));
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower(int index) {
+  const fb::Node* node = graph_.nodes()->Get(static_cast<uint32_t>(index));
+  NodeView n(graph_, *node, dims_);
+  TESSERA_RETURN_IF_ERROR(check_node(n));
+  switch (node->op()) {
+    case fb::OpType::Conv: return lower_conv(n, index);
+    case fb::OpType::Gemm:
+    case fb::OpType::MatMul: return lower_matmul(n);
+    case fb::OpType::MaxPool:
+    case fb::OpType::AveragePool: return lower_pool(n);
+    case fb::OpType::GlobalAveragePool:
+    case fb::OpType::ReduceMean: return lower_global_pool(n);
+    case fb::OpType::Add:
+    case fb::OpType::Sub:
+    case fb::OpType::Mul:
+    case fb::OpType::Div:
+    case fb::OpType::Min:
+    case fb::OpType::Max: return lower_binary(n, index);
+    case fb::OpType::Softmax: return lower_softmax(n);
+    case fb::OpType::Concat: return lower_concat(n);
+    case fb::OpType::Identity:
+    case fb::OpType::Reshape:
+    case fb::OpType::Flatten:
+    case fb::OpType::Squeeze:
+    case fb::OpType::Unsqueeze: return lower_reshape(n);
+    case fb::OpType::Transpose: return lower_transpose(n);
+    default: return lower_eltwise(n, index);
+  }
+}
+
+Status Builder::finish() {
+  // Outputs: copied (and converted to fp32 row-major) into the caller's tensors.
+  const size_t n_in = d_.num_inputs;
+  for (size_t i = 0; i < d_.num_outputs; ++i) {
+    const int v = graph_.outputs()->Get(static_cast<uint32_t>(i));
+    TESSERA_ASSIGN_OR_RETURN(memory src, get(v));
+    memory out = wrap(plain(dims_[static_cast<size_t>(v)], dt::f32), nullptr,
+                      static_cast<int>(n_in + i));
+    TESSERA_RETURN_IF_ERROR(add_reorder(src, out, "output"));
+  }
+  // One scratchpad, as large as the largest a primitive asked for.
+  size_t bytes = 0;
+  for (const Step& s : d_.steps) bytes = std::max(bytes, s.scratchpad.get_size());
+  if (bytes > 0) {
+    d_.scratchpad = fresh(memory::desc({static_cast<int64_t>(bytes)}, dt::u8, memory::dims{1}));
+    for (Step& s : d_.steps) {
+      if (s.scratchpad.get_size() == 0) continue;
+      memory m = wrap(s.scratchpad, d_.scratchpad.get_data_handle(), -1);
+      s.args.push_back({DNNL_ARG_SCRATCHPAD, m.get()});
+    }
+  }
+  return Status::ok();
+}
+
+Status Builder::build() {
+  TESSERA_RETURN_IF_ERROR(resolve());
+  d_.num_inputs = graph_.inputs() ? graph_.inputs()->size() : 0;
+  d_.num_outputs = graph_.outputs() ? graph_.outputs()->size() : 0;
+  for (size_t i = 0; i < d_.num_inputs; ++i) {
+    const int v = graph_.inputs()->Get(static_cast<uint32_t>(i));
+    Val& val = vals_[static_cast<size_t>(v)];
+    val.arg = static_cast<int>(i);
+    val.mem = wrap(plain(dims_[static_cast<size_t>(v)], dt::f32), nullptr, static_cast<int>(i));
+    d_.arg_numel.push_back(numel(dims_[static_cast<size_t>(v)]));
+  }
+  for (size_t i = 0; i < d_.num_outputs; ++i) {
+    d_.arg_numel.push_back(numel(dims_[static_cast<size_t>(graph_.outputs()->Get(static_cast<uint32_t>(i)))]));
+  }
+  const size_t num_nodes = graph_.nodes() ? graph_.nodes()->size() : 0;
+  for (size_t k = 0; k < num_nodes; ++k) {
+    if (done_[k]) continue;
+    TESSERA_RETURN_IF_ERROR(lower(static_cast<int>(k)));
+  }
+  return finish();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+                                                 const BackendInitContext& context,
+                                                 const BuildOptions& options) {
+  auto delegate = std::make_unique<Delegate>();
+  std::snprintf(delegate->id, sizeof delegate->id, "%.*s",
+                static_cast<int>(context.delegate_id().size()), context.delegate_id().data());
+  delegate->engine = options.engine;
+  delegate->threads = options.threads;
+  delegate->bf16 = options.bf16;
+  try {
+    delegate->stream = dnnl::stream(options.engine);
+    OmpThreadsScope team(options.threads);  // primitives partition work for this team size
+    Builder builder(graph, context, options, *delegate);
+    TESSERA_RETURN_IF_ERROR(builder.build());
+  } catch (const dnnl::error& e) {
+    return Status::error(Error::DelegateInvalidCompatibility, "onednn: %s (status %d)", e.what(),
+                         static_cast<int>(e.status));
+  }
+  return delegate;
+}
+
+}  // namespace tessera::onednn

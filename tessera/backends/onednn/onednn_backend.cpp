@@ -1,0 +1,220 @@
+#include "tessera/backends/onednn/onednn_backend.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "tessera/backend/context.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backends/onednn/delegate.h"
+#include "tessera/backends/onednn/graph_builder.h"
+#include "tessera/backends/onednn/options.h"
+#include "tessera/backends/onednn/supports.h"
+#include "tessera/ir/schema.h"
+
+namespace tessera::onednn {
+namespace {
+
+constexpr const char* kIsaChoices[] = {"all",         "avx512_core_amx", "avx512_core_bf16",
+                                       "avx512_core_vnni", "avx512_core",   "avx2",
+                                       "sse41"};
+constexpr dnnl_cpu_isa_t kIsaValues[] = {dnnl_cpu_isa_all,         dnnl_cpu_isa_avx512_core_amx,
+                                         dnnl_cpu_isa_avx512_core_bf16,
+                                         dnnl_cpu_isa_avx512_core_vnni,
+                                         dnnl_cpu_isa_avx512_core, dnnl_cpu_isa_avx2,
+                                         dnnl_cpu_isa_sse41};
+constexpr const char* kPrecisionChoices[] = {"fp32", "bf16", "auto"};
+
+constexpr OptionSpec kSchema[] = {
+    OptionSpec::enumeration(
+        "max_cpu_isa", "all", kIsaChoices, OptionScope::Global,
+        "Highest ISA oneDNN may dispatch to (dnnl::set_max_cpu_isa), applied before the first "
+        "primitive; reads back as the effective ISA once the backend initialised")
+        .init_only(),
+    OptionSpec::integer(
+        "num_threads", 0, 0, 256, kRuntimeScopes,
+        "OpenMP team size for this delegate's primitives, 0 = auto "
+        "(DeviceInfo::recommended_threads); set around init and each execute and restored, so "
+        "other delegates and the application's OpenMP use keep theirs"),
+    OptionSpec::enumeration(
+        "precision", "fp32", kPrecisionChoices, OptionScope::Load | OptionScope::Delegate,
+        "fp32; bf16 = bf16 weights and activations with fp32 accumulation (needs native bf16: "
+        "avx512_bf16 or AMX, else an error); auto = bf16 where native, else fp32"),
+    OptionSpec::integer("primitive_cache_capacity", 1024, 0, 65536, OptionScope::Global,
+                        "oneDNN primitive cache capacity in primitives "
+                        "(dnnl::set_primitive_cache_capacity); 0 disables the cache"),
+    OptionSpec::boolean("profile", false, OptionScope::Execute,
+                        "Report this call's per-primitive times (reorders included) through the "
+                        "execution context"),
+};
+
+int isa_index(std::string_view name) {
+  for (size_t i = 0; i < std::size(kIsaChoices); ++i) {
+    if (name == kIsaChoices[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+const char* effective_isa_choice() {
+  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  // ISA values are bit sets; report the highest choice the effective ISA contains.
+  for (size_t i = 1; i < std::size(kIsaValues); ++i) {
+    const unsigned v = static_cast<unsigned>(kIsaValues[i]);
+    if ((isa & v) == v) return kIsaChoices[i];
+  }
+  return "sse41";
+}
+
+bool OnednnBackend::is_available() const { return dnnl_engine_get_count(dnnl_cpu) > 0; }
+
+Span<const OptionSpec> OnednnBackend::option_schema() const { return kSchema; }
+
+bool OnednnBackend::supports_op(const OpView& op) const {
+  if (op.node == nullptr || op.graph == nullptr) return false;
+  return onednn_supports(*static_cast<const fb::Graph*>(op.graph),
+                         *static_cast<const fb::Node*>(op.node));
+}
+
+Result<dnnl::engine> OnednnBackend::initialize(BackendInitContext& context) const {
+  TESSERA_ASSIGN_OR_RETURN(EnumValue isa, context.get(kMaxCpuIsa));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!initialized_) {
+    const int index = isa_index(isa.name);
+    if (index > 0) {
+      const dnnl_status_t st = dnnl_set_max_cpu_isa(kIsaValues[index]);
+      if (st != dnnl_success) {
+        return Status::error(Error::InvalidState,
+                             "onednn: max_cpu_isa=%.*s cannot be applied: oneDNN already fixed its "
+                             "ISA in this process (status %d)",
+                             static_cast<int>(isa.name.size()), isa.name.data(),
+                             static_cast<int>(st));
+      }
+    }
+    try {
+      engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    } catch (const dnnl::error& e) {
+      return Status::error(Error::DelegateUnavailable, "onednn: no CPU engine: %s", e.what());
+    }
+    applied_isa_ = std::string(isa.name);
+    initialized_ = true;
+    TESSERA_RETURN_IF_ERROR(context.mark_backend_initialized());
+  } else if (isa.name != applied_isa_) {
+    return Status::error(Error::InvalidState,
+                         "onednn: max_cpu_isa=%.*s, but oneDNN fixed max_cpu_isa=%s at the first "
+                         "init of this process",
+                         static_cast<int>(isa.name.size()), isa.name.data(), applied_isa_.c_str());
+  }
+  return engine_;
+}
+
+Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, FreeableBuffer* payload,
+                                            Span<const CompileSpec>) const {
+  if (payload == nullptr || payload->data() == nullptr) {
+    return Status(Error::InvalidArgument, "onednn: no payload");
+  }
+  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(payload->data()), payload->size());
+  if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
+    return Status::error(Error::InvalidProgram,
+                         "onednn: delegate '%.*s': the payload is not a valid graph",
+                         static_cast<int>(context.delegate_id().size()),
+                         context.delegate_id().data());
+  }
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
+
+  TESSERA_ASSIGN_OR_RETURN(dnnl::engine engine, initialize(context));
+
+  BuildOptions build;
+  build.engine = engine;
+  TESSERA_ASSIGN_OR_RETURN(EnumValue precision, context.get(kPrecision));
+  if (precision.name != "fp32") {
+    const DeviceInfo& device = context.device_info();
+    const bool cpu_bf16 = device.has_isa("avx512_bf16") || device.has_isa("amx_bf16");
+    const bool onednn_bf16 = (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) &
+                              static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16)) ==
+                             static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+    const bool native = cpu_bf16 && onednn_bf16;
+    if (precision.name == "bf16" && !native) {
+      if (!cpu_bf16) {
+        return Status::error(Error::NotSupported,
+                             "onednn: precision=bf16 needs native bf16 arithmetic, but this CPU "
+                             "(%s) has neither avx512_bf16 nor amx_bf16; use precision=fp32 or "
+                             "auto", device.cpu_name);
+      }
+      return Status::error(Error::NotSupported,
+                           "onednn: precision=bf16 needs avx512_core_bf16, but oneDNN's effective "
+                           "ISA is %s (max_cpu_isa=%s)", effective_isa_choice(),
+                           applied_isa_.c_str());
+    }
+    build.bf16 = native;
+  }
+  TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
+  build.threads = threads > 0 ? static_cast<int>(threads)
+                              : static_cast<int>(context.device_info().recommended_threads());
+
+  Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
+  if (!delegate.ok()) {
+    char prefix[96];
+    std::snprintf(prefix, sizeof prefix, "delegate '%.*s'",
+                  static_cast<int>(context.delegate_id().size()), context.delegate_id().data());
+    return delegate.status().with_prefix(prefix);
+  }
+  payload->free();
+  return to_handle(std::move(delegate).value().release());
+}
+
+Status OnednnBackend::execute(BackendExecutionContext& context, DelegateHandle* handle,
+                              Span<EValue*> args) const {
+  if (handle == nullptr) return Status(Error::DelegateInvalidHandle, "onednn: null handle");
+  return from_handle<Delegate>(handle)->execute(context, args);
+}
+
+void OnednnBackend::destroy(DelegateHandle* handle) const { delete from_handle<Delegate>(handle); }
+
+Status OnednnBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
+  for (const BackendOption& o : options) {
+    if (o.key() == kPrimitiveCacheCapacity.view()) {
+      const dnnl_status_t st = dnnl_set_primitive_cache_capacity(static_cast<int>(o.as_int()));
+      if (st != dnnl_success) {
+        return Status::error(Error::InvalidArgument,
+                             "onednn: primitive_cache_capacity=%lld rejected by oneDNN (status %d)",
+                             static_cast<long long>(o.as_int()), static_cast<int>(st));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status OnednnBackend::get_option(BackendOptionContext&, Span<BackendOption> options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (BackendOption& o : options) {
+    if (o.key() == kMaxCpuIsa.view() && initialized_) {
+      const char* isa = effective_isa_choice();
+      TESSERA_RETURN_IF_ERROR(o.set_enum(isa, isa_index(isa)));
+    } else if (o.key() == kPrimitiveCacheCapacity.view()) {
+      int capacity = 0;
+      if (dnnl_get_primitive_cache_capacity(&capacity) == dnnl_success) o.set_int(capacity);
+    }
+  }
+  return Status::ok();
+}
+
+DelegateSummary summarize_delegate(const DelegateHandle* handle) {
+  DelegateSummary s;
+  if (handle == nullptr) return s;
+  const auto* d = from_handle<const Delegate>(const_cast<DelegateHandle*>(handle));
+  s.threads = d->threads;
+  s.bf16 = d->bf16;
+  s.fused_sums = d->fused_sums;
+  s.in_place_sums = d->in_place_sums;
+  for (const Step& step : d->steps) s.steps.push_back(std::string(step.name.data()) + " " + step.impl);
+  return s;
+}
+
+}  // namespace tessera::onednn
+
+TESSERA_REGISTER_BACKEND("onednn", ::tessera::onednn::OnednnBackend);

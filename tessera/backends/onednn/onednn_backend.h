@@ -1,0 +1,66 @@
+// The oneDNN CPU backend, registered as "onednn" (Debian's oneDNN 2.6, OpenMP runtime). Runs
+// delegates whose payload is the portable graph IR; see supports.h for which ops,
+// graph_builder.h for layouts, weights and fusions, options.h for its options.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tessera/backend/interface.h"
+
+namespace tessera::onednn {
+
+class OnednnBackend final : public BackendInterface {
+ public:
+  /// True when oneDNN sees a CPU engine. Does not fix oneDNN's ISA.
+  bool is_available() const override;
+  Span<const OptionSpec> option_schema() const override;
+  /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
+  bool supports_op(const OpView& op) const override;
+  /// `payload` is an fb::Graph FlatBuffer; it is verified, lowered, and freed before returning.
+  /// The first init applies max_cpu_isa (oneDNN fixes it once per process) and marks the backend
+  /// initialised. Errors: InvalidProgram (malformed payload), NotSupported (an op this backend
+  /// does not lower; precision=bf16 without native bf16, naming the missing feature),
+  /// InvalidState (max_cpu_isa differs from the one oneDNN already fixed),
+  /// DelegateInvalidCompatibility (oneDNN refused a primitive), and option errors.
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
+                               Span<const CompileSpec> compile_specs) const override;
+  Status execute(BackendExecutionContext& context, DelegateHandle* handle,
+                 Span<EValue*> args) const override;
+  void destroy(DelegateHandle* handle) const override;
+  /// Applies primitive_cache_capacity at once. max_cpu_isa is stored by the framework and
+  /// applied at the first init (a oneDNN setting can be made only once).
+  Status set_option(BackendOptionContext& context, Span<const BackendOption> options) override;
+  /// Once the backend initialised, max_cpu_isa reads as the effective ISA
+  /// (dnnl::get_effective_cpu_isa, mapped to the nearest choice at or below it). Before that it
+  /// reads as set: querying oneDNN earlier would fix its ISA.
+  Status get_option(BackendOptionContext& context, Span<BackendOption> options) override;
+
+ private:
+  Result<dnnl::engine> initialize(BackendInitContext& context) const;
+
+  mutable std::mutex mutex_;
+  mutable bool initialized_ = false;
+  mutable dnnl::engine engine_;
+  mutable std::string applied_isa_;
+};
+
+/// oneDNN's effective ISA as a max_cpu_isa choice ("avx512_core_bf16", "avx2", ...). Calling
+/// it fixes oneDNN's ISA for the process.
+const char* effective_isa_choice();
+
+/// What a delegate was built into, for tests and tools. `handle` comes from init.
+struct DelegateSummary {
+  int threads = 0;
+  bool bf16 = false;
+  size_t fused_sums = 0;
+  size_t in_place_sums = 0;
+  std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order
+};
+DelegateSummary summarize_delegate(const DelegateHandle* handle);
+
+}  // namespace tessera::onednn

@@ -1,0 +1,505 @@
+#include "tessera/backends/onednn/supports.h"
+
+#include <oneapi/dnnl/dnnl_types.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+namespace tessera::onednn {
+
+// ---- NodeView ----------------------------------------------------------------------------------
+
+std::string_view NodeView::name() const {
+  return node_.name() ? std::string_view(node_.name()->c_str(), node_.name()->size())
+                      : std::string_view();
+}
+
+int NodeView::num_inputs() const {
+  return node_.inputs() ? static_cast<int>(node_.inputs()->size()) : 0;
+}
+
+int NodeView::num_outputs() const {
+  return node_.outputs() ? static_cast<int>(node_.outputs()->size()) : 0;
+}
+
+int NodeView::input(int i) const {
+  if (i < 0 || i >= num_inputs()) return -1;
+  return node_.inputs()->Get(static_cast<uint32_t>(i));
+}
+
+int NodeView::output(int i) const {
+  if (i < 0 || i >= num_outputs()) return -1;
+  return node_.outputs()->Get(static_cast<uint32_t>(i));
+}
+
+const fb::Value* NodeView::value(int index) const {
+  const auto* values = graph_.values();
+  if (values == nullptr || index < 0 || static_cast<uint32_t>(index) >= values->size()) {
+    return nullptr;
+  }
+  return values->Get(static_cast<uint32_t>(index));
+}
+
+DimVector NodeView::dims(int index) const {
+  if (!resolved_.empty() && index >= 0 && static_cast<size_t>(index) < resolved_.size()) {
+    return resolved_[static_cast<size_t>(index)];
+  }
+  DimVector out;
+  const fb::Value* v = value(index);
+  if (v == nullptr || v->dims() == nullptr) return out;
+  for (const fb::Dim* d : *v->dims()) out.push_back(d->value());
+  return out;
+}
+
+bool NodeView::is_constant(int index) const {
+  const fb::Value* v = value(index);
+  return v != nullptr && v->constant() >= 0;
+}
+
+bool NodeView::is_float_tensor(int index) const {
+  const fb::Value* v = value(index);
+  return v != nullptr && v->kind() == fb::ValueKind::Tensor &&
+         v->dtype() == fb::ScalarType::Float32;
+}
+
+const fb::Attr* NodeView::find(std::string_view name) const {
+  if (node_.attrs() == nullptr) return nullptr;
+  for (const fb::Attr* a : *node_.attrs()) {
+    if (std::string_view(a->name()->c_str(), a->name()->size()) == name) return a;
+  }
+  return nullptr;
+}
+
+bool NodeView::attr_int(std::string_view name, int64_t fallback, int64_t* out) const {
+  const fb::Attr* a = find(name);
+  *out = fallback;
+  if (a == nullptr) return true;
+  if (a->type() != fb::AttrType::Int) return false;
+  *out = a->i();
+  return true;
+}
+
+bool NodeView::attr_float(std::string_view name, float fallback, float* out) const {
+  const fb::Attr* a = find(name);
+  *out = fallback;
+  if (a == nullptr) return true;
+  if (a->type() != fb::AttrType::Float) return false;
+  *out = a->f();
+  return true;
+}
+
+bool NodeView::attr_string(std::string_view name, std::string_view fallback,
+                           std::string_view* out) const {
+  const fb::Attr* a = find(name);
+  *out = fallback;
+  if (a == nullptr) return true;
+  if (a->type() != fb::AttrType::String) return false;
+  *out = a->s() ? std::string_view(a->s()->c_str(), a->s()->size()) : std::string_view();
+  return true;
+}
+
+bool NodeView::attr_ints(std::string_view name, std::vector<int64_t>* out) const {
+  const fb::Attr* a = find(name);
+  out->clear();
+  if (a == nullptr) return true;
+  if (a->type() != fb::AttrType::Ints) return false;
+  if (a->ints()) out->assign(a->ints()->begin(), a->ints()->end());
+  return true;
+}
+
+// ---- checks ------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kMaxRank = 6;
+
+struct Checker {
+  const NodeView& n;
+  Status fail(const char* what) const {
+    return Status::error(Error::NotSupported, "onednn: %s node '%.*s': %s",
+                         fb::EnumNameOpType(n.op()), static_cast<int>(n.name().size()),
+                         n.name().data(), what);
+  }
+};
+
+bool broadcastable(const DimVector& small, const DimVector& full) {
+  if (small.size() > full.size()) return false;
+  const size_t off = full.size() - small.size();
+  for (size_t i = 0; i < small.size(); ++i) {
+    if (small[i] != 1 && small[i] != full[off + i]) return false;
+  }
+  return true;
+}
+
+int64_t numel(const DimVector& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+bool is_commutative(fb::OpType op) {
+  return op == fb::OpType::Add || op == fb::OpType::Mul || op == fb::OpType::Min ||
+         op == fb::OpType::Max;
+}
+
+Status check_window(const Checker& c, bool is_conv) {
+  const NodeView& n = c.n;
+  const DimVector x = n.dims(n.input(0));
+  const DimVector y = n.dims(n.output(0));
+  if (x.size() != 4 || y.size() != 4) return c.fail("only 2-D (rank-4 NCHW) windows are lowered");
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  std::string_view auto_pad;
+  if (!n.attr_ints("kernel_shape", &kernel) || !n.attr_ints("strides", &strides) ||
+      !n.attr_ints("dilations", &dilations) || !n.attr_ints("pads", &pads) ||
+      !n.attr_string("auto_pad", "NOTSET", &auto_pad)) {
+    return c.fail("an attribute has the wrong type");
+  }
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty()) {
+    return c.fail("auto_pad other than NOTSET or VALID");
+  }
+  if (is_conv && kernel.empty()) {
+    const DimVector w = n.dims(n.input(1));
+    if (w.size() == 4) kernel = {w[2], w[3]};
+  }
+  if (kernel.size() != 2) return c.fail("kernel_shape must have 2 entries");
+  if ((!strides.empty() && strides.size() != 2) || (!dilations.empty() && dilations.size() != 2) ||
+      (!pads.empty() && pads.size() != 4)) {
+    return c.fail("strides, dilations or pads of the wrong length");
+  }
+  for (int64_t v : strides) {
+    if (v < 1) return c.fail("stride < 1");
+  }
+  for (int64_t v : dilations) {
+    if (v < 1) return c.fail("dilation < 1");
+  }
+  for (int64_t v : pads) {
+    if (v < 0) return c.fail("negative padding");
+  }
+  if (!is_conv && n.op() == fb::OpType::AveragePool) {
+    for (int64_t v : dilations) {
+      if (v != 1) return c.fail("dilated AveragePool");
+    }
+  }
+  const Window w = read_window(n);
+  for (int d = 0; d < 2; ++d) {
+    if (w.pad_end[d] < 0 && !is_conv) return c.fail("window does not fit the output size");
+    const int64_t span = (w.kernel[d] - 1) * (w.dilation[d] + 1) + 1;
+    const int64_t expect =
+        (x[2 + d] + w.pad_begin[d] + w.pad_end[d] - span) / w.stride[d] + 1;
+    if (expect != y[2 + d]) return c.fail("output size does not match the window");
+  }
+  if (n.op() == fb::OpType::AveragePool) {
+    int64_t include = 0, ceil_mode = 0;
+    if (!n.attr_int("count_include_pad", 0, &include) || !n.attr_int("ceil_mode", 0, &ceil_mode)) {
+      return c.fail("an attribute has the wrong type");
+    }
+    // With count_include_pad, ONNX does not count the cells ceil_mode adds past the padding.
+    if (include != 0) {
+      for (int d = 0; d < 2; ++d) {
+        const int64_t declared = pads.empty() ? 0 : pads[2 + static_cast<size_t>(d)];
+        if (w.pad_end[d] > declared) return c.fail("count_include_pad with ceil_mode overhang");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status check_matmul_like(const Checker& c) {
+  const NodeView& n = c.n;
+  const int a = n.input(0), b = n.input(1);
+  const DimVector da = n.dims(a), db = n.dims(b), dy = n.dims(n.output(0));
+  if (n.op() == fb::OpType::Gemm) {
+    int64_t trans_a = 0, trans_b = 0;
+    float alpha = 1.0f, beta = 1.0f;
+    if (!n.attr_int("transA", 0, &trans_a) || !n.attr_int("transB", 0, &trans_b) ||
+        !n.attr_float("alpha", 1.0f, &alpha) || !n.attr_float("beta", 1.0f, &beta)) {
+      return c.fail("an attribute has the wrong type");
+    }
+    if (da.size() != 2 || db.size() != 2) return c.fail("A and B must be rank 2");
+    if (!n.is_constant(b)) return c.fail("B must be a constant");
+    if (alpha != 1.0f) return c.fail("alpha != 1");
+    const int64_t k = trans_a ? da[0] : da[1];
+    const int64_t kb = trans_b ? db[1] : db[0];
+    const int64_t cols = trans_b ? db[0] : db[1];
+    if (k != kb || dy.size() != 2 || dy[1] != cols) return c.fail("shapes do not match");
+    const int cv = n.input(2);
+    if (cv >= 0) {
+      if (!n.is_constant(cv) || !n.is_float_tensor(cv)) return c.fail("C must be a constant");
+      const DimVector dc = n.dims(cv);
+      if (numel(dc) != cols || dc.size() > 2 || (dc.size() == 2 && dc[0] != 1)) {
+        return c.fail("C must be a row of N values");
+      }
+    }
+    return Status::ok();
+  }
+  if (da.size() < 2 || db.size() < 2 || da.size() > 4 || db.size() > 4) {
+    return c.fail("MatMul operands must be rank 2 to 4");
+  }
+  if (da.back() != db[db.size() - 2]) return c.fail("inner dims differ");
+  if (db.size() == 2 && n.is_constant(b)) return Status::ok();  // weights path
+  if (da.size() != db.size()) return c.fail("activation operands of different ranks");
+  for (size_t i = 0; i + 2 < da.size(); ++i) {
+    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) return c.fail("batch dims do not broadcast");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Window read_window(const NodeView& n) {
+  Window w;
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  n.attr_ints("kernel_shape", &kernel);
+  n.attr_ints("strides", &strides);
+  n.attr_ints("dilations", &dilations);
+  n.attr_ints("pads", &pads);
+  std::string_view auto_pad;
+  n.attr_string("auto_pad", "NOTSET", &auto_pad);
+  if (kernel.size() != 2 && n.op() == fb::OpType::Conv) {
+    const DimVector wd = n.dims(n.input(1));
+    if (wd.size() == 4) kernel = {wd[2], wd[3]};
+  }
+  const DimVector x = n.dims(n.input(0));
+  const DimVector y = n.dims(n.output(0));
+  for (size_t d = 0; d < 2; ++d) {
+    w.kernel[d] = kernel.size() == 2 ? kernel[d] : 1;
+    w.stride[d] = strides.size() == 2 ? strides[d] : 1;
+    w.dilation[d] = (dilations.size() == 2 ? dilations[d] : 1) - 1;
+    const bool valid = auto_pad == "VALID";
+    w.pad_begin[d] = pads.size() == 4 && !valid ? pads[d] : 0;
+    w.pad_end[d] = pads.size() == 4 && !valid ? pads[2 + d] : 0;
+    if (x.size() == 4 && y.size() == 4) {
+      // ceil_mode: grow the end padding until the last window fits (never shrink it).
+      const int64_t span = (w.kernel[d] - 1) * (w.dilation[d] + 1) + 1;
+      const int64_t needed = (y[2 + d] - 1) * w.stride[d] + span - x[2 + d] - w.pad_begin[d];
+      if (needed > w.pad_end[d]) w.pad_end[d] = needed;
+    }
+  }
+  return w;
+}
+
+bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
+  EltwiseSpec s;
+  switch (n.op()) {
+    case fb::OpType::Relu: s.algorithm = dnnl_eltwise_relu; break;
+    case fb::OpType::LeakyRelu:
+      s.algorithm = dnnl_eltwise_relu;
+      if (!n.attr_float("alpha", 0.01f, &s.alpha)) return false;
+      break;
+    case fb::OpType::Clip:
+      s.algorithm = dnnl_eltwise_clip;
+      if (!n.attr_float("min", -FLT_MAX, &s.alpha) || !n.attr_float("max", FLT_MAX, &s.beta)) {
+        return false;
+      }
+      s.alpha = std::max(s.alpha, -FLT_MAX);
+      s.beta = std::min(s.beta, FLT_MAX);
+      if (s.alpha > s.beta) s.alpha = s.beta;  // ONNX: min > max gives max
+      break;
+    case fb::OpType::Sigmoid: s.algorithm = dnnl_eltwise_logistic; break;
+    case fb::OpType::Tanh: s.algorithm = dnnl_eltwise_tanh; break;
+    case fb::OpType::HardSwish: s.algorithm = dnnl_eltwise_hardswish; break;
+    case fb::OpType::Sqrt: s.algorithm = dnnl_eltwise_sqrt; break;
+    case fb::OpType::Exp: s.algorithm = dnnl_eltwise_exp; break;
+    case fb::OpType::Abs: s.algorithm = dnnl_eltwise_abs; break;
+    case fb::OpType::Neg:
+      s.algorithm = dnnl_eltwise_linear;
+      s.alpha = -1.0f;
+      break;
+    case fb::OpType::Gelu: {
+      std::string_view approx;
+      if (!n.attr_string("approximate", "none", &approx)) return false;
+      if (approx == "tanh") {
+        s.algorithm = dnnl_eltwise_gelu_tanh;
+      } else if (approx == "none" || approx.empty()) {
+        s.algorithm = dnnl_eltwise_gelu_erf;
+      } else {
+        return false;
+      }
+      break;
+    }
+    default:
+      return false;
+  }
+  *out = s;
+  return true;
+}
+
+Status check_node(const NodeView& n) {
+  const Checker c{n};
+  if (n.num_outputs() < 1) return c.fail("no output");
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    if (!n.is_float_tensor(n.output(i))) return c.fail("outputs must be float32 tensors");
+  }
+  if (n.num_outputs() != 1) return c.fail("more than one output");
+  const int out = n.output(0);
+  const DimVector dy = n.dims(out);
+  if (dy.size() > static_cast<size_t>(kMaxRank)) return c.fail("rank above 6");
+  for (int64_t d : dy) {
+    if (d < 1) return c.fail("empty tensor");
+  }
+  // Inputs: float32 tensors, present unless optional (handled per op).
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const int v = n.input(i);
+    if (v >= 0 && (!n.is_float_tensor(v) || n.dims(v).size() > static_cast<size_t>(kMaxRank))) {
+      return c.fail("inputs must be float32 tensors of rank <= 6");
+    }
+  }
+  switch (n.node().activation()) {
+    case fb::Activation::None:
+    case fb::Activation::Relu:
+      break;
+    case fb::Activation::Clip:
+      if (std::isnan(n.node().activation_min()) || std::isnan(n.node().activation_max()) ||
+          n.node().activation_min() > n.node().activation_max()) {
+        return c.fail("invalid fused Clip bounds");
+      }
+      break;
+    default:
+      return c.fail("unknown fused activation");
+  }
+  const int x = n.input(0);
+  if (x < 0) return c.fail("missing input");
+  const DimVector dx = n.dims(x);
+  const fb::OpType op = n.op();
+  switch (op) {
+    case fb::OpType::Conv: {
+      const int w = n.input(1), b = n.input(2);
+      if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
+      const DimVector dw = n.dims(w);
+      int64_t group = 1;
+      if (!n.attr_int("group", 1, &group)) return c.fail("group has the wrong type");
+      if (dx.size() != 4 || dw.size() != 4) return c.fail("only 2-D convolution is lowered");
+      if (group < 1 || dx[1] % group != 0 || dw[0] % group != 0 || dw[1] * group != dx[1]) {
+        return c.fail("channels do not match the group count");
+      }
+      if (dy[1] != dw[0] || dy[0] != dx[0]) return c.fail("output shape does not match");
+      if (b >= 0 && (!n.is_constant(b) || numel(n.dims(b)) != dw[0])) {
+        return c.fail("bias must be a constant of Cout values");
+      }
+      if (n.num_inputs() > 3) return c.fail("too many inputs");
+      return check_window(c, true);
+    }
+    case fb::OpType::Gemm:
+    case fb::OpType::MatMul:
+      if (n.input(1) < 0) return c.fail("missing input");
+      return check_matmul_like(c);
+    case fb::OpType::MaxPool:
+    case fb::OpType::AveragePool: {
+      int64_t storage_order = 0;
+      if (!n.attr_int("storage_order", 0, &storage_order) || storage_order != 0) {
+        return c.fail("storage_order != 0");
+      }
+      return check_window(c, false);
+    }
+    case fb::OpType::GlobalAveragePool:
+      if (dx.size() != 4) return c.fail("only rank-4 input");
+      return Status::ok();
+    case fb::OpType::ReduceMean: {
+      std::vector<int64_t> axes;
+      int64_t keepdims = 1;
+      if (!n.attr_ints("axes", &axes) || !n.attr_int("keepdims", 1, &keepdims)) {
+        return c.fail("an attribute has the wrong type");
+      }
+      if (n.num_inputs() != 1) return c.fail("axes given as an input");
+      if (dx.size() != 4 || axes.size() != 2) return c.fail("only the spatial mean of NCHW");
+      std::vector<int64_t> a = axes;
+      for (int64_t& v : a) v = v < 0 ? v + 4 : v;
+      std::sort(a.begin(), a.end());
+      if (a[0] != 2 || a[1] != 3) return c.fail("only the spatial mean of NCHW");
+      return Status::ok();
+    }
+    case fb::OpType::Add:
+    case fb::OpType::Sub:
+    case fb::OpType::Mul:
+    case fb::OpType::Div:
+    case fb::OpType::Min:
+    case fb::OpType::Max: {
+      if (n.num_inputs() != 2 || n.input(1) < 0) return c.fail("needs exactly two inputs");
+      const DimVector d1 = n.dims(n.input(1));
+      const bool full0 = dx.size() == dy.size() && dx == dy;
+      const bool full1 = d1.size() == dy.size() && d1 == dy;
+      if (full0 && broadcastable(d1, dy)) return Status::ok();
+      if (full1 && broadcastable(dx, dy) && is_commutative(op)) return Status::ok();
+      return c.fail("only one operand may be broadcast (the second, or either if commutative)");
+    }
+    case fb::OpType::Relu:
+    case fb::OpType::LeakyRelu:
+    case fb::OpType::Clip:
+    case fb::OpType::Sigmoid:
+    case fb::OpType::Tanh:
+    case fb::OpType::HardSwish:
+    case fb::OpType::HardSigmoid:
+    case fb::OpType::Sqrt:
+    case fb::OpType::Exp:
+    case fb::OpType::Abs:
+    case fb::OpType::Neg:
+    case fb::OpType::Gelu: {
+      if (n.num_inputs() != 1) return c.fail("expects one input");
+      if (dx != dy) return c.fail("output shape differs from the input's");
+      EltwiseSpec s;
+      if (op == fb::OpType::HardSigmoid) {
+        float alpha, beta;
+        if (!n.attr_float("alpha", 0.2f, &alpha) || !n.attr_float("beta", 0.5f, &beta)) {
+          return c.fail("an attribute has the wrong type");
+        }
+        return Status::ok();
+      }
+      if (!eltwise_of(n, &s)) return c.fail("an attribute has the wrong type or value");
+      return Status::ok();
+    }
+    case fb::OpType::Softmax: {
+      int64_t axis = -1;
+      if (!n.attr_int("axis", -1, &axis)) return c.fail("axis has the wrong type");
+      const int64_t r = static_cast<int64_t>(dx.size());
+      if (axis < -r || axis >= r || dx != dy) return c.fail("axis out of range");
+      return Status::ok();
+    }
+    case fb::OpType::Concat: {
+      int64_t axis = 0;
+      if (!n.attr_int("axis", 0, &axis)) return c.fail("axis has the wrong type");
+      const int64_t r = static_cast<int64_t>(dy.size());
+      if (axis < -r || axis >= r) return c.fail("axis out of range");
+      for (int i = 0; i < n.num_inputs(); ++i) {
+        if (n.input(i) < 0 || n.dims(n.input(i)).size() != dy.size()) {
+          return c.fail("inputs must have the output's rank");
+        }
+      }
+      return Status::ok();
+    }
+    case fb::OpType::Identity:
+    case fb::OpType::Reshape:
+    case fb::OpType::Flatten:
+    case fb::OpType::Squeeze:
+    case fb::OpType::Unsqueeze:
+      for (int i = 1; i < n.num_inputs(); ++i) {
+        if (n.input(i) >= 0 && !n.is_constant(n.input(i))) return c.fail("shape input not constant");
+      }
+      if (numel(dx) != numel(dy)) return c.fail("element counts differ");
+      return Status::ok();
+    case fb::OpType::Transpose: {
+      std::vector<int64_t> perm;
+      if (!n.attr_ints("perm", &perm)) return c.fail("perm has the wrong type");
+      if (!perm.empty()) {
+        if (perm.size() != dx.size()) return c.fail("perm of the wrong length");
+        std::vector<int64_t> sorted = perm;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t i = 0; i < sorted.size(); ++i) {
+          if (sorted[i] != static_cast<int64_t>(i)) return c.fail("perm is not a permutation");
+        }
+      }
+      if (numel(dx) != numel(dy) || dx.size() != dy.size()) return c.fail("shapes do not match");
+      return Status::ok();
+    }
+    default:
+      return c.fail("op not lowered by this backend");
+  }
+}
+
+bool onednn_supports(const fb::Graph& graph, const fb::Node& node, std::string* why) {
+  Status s = check_node(NodeView(graph, node));
+  if (!s.is_ok() && why != nullptr) *why = s.message();
+  return s.is_ok();
+}
+
+}  // namespace tessera::onednn

@@ -1,0 +1,88 @@
+// Which portable-IR nodes the oneDNN backend lowers, for the ahead-of-time partitioner and for
+// the graph builder (one check, so supports_op says exactly what init can build).
+//
+// The check is local to one node: op, float32 tensors, ranks, constant weights, attribute values
+// oneDNN 2.6 primitives can express. Layouts never make a node unsupported: the delegate lets
+// oneDNN pick them and inserts reorders where a consumer needs another one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/core/span.h"
+#include "tessera/core/status.h"
+#include "tessera/ir/schema.h"
+
+namespace tessera::onednn {
+
+using DimVector = std::vector<int64_t>;
+
+/// Reads one node of an fb::Graph with its value dims: resolved at init, or the stored upper
+/// bounds when `resolved` is empty. Views the graph; it must outlive the reader.
+class NodeView {
+ public:
+  NodeView(const fb::Graph& graph, const fb::Node& node, Span<const DimVector> resolved = {})
+      : graph_(graph), node_(node), resolved_(resolved) {}
+
+  fb::OpType op() const { return node_.op(); }
+  const fb::Node& node() const { return node_; }
+  std::string_view name() const;
+  int num_inputs() const;
+  int num_outputs() const;
+  /// Value index of input/output slot `i`; -1 when absent.
+  int input(int i) const;
+  int output(int i) const;
+
+  const fb::Value* value(int index) const;
+  DimVector dims(int index) const;
+  bool is_constant(int index) const;
+  bool is_float_tensor(int index) const;
+
+  /// Attribute getters: false when the attribute is present with another type.
+  bool attr_int(std::string_view name, int64_t fallback, int64_t* out) const;
+  bool attr_float(std::string_view name, float fallback, float* out) const;
+  bool attr_string(std::string_view name, std::string_view fallback, std::string_view* out) const;
+  /// Empty when absent.
+  bool attr_ints(std::string_view name, std::vector<int64_t>* out) const;
+
+ private:
+  const fb::Attr* find(std::string_view name) const;
+
+  const fb::Graph& graph_;
+  const fb::Node& node_;
+  Span<const DimVector> resolved_;
+};
+
+/// Spatial geometry of a 2-D Conv or pooling node (oneDNN conventions: dilation 0 = dense).
+struct Window {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {0, 0};
+  int64_t pad_begin[2] = {0, 0};
+  int64_t pad_end[2] = {0, 0};
+};
+
+/// OK if the backend can lower the node; NotSupported with the reason otherwise
+/// ("onednn: Conv node 'c1': ...").
+Status check_node(const NodeView& node);
+
+/// Whether the backend lowers `node` of `graph` (dims at their stored upper bounds). When false
+/// and `why` is not null, `*why` gets the reason.
+bool onednn_supports(const fb::Graph& graph, const fb::Node& node, std::string* why = nullptr);
+
+/// The window of a Conv/MaxPool/AveragePool node whose check passed; the end padding is
+/// derived from the output size (this covers ceil_mode).
+Window read_window(const NodeView& node);
+
+/// The elementwise primitive an activation-like op maps to (for Relu, LeakyRelu, Clip, Sigmoid,
+/// Tanh, HardSwish, Gelu, Sqrt, Exp, Abs, Neg). False for other ops.
+struct EltwiseSpec {
+  int algorithm;  // a dnnl_alg_kind_t
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+bool eltwise_of(const NodeView& node, EltwiseSpec* out);
+
+}  // namespace tessera::onednn
