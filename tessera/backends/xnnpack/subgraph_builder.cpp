@@ -12,6 +12,13 @@
 #include "tessera/ir/op.h"
 #include "tessera/ir/shape_expr.h"
 
+// How it works. The nodes are walked twice in the same order with the same layout decisions.
+// The dry pass places every node in a "segment" (one XNNPACK runtime), decides each value's
+// layout, and records the steps between runtimes (layout conversions, concatenations) and the
+// buffers they use; a value is "exported" from its segment when anything after the segment reads
+// it. Only then are the external value counts known, which xnn_create_subgraph needs, so the
+// emit pass defines the XNNPACK subgraphs and creates the runtimes.
+
 namespace tessera::xnnpack {
 namespace {
 
@@ -59,7 +66,7 @@ struct ValueState {
   bool graph_output = false;
   Layout pref = Layout::Identity;
   Layout layout = Layout::Identity;  // as produced (or staged)
-  int segment = -1;                  // producing segment; -1 for inputs and constants
+  int segment = -1;  // producing segment; -1 when held in a buffer (input, concat) or constant
   int buffer = -1;                   // natural buffer (staged input or export)
   bool exported = false;
   std::vector<Converted> converted;
