@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "tessera/compiler/compiler.h"
+#include "tessera/compiler/graph_dump.h"
 #include "tests/compiler/program_runner.h"
 
 namespace tessera::compiler {
@@ -69,6 +70,24 @@ TEST_P(ModelTest, MatchesPyTorch) {
 }
 
 #ifdef TESSERA_EXTRA_MODELS
+// shufflenet's channel shuffle, exported with a dynamic batch, computes its view shapes with
+// Shape/Gather/Div/Unsqueeze/Concat: they must fold into shape expressions over `batch`.
+TEST(ShuffleNet, ChannelShuffleFoldsIntoShapeExpressions) {
+  const std::string path = fixture_dir() + "/shufflenet_v2_x0_5/model.onnx";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture missing: " << path;
+  CompileOptions options;
+  options.import.dims = {{"batch", 1, 8}};
+  auto compiled = compile_onnx_file(path, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  const std::string text = graph_to_string(compiled->graph);
+  EXPECT_NE(text.find("-> /stage2/stage2.0/Reshape_output_0 [batch (<= 8), 2, 24, 28, 28]"), std::string::npos)
+      << text;
+  for (const ir::Node& n : compiled->graph.nodes) {
+    EXPECT_NE(n.op, fb::OpType::Gather) << "shape arithmetic left in the program: " << n.name;
+    EXPECT_NE(n.op, fb::OpType::Cast) << "shape arithmetic left in the program: " << n.name;
+  }
+}
+
 // More torchvision classifiers (make_fixtures.py --extra); slow, labelled `slow`.
 INSTANTIATE_TEST_SUITE_P(Torchvision, ModelTest,
                          ::testing::Values("squeezenet1_0", "shufflenet_v2_x0_5", "mnasnet0_5", "efficientnet_b0",
