@@ -43,15 +43,17 @@ def markdown(res):
                          f"{', '.join(f'{x:.1f}' for x in la)} (the machine has "
                          f"{res['machine'].get('cpu_count')} CPUs).")
         lines.append("")
-        lines.append("| engine | threads | median ms | min ms | max ms | vs ORT | vs PyTorch | "
-                     "% of peak | peak RSS MiB | timed runs | max abs diff |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        lines.append("| engine | threads | median ms | min ms | max ms | vs ORT | vs ORT (min) | "
+                     "vs PyTorch | % of peak | peak RSS MiB | timed runs | max abs diff |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        ort_min = {r["threads"]: r["min_ms"] for r in m["rows"] if r["engine"] == "onnxruntime"}
         for r in sorted(m["rows"], key=lambda r: (r["threads"], r["engine"])):
             name = r["engine"]
             ok = "" if r["output_ok"] else " **MISMATCH**"
             lines.append(
                 f"| {name} | {r['threads']} | {_f(r['median_ms'])} | {_f(r['min_ms'])} | "
                 f"{_f(r['max_ms'])} | {_f(r.get('ratio_vs_onnxruntime'))} | "
+                f"{_f(r['min_ms'] / ort_min[r['threads']] if name.startswith('tessera') and r['threads'] in ort_min else None)} | "
                 f"{_f(r.get('ratio_vs_pytorch'))} | {100 * r['fraction_of_peak']:.0f}% | "
                 f"{r['peak_rss_mib']:.0f} | {r.get('timed_runs', '')} | "
                 f"{r['max_abs_diff_vs_pytorch']:.1e}{ok} |")
