@@ -1,0 +1,155 @@
+// The oneDNN backend's options: schema, num_threads per delegate (and restoring the caller's
+// OpenMP setting), precision (bf16 native or a clear error), profile, primitive cache capacity.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include "harness.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backend/global_options.h"
+#include "tessera/backend/options.h"
+#include "tessera/backends/onednn/options.h"
+#include "tessera/backends/onednn/supports.h"
+
+namespace tessera::onednn::testing {
+namespace {
+
+using Op = fb::OpType;
+
+GraphCase small_net() {
+  GraphCase g;
+  int x = g.input({1, 8, 12, 12});
+  int w = g.constant({16, 8, 3, 3});
+  int y = g.tensor({1, 16, 12, 12});
+  ir::Node& n = g.node(Op::Conv, {x, w}, y);
+  n.attrs.push_back(ir::Attr::make_ints("kernel_shape", {3, 3}));
+  n.attrs.push_back(ir::Attr::make_ints("pads", {1, 1, 1, 1}));
+  n.activation = fb::Activation::Relu;
+  int z = g.tensor({1, 16, 6, 6});
+  ir::Node& p = g.node(Op::MaxPool, {y}, z);
+  p.attrs.push_back(ir::Attr::make_ints("kernel_shape", {2, 2}));
+  p.attrs.push_back(ir::Attr::make_ints("strides", {2, 2}));
+  g.output(z);
+  return g;
+}
+
+TEST(OnednnOptions, SchemaKeys) {
+  auto backend = get_backend("onednn");
+  ASSERT_TRUE(backend.ok());
+  std::vector<std::string> keys;
+  for (const OptionSpec& s : (*backend)->option_schema()) keys.emplace_back(s.key_view());
+  EXPECT_EQ(keys, (std::vector<std::string>{"max_cpu_isa", "num_threads", "precision",
+                                            "primitive_cache_capacity", "profile"}));
+}
+
+TEST(OnednnOptions, NumThreadsPerDelegateRestoresCaller) {
+  GraphCase g = small_net();
+  LoadBackendOptionsMap load;
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kNumThreads, int64_t{1}).is_ok());
+  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  RunOptions o;
+  o.load = &load;
+  Session s;
+  ASSERT_TRUE(s.init(g, o).is_ok());
+  EXPECT_EQ(summarize_delegate(s.handle()).threads, 1);
+  omp_set_num_threads(2);
+  std::vector<Floats> out;
+  ASSERT_TRUE(s.run(random_inputs(g, 1), &out).is_ok());
+  EXPECT_EQ(omp_get_max_threads(), 2);  // the application's setting survives execute
+  auto want = run_portable(g, random_inputs(g, 1));
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE(close(out, *want));
+
+  Session auto_threads;
+  ASSERT_TRUE(auto_threads.init(g).is_ok());
+  EXPECT_EQ(summarize_delegate(auto_threads.handle()).threads,
+            static_cast<int>(DeviceInfo::get().recommended_threads()));
+}
+
+TEST(OnednnOptions, Profile) {
+  GraphCase g = small_net();
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  ExecuteOptions exec;
+  ASSERT_TRUE(exec.set("onednn", kProfile, true).is_ok());
+  ProfileEvent storage[32];
+  ProfileBuffer profile(storage);
+  ASSERT_TRUE(s.run(random_inputs(g, 2), nullptr, &exec, &profile).is_ok());
+  bool conv = false;
+  for (const ProfileEvent& e : profile.events()) {
+    conv |= std::string(e.name).rfind("conv:", 0) == 0;
+    EXPECT_GE(e.ms, 0.0);
+  }
+  EXPECT_TRUE(conv);
+  // Without the execute option nothing is reported.
+  profile.clear();
+  ASSERT_TRUE(s.run(random_inputs(g, 2), nullptr, nullptr, &profile).is_ok());
+  EXPECT_EQ(profile.events().size(), 0u);
+}
+
+TEST(OnednnOptions, Bf16NativeOrNamedError) {
+  GraphCase g = small_net();
+  LoadBackendOptionsMap load;
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kPrecision, EnumValue{"bf16"}).is_ok());
+  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  RunOptions o;
+  o.load = &load;
+  const bool native = DeviceInfo::get().has_isa("avx512_bf16") || DeviceInfo::get().has_isa("amx_bf16");
+  Session s;
+  Status st = s.init(g, o);
+  if (!native) {
+    EXPECT_EQ(st.code(), Error::NotSupported);
+    EXPECT_NE(std::string(st.message()).find("avx512_bf16"), std::string::npos) << st.message();
+    return;
+  }
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(summarize_delegate(s.handle()).bf16);
+  std::vector<Floats> inputs = random_inputs(g, 3);
+  std::vector<Floats> out;
+  ASSERT_TRUE(s.run(inputs, &out).is_ok());
+  auto want = run_portable(g, inputs);
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE(close(out, *want, 2e-2));
+}
+
+TEST(OnednnOptions, PrimitiveCacheCapacityGlobal) {
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kPrimitiveCacheCapacity, int64_t{256}).is_ok());
+  ASSERT_TRUE(set_option("onednn", opts.view()).is_ok());
+  BackendOptions<1> read;
+  ASSERT_TRUE(read.set(kPrimitiveCacheCapacity, int64_t{0}).is_ok());
+  ASSERT_TRUE(get_option("onednn", read.mutable_view()).is_ok());
+  EXPECT_EQ(read.view()[0].as_int(), 256);
+  ASSERT_TRUE(reset_backend_options("onednn").is_ok());
+  ASSERT_TRUE(opts.set(kPrimitiveCacheCapacity, int64_t{1024}).is_ok());
+  ASSERT_TRUE(set_option("onednn", opts.view()).is_ok());
+}
+
+TEST(OnednnOptions, WrongScopesRejected) {
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kPrecision, EnumValue{"bf16"}).is_ok());
+  EXPECT_EQ(set_option("onednn", opts.view()).code(), Error::OptionWrongScope);
+  BackendOptions<1> isa;
+  ASSERT_TRUE(isa.set(kMaxCpuIsa, EnumValue{"avx3"}).is_ok());
+  EXPECT_EQ(set_option("onednn", isa.view()).code(), Error::OptionInvalidChoice);
+}
+
+TEST(OnednnSupports, DeclaresWhatItLowers) {
+  std::string why;
+  GraphCase ok = small_net();
+  auto bytes = ir::encode_graph(ok.graph);
+  const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(bytes.data());
+  for (const fb::Node* n : *g->nodes()) EXPECT_TRUE(onednn_supports(*g, *n, &why)) << why;
+  // Conv with non-constant weights, ConvTranspose, Resize: not lowered.
+  GraphCase bad = GraphCase::single(Op::Conv, {{1, 2, 5, 5}, {3, 2, 3, 3}}, {1, 3, 3, 3});
+  auto b2 = ir::encode_graph(bad.graph);
+  const fb::Graph* g2 = flatbuffers::GetRoot<fb::Graph>(b2.data());
+  EXPECT_FALSE(onednn_supports(*g2, *g2->nodes()->Get(0), &why));
+  EXPECT_NE(why.find("constant"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace tessera::onednn::testing
