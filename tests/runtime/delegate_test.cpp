@@ -10,6 +10,7 @@
 #include "tessera/backend/context.h"
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/global_options.h"
+#include "tessera/backend/lifecycle.h"
 #include "tessera/backend/options.h"
 #include "tessera/backend/options_map.h"
 #include "tessera/backend/registry.h"
@@ -295,6 +296,45 @@ TEST_F(DelegateTest, ExecuteOptionsReachTheBackendPerCall) {
   EXPECT_EQ(st.code(), Error::OptionUnknownBackend);
   EXPECT_STREQ(st.message(),
                "execute options for backend 'stub_b', but no delegate of method 'forward' runs on it");
+}
+
+// Registered -> configured -> initialised: an init-only option can be set until the backend's
+// first delegate load; afterwards another value fails with InvalidState naming the option.
+TEST(DelegateLifecycle, InitOnlyOptionsLockAtTheFirstLoad) {
+  static constexpr const char* kPlatforms[] = {"any", "pocl", "nvidia"};
+  static constexpr OptionSpec kSchema[] = {
+      OptionSpec::enumeration("platform", "any", kPlatforms, OptionScope::Global, "platform").init_only(),
+  };
+  testing::StubBackend stub(kSchema);
+  ASSERT_TRUE(register_backend("stub_life", &stub).is_ok());
+  EXPECT_EQ(*backend_lifecycle("stub_life"), BackendLifecycle::Registered);
+  BackendOption platform;
+  ASSERT_TRUE(platform.set_key("platform").is_ok());
+  ASSERT_TRUE(platform.set_enum("pocl").is_ok());
+  ASSERT_TRUE(set_option("stub_life", {&platform, 1}).is_ok());
+  EXPECT_EQ(*backend_lifecycle("stub_life"), BackendLifecycle::Configured);
+
+  auto bytes = testing::delegate_chain_program({"stub_life"}).build();
+  testing::AlignedBuffer buf(*bytes);
+  BufferDataLoader loader(buf.data(), buf.size());
+  auto program = Program::load(&loader);
+  ASSERT_TRUE(program.ok());
+  {
+    auto m = program->load_method("forward");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(*backend_lifecycle("stub_life"), BackendLifecycle::Initialized);
+    EXPECT_EQ(stub.last_init_options().get_enum("platform")->name, "pocl");
+  }
+  BackendOption other;
+  ASSERT_TRUE(other.set_key("platform").is_ok());
+  ASSERT_TRUE(other.set_enum("nvidia").is_ok());
+  Status st = set_option("stub_life", {&other, 1});
+  EXPECT_EQ(st.code(), Error::InvalidState);
+  EXPECT_NE(std::string(st.message()).find("option 'platform' is init-only"), std::string::npos) << st.message();
+  EXPECT_NE(std::string(st.message()).find("method 'forward', delegate 'stub_life#0'"), std::string::npos)
+      << st.message();
+  EXPECT_TRUE(set_option("stub_life", {&platform, 1}).is_ok());  // the locked value: a no-op
+  (void)unregister_backend("stub_life");
 }
 
 TEST_F(DelegateTest, DestroyIsCalledForEveryInitialisedDelegate) {
