@@ -116,19 +116,26 @@ void BM_Direct(benchmark::State& state) {
   if (s.conv) {
     const size_t in[4] = {1, 8, 8, 16}, w[4] = {16, 1, 1, 16}, bd[1] = {16};
     uint32_t x_id, w_id, b_id, y_id;
-    xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, in, nullptr, 0, XNN_VALUE_FLAG_EXTERNAL_INPUT, &x_id);
-    xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, w, s.weights.data(), XNN_INVALID_VALUE_ID, 0, &w_id);
-    xnn_define_tensor_value(sg, xnn_datatype_fp32, 1, bd, s.bias.data(), XNN_INVALID_VALUE_ID, 0, &b_id);
-    xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, in, nullptr, 1, XNN_VALUE_FLAG_EXTERNAL_OUTPUT, &y_id);
+    xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, in, nullptr, 0, XNN_VALUE_FLAG_EXTERNAL_INPUT,
+                            &x_id);
+    xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, w, s.weights.data(), XNN_INVALID_VALUE_ID, 0,
+                            &w_id);
+    xnn_define_tensor_value(sg, xnn_datatype_fp32, 1, bd, s.bias.data(), XNN_INVALID_VALUE_ID, 0,
+                            &b_id);
+    xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, in, nullptr, 1,
+                            XNN_VALUE_FLAG_EXTERNAL_OUTPUT, &y_id);
     xnn_define_convolution_2d(sg, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 16, 16, -INFINITY, INFINITY,
                               x_id, w_id, b_id, y_id, 0);
     ext = {{0, a.data()}, {1, y.data()}};
   } else {
     const size_t d[2] = {1, 256};
     uint32_t a_id, b_id, y_id;
-    xnn_define_tensor_value(sg, xnn_datatype_fp32, 2, d, nullptr, 0, XNN_VALUE_FLAG_EXTERNAL_INPUT, &a_id);
-    xnn_define_tensor_value(sg, xnn_datatype_fp32, 2, d, nullptr, 1, XNN_VALUE_FLAG_EXTERNAL_INPUT, &b_id);
-    xnn_define_tensor_value(sg, xnn_datatype_fp32, 2, d, nullptr, 2, XNN_VALUE_FLAG_EXTERNAL_OUTPUT, &y_id);
+    xnn_define_tensor_value(sg, xnn_datatype_fp32, 2, d, nullptr, 0, XNN_VALUE_FLAG_EXTERNAL_INPUT,
+                            &a_id);
+    xnn_define_tensor_value(sg, xnn_datatype_fp32, 2, d, nullptr, 1, XNN_VALUE_FLAG_EXTERNAL_INPUT,
+                            &b_id);
+    xnn_define_tensor_value(sg, xnn_datatype_fp32, 2, d, nullptr, 2, XNN_VALUE_FLAG_EXTERNAL_OUTPUT,
+                            &y_id);
     xnn_define_add2(sg, -INFINITY, INFINITY, a_id, b_id, y_id, 0);
     ext = {{0, a.data()}, {1, b.data()}, {2, y.data()}};
   }
@@ -184,8 +191,8 @@ void BM_Backend(benchmark::State& state) {
   Tensor ta(ScalarType::Float32, s.in_dims, a.data()), tb(ScalarType::Float32, s.in_dims, b.data());
   Tensor ty(ScalarType::Float32, s.out_dims, y.data());
   EValue ea(ta), eb(tb), ey(ty);
-  std::vector<EValue*> args = s.conv ? std::vector<EValue*>{&ea, &ey}
-                                     : std::vector<EValue*>{&ea, &eb, &ey};
+  std::vector<EValue*> args =
+      s.conv ? std::vector<EValue*>{&ea, &ey} : std::vector<EValue*>{&ea, &eb, &ey};
   BackendExecutionContext exec(&resolved);
   for (auto _ : state) {
     Status r = (*backend)->execute(exec, *handle, args);
@@ -199,7 +206,8 @@ void BM_Backend(benchmark::State& state) {
 
 struct AlignedBytes {
   explicit AlignedBytes(const std::vector<uint8_t>& bytes)
-      : size(bytes.size()), data(static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64))) {
+      : size(bytes.size()),
+        data(static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64))) {
     std::copy(bytes.begin(), bytes.end(), data);
   }
   ~AlignedBytes() { std::free(data); }
@@ -215,7 +223,8 @@ void BM_Method(benchmark::State& state) {
     pb.add_constant(s.bias.data(), s.bias.size() * 4);
   }
   ir::MethodBuilder& m = pb.add_method("forward");
-  std::vector<ir::Dim> in(s.in_dims.begin(), s.in_dims.end()), out(s.out_dims.begin(), s.out_dims.end());
+  std::vector<ir::Dim> in(s.in_dims.begin(), s.in_dims.end()),
+      out(s.out_dims.begin(), s.out_dims.end());
   ir::DelegateDesc d;
   d.id = "xnnpack#0";
   d.backend = "xnnpack";

@@ -73,9 +73,11 @@ void concat_rows(void* context, size_t begin, size_t count) {
 
 void Delegate::concat(const Step& step, pthreadpool_t threads) {
   ConcatTask task{this, &step, 0};
-  for (size_t k = 0; k < step.num_parts; ++k) task.row_floats += concat_parts[step.first_part + k].inner;
+  for (size_t k = 0; k < step.num_parts; ++k)
+    task.row_floats += concat_parts[step.first_part + k].inner;
   if (threads != nullptr && step.outer > 1 && step.outer * task.row_floats >= (size_t{1} << 16)) {
-    const size_t tile = std::max<size_t>(1, (size_t{1} << 12) / std::max<size_t>(1, task.row_floats));
+    const size_t tile =
+        std::max<size_t>(1, (size_t{1} << 12) / std::max<size_t>(1, task.row_floats));
     pthreadpool_parallelize_1d_tile_1d(threads, concat_rows, &task, step.outer, tile, 0);
   } else {
     concat_rows(&task, 0, step.outer);
@@ -94,8 +96,10 @@ Status Delegate::invoke(Runtime& r) {
   if (dirty) {
     const xnn_status st = xnn_setup_runtime(r.runtime, r.externals.size(), r.externals.data());
     if (st != xnn_status_success) {
-      return Status::error(Error::DelegateExecutionFailed, "xnnpack: delegate '%s': "
-                           "xnn_setup_runtime failed (status %d)", id, static_cast<int>(st));
+      return Status::error(Error::DelegateExecutionFailed,
+                           "xnnpack: delegate '%s': "
+                           "xnn_setup_runtime failed (status %d)",
+                           id, static_cast<int>(st));
     }
   }
   const xnn_status st = xnn_invoke_runtime(r.runtime);
@@ -121,7 +125,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
   if (args.size() != num_inputs + num_outputs) {
     return Status::error(Error::InvalidArgument,
                          "xnnpack: delegate '%s' takes %zu inputs and %zu outputs, got %zu "
-                         "arguments", id, num_inputs, num_outputs, args.size());
+                         "arguments",
+                         id, num_inputs, num_outputs, args.size());
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const EValue* a = args[i];
@@ -129,7 +134,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
         a->to_tensor().numel() != arg_numel[i] || a->to_tensor().data() == nullptr) {
       return Status::error(Error::InvalidArgument,
                            "xnnpack: delegate '%s': argument %zu is not a float32 tensor of %lld "
-                           "elements with data", id, i, static_cast<long long>(arg_numel[i]));
+                           "elements with data",
+                           id, i, static_cast<long long>(arg_numel[i]));
     }
   }
   // Profiling is execute-scoped only: without execute options it is off.
@@ -166,8 +172,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
   }
   if (profile) start = Clock::now();
   for (const OutputStage& out : outputs) {
-    const float* src = out.buffer >= 0 ? buffers[static_cast<size_t>(out.buffer)].data
-                                       : out.constant;
+    const float* src =
+        out.buffer >= 0 ? buffers[static_cast<size_t>(out.buffer)].data : out.constant;
     out.conversion.run(src, args[static_cast<size_t>(out.arg)]->to_tensor().data_as<float>(),
                        threads);
   }

@@ -96,7 +96,7 @@ struct InputStage {
 
 struct OutputStage {
   int arg;
-  int buffer = -1;                 // source buffer, or -1 with `constant`
+  int buffer = -1;  // source buffer, or -1 with `constant`
   const float* constant = nullptr;
   Conversion conversion;
 };
@@ -127,7 +127,7 @@ class Delegate {
   std::vector<InputStage> inputs;
   std::vector<OutputStage> outputs;
   std::vector<ConcatPart> concat_parts;
-  std::vector<OwnedFloats> storage;        // buffers, repacked weights, padded constants
+  std::vector<OwnedFloats> storage;          // buffers, repacked weights, padded constants
   std::shared_ptr<struct pthreadpool> pool;  // null: run on the calling thread
   uint32_t runtime_flags = 0;
 

@@ -89,15 +89,15 @@ bool same_memory_order(const Dims& logical, int rank_a, Layout a, int rank_b, La
 
 namespace {
 
-constexpr int64_t kBlock = 16;       // rows per tile
+constexpr int64_t kBlock = 16;        // rows per tile
 constexpr int64_t kColumnTile = 512;  // columns per tile
 // Below this many elements a conversion runs on the calling thread.
 constexpr int64_t kParallelThreshold = int64_t{1} << 16;
 
 // out[j][i] = in[i][j] for rows [i0, i0 + kBlock) and columns [c0, c1) (clipped to the plane),
 // in 4x4 SIMD tiles where the sizes allow.
-void transpose_tile(const float* in, float* out, int64_t rows, int64_t cols, int64_t i0,
-                    int64_t c0, int64_t c1) {
+void transpose_tile(const float* in, float* out, int64_t rows, int64_t cols, int64_t i0, int64_t c0,
+                    int64_t c1) {
   const int64_t i1 = std::min(i0 + kBlock, rows);
   if (i1 - i0 < 4) {
     // Few rows (e.g. 3 colour channels): interleave them, one output row at a time.

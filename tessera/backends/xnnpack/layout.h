@@ -50,11 +50,9 @@ bool same_memory_order(const Dims& logical, int rank_a, Layout a, int rank_b, La
 
 /// NCHW -> NHWC over [n, c, s] (s = H * W): out[n][s][c] = in[n][c][s]. `pool` may be null; it
 /// is used for large tensors.
-void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s,
-                  pthreadpool_t pool);
+void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool);
 /// NHWC -> NCHW over [n, s, c]: out[n][c][s] = in[n][s][c].
-void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s,
-                  pthreadpool_t pool);
+void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool);
 
 /// General permutation for load-time weight reordering: out has dims in[perm[0]], in[perm[1]],
 /// ...; element size 4 bytes. Slow and simple; never on the execute path.

@@ -64,7 +64,9 @@ const fb::Attr* FbNodeReader::find(std::string_view name) const {
   return nullptr;
 }
 
-bool FbNodeReader::has_attr(std::string_view name) const { return find(name) != nullptr; }
+bool FbNodeReader::has_attr(std::string_view name) const {
+  return find(name) != nullptr;
+}
 
 bool FbNodeReader::attr_int(std::string_view name, int64_t fallback, int64_t* out) const {
   const fb::Attr* a = find(name);
@@ -155,7 +157,9 @@ const ir::Attr* IrNodeReader::find(std::string_view name) const {
   return nullptr;
 }
 
-bool IrNodeReader::has_attr(std::string_view name) const { return find(name) != nullptr; }
+bool IrNodeReader::has_attr(std::string_view name) const {
+  return find(name) != nullptr;
+}
 
 bool IrNodeReader::attr_int(std::string_view name, int64_t fallback, int64_t* out) const {
   const ir::Attr* a = find(name);

@@ -37,8 +37,8 @@ Status bad_type(const NodeReader& n, const char* attr) {
 // Every present input and the single output are float32 tensors of rank 1..6.
 Status check_tensors(const NodeReader& n, int min_inputs, int max_inputs) {
   if (n.num_inputs() < min_inputs || n.num_inputs() > max_inputs) {
-    return XNN_UNSUPPORTED(n, "%d inputs (this op takes %d to %d here)", n.num_inputs(),
-                           min_inputs, max_inputs);
+    return XNN_UNSUPPORTED(n, "%d inputs (this op takes %d to %d here)", n.num_inputs(), min_inputs,
+                           max_inputs);
   }
   if (n.num_outputs() != 1) return XNN_UNSUPPORTED(n, "%d outputs (only 1)", n.num_outputs());
   for (int i = 0; i < n.num_inputs() + 1; ++i) {
@@ -64,7 +64,9 @@ Status check_tensors(const NodeReader& n, int min_inputs, int max_inputs) {
   return Status::ok();
 }
 
-bool is_static(const ValueFacts& v) { return !v.symbolic; }
+bool is_static(const ValueFacts& v) {
+  return !v.symbolic;
+}
 
 Status fused_activation(const NodeReader& n, OpPlan* plan) {
   switch (n.activation()) {
@@ -94,11 +96,13 @@ Status no_fused_activation(const NodeReader& n) {
   return Status::ok();
 }
 
-bool fits_u32(int64_t v) { return v >= 0 && v < kMaxAttr; }
+bool fits_u32(int64_t v) {
+  return v >= 0 && v < kMaxAttr;
+}
 
 // Reads a list attribute of `count` entries, each >= lo, or fills `fallback` when absent.
-Status read_list(const NodeReader& n, const char* name, size_t count, int64_t lo,
-                 int64_t fallback, int64_t* out) {
+Status read_list(const NodeReader& n, const char* name, size_t count, int64_t lo, int64_t fallback,
+                 int64_t* out) {
   Span<const int64_t> v;
   if (!n.attr_ints(name, &v)) return bad_type(n, name);
   if (v.empty()) {
@@ -138,7 +142,8 @@ Status read_spatial(const NodeReader& n, Spatial2d* s) {
   Span<const int64_t> ks;
   if (!n.attr_ints("kernel_shape", &ks)) return bad_type(n, "kernel_shape");
   if (!ks.empty()) {
-    if (ks.size() != 2) return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
+    if (ks.size() != 2)
+      return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
     for (int i = 0; i < 2; ++i) {
       if (ks[i] != s->kernel[i]) {
         return XNN_INVALID(n, "kernel_shape[%d] = %lld but the weights have %lld", i,
@@ -203,7 +208,8 @@ Status plan_conv(const NodeReader& n, OpPlan* p) {
                        static_cast<long long>(cout), static_cast<long long>(w.dims.d[1]));
   }
   if (y.dims.d[1] != cout || (b.present && b.dims.d[0] != cout)) {
-    return XNN_INVALID(n, "output or bias channels do not match %lld", static_cast<long long>(cout));
+    return XNN_INVALID(n, "output or bias channels do not match %lld",
+                       static_cast<long long>(cout));
   }
   Spatial2d s;
   s.kernel[0] = w.dims.d[2];
@@ -262,7 +268,8 @@ Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
   }
   const int64_t cout = w.dims.d[1] * group;
   if (y.dims.d[1] != cout || (b.present && b.dims.d[0] != cout)) {
-    return XNN_INVALID(n, "output or bias channels do not match %lld", static_cast<long long>(cout));
+    return XNN_INVALID(n, "output or bias channels do not match %lld",
+                       static_cast<long long>(cout));
   }
   Spatial2d s;
   s.kernel[0] = w.dims.d[2];
@@ -278,8 +285,8 @@ Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
       return XNN_UNSUPPORTED(n, "output_padding %lld is not below the stride %lld",
                              static_cast<long long>(adj[i]), static_cast<long long>(s.stride[i]));
     }
-    const int64_t out = (x.dims.d[2 + i] - 1) * s.stride[i] + s.extent(i) + adj[i] -
-                        s.pad_begin[i] - s.pad_end[i];
+    const int64_t out =
+        (x.dims.d[2 + i] - 1) * s.stride[i] + s.extent(i) + adj[i] - s.pad_begin[i] - s.pad_end[i];
     if (out < 1) return XNN_INVALID(n, "empty output");
     if (is_static(x) && is_static(y) && out != y.dims.d[2 + i]) {
       return XNN_INVALID(n, "output spatial dim %d is %lld, the deconvolution gives %lld", i,
@@ -316,7 +323,8 @@ Status plan_gemm(const NodeReader& n, OpPlan* p) {
   float alpha, beta;
   if (!n.attr_float("alpha", 1.0f, &alpha)) return bad_type(n, "alpha");
   if (!n.attr_float("beta", 1.0f, &beta)) return bad_type(n, "beta");
-  if (!std::isfinite(alpha) || !std::isfinite(beta)) return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
+  if (!std::isfinite(alpha) || !std::isfinite(beta))
+    return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
   const int64_t k = a.dims.d[1];
   const int64_t kb = trans_b ? b.dims.d[1] : b.dims.d[0];
   const int64_t nn = trans_b ? b.dims.d[0] : b.dims.d[1];
@@ -379,12 +387,24 @@ Status plan_binary(const NodeReader& n, OpPlan* p) {
     }
   }
   switch (n.op()) {
-    case Op::Add: p->binary = BinaryOp::Add; break;
-    case Op::Sub: p->binary = BinaryOp::Subtract; break;
-    case Op::Mul: p->binary = BinaryOp::Multiply; break;
-    case Op::Div: p->binary = BinaryOp::Divide; break;
-    case Op::Max: p->binary = BinaryOp::Maximum; break;
-    default: p->binary = BinaryOp::Minimum; break;
+    case Op::Add:
+      p->binary = BinaryOp::Add;
+      break;
+    case Op::Sub:
+      p->binary = BinaryOp::Subtract;
+      break;
+    case Op::Mul:
+      p->binary = BinaryOp::Multiply;
+      break;
+    case Op::Div:
+      p->binary = BinaryOp::Divide;
+      break;
+    case Op::Max:
+      p->binary = BinaryOp::Maximum;
+      break;
+    default:
+      p->binary = BinaryOp::Minimum;
+      break;
   }
   if (p->binary == BinaryOp::Maximum || p->binary == BinaryOp::Minimum) {
     TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
@@ -436,13 +456,26 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       p->output_min = 0.0f;
       p->output_max = 1.0f;
       break;
-    case Op::Sigmoid: p->unary = UnaryOp::Sigmoid; break;
-    case Op::HardSwish: p->unary = UnaryOp::HardSwish; break;
-    case Op::Neg: p->unary = UnaryOp::Negate; break;
-    case Op::Abs: p->unary = UnaryOp::Abs; break;
-    case Op::Sqrt: p->unary = UnaryOp::SquareRoot; break;
-    case Op::Identity: p->kind = OpKind::Copy; break;
-    default: return XNN_UNSUPPORTED(n, "no XNNPACK operator");
+    case Op::Sigmoid:
+      p->unary = UnaryOp::Sigmoid;
+      break;
+    case Op::HardSwish:
+      p->unary = UnaryOp::HardSwish;
+      break;
+    case Op::Neg:
+      p->unary = UnaryOp::Negate;
+      break;
+    case Op::Abs:
+      p->unary = UnaryOp::Abs;
+      break;
+    case Op::Sqrt:
+      p->unary = UnaryOp::SquareRoot;
+      break;
+    case Op::Identity:
+      p->kind = OpKind::Copy;
+      break;
+    default:
+      return XNN_UNSUPPORTED(n, "no XNNPACK operator");
   }
   return Status::ok();
 }
@@ -454,7 +487,8 @@ Status plan_softmax(const NodeReader& n, OpPlan* p) {
   int64_t axis;
   if (!n.attr_int("axis", -1, &axis)) return bad_type(n, "axis");
   const int rank = x.dims.rank;
-  if (axis < -rank || axis >= rank) return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
+  if (axis < -rank || axis >= rank)
+    return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
   if (axis < 0) axis += rank;
   p->kind = OpKind::Softmax;
   p->rule = LayoutRule::Fixed;
@@ -480,7 +514,8 @@ Status plan_pool(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
   Span<const int64_t> ks;
   if (!n.attr_ints("kernel_shape", &ks)) return bad_type(n, "kernel_shape");
-  if (ks.size() != 2) return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
+  if (ks.size() != 2)
+    return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
   Spatial2d s;
   for (int i = 0; i < 2; ++i) {
     if (ks[i] < 1 || ks[i] >= kMaxAttr) return XNN_INVALID(n, "kernel_shape out of range");
@@ -555,7 +590,8 @@ Status plan_reduce_mean(const NodeReader& n, OpPlan* p) {
   if (!n.attr_int("keepdims", 1, &keepdims)) return bad_type(n, "keepdims");
   bool reduced[4] = {};
   for (int64_t a : axes) {
-    if (a < -4 || a >= 4) return XNN_INVALID(n, "axis %lld out of range", static_cast<long long>(a));
+    if (a < -4 || a >= 4)
+      return XNN_INVALID(n, "axis %lld out of range", static_cast<long long>(a));
     reduced[a < 0 ? a + 4 : a] = true;
   }
   if (axes.size() != 2 || !reduced[2] || !reduced[3]) {
@@ -581,7 +617,8 @@ Status plan_pad(const NodeReader& n, OpPlan* p) {
   std::string_view mode;
   if (!n.attr_string("mode", "constant", &mode)) return bad_type(n, "mode");
   if (mode != "constant") {
-    return XNN_UNSUPPORTED(n, "mode '%.*s' (constant only)", static_cast<int>(mode.size()), mode.data());
+    return XNN_UNSUPPORTED(n, "mode '%.*s' (constant only)", static_cast<int>(mode.size()),
+                           mode.data());
   }
   Span<const int64_t> pads, axes;
   if (!n.attr_ints("pads", &pads)) return bad_type(n, "pads");
@@ -631,14 +668,16 @@ Status plan_concat(const NodeReader& n, OpPlan* p) {
   int64_t axis;
   if (!n.attr_int("axis", 0, &axis)) return bad_type(n, "axis");
   const int rank = y.dims.rank;
-  if (axis < -rank || axis >= rank) return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
+  if (axis < -rank || axis >= rank)
+    return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
   if (axis < 0) axis += rank;
   int64_t total = 0;
   for (int i = 0; i < n.num_inputs(); ++i) {
     const ValueFacts x = n.input(i);
     if (!x.present) return XNN_INVALID(n, "input %d is missing", i);
     if (x.constant >= 0) return XNN_UNSUPPORTED(n, "a constant input");
-    if (x.dims.rank != rank) return XNN_INVALID(n, "input %d has rank %d, not %d", i, x.dims.rank, rank);
+    if (x.dims.rank != rank)
+      return XNN_INVALID(n, "input %d has rank %d, not %d", i, x.dims.rank, rank);
     for (int d = 0; d < rank; ++d) {
       if (d != axis && x.dims.d[d] != y.dims.d[d] && !x.symbolic && !y.symbolic) {
         return XNN_INVALID(n, "input %d differs from the output along dim %d", i, d);
@@ -646,7 +685,8 @@ Status plan_concat(const NodeReader& n, OpPlan* p) {
     }
     total += x.dims.d[axis];
   }
-  if (total != y.dims.d[axis] && !y.symbolic) return XNN_INVALID(n, "inputs do not add up to the output");
+  if (total != y.dims.d[axis] && !y.symbolic)
+    return XNN_INVALID(n, "inputs do not add up to the output");
   p->kind = OpKind::Concat;
   p->rule = LayoutRule::Follow;
   p->axis = static_cast<int>(axis);
@@ -703,22 +743,24 @@ Status plan_resize(const NodeReader& n, OpPlan* p) {
   if (antialias != 0) return XNN_UNSUPPORTED(n, "antialias");
   Span<const int64_t> axes;
   if (!n.attr_ints("axes", &axes)) return bad_type(n, "axes");
-  if (!axes.empty() && !(axes.size() == 2 && (axes[0] == 2 || axes[0] == -2) &&
-                         (axes[1] == 3 || axes[1] == -1))) {
+  if (!axes.empty() &&
+      !(axes.size() == 2 && (axes[0] == 2 || axes[0] == -2) && (axes[1] == 3 || axes[1] == -1))) {
     return XNN_UNSUPPORTED(n, "axes other than the two spatial dims");
   }
   Span<const float> scales;
   if (!n.attr_floats("scales", &scales)) return bad_type(n, "scales");
   if (!scales.empty()) {
     const size_t first = scales.size() == 4 ? 2 : 0;
-    if (scales.size() != 4 && scales.size() != 2) return XNN_INVALID(n, "scales has %zu entries", scales.size());
+    if (scales.size() != 4 && scales.size() != 2)
+      return XNN_INVALID(n, "scales has %zu entries", scales.size());
     if (first == 2 && (scales[0] != 1.0f || scales[1] != 1.0f)) {
       return XNN_UNSUPPORTED(n, "scaling the batch or channel dims");
     }
     for (int i = 0; i < 2; ++i) {
       // XNNPACK maps coordinates by the size ratio; a scale that is not that ratio differs.
       const double want = static_cast<double>(x.dims.d[2 + i]) * scales[first + i];
-      if (!x.symbolic && !y.symbolic && std::fabs(want - static_cast<double>(y.dims.d[2 + i])) > 1e-4) {
+      if (!x.symbolic && !y.symbolic &&
+          std::fabs(want - static_cast<double>(y.dims.d[2 + i])) > 1e-4) {
         return XNN_UNSUPPORTED(n, "scale %g is not the output/input size ratio", scales[first + i]);
       }
     }
@@ -784,16 +826,21 @@ Status plan_prelu(const NodeReader& n, OpPlan* p) {
 Status plan_op(const NodeReader& node, OpPlan* plan) {
   *plan = OpPlan{};
   switch (node.op()) {
-    case Op::Conv: return plan_conv(node, plan);
-    case Op::ConvTranspose: return plan_conv_transpose(node, plan);
-    case Op::Gemm: return plan_gemm(node, plan);
-    case Op::MatMul: return plan_matmul(node, plan);
+    case Op::Conv:
+      return plan_conv(node, plan);
+    case Op::ConvTranspose:
+      return plan_conv_transpose(node, plan);
+    case Op::Gemm:
+      return plan_gemm(node, plan);
+    case Op::MatMul:
+      return plan_matmul(node, plan);
     case Op::Add:
     case Op::Sub:
     case Op::Mul:
     case Op::Div:
     case Op::Max:
-    case Op::Min: return plan_binary(node, plan);
+    case Op::Min:
+      return plan_binary(node, plan);
     case Op::Relu:
     case Op::Clip:
     case Op::LeakyRelu:
@@ -803,22 +850,34 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
     case Op::Neg:
     case Op::Abs:
     case Op::Sqrt:
-    case Op::Identity: return plan_unary(node, plan);
-    case Op::Softmax: return plan_softmax(node, plan);
+    case Op::Identity:
+      return plan_unary(node, plan);
+    case Op::Softmax:
+      return plan_softmax(node, plan);
     case Op::MaxPool:
-    case Op::AveragePool: return plan_pool(node, plan);
-    case Op::GlobalAveragePool: return plan_global_average_pool(node, plan);
-    case Op::ReduceMean: return plan_reduce_mean(node, plan);
-    case Op::Pad: return plan_pad(node, plan);
+    case Op::AveragePool:
+      return plan_pool(node, plan);
+    case Op::GlobalAveragePool:
+      return plan_global_average_pool(node, plan);
+    case Op::ReduceMean:
+      return plan_reduce_mean(node, plan);
+    case Op::Pad:
+      return plan_pad(node, plan);
     case Op::Reshape:
     case Op::Flatten:
     case Op::Squeeze:
-    case Op::Unsqueeze: return plan_reshape(node, plan);
-    case Op::Resize: return plan_resize(node, plan);
-    case Op::PRelu: return plan_prelu(node, plan);
-    case Op::Concat: return plan_concat(node, plan);
-    case Op::BatchNormalization: return plan_batch_norm(node, plan);
-    default: break;
+    case Op::Unsqueeze:
+      return plan_reshape(node, plan);
+    case Op::Resize:
+      return plan_resize(node, plan);
+    case Op::PRelu:
+      return plan_prelu(node, plan);
+    case Op::Concat:
+      return plan_concat(node, plan);
+    case Op::BatchNormalization:
+      return plan_batch_norm(node, plan);
+    default:
+      break;
   }
   return XNN_UNSUPPORTED(node, "no operator in this XNNPACK version");
 }

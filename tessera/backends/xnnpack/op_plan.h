@@ -22,15 +22,15 @@ enum class OpKind : uint8_t {
   HardSigmoid,           // multiply2 + add2 with output range [0, 1]
   Softmax,
   MaxPooling,
-  AveragePooling,        // optionally after a static_constant_pad (count_include_pad)
+  AveragePooling,  // optionally after a static_constant_pad (count_include_pad)
   GlobalAveragePooling,
   ConstantPad,
-  Reshape,               // Reshape, Flatten, Squeeze, Unsqueeze
+  Reshape,  // Reshape, Flatten, Squeeze, Unsqueeze
   ResizeBilinear,
   PRelu,
-  Copy,                  // Identity
-  Concat,                // no XNNPACK node in this version: a copy step between runtimes
-  BatchNorm,             // inference BatchNormalization: multiply2 + add2 per channel
+  Copy,       // Identity
+  Concat,     // no XNNPACK node in this version: a copy step between runtimes
+  BatchNorm,  // inference BatchNormalization: multiply2 + add2 per channel
 };
 
 enum class BinaryOp : uint8_t { Add, Subtract, Multiply, Divide, Maximum, Minimum };
@@ -44,7 +44,7 @@ enum class LayoutRule : uint8_t {
 
 /// 2-D window parameters in XNNPACK's terms.
 struct Window {
-  uint32_t kernel[2] = {1, 1};    // height, width
+  uint32_t kernel[2] = {1, 1};  // height, width
   uint32_t stride[2] = {1, 1};
   uint32_t dilation[2] = {1, 1};
   uint32_t pad_top = 0, pad_right = 0, pad_bottom = 0, pad_left = 0;
@@ -53,7 +53,7 @@ struct Window {
 struct OpPlan {
   OpKind kind = OpKind::Copy;
   LayoutRule rule = LayoutRule::Follow;
-  Layout layout = Layout::Identity;  // for LayoutRule::Fixed
+  Layout layout = Layout::Identity;      // for LayoutRule::Fixed
   float output_min = -__builtin_inff();  // fused activation as an output range
   float output_max = __builtin_inff();
 
@@ -67,9 +67,9 @@ struct OpPlan {
   bool has_bias = false;
 
   // FullyConnected.
-  bool transpose_weights = false;  // weights are [K, N] (MatMul, Gemm transB=0)
-  float alpha = 1.0f, beta = 1.0f; // Gemm scales (also LeakyRelu slope, HardSigmoid a and b)
-  int bias_input = -1;             // input slot of the bias, or -1
+  bool transpose_weights = false;   // weights are [K, N] (MatMul, Gemm transB=0)
+  float alpha = 1.0f, beta = 1.0f;  // Gemm scales (also LeakyRelu slope, HardSigmoid a and b)
+  int bias_input = -1;              // input slot of the bias, or -1
 
   BinaryOp binary = BinaryOp::Add;
   UnaryOp unary = UnaryOp::Clamp;

@@ -26,13 +26,20 @@ constexpr uint32_t kInvalidId = XNN_INVALID_VALUE_ID;
 
 const char* status_name(xnn_status s) {
   switch (s) {
-    case xnn_status_success: return "success";
-    case xnn_status_uninitialized: return "uninitialized";
-    case xnn_status_invalid_parameter: return "invalid parameter";
-    case xnn_status_invalid_state: return "invalid state";
-    case xnn_status_unsupported_parameter: return "unsupported parameter";
-    case xnn_status_unsupported_hardware: return "unsupported hardware";
-    case xnn_status_out_of_memory: return "out of memory";
+    case xnn_status_success:
+      return "success";
+    case xnn_status_uninitialized:
+      return "uninitialized";
+    case xnn_status_invalid_parameter:
+      return "invalid parameter";
+    case xnn_status_invalid_state:
+      return "invalid state";
+    case xnn_status_unsupported_parameter:
+      return "unsupported parameter";
+    case xnn_status_unsupported_hardware:
+      return "unsupported hardware";
+    case xnn_status_out_of_memory:
+      return "out of memory";
   }
   return "unknown";
 }
@@ -67,7 +74,7 @@ struct ValueState {
   Layout pref = Layout::Identity;
   Layout layout = Layout::Identity;  // as produced (or staged)
   int segment = -1;  // producing segment; -1 when held in a buffer (input, concat) or constant
-  int buffer = -1;                   // natural buffer (staged input or export)
+  int buffer = -1;   // natural buffer (staged input or export)
   bool exported = false;
   std::vector<Converted> converted;
   std::vector<StaticCopy> copies;
@@ -92,7 +99,7 @@ struct SegmentInfo {
   // Emit pass.
   xnn_subgraph_t subgraph = nullptr;
   uint32_t next_external = 0;
-  std::vector<std::pair<uint32_t, int>> externals;  // id, buffer
+  std::vector<std::pair<uint32_t, int>> externals;   // id, buffer
   std::vector<std::pair<int, uint32_t>> import_ids;  // buffer, id
 };
 
@@ -180,7 +187,8 @@ Status Builder::load_values() {
   std::vector<int64_t> symbols;
   if (graph_.symbols() != nullptr) {
     for (const fb::Symbol* s : *graph_.symbols()) {
-      TESSERA_ASSIGN_OR_RETURN(int64_t v, context_.symbol_value(std::string_view(s->name()->c_str(), s->name()->size())));
+      TESSERA_ASSIGN_OR_RETURN(int64_t v, context_.symbol_value(std::string_view(
+                                              s->name()->c_str(), s->name()->size())));
       symbols.push_back(v);
     }
   }
@@ -229,7 +237,8 @@ Status Builder::load_values() {
     if (list == nullptr) return Status::ok();
     for (int32_t v : *list) {
       if (v < 0 || static_cast<size_t>(v) >= n) {
-        return Status::error(Error::InvalidProgram, "xnnpack: graph %s %d is out of range", what, v);
+        return Status::error(Error::InvalidProgram, "xnnpack: graph %s %d is out of range", what,
+                             v);
       }
       out->push_back(v);
     }
@@ -251,7 +260,8 @@ Status Builder::load_values() {
     const fb::Value* fv = values->Get(static_cast<uint32_t>(io));
     if (fv->kind() != fb::ValueKind::Tensor || v.dims.rank > kMaxXnnDims ||
         fv->dtype() != fb::ScalarType::Float32) {
-      return Status(Error::NotSupported, "xnnpack: graph inputs must be float32 tensors of rank <= 6");
+      return Status(Error::NotSupported,
+                    "xnnpack: graph inputs must be float32 tensors of rank <= 6");
     }
   }
   for (int o : graph_outputs_) {
@@ -291,7 +301,8 @@ Status Builder::plan_nodes() {
   }
   for (int o : graph_outputs_) {
     if (!defined[static_cast<size_t>(o)]) {
-      return Status::error(Error::InvalidProgram, "xnnpack: graph output value %d is never written", o);
+      return Status::error(Error::InvalidProgram, "xnnpack: graph output value %d is never written",
+                           o);
     }
   }
   return Status::ok();
@@ -302,7 +313,9 @@ int input_value(const fb::Node* node, int slot) {
   return node->inputs()->Get(static_cast<uint32_t>(slot));
 }
 
-int output_value(const fb::Node* node) { return node->outputs()->Get(0); }
+int output_value(const fb::Node* node) {
+  return node->outputs()->Get(0);
+}
 
 // Channels-last wins for a value if any consumer wants it (directly or through ops that follow
 // their input's layout): 4-D activations mostly feed spatial ops.
@@ -419,7 +432,8 @@ void Builder::import(int segment, int buffer) {
   }
   const BufferInfo& b = buffers_[static_cast<size_t>(buffer)];
   const ValueState& v = values_[static_cast<size_t>(b.value)];
-  if (v.segment >= 0 && v.segment != segment) buffers_[static_cast<size_t>(buffer)].read_later = true;
+  if (v.segment >= 0 && v.segment != segment)
+    buffers_[static_cast<size_t>(buffer)].read_later = true;
 }
 
 Conversion make_conversion(const Dims& logical, Layout from, Layout to) {
@@ -430,8 +444,8 @@ Conversion make_conversion(const Dims& logical, Layout from, Layout to) {
   c.n = e.d[0];
   c.c = e.d[1];
   c.s = e.d[2] * e.d[3];
-  c.kind = to == Layout::ChannelsLast ? Conversion::Kind::ToChannelsLast
-                                      : Conversion::Kind::ToIdentity;
+  c.kind =
+      to == Layout::ChannelsLast ? Conversion::Kind::ToChannelsLast : Conversion::Kind::ToIdentity;
   return c;
 }
 
@@ -476,7 +490,8 @@ void Builder::plan_concat(size_t node, const std::vector<Request>& requests) {
   const Dims physical = out.natural();
   static constexpr int kNhwc[4] = {0, 2, 3, 1};
   int axis = plans_[node].axis;
-  if (out.layout == Layout::ChannelsLast) axis = static_cast<int>(std::find(kNhwc, kNhwc + 4, axis) - kNhwc);
+  if (out.layout == Layout::ChannelsLast)
+    axis = static_cast<int>(std::find(kNhwc, kNhwc + 4, axis) - kNhwc);
   Step step;
   step.kind = Step::Kind::Concat;
   step.first_part = d_.concat_parts.size();
@@ -558,7 +573,8 @@ Status Builder::walk(bool emit) {
     if (!segments_.empty()) TESSERA_RETURN_IF_ERROR(emit_close(current_));
     // Invoke steps name segments; runtimes exist for the non-empty ones only.
     for (Step& step : d_.steps) {
-      if (step.kind == Step::Kind::Invoke) step.runtime = segment_runtime_[static_cast<size_t>(step.runtime)];
+      if (step.kind == Step::Kind::Invoke)
+        step.runtime = segment_runtime_[static_cast<size_t>(step.runtime)];
     }
     return Status::ok();
   }
@@ -611,9 +627,11 @@ Status Builder::finish_plan() {
   for (int i : graph_inputs_) {
     const ValueState& v = values_[static_cast<size_t>(i)];
     if (v.buffer < 0) continue;  // never read
-    d_.inputs.push_back({v.graph_input, v.buffer, make_conversion(v.dims, Layout::Identity, v.layout)});
+    d_.inputs.push_back(
+        {v.graph_input, v.buffer, make_conversion(v.dims, Layout::Identity, v.layout)});
   }
-  for (size_t k = 0; k < segments_.size(); ++k) segments_[k].num_externals = segments_[k].imports.size();
+  for (size_t k = 0; k < segments_.size(); ++k)
+    segments_[k].num_externals = segments_[k].imports.size();
   for (const ValueState& v : values_) {
     if (v.exported) ++segments_[static_cast<size_t>(v.segment)].num_externals;
   }
@@ -625,8 +643,7 @@ Status Builder::finish_plan() {
 Status Builder::check(xnn_status status, size_t node, const char* what) const {
   if (status == xnn_status_success) return Status::ok();
   const fb::Node* n = node < nodes_.size() ? nodes_[node] : nullptr;
-  return Status::error(Error::DelegateInvalidCompatibility,
-                       "xnnpack: %s node '%s': %s failed (%s)",
+  return Status::error(Error::DelegateInvalidCompatibility, "xnnpack: %s node '%s': %s failed (%s)",
                        n ? ir::op_name(n->op()) : "-", n && n->name() ? n->name()->c_str() : "",
                        what, status_name(status));
 }
@@ -656,8 +673,8 @@ Status Builder::emit_close(int segment) {
   segment_runtime_[static_cast<size_t>(segment)] = static_cast<int>(d_.runtimes.size());
   Runtime r;
   r.num_nodes = s.num_nodes;
-  const xnn_status st = xnn_create_runtime_v2(s.subgraph, options_.pool.get(),
-                                              options_.runtime_flags, &r.runtime);
+  const xnn_status st =
+      xnn_create_runtime_v2(s.subgraph, options_.pool.get(), options_.runtime_flags, &r.runtime);
   xnn_delete_subgraph(s.subgraph);
   s.subgraph = nullptr;
   if (st != xnn_status_success) {
@@ -697,10 +714,11 @@ Result<uint32_t> Builder::define_internal(const Dims& physical) {
   size_t dims[kMaxDims];
   to_size_dims(physical, dims);
   uint32_t id = kInvalidId;
-  TESSERA_RETURN_IF_ERROR(check(
-      xnn_define_tensor_value(segments_[static_cast<size_t>(current_)].subgraph, xnn_datatype_fp32,
-                              static_cast<size_t>(physical.rank), dims, nullptr, kInvalidId, 0, &id),
-      nodes_.size(), "xnn_define_tensor_value"));
+  TESSERA_RETURN_IF_ERROR(
+      check(xnn_define_tensor_value(segments_[static_cast<size_t>(current_)].subgraph,
+                                    xnn_datatype_fp32, static_cast<size_t>(physical.rank), dims,
+                                    nullptr, kInvalidId, 0, &id),
+            nodes_.size(), "xnn_define_tensor_value"));
   return id;
 }
 
@@ -798,10 +816,10 @@ Result<uint32_t> Builder::view(int value, Layout layout, int rank) {
     TESSERA_ASSIGN_OR_RETURN(uint32_t reshaped, define_internal(want));
     size_t dims[kMaxDims];
     to_size_dims(want, dims);
-    TESSERA_RETURN_IF_ERROR(check(xnn_define_static_reshape(
-                                      segments_[static_cast<size_t>(current_)].subgraph,
-                                      static_cast<size_t>(want.rank), dims, id, reshaped, 0),
-                                  nodes_.size(), "xnn_define_static_reshape (layout view)"));
+    TESSERA_RETURN_IF_ERROR(
+        check(xnn_define_static_reshape(segments_[static_cast<size_t>(current_)].subgraph,
+                                        static_cast<size_t>(want.rank), dims, id, reshaped, 0),
+              nodes_.size(), "xnn_define_static_reshape (layout view)"));
     id = reshaped;
   }
   v.views.push_back({current_, layout, rank, id});
@@ -853,12 +871,12 @@ Status Builder::emit_node(size_t i) {
       bd.rank = 1;
       bd.d[0] = co;
       TESSERA_ASSIGN_OR_RETURN(uint32_t bias, define_static(bias_data, bd));
-      return check(xnn_define_convolution_2d(sg, w.pad_top, w.pad_right, w.pad_bottom, w.pad_left,
-                                             w.kernel[0], w.kernel[1], w.stride[0], w.stride[1],
-                                             w.dilation[0], w.dilation[1], p.groups,
-                                             p.group_input_channels, p.group_output_channels, lo,
-                                             hi, x, filter, bias, y, 0),
-                   i, "xnn_define_convolution_2d");
+      return check(
+          xnn_define_convolution_2d(sg, w.pad_top, w.pad_right, w.pad_bottom, w.pad_left,
+                                    w.kernel[0], w.kernel[1], w.stride[0], w.stride[1],
+                                    w.dilation[0], w.dilation[1], p.groups, p.group_input_channels,
+                                    p.group_output_channels, lo, hi, x, filter, bias, y, 0),
+          i, "xnn_define_convolution_2d");
     }
     case OpKind::DepthwiseConvolution: {
       const ValueState& wt = weight(1);
@@ -885,12 +903,12 @@ Status Builder::emit_node(size_t i) {
         bd.d[0] = co;
         TESSERA_ASSIGN_OR_RETURN(bias, define_static(weight(2).data, bd));
       }
-      return check(xnn_define_depthwise_convolution_2d(
-                       sg, w.pad_top, w.pad_right, w.pad_bottom, w.pad_left, w.kernel[0],
-                       w.kernel[1], w.stride[0], w.stride[1], w.dilation[0], w.dilation[1],
-                       p.depth_multiplier, static_cast<size_t>(p.groups), lo, hi, x, filter, bias,
-                       y, 0),
-                   i, "xnn_define_depthwise_convolution_2d");
+      return check(
+          xnn_define_depthwise_convolution_2d(
+              sg, w.pad_top, w.pad_right, w.pad_bottom, w.pad_left, w.kernel[0], w.kernel[1],
+              w.stride[0], w.stride[1], w.dilation[0], w.dilation[1], p.depth_multiplier,
+              static_cast<size_t>(p.groups), lo, hi, x, filter, bias, y, 0),
+          i, "xnn_define_depthwise_convolution_2d");
     }
     case OpKind::Deconvolution: {
       const ValueState& wt = weight(1);
@@ -959,7 +977,8 @@ Status Builder::emit_node(size_t i) {
     case OpKind::Binary: {
       const uint32_t a = in_ids[0], b = in_ids[1];
       switch (p.binary) {
-        case BinaryOp::Add: return check(xnn_define_add2(sg, lo, hi, a, b, y, 0), i, "xnn_define_add2");
+        case BinaryOp::Add:
+          return check(xnn_define_add2(sg, lo, hi, a, b, y, 0), i, "xnn_define_add2");
         case BinaryOp::Subtract:
           return check(xnn_define_subtract(sg, lo, hi, a, b, y, 0), i, "xnn_define_subtract");
         case BinaryOp::Multiply:
@@ -975,14 +994,18 @@ Status Builder::emit_node(size_t i) {
     }
     case OpKind::Unary:
       switch (p.unary) {
-        case UnaryOp::Clamp: return check(xnn_define_clamp(sg, lo, hi, x, y, 0), i, "xnn_define_clamp");
+        case UnaryOp::Clamp:
+          return check(xnn_define_clamp(sg, lo, hi, x, y, 0), i, "xnn_define_clamp");
         case UnaryOp::LeakyRelu:
           return check(xnn_define_leaky_relu(sg, p.alpha, x, y, 0), i, "xnn_define_leaky_relu");
-        case UnaryOp::Sigmoid: return check(xnn_define_sigmoid(sg, x, y, 0), i, "xnn_define_sigmoid");
+        case UnaryOp::Sigmoid:
+          return check(xnn_define_sigmoid(sg, x, y, 0), i, "xnn_define_sigmoid");
         case UnaryOp::HardSwish:
           return check(xnn_define_hardswish(sg, x, y, 0), i, "xnn_define_hardswish");
-        case UnaryOp::Negate: return check(xnn_define_negate(sg, x, y, 0), i, "xnn_define_negate");
-        case UnaryOp::Abs: return check(xnn_define_abs(sg, x, y, 0), i, "xnn_define_abs");
+        case UnaryOp::Negate:
+          return check(xnn_define_negate(sg, x, y, 0), i, "xnn_define_negate");
+        case UnaryOp::Abs:
+          return check(xnn_define_abs(sg, x, y, 0), i, "xnn_define_abs");
         case UnaryOp::SquareRoot:
           return check(xnn_define_square_root(sg, x, y, 0), i, "xnn_define_square_root");
       }
@@ -998,9 +1021,11 @@ Status Builder::emit_node(size_t i) {
       beta[0] = p.beta;
       TESSERA_ASSIGN_OR_RETURN(uint32_t alpha_id, define_static(alpha, one));
       TESSERA_ASSIGN_OR_RETURN(uint32_t beta_id, define_static(beta, one));
-      TESSERA_ASSIGN_OR_RETURN(uint32_t t, define_internal(physical_dims(out.dims, out.dims.rank, out_layout)));
-      TESSERA_RETURN_IF_ERROR(check(xnn_define_multiply2(sg, -INFINITY, INFINITY, x, alpha_id, t, 0),
-                                    i, "xnn_define_multiply2"));
+      TESSERA_ASSIGN_OR_RETURN(uint32_t t,
+                               define_internal(physical_dims(out.dims, out.dims.rank, out_layout)));
+      TESSERA_RETURN_IF_ERROR(
+          check(xnn_define_multiply2(sg, -INFINITY, INFINITY, x, alpha_id, t, 0), i,
+                "xnn_define_multiply2"));
       return check(xnn_define_add2(sg, lo, hi, t, beta_id, y, 0), i, "xnn_define_add2");
     }
     case OpKind::BatchNorm: {
@@ -1019,12 +1044,15 @@ Status Builder::emit_node(size_t i) {
       const Dims physical = physical_dims(per_channel, per_channel.rank, out_layout);
       TESSERA_ASSIGN_OR_RETURN(uint32_t scale_id, define_static(scale, physical));
       TESSERA_ASSIGN_OR_RETURN(uint32_t shift_id, define_static(shift, physical));
-      TESSERA_ASSIGN_OR_RETURN(uint32_t t, define_internal(physical_dims(out.dims, out.dims.rank, out_layout)));
-      TESSERA_RETURN_IF_ERROR(check(xnn_define_multiply2(sg, -INFINITY, INFINITY, x, scale_id, t, 0),
-                                    i, "xnn_define_multiply2"));
+      TESSERA_ASSIGN_OR_RETURN(uint32_t t,
+                               define_internal(physical_dims(out.dims, out.dims.rank, out_layout)));
+      TESSERA_RETURN_IF_ERROR(
+          check(xnn_define_multiply2(sg, -INFINITY, INFINITY, x, scale_id, t, 0), i,
+                "xnn_define_multiply2"));
       return check(xnn_define_add2(sg, lo, hi, t, shift_id, y, 0), i, "xnn_define_add2");
     }
-    case OpKind::Softmax: return check(xnn_define_softmax(sg, x, y, 0), i, "xnn_define_softmax");
+    case OpKind::Softmax:
+      return check(xnn_define_softmax(sg, x, y, 0), i, "xnn_define_softmax");
     case OpKind::MaxPooling:
       return check(xnn_define_max_pooling_2d(sg, w.pad_top, w.pad_right, w.pad_bottom, w.pad_left,
                                              w.kernel[0], w.kernel[1], w.stride[0], w.stride[1],
@@ -1040,8 +1068,9 @@ Status Builder::emit_node(size_t i) {
         TESSERA_ASSIGN_OR_RETURN(src, define_internal(padded));
         const size_t pre[4] = {0, p.explicit_pad_begin[0], p.explicit_pad_begin[1], 0};
         const size_t post[4] = {0, p.explicit_pad_end[0], p.explicit_pad_end[1], 0};
-        TESSERA_RETURN_IF_ERROR(check(xnn_define_static_constant_pad(sg, pre, post, 0.0f, x, src, 0),
-                                      i, "xnn_define_static_constant_pad"));
+        TESSERA_RETURN_IF_ERROR(
+            check(xnn_define_static_constant_pad(sg, pre, post, 0.0f, x, src, 0), i,
+                  "xnn_define_static_constant_pad"));
       }
       return check(xnn_define_average_pooling_2d(sg, w.pad_top, w.pad_right, w.pad_bottom,
                                                  w.pad_left, w.kernel[0], w.kernel[1], w.stride[0],
@@ -1062,7 +1091,8 @@ Status Builder::emit_node(size_t i) {
       TESSERA_ASSIGN_OR_RETURN(uint32_t t, define_internal(pooled));
       TESSERA_RETURN_IF_ERROR(check(xnn_define_global_average_pooling_2d(sg, lo, hi, x, t, 0), i,
                                     "xnn_define_global_average_pooling_2d"));
-      const size_t dims[2] = {static_cast<size_t>(out.dims.d[0]), static_cast<size_t>(out.dims.d[1])};
+      const size_t dims[2] = {static_cast<size_t>(out.dims.d[0]),
+                              static_cast<size_t>(out.dims.d[1])};
       return check(xnn_define_static_reshape(sg, 2, dims, t, y, 0), i, "xnn_define_static_reshape");
     }
     case OpKind::ConstantPad: {

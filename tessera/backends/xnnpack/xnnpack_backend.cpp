@@ -57,9 +57,13 @@ Result<bool> read_bool(const BackendInitContext& context, const OptionKey<bool>&
 
 }  // namespace
 
-bool XnnpackBackend::is_available() const { return initialize_once() == xnn_status_success; }
+bool XnnpackBackend::is_available() const {
+  return initialize_once() == xnn_status_success;
+}
 
-Span<const OptionSpec> XnnpackBackend::option_schema() const { return kSchema; }
+Span<const OptionSpec> XnnpackBackend::option_schema() const {
+  return kSchema;
+}
 
 bool XnnpackBackend::supports_op(const OpView& op) const {
   if (op.node == nullptr || op.graph == nullptr) return false;
@@ -78,10 +82,9 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
   }
   flatbuffers::Verifier verifier(static_cast<const uint8_t*>(payload->data()), payload->size());
   if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
-    return Status::error(Error::InvalidProgram,
-                         "xnnpack: delegate '%.*s': the payload is not a valid graph",
-                         static_cast<int>(context.delegate_id().size()),
-                         context.delegate_id().data());
+    return Status::error(
+        Error::InvalidProgram, "xnnpack: delegate '%.*s': the payload is not a valid graph",
+        static_cast<int>(context.delegate_id().size()), context.delegate_id().data());
   }
   const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
 
@@ -122,7 +125,9 @@ Status XnnpackBackend::execute(BackendExecutionContext& context, DelegateHandle*
   return from_handle<Delegate>(handle)->execute(context, args);
 }
 
-void XnnpackBackend::destroy(DelegateHandle* handle) const { delete from_handle<Delegate>(handle); }
+void XnnpackBackend::destroy(DelegateHandle* handle) const {
+  delete from_handle<Delegate>(handle);
+}
 
 Status XnnpackBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
   for (const BackendOption& o : options) {

@@ -40,12 +40,12 @@ class XnnpackBackend final : public BackendInterface {
 
 /// What a delegate was built into, for tests and tools. `handle` comes from init.
 struct DelegateSummary {
-  size_t threads = 1;           // workers of its pool (1: the calling thread)
-  const void* pool = nullptr;   // identity of its pool (null: none)
-  size_t runtimes = 0;          // XNNPACK runtimes (1 unless a layout change forced a split)
-  size_t conversions = 0;       // layout conversions between runtimes
-  size_t concats = 0;           // concatenation steps (no XNNPACK node for them here)
-  uint32_t runtime_flags = 0;   // XNN_FLAG_* given to xnn_create_runtime_v2
+  size_t threads = 1;          // workers of its pool (1: the calling thread)
+  const void* pool = nullptr;  // identity of its pool (null: none)
+  size_t runtimes = 0;         // XNNPACK runtimes (1 unless a layout change forced a split)
+  size_t conversions = 0;      // layout conversions between runtimes
+  size_t concats = 0;          // concatenation steps (no XNNPACK node for them here)
+  uint32_t runtime_flags = 0;  // XNN_FLAG_* given to xnn_create_runtime_v2
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
 

@@ -68,7 +68,8 @@ TEST(XnnpackBinary, TwoActivationsBroadcast) {
 
 TEST(XnnpackBinary, FusedActivations) {
   for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div}) {
-    EXPECT_TRUE(check(binary_case(op, {1, 4, 3, 3}, {4, 1, 1}, true, 11, fb::Activation::Relu), op));
+    EXPECT_TRUE(
+        check(binary_case(op, {1, 4, 3, 3}, {4, 1, 1}, true, 11, fb::Activation::Relu), op));
   }
 }
 
@@ -81,13 +82,13 @@ GraphCase unary_case(Op op, std::vector<int64_t> dims, std::vector<ir::Attr> att
 TEST(XnnpackUnary, Activations) {
   for (std::vector<int64_t> dims : {std::vector<int64_t>{1, 5, 7, 3}, {3, 17}, {2, 3, 4, 5, 6}}) {
     EXPECT_TRUE(matches_portable(unary_case(Op::Relu, dims), -3.0f, 3.0f));
-    EXPECT_TRUE(matches_portable(unary_case(Op::Clip, dims,
-                                            {ir::Attr::make_float("min", 0.0f),
-                                             ir::Attr::make_float("max", 6.0f)}),
-                                 -8.0f, 8.0f));
+    EXPECT_TRUE(matches_portable(
+        unary_case(Op::Clip, dims,
+                   {ir::Attr::make_float("min", 0.0f), ir::Attr::make_float("max", 6.0f)}),
+        -8.0f, 8.0f));
     EXPECT_TRUE(matches_portable(unary_case(Op::Clip, dims, {ir::Attr::make_float("max", 0.5f)})));
-    EXPECT_TRUE(matches_portable(unary_case(Op::LeakyRelu, dims,
-                                            {ir::Attr::make_float("alpha", 0.1f)}), -3.0f, 3.0f));
+    EXPECT_TRUE(matches_portable(
+        unary_case(Op::LeakyRelu, dims, {ir::Attr::make_float("alpha", 0.1f)}), -3.0f, 3.0f));
     EXPECT_TRUE(matches_portable(unary_case(Op::LeakyRelu, dims), -3.0f, 3.0f));
     EXPECT_TRUE(matches_portable(unary_case(Op::Sigmoid, dims), -8.0f, 8.0f));
     EXPECT_TRUE(matches_portable(unary_case(Op::HardSwish, dims), -5.0f, 5.0f));
@@ -120,11 +121,11 @@ GraphCase prelu_case(std::vector<int64_t> x, std::vector<int64_t> slope, uint32_
 }
 
 TEST(XnnpackPRelu, SlopeShapes) {
-  EXPECT_TRUE(matches_portable(prelu_case({1, 6, 5, 7}, {6, 1, 1}, 1)));      // channels
-  EXPECT_TRUE(matches_portable(prelu_case({2, 6, 5, 7}, {1, 6, 1, 1}, 2)));   // channels
-  EXPECT_TRUE(matches_portable(prelu_case({1, 6, 5, 7}, {7}, 3)));            // innermost
-  EXPECT_TRUE(matches_portable(prelu_case({1, 6, 5, 7}, {1}, 4)));            // scalar
-  EXPECT_TRUE(matches_portable(prelu_case({3, 10}, {10}, 5)));                // 2-D
+  EXPECT_TRUE(matches_portable(prelu_case({1, 6, 5, 7}, {6, 1, 1}, 1)));     // channels
+  EXPECT_TRUE(matches_portable(prelu_case({2, 6, 5, 7}, {1, 6, 1, 1}, 2)));  // channels
+  EXPECT_TRUE(matches_portable(prelu_case({1, 6, 5, 7}, {7}, 3)));           // innermost
+  EXPECT_TRUE(matches_portable(prelu_case({1, 6, 5, 7}, {1}, 4)));           // scalar
+  EXPECT_TRUE(matches_portable(prelu_case({3, 10}, {10}, 5)));               // 2-D
 }
 
 }  // namespace

@@ -222,7 +222,8 @@ Result<std::vector<Floats>> run_portable(const GraphCase& c, const std::vector<F
     portable::KernelNode kn{node, Span<const Tensor* const>(ins.data(), ins.size()),
                             Span<const Tensor* const>(outs.data(), outs.size())};
     TESSERA_ASSIGN_OR_RETURN(portable::PreparedKernel k, portable::prepare_kernel(kn, allocator));
-    TESSERA_RETURN_IF_ERROR(portable::run_kernel(k, Span<const Tensor* const>(ins.data(), ins.size()),
+    TESSERA_RETURN_IF_ERROR(portable::run_kernel(k,
+                                                 Span<const Tensor* const>(ins.data(), ins.size()),
                                                  Span<Tensor* const>(outs.data(), outs.size())));
   }
   std::vector<Floats> out;

@@ -15,8 +15,8 @@ int conv(GraphCase& c, int x, int64_t cin, int64_t cout, int64_t h, int64_t w, i
   int b = c.constant({cout});
   int y = c.tensor({n, cout, h, w});
   ir::Node& node = c.node(Op::Conv, {x, wt, b}, y);
-  node.attrs = {ir::Attr::make_ints("kernel_shape", {3, 3}), ir::Attr::make_ints("pads", {1, 1, 1, 1}),
-                ir::Attr::make_int("group", group)};
+  node.attrs = {ir::Attr::make_ints("kernel_shape", {3, 3}),
+                ir::Attr::make_ints("pads", {1, 1, 1, 1}), ir::Attr::make_int("group", group)};
   node.activation = act;
   return y;
 }

@@ -33,8 +33,13 @@ TEST(XnnpackLayoutUtil, SameMemoryOrderComparesAxesNotSizes) {
 TEST(XnnpackLayoutUtil, ConversionsRoundTrip) {
   Result<PoolPtr> pool = ThreadPools::create(2);
   ASSERT_TRUE(pool.ok());
-  for (auto [n, c, s] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 50176}, {2, 5, 7}, {1, 16, 64},
-                         {3, 33, 17}, {1, 1, 9}, {1, 64, 1}, {2, 512, 196}}) {
+  for (auto [n, c, s] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 50176},
+                         {2, 5, 7},
+                         {1, 16, 64},
+                         {3, 33, 17},
+                         {1, 1, 9},
+                         {1, 64, 1},
+                         {2, 512, 196}}) {
     std::vector<float> in(static_cast<size_t>(n * c * s)), mid(in.size()), back(in.size());
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
     for (pthreadpool_t p : {static_cast<pthreadpool_t>(nullptr), pool->get()}) {

@@ -29,7 +29,8 @@ std::string fixture_dir() {
 
 struct Aligned {
   explicit Aligned(const std::vector<uint8_t>& bytes)
-      : size(bytes.size()), data(static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64))) {
+      : size(bytes.size()),
+        data(static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64))) {
     std::copy(bytes.begin(), bytes.end(), data);
   }
   ~Aligned() { std::free(data); }

@@ -55,7 +55,9 @@ int posix_memalign(void** out, size_t a, size_t n) {
   *out = p;
   return 0;
 }
-void free(void* p) { __libc_free(p); }
+void free(void* p) {
+  __libc_free(p);
+}
 }
 #endif
 

@@ -113,8 +113,10 @@ TEST(XnnpackPool, RandomShapes) {
 }
 
 TEST(XnnpackPool, GlobalAverage) {
-  EXPECT_TRUE(matches_portable(GraphCase::single(Op::GlobalAveragePool, {{2, 7, 5, 3}}, {2, 7, 1, 1})));
-  EXPECT_TRUE(matches_portable(GraphCase::single(Op::GlobalAveragePool, {{1, 32, 7, 7}}, {1, 32, 1, 1})));
+  EXPECT_TRUE(
+      matches_portable(GraphCase::single(Op::GlobalAveragePool, {{2, 7, 5, 3}}, {2, 7, 1, 1})));
+  EXPECT_TRUE(
+      matches_portable(GraphCase::single(Op::GlobalAveragePool, {{1, 32, 7, 7}}, {1, 32, 1, 1})));
 }
 
 TEST(XnnpackPool, SpatialReduceMean) {

@@ -35,7 +35,8 @@ TEST(XnnpackShape, ReshapeFamily) {
 }
 
 TEST(XnnpackShape, Softmax) {
-  EXPECT_TRUE(matches_portable(GraphCase::single(Op::Softmax, {{3, 1000}}, {3, 1000}), -5.0f, 5.0f));
+  EXPECT_TRUE(
+      matches_portable(GraphCase::single(Op::Softmax, {{3, 1000}}, {3, 1000}), -5.0f, 5.0f));
   GraphCase last = GraphCase::single(Op::Softmax, {{2, 3, 4, 7}}, {2, 3, 4, 7});
   EXPECT_TRUE(matches_portable(last, -5.0f, 5.0f));
   GraphCase channels = GraphCase::single(Op::Softmax, {{2, 5, 3, 4}}, {2, 5, 3, 4});

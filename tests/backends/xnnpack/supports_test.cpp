@@ -78,7 +78,8 @@ TEST(XnnpackSupports, BackendSupportsOpOnSerialisedGraph) {
   GraphCase t = GraphCase::single(Op::Tanh, {{4}}, {4});
   std::vector<uint8_t> tbytes = ir::encode_graph(t.graph);
   const fb::Graph* tg = flatbuffers::GetRoot<fb::Graph>(tbytes.data());
-  EXPECT_FALSE((*backend)->supports_op(OpView{static_cast<int>(Op::Tanh), tg->nodes()->Get(0), tg}));
+  EXPECT_FALSE(
+      (*backend)->supports_op(OpView{static_cast<int>(Op::Tanh), tg->nodes()->Get(0), tg}));
 }
 
 TEST(XnnpackSupports, InitRejectsUnsupportedPayload) {
