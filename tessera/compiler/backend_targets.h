@@ -12,7 +12,8 @@ namespace tessera::compiler {
 
 /// Targets for the backends named in `names`, in that order. "portable" is implicit and ends
 /// the list (names after it are ignored). With `names` empty: every registered backend except
-/// "portable", sorted by name. Errors: NotFound for a name that is not registered (listing the
+/// "portable" and "opencl" (a run-time device choice: name it, or retarget at load), sorted by
+/// name. Errors: NotFound for a name that is not registered (listing the
 /// registered ones, with a suggestion).
 ///
 /// supports_op is asked with an OpView whose node and graph are FlatBuffers (`const fb::Node*`,
