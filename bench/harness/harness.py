@@ -130,8 +130,7 @@ def tessera_backends(compile_exe, run_exe):
             schemas[cur] = []
         elif cur and line.strip() and not line.strip().startswith("key "):
             schemas[cur].append(line.split()[0])
-    backends = [b for b in listed if b != "portable"]
-    return backends, schemas
+    return [b for b in listed if b != "portable"], schemas
 
 
 def export_fixtures(models, fixtures_dir):
@@ -388,6 +387,9 @@ def main():
                         "budget/iterations gets fewer timed runs (at least --min-iterations)")
     p.add_argument("--min-iterations", type=int, default=5)
     p.add_argument("--pause", type=float, default=0.2, help="seconds between engines")
+    p.add_argument("--backends", default="xnnpack,onednn",
+                   help="Tessera delegate backends to time, those of them that are built "
+                        "('all': every one, e.g. opencl on PoCL's CPU device)")
     p.add_argument("--portable", action="store_true",
                    help="also time Tessera's portable kernels alone (slow; 1 thread)")
     p.add_argument("--portable-iterations", type=int, default=3)
@@ -408,6 +410,28 @@ def main():
     for exe in (compile_exe, run_exe):
         if not os.path.exists(exe):
             sys.exit(f"missing {exe}: build the project first (scripts/setup)")
+    # Snapshot the tools and the library: a rebuild of the build tree during the run (a shared
+    # machine) must not swap the binaries under the benchmark. The tools find libtessera.so
+    # through their RUNPATH, which LD_LIBRARY_PATH overrides.
+    bin_dir = os.path.join(work_dir, "bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    snap = {}
+    for src in (compile_exe, run_exe, os.path.join(build_dir, "libtessera.so")):
+        if os.path.exists(src):
+            dst = os.path.join(bin_dir, os.path.basename(src))
+            shutil.copy2(src, dst + ".tmp")
+            os.replace(dst + ".tmp", dst)
+            snap[os.path.basename(src)] = time.strftime(
+                "%Y-%m-%dT%H:%M:%S", time.localtime(os.path.getmtime(src)))
+    compile_exe = os.path.join(bin_dir, "tessera-compile")
+    run_exe = os.path.join(bin_dir, "tessera-run")
+    os.environ["LD_LIBRARY_PATH"] = bin_dir + (
+        ":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
+    try:
+        git_rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip()
+    except OSError:
+        git_rev = ""
     if not os.path.exists(os.path.join(HERE, "node_modules", "onnxruntime-node")):
         sys.exit("onnxruntime-node missing: (cd bench/harness && npm install --ignore-scripts)")
 
@@ -415,8 +439,10 @@ def main():
     started = datetime.datetime.now().astimezone()
     fixtures_dir = os.path.join(work_dir, "fixtures")
     export_fixtures(models, fixtures_dir)
-    backends, schemas = tessera_backends(compile_exe, run_exe)
-    log(f"tessera backends: {', '.join(backends)}")
+    built, schemas = tessera_backends(compile_exe, run_exe)
+    wanted = built if args.backends == "all" else args.backends.split(",")
+    backends = [b for b in built if b in wanted]
+    log(f"tessera backends built: {', '.join(built)}; benchmarked: {', '.join(backends)}")
     roof = roofline(work_dir, build_dir, args.roofline_seconds)
     log(f"roofline: {roof['peak_gflops']:.1f} GFLOP/s per core ({roof['peak_bits']}-bit FMA)")
 
@@ -426,10 +452,14 @@ def main():
                         "rounds": args.rounds, "threads": args.threads,
                         "engine_budget_s": args.engine_budget,
                         "min_iterations": args.min_iterations},
-           "tessera_backends": backends, "roofline": roof, "models": []}
+           "tessera_backends": backends, "tessera_backends_built": built, "roofline": roof, "models": [],
+           "tessera_build": {"dir": build_dir, "git_head": git_rev, "binary_mtimes": snap}}
+    json_out = args.json_out or os.path.join(work_dir, "results.json")
     for model in models:
         out["models"].append(bench_model(model, args, fixtures_dir, work_dir, compile_exe,
                                          run_exe, backends, schemas))
+        with open(json_out + ".partial", "w") as f:  # survives a failure in a later model
+            json.dump(out, f, indent=1)
         for m in out["models"]:
             peak = roof["peak_gflops"] * 1e9
             m["roofline"] = {
@@ -439,7 +469,6 @@ def main():
     roofline_rerun = roofline(work_dir, build_dir, args.roofline_seconds)
     out["roofline_after"] = roofline_rerun
     info["loadavg_end"] = os.getloadavg()
-    json_out = args.json_out or os.path.join(work_dir, "results.json")
     with open(json_out, "w") as f:
         json.dump(out, f, indent=1)
     log(f"wrote {json_out}")
