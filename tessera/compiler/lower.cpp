@@ -89,24 +89,27 @@ Result<LoweredGraph> lower_graph(const ModelGraph& g, ir::ProgramBuilder& progra
       if (v >= 0) written[v] = true;
     }
   }
-  for (int v : g.outputs) {
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const int v = g.outputs[k];
+    const std::string& name = k < g.output_names.size() ? g.output_names[k] : g.values[v].name;
     TESSERA_ASSIGN_OR_RETURN(int iv, lower_value(v));
     written.resize(ig.values.size(), false);
     const bool repeated = std::find(ig.outputs.begin(), ig.outputs.end(), iv) != ig.outputs.end();
     if (written[iv] && !repeated) {
+      ig.values[iv].name = name;  // the model's output name, also when Identity/Dropout aliased it
       ig.outputs.push_back(iv);
       continue;
     }
     // A constant, an input or a repeated output: copy it into a value of its own.
     ir::Value copy = ig.values[iv];
     copy.constant = -1;
-    copy.name = g.values[v].name + (repeated ? ":copy" : "");
-    if (std::find(ig.inputs.begin(), ig.inputs.end(), iv) != ig.inputs.end()) copy.name += ":output";
+    copy.name = name;
+    if (copy.name == ig.values[iv].name) copy.name += ":output";
     ig.values.push_back(std::move(copy));
     const int ov = static_cast<int>(ig.values.size()) - 1;
     ir::Node id;
     id.op = fb::OpType::Identity;
-    id.name = "output:" + g.values[v].name;
+    id.name = "output:" + name;
     id.inputs = {iv};
     id.outputs = {ov};
     ig.nodes.push_back(std::move(id));

@@ -64,6 +64,8 @@ struct ModelGraph {
   std::vector<ir::Node> nodes;  // topological order
   std::vector<int> inputs;
   std::vector<int> outputs;
+  /// Names of the graph outputs (the model's), parallel to `outputs`; empty = the values' names.
+  std::vector<std::string> output_names;
 
   int add_value(std::string name, ScalarType dtype, std::vector<SymExpr> dims);
   int add_const(std::string name, HostTensorPtr data);

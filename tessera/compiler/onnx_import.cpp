@@ -1310,13 +1310,8 @@ Status Importer::import_outputs() {
     }
     g_.outputs.push_back(v);
   }
-  // Graph outputs keep their ONNX names even when they alias another value.
-  for (size_t k = 0; k < g_.outputs.size(); ++k) {
-    Value& val = g_.values[g_.outputs[k]];
-    const std::string& name = model_.graph().output(static_cast<int>(k)).name();
-    const bool aliased_input = std::find(g_.inputs.begin(), g_.inputs.end(), g_.outputs[k]) != g_.inputs.end();
-    if (val.name != name && !aliased_input && !val.is_const()) val.name = name;
-  }
+  // Graph outputs keep their ONNX names even when they alias another value (see lower_graph).
+  for (const auto& vi : model_.graph().output()) g_.output_names.push_back(vi.name());
   return Status::ok();
 }
 

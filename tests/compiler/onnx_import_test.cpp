@@ -435,3 +435,26 @@ TEST(OnnxImport, OutputsThatAreInputsOrConstantsGetAnIdentity) {
 
 }  // namespace
 }  // namespace tessera::compiler
+
+namespace tessera::compiler {
+namespace {
+
+TEST(OnnxImport, OutputsKeepTheModelsNames) {
+  testing::OnnxBuilder b(13);
+  b.input("x", {int64_t{2}});
+  b.node("Relu", {"x"}, {"r"});
+  b.node("Identity", {"r"}, {"first"});
+  b.node("Identity", {"r"}, {"second"});
+  b.node("Identity", {"x"}, {"third"});
+  b.output("first");
+  b.output("second");
+  b.output("third");
+  auto c = testing::compile_model(b);
+  ASSERT_OK(c);
+  std::vector<std::string> names;
+  for (int v : c->graph.outputs) names.push_back(c->graph.values[v].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"first", "second", "third"}));
+}
+
+}  // namespace
+}  // namespace tessera::compiler
