@@ -56,7 +56,9 @@ def markdown(res):
                 f"{_f(r['min_ms'] / ort_min[r['threads']] if name.startswith('tessera') and r['threads'] in ort_min else None)} | "
                 f"{_f(r.get('ratio_vs_pytorch'))} | {100 * r['fraction_of_peak']:.0f}% | "
                 f"{r['peak_rss_mib']:.0f} | {r.get('timed_runs', '')} | "
-                f"{r['max_abs_diff_vs_pytorch']:.1e}{ok} |")
+                f"{r['max_abs_diff_vs_pytorch']:.1e}"
+                f"{' (rel %.1e)' % r['max_rel_diff_vs_pytorch'] if r.get('options') and len(r['options']) > 1 else ''}"
+                f"{ok} |")
         lines.append("")
         # Thread scaling.
         by = {}
