@@ -6,6 +6,10 @@
 #include <filesystem>
 
 #include "model_util.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/options.h"
+#include "tessera/backend/options_map.h"
+#include "tessera/backends/onednn/options.h"
 #include "tessera/runtime/data_loader.h"
 
 namespace tessera::onednn::testing {
@@ -32,6 +36,44 @@ TEST_P(OnednnModel, MatchesPyTorch) {
     EXPECT_LE(run->max_diff, 1e-4 * run->max_ref) << GetParam() << suffix;
   }
 }
+
+// precision=bf16 where the CPU has native bf16: within 2e-2 of max |ref| (the measured error is
+// printed), else the load fails naming the missing feature.
+class OnednnModelBf16 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnednnModelBf16, WithinBf16Tolerance) {
+  if (!std::filesystem::exists(fixture_dir() + "/" + GetParam() + "/model.onnx")) {
+    GTEST_SKIP() << "fixture missing (run tests/models/make_fixtures.py)";
+  }
+  auto bytes = compile_fixture(GetParam(), {"onednn"});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  AlignedBytes file(*bytes);
+  BufferDataLoader loader(file.data(), file.size());
+  auto program = Program::load(&loader);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  LoadBackendOptionsMap map;
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kPrecision, EnumValue{"bf16"}).is_ok());
+  ASSERT_TRUE(map.set_options("onednn", opts.view()).is_ok());
+  LoadOptions load;
+  load.backend_options = &map;
+  auto run = run_fixture(*program, GetParam(), "", load);
+  const bool native =
+      DeviceInfo::get().has_isa("avx512_bf16") || DeviceInfo::get().has_isa("amx_bf16");
+  if (!native) {
+    ASSERT_FALSE(run.ok());
+    EXPECT_NE(std::string(run.status().message()).find("avx512_bf16"), std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  std::printf("  %s bf16: max |diff| %.3g = %.3g of max |ref| %.3g\n", GetParam().c_str(),
+              run->max_diff, run->max_diff / run->max_ref, run->max_ref);
+  EXPECT_LE(run->max_diff, 2e-2 * run->max_ref);
+}
+
+// MobileNetV2 is left out: its bf16 error measured 7.6% of max |ref| (depthwise chains with
+// Clip(0, 6)), beyond the 2e-2 bound; see tessera/backends/onednn/README.md.
+INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModelBf16, ::testing::Values("resnet18", "mlp"));
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModel,
                          ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer",
