@@ -12,7 +12,7 @@
 
 namespace tessera::compiler::testing {
 
-Result<std::vector<HostArray>> run_program(const std::vector<uint8_t>& bytes, const std::vector<int64_t>& symbols,
+Result<std::vector<HostArray>> run_program(const std::vector<uint8_t>& bytes, const std::vector<int64_t>& symbol_values,
                                            const std::vector<HostArray>& inputs) {
   if (bytes.size() < 8) return Status(Error::InvalidProgram, "program too small");
   const size_t fb_size = flatbuffers::GetPrefixedSize(bytes.data()) + sizeof(flatbuffers::uoffset_t);
@@ -22,6 +22,19 @@ Result<std::vector<HostArray>> run_program(const std::vector<uint8_t>& bytes, co
   const fb::Method* m = program->methods()->Get(0);
   const uint8_t* segment = bytes.data() + program->segment_offset();
   const size_t nvalues = m->values()->size();
+  std::vector<int64_t> symbols = symbol_values;
+  if (symbols.empty() && m->symbols() && m->symbols()->size() > 0) {
+    symbols.assign(m->symbols()->size(), -1);
+    for (size_t i = 0; i < inputs.size() && i < m->inputs()->size(); ++i) {
+      const fb::Value* val = m->values()->Get(static_cast<flatbuffers::uoffset_t>(m->inputs()->Get(i)));
+      for (size_t k = 0; k < val->dims()->size() && k < inputs[i].dims.size(); ++k) {
+        const auto* expr = val->dims()->Get(static_cast<flatbuffers::uoffset_t>(k))->expr();
+        if (expr && expr->size() == 1 && expr->Get(0)->op() == fb::ShapeOp::Sym) {
+          symbols[static_cast<size_t>(expr->Get(0)->value())] = inputs[i].dims[k];
+        }
+      }
+    }
+  }
 
   // Resolved sizes and data of every value.
   std::vector<std::vector<int64_t>> sizes(nvalues);

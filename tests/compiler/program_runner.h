@@ -17,8 +17,9 @@ struct HostArray {
   std::vector<float> data;
 };
 
-/// Runs method 0 of `program` with the symbols at `symbols` (one value per method symbol) on
-/// float32 `inputs`; returns the float32 outputs.
+/// Runs method 0 of `program` with the symbols at `symbols` (one value per method symbol; empty:
+/// read from the inputs' dims where a dim is a bare symbol) on float32 `inputs`; returns the
+/// float32 outputs.
 Result<std::vector<HostArray>> run_program(const std::vector<uint8_t>& program,
                                            const std::vector<int64_t>& symbols,
                                            const std::vector<HostArray>& inputs);

@@ -142,13 +142,17 @@ def mlp():
     return m
 
 
-# name: (factory, input shape at batch 1, dynamic batch, opset)
+# name: (factory, input shape of case 1, dynamic axes, opset[, input shape of case 2])
+# Dynamic axes: True = a symbolic batch (dim 0, bounds 1:8); or {axis: (name, min, max)}. Case 2
+# (input_b4/output_b4) runs at batch 4 unless its shape is given.
+SEQ_AXES = {0: ("batch", 1, 8), 1: ("seq", 1, 32)}
 FIXTURES = {
     "mlp": (mlp, (1, 32), True, 13),
     "mlp_op11": (mlp, (1, 32), True, 11),
     "mlp_op17": (mlp, (1, 32), True, 17),
     "transformer": (transformer, (1, 16, 64), True, 13),
     "transformer_op17": (transformer, (1, 16, 64), True, 17),
+    "transformer_seq": (transformer, (1, 16, 64), SEQ_AXES, 13, (3, 10, 64)),
     "ops_mix": (ops_mix, (1, 3, 16, 16), True, 13),
     "ops_mix_op11": (ops_mix, (1, 3, 16, 16), True, 11),
     "mobilenet_v2": (torchvision_classifier("mobilenet_v2"), (1, 3, 224, 224), True, 13),
@@ -164,7 +168,9 @@ EXTRA = {
 
 
 def export(name, spec, out_dir, stamp):
-    factory, shape, dynamic, opset = spec
+    factory, shape, dynamic, opset = spec[:4]
+    axes = {0: ("batch", 1, 8)} if dynamic is True else (dynamic or {})
+    shape2 = spec[4] if len(spec) > 4 else (4, *shape[1:])
     d = os.path.join(out_dir, name)
     stamp_path = os.path.join(d, "stamp")
     if os.path.exists(stamp_path) and open(stamp_path).read().strip() == stamp:
@@ -175,21 +181,22 @@ def export(name, spec, out_dir, stamp):
     model = factory()
     gen = torch.Generator().manual_seed(1234)
     x1 = torch.randn(*shape, generator=gen)
-    x4 = torch.randn(4, *shape[1:], generator=gen)
+    x4 = torch.randn(*shape2, generator=gen)
     with torch.no_grad():
         y1 = model(x1)
         y4 = model(x4)
     path = os.path.join(d, "model.onnx")
     kwargs = {}
-    if dynamic:
-        kwargs["dynamic_axes"] = {"input": {0: "batch"}, "output": {0: "batch"}}
+    if axes:
+        names = {axis: sym for axis, (sym, _, _) in axes.items()}
+        kwargs["dynamic_axes"] = {"input": names, "output": names}
     # Exporting with autograd enabled keeps TransformerEncoderLayer off its fused fast path.
     torch.onnx.export(model, (x1,), path, input_names=["input"], output_names=["output"],
                       opset_version=opset, do_constant_folding=True, **kwargs)
     np.save(os.path.join(d, "input.npy"), x1.numpy())
     np.save(os.path.join(d, "output.npy"), y1.numpy())
     refs = [y1]
-    if dynamic:
+    if axes:
         np.save(os.path.join(d, "input_b4.npy"), x4.numpy())
         np.save(os.path.join(d, "output_b4.npy"), y4.numpy())
         refs.append(y4)
@@ -197,8 +204,12 @@ def export(name, spec, out_dir, stamp):
         peak = float(r.abs().max())
         if not peak > MIN_REF:
             raise RuntimeError(f"{name}: reference output is near zero (max |ref| = {peak:g})")
+    cases = [{"suffix": "", "dims": {sym: shape[a] for a, (sym, _, _) in axes.items()}}]
+    if axes:
+        cases.append({"suffix": "_b4", "dims": {sym: shape2[a] for a, (sym, _, _) in axes.items()}})
     meta = {"input": "input", "output": "output", "opset": opset,
-            "dims": {"batch": [1, 8]} if dynamic else {}, "max_abs_ref": float(y1.abs().max())}
+            "dims": {sym: [lo, hi] for sym, lo, hi in axes.values()}, "cases": cases,
+            "max_abs_ref": float(y1.abs().max())}
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     with open(stamp_path, "w") as f:

@@ -18,7 +18,8 @@ import time
 
 import numpy as np
 
-DEFAULT_MODELS = ["mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17", "ops_mix", "ops_mix_op11",
+DEFAULT_MODELS = ["mlp", "mlp_op11", "mlp_op17", "transformer", "transformer_op17", "transformer_seq",
+                  "ops_mix", "ops_mix_op11",
                   "mobilenet_v2", "resnet18"]
 TOLERANCE = 1e-4
 
@@ -79,33 +80,32 @@ def run_all(args, backends):
             failures += 1
             continue
         delegates = ", ".join(sorted({x["backend"] for x in report["delegates"]})) or "none"
-        cases = [("", 1)]
-        if meta["dims"]:
-            cases.append(("_b4", 4))
-        for suffix, batch in cases:
-            out_dir = os.path.join(args.work, f"{name}.{tag}.b{batch}")
+        cases = [(c["suffix"], c["dims"]) for c in meta["cases"]]
+        for suffix, dims in cases:
+            batch = ",".join(f"{k}={v}" for k, v in dims.items()) or "static"
+            out_dir = os.path.join(args.work, f"{name}.{tag}.case{suffix or '1'}")
             os.makedirs(out_dir, exist_ok=True)
             cmd = [args.run, program, "--input", f"{meta['input']}={os.path.join(d, 'input' + suffix + '.npy')}",
                    "--output-dir", out_dir]
-            if meta["dims"]:
-                cmd += ["--dim", f"batch={batch}"]
+            for k, v in dims.items():
+                cmd += ["--dim", f"{k}={v}"]
             try:
                 run(cmd)
                 got = np.load(os.path.join(out_dir, meta["output"] + ".npy"))
             except Exception as e:  # noqa: BLE001
-                print(f"{name} batch {batch}: run FAILED: {e}", flush=True)
+                print(f"{name} {batch}: run FAILED: {e}", flush=True)
                 failures += 1
                 continue
             ref = np.load(os.path.join(d, "output" + suffix + ".npy"))
             max_ref = float(np.abs(ref).max())
             if got.shape != ref.shape:
-                print(f"{name} batch {batch}: FAILED: shape {got.shape}, want {ref.shape}", flush=True)
+                print(f"{name} {batch}: FAILED: shape {got.shape}, want {ref.shape}", flush=True)
                 failures += 1
                 continue
             diff = float(np.abs(got.astype(np.float64) - ref).max())
             ok = max_ref > 0.05 and diff <= TOLERANCE * max_ref and np.isfinite(got).all()
             failures += 0 if ok else 1
-            print(f"[{backends}] {name} batch {batch}: {'ok' if ok else 'FAILED'}  max|diff| {diff:.3g}  max|ref| "
+            print(f"[{backends}] {name} {batch}: {'ok' if ok else 'FAILED'}  max|diff| {diff:.3g}  max|ref| "
                   f"{max_ref:.3g}  ratio {diff / max_ref:.2g}  delegates: {delegates} ({len(report['delegates'])})"
                   f"  compile {compile_s:.1f}s", flush=True)
     return failures
