@@ -13,8 +13,12 @@ std::string dim_to_string(const ir::Dim& dim, const std::vector<ir::Symbol>& sym
     switch (t.op) {
       case fb::ShapeOp::Const: stack.push_back(std::to_string(t.value)); break;
       case fb::ShapeOp::Sym:
-        stack.push_back(t.value >= 0 && static_cast<size_t>(t.value) < symbols.size() ? symbols[t.value].name
-                                                                                       : "s" + std::to_string(t.value));
+        if (t.value >= 0 && static_cast<size_t>(t.value) < symbols.size()) {
+          stack.push_back(symbols[t.value].name);
+        } else {
+          stack.push_back("s");
+          stack.back() += std::to_string(t.value);
+        }
         break;
       default: {
         if (stack.size() < 2) return "<bad expr>";
@@ -40,9 +44,13 @@ namespace {
 std::string value_to_string(const ir::Graph& g, int v) {
   if (v < 0) return "-";
   const ir::Value& val = g.values[v];
-  std::string s = val.name.empty() ? "%" + std::to_string(v) : val.name;
+  std::string s = val.name;
+  if (s.empty()) s.append("%").append(std::to_string(v));
   s += " [";
-  for (size_t i = 0; i < val.dims.size(); ++i) s += (i ? ", " : "") + dim_to_string(val.dims[i], g.symbols);
+  for (size_t i = 0; i < val.dims.size(); ++i) {
+    if (i) s += ", ";
+    s += dim_to_string(val.dims[i], g.symbols);
+  }
   s += "]";
   if (val.constant >= 0) s += " const#" + std::to_string(val.constant);
   return s;
@@ -57,14 +65,18 @@ std::string attr_to_string(const ir::Attr& a) {
     case fb::AttrType::String: return s + "'" + a.s + "'";
     case fb::AttrType::Ints: {
       s += "[";
-      for (size_t i = 0; i < a.ints.size(); ++i) s += (i ? "," : "") + std::to_string(a.ints[i]);
+      for (size_t i = 0; i < a.ints.size(); ++i) {
+        if (i) s += ",";
+        s += std::to_string(a.ints[i]);
+      }
       return s + "]";
     }
     case fb::AttrType::Floats: {
       s += "[";
       for (size_t i = 0; i < a.floats.size(); ++i) {
         std::snprintf(buf, sizeof(buf), "%g", a.floats[i]);
-        s += (i ? "," : "") + std::string(buf);
+        if (i) s += ",";
+        s += buf;
       }
       return s + "]";
     }
