@@ -11,9 +11,9 @@ Design
 - Rounds: every round runs every (engine, threads) pair once, in an order rotated from round to
   round, so machine noise (a shared, loaded machine) hits all engines alike.
   Per engine: median = median of the per-round medians, min/max = over all timed runs.
-- Peak RSS: of each engine's own process (os.wait4 on the child: ru_maxrss), which includes the
-  interpreter for ORT (node) and PyTorch (python); the workers also report their RSS before loading
-  the model (the interpreter and library alone).
+- Peak RSS: of each engine's own process (/usr/bin/time's %M: the child's ru_maxrss), which
+  includes the interpreter for ORT (node) and PyTorch (python); the workers also report their RSS
+  before loading the model (the interpreter and library alone).
 - Outputs: every engine's output for the same input is compared with PyTorch's reference (max abs
   diff), so a fast wrong answer cannot win.
 - Roofline: FLOPs of the model (2 x MACs of Conv/Gemm/MatMul, counted from the ONNX graph after
@@ -48,11 +48,31 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def wait_child(proc):
-    """Reaps proc with wait4 and returns (exit code, peak RSS in KiB)."""
+TIME = "/usr/bin/time"  # Debian package "time"
+
+
+def with_rss(argv, rss_file):
+    """argv run under /usr/bin/time, which writes the child's peak RSS (KiB) to rss_file.
+
+    The ru_maxrss that wait4 gives for a direct child of this (large) Python process is useless:
+    Linux carries the high-water mark of the forked copy of the parent across exec, so every
+    child would report at least the harness's own RSS. /usr/bin/time is small."""
+    if os.path.exists(TIME):
+        return [TIME, "-f", "%M", "-o", rss_file] + argv
+    return argv
+
+
+def wait_child(proc, rss_file):
+    """Reaps proc and returns (exit code, peak RSS in KiB)."""
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, ru.ru_maxrss
+    rss = ru.ru_maxrss  # upper bound (includes the harness's RSS at fork): fallback only
+    try:
+        with open(rss_file) as f:
+            rss = int(f.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return proc.returncode, rss
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,7 +171,10 @@ class Worker:
         self.name, self.backend, self.threads = name, backend, threads
         self.output_bin = output_bin
         self.err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.rss_file = output_bin + ".rss"
+        if os.path.exists(self.rss_file):
+            os.remove(self.rss_file)
+        self.proc = subprocess.Popen(with_rss(argv, self.rss_file), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, text=True, bufsize=1)
         self.ready = self._read()
         self.peak_rss_kb = None
@@ -176,7 +199,7 @@ class Worker:
     def close(self):
         self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
         self.proc.stdin.close()
-        rc, self.peak_rss_kb = wait_child(self.proc)
+        rc, self.peak_rss_kb = wait_child(self.proc, self.rss_file)
         if rc != 0:
             raise RuntimeError(f"{self.name}: exited {rc}")
 
@@ -204,9 +227,13 @@ class TesseraEngine:
         if write_output:
             argv += ["--output-dir", self.out_dir]
         err = tempfile.TemporaryFile()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True)
+        rss_file = os.path.join(self.out_dir, "rss")
+        if os.path.exists(rss_file):
+            os.remove(rss_file)
+        proc = subprocess.Popen(with_rss(argv, rss_file), stdout=subprocess.PIPE, stderr=err,
+                                text=True)
         out = proc.stdout.read()
-        rc, rss = wait_child(proc)
+        rc, rss = wait_child(proc, rss_file)
         if rc != 0:
             err.seek(0)
             raise RuntimeError(f"{self.name}: {' '.join(argv)} exited {rc}: "
