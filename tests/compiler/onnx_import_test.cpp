@@ -124,7 +124,9 @@ TEST(OnnxImport, CorruptedModelsNeverCrash) {
   b.node("Reshape", {"m", "shape"}, {"y"});
   b.output("y", {std::string("batch"), int64_t{2}, int64_t{2}});
   const std::string bytes = b.bytes();
-  ASSERT_OK(import_onnx(bytes.data(), bytes.size(), {{{"batch", 1, 4}}}));
+  ImportOptions bounded;
+  bounded.dims = {{"batch", 1, 4}};
+  ASSERT_OK(import_onnx(bytes.data(), bytes.size(), bounded));
   std::mt19937 rng(7);
   for (int trial = 0; trial < 400; ++trial) {
     std::string mutated = bytes;

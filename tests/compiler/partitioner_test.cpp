@@ -49,7 +49,9 @@ void check_partitions(const ir::Graph& g, const std::vector<Partition>& parts) {
       ASSERT_EQ(part_of[i], -1) << "node " << i << " in two partitions";
       part_of[i] = static_cast<int>(p);
     }
-    if (parts[p].backend.empty()) EXPECT_EQ(parts[p].nodes.size(), 1u);
+    if (parts[p].backend.empty()) {
+      EXPECT_EQ(parts[p].nodes.size(), 1u);
+    }
   }
   for (int i = 0; i < n; ++i) ASSERT_GE(part_of[i], 0) << "node " << i << " not placed";
   std::vector<int> producer(g.values.size(), -1);
