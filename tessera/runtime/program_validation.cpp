@@ -22,6 +22,14 @@ uint32_t count(const flatbuffers::Vector<T>* v) {
   return v ? v->size() : 0;
 }
 
+// The FlatBuffers verifier checks the alignment of a vector's length, not of its elements: a
+// corrupted offset can leave a vector of 8-byte elements at a 4-byte boundary. Reading it would
+// be undefined behaviour, so every such vector is checked before use.
+template <typename T>
+bool elements_aligned(const flatbuffers::Vector<T>* v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
 Status invalid(const char* where, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 Status invalid(const char* where, const char* fmt, ...) {
   char buf[Status::kMaxMessage];
@@ -57,6 +65,7 @@ Status validate_values(const flatbuffers::Vector<flatbuffers::Offset<fb::Value>>
       if (static_cast<int>(v->kind()) < 0 || v->kind() > fb::ValueKind::MAX) {
         return invalid(where, "value %u has unknown kind %d", i, static_cast<int>(v->kind()));
       }
+      if (!elements_aligned(v->ints())) return invalid(where, "value %u int list is misaligned", i);
       continue;
     }
     if (!is_valid_scalar_type(static_cast<int>(v->dtype()))) {
@@ -66,8 +75,12 @@ Status validate_values(const flatbuffers::Vector<flatbuffers::Offset<fb::Value>>
     if (rank > static_cast<uint32_t>(kMaxDims)) {
       return invalid(where, "value %u has rank %u (max %d)", i, rank, kMaxDims);
     }
+    if (!elements_aligned(v->ints())) return invalid(where, "value %u int list is misaligned", i);
     for (uint32_t d = 0; d < rank; ++d) {
       const fb::Dim* dim = v->dims()->Get(d);
+      if (!elements_aligned(dim->expr())) {
+        return invalid(where, "value %u dim %u shape expression is misaligned", i, d);
+      }
       if (dim->value() < 0) {
         return invalid(where, "value %u dim %u is negative (%lld)", i, d,
                        static_cast<long long>(dim->value()));
@@ -161,6 +174,12 @@ Status validate_node(const fb::Node* node, uint32_t num_values, const char* wher
   if (static_cast<int>(node->activation()) < 0 || node->activation() > fb::Activation::MAX) {
     return invalid(where, "unknown activation %d", static_cast<int>(node->activation()));
   }
+  for (uint32_t a = 0; a < count(node->attrs()); ++a) {
+    const fb::Attr* attr = node->attrs()->Get(a);
+    if (!elements_aligned(attr->ints()) || !elements_aligned(attr->floats())) {
+      return invalid(where, "attribute '%s' is misaligned", attr->name()->c_str());
+    }
+  }
   TESSERA_RETURN_IF_ERROR(check_index_list(node->inputs(), num_values, true, "input", where));
   TESSERA_RETURN_IF_ERROR(check_index_list(node->outputs(), num_values, false, "output", where));
   if (count(node->outputs()) == 0) return invalid(where, "%s node has no outputs", ir::op_name(node->op()));
@@ -212,6 +231,9 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
                          "constant segment [%llu, +%llu) extends past the end of the %llu-byte file",
                          static_cast<unsigned long long>(seg), static_cast<unsigned long long>(seg_size),
                          static_cast<unsigned long long>(file_size));
+  }
+  if (!elements_aligned(program->constants())) {
+    return Status(Error::InvalidProgram, "constant table is misaligned");
   }
   for (uint32_t i = 0; i < count(program->constants()); ++i) {
     const fb::ConstantRef* c = program->constants()->Get(i);

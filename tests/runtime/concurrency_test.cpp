@@ -19,6 +19,8 @@
 namespace tessera {
 namespace {
 
+int g_handle_target = 0;  // what the stubs' handles point at
+
 constexpr OptionSpec kSchema[] = {
     OptionSpec::integer("a", 0, 0, 1 << 30, kInitScopes, "first half of an update"),
     OptionSpec::integer("b", 0, 0, 1 << 30, kInitScopes, "second half of an update"),
@@ -32,7 +34,7 @@ TEST(RuntimeConcurrency, LoadsSeeWholeGlobalUpdatesWhileOthersExecute) {
   stub.on_init = [&](BackendInitContext& ctx, FreeableBuffer*, Span<const CompileSpec>) -> Result<DelegateHandle*> {
     if (*ctx.get(kA) != *ctx.get(kB)) torn.fetch_add(1);
     inits.fetch_add(1);
-    return to_handle(new int(0));
+    return to_handle(&g_handle_target);  // nothing to free
   };
   stub.on_execute = [](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
     std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(), args[0]->to_tensor().nbytes());

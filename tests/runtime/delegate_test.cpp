@@ -23,6 +23,8 @@
 namespace tessera {
 namespace {
 
+int g_handle_target = 0;  // what the stubs' handles point at
+
 constexpr const char* kModes[] = {"fast", "low_power"};
 constexpr OptionSpec kStubSchema[] = {
     OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
@@ -43,7 +45,7 @@ class DelegateTest : public ::testing::Test {
         std::lock_guard<std::mutex> lock(mutex_);
         auto threads = ctx.get(kThreads);
         inits_.push_back({std::string(name), std::string(ctx.delegate_id()), threads.ok() ? *threads : -1});
-        return to_handle(new int(0));
+        return to_handle(&g_handle_target);  // nothing to free
       };
       stub->on_execute = [](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
         auto profile = ctx.get(kProfile);

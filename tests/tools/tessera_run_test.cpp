@@ -2,6 +2,7 @@
 // stderr with a non-zero exit code (never a crash).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +29,8 @@ std::string slurp(const std::string& path) {
 class TesseraRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = ::testing::TempDir() + "/tessera_run_test";
+    // ctest runs each test in its own process, in parallel: one directory per process.
+    dir_ = ::testing::TempDir() + "/tessera_run_test_" + std::to_string(::getpid());
     std::system(("mkdir -p " + dir_).c_str());
     ASSERT_TRUE(testing::add_relu_mul_program().write(dir_ + "/kernels.tsr").is_ok());
     ASSERT_TRUE(testing::add_relu_mul_program(true).write(dir_ + "/symbolic.tsr").is_ok());
