@@ -26,6 +26,10 @@ using fb::OpType;
 
 constexpr int kMinOpset = 11;
 constexpr int kMaxOpset = 17;
+// Largest kernel size, stride, dilation, pad or group accepted (as the kernels).
+constexpr int64_t kMaxWindowValue = (int64_t{1} << 31) - 1;
+// Largest dim, and element count, of any tensor: keeps all shape arithmetic far from overflow.
+constexpr int64_t kMaxDimValue = int64_t{1} << 40;
 
 std::string vformat(const char* fmt, va_list ap) {
   char buf[Status::kMaxMessage];
@@ -106,6 +110,7 @@ class Importer {
   Status import_initializers();
   Status import_inputs();
   Status import_node(const onnx::NodeProto& node, size_t index);
+  Status dispatch_node(const onnx::NodeProto& node, size_t index);
   Status import_outputs();
   void collect_onnx_shapes();
 
@@ -220,7 +225,37 @@ class Importer {
   const onnx::NodeProto* node_ = nullptr;
   std::string node_name_;
   int emitted_ = 0;
-  bool onnx_shapes_diverged_ = false;
+  // Values whose shapes legitimately differ from ONNX's (downstream of a ceil-mode pooling node
+  // where PyTorch and ONNX < 19 disagree): not compared with the shapes ONNX declares.
+  std::vector<bool> tainted_;
+  bool current_taint_ = false;
+  bool pool_diverges_ = false;
+
+  void taint(int v) {
+    if (tainted_.size() <= static_cast<size_t>(v)) tainted_.resize(g_.values.size(), false);
+    tainted_[v] = true;
+  }
+  bool is_tainted(int v) const { return v >= 0 && static_cast<size_t>(v) < tainted_.size() && tainted_[v]; }
+  Status check_size(int v) const {
+    SymExpr n(1);
+    for (const SymExpr& d : g_.values[v].dims) {
+      const int64_t hi = d.upper_bound(g_.symbols);
+      if (hi > kMaxDimValue || hi < -kMaxDimValue) {
+        return node_error(Error::InvalidProgram, "output '%s' has a dim of %lld (limit 2^40)",
+                          g_.values[v].name.c_str(), static_cast<long long>(hi));
+      }
+      n = n * d;
+    }
+    if (n.upper_bound(g_.symbols) > kMaxDimValue) {
+      return node_error(Error::InvalidProgram, "output '%s' %s has more than 2^40 elements",
+                        g_.values[v].name.c_str(), g_.dims_string(v).c_str());
+    }
+    return Status::ok();
+  }
+
+ public:
+  /// After run(): compares `graph` with the shapes ONNX's inference left in the model.
+  Status cross_check(const ModelGraph& graph) const;
 };
 
 Status Importer::import_opset() {
@@ -286,21 +321,35 @@ Status Importer::import_tensor(const onnx::TensorProto& t, const std::string& wh
     raw = &t.raw_data();
   }
   const bool is_float = HostTensor::is_float_type(out->dtype);
-  if (is_float) out->f.resize(n); else out->i.resize(n);
   const int type = t.data_type();
   auto count_error = [&](int64_t have) {
     return Status::error(Error::InvalidProgram, "%s: %lld values for dims of %lld elements", what.c_str(),
                          static_cast<long long>(have), static_cast<long long>(n));
   };
+  // The stored element count must match the dims before anything is allocated for them.
+  size_t esize = 0;
+  switch (type) {
+    case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: case onnx::TensorProto::UINT32: esize = 4; break;
+    case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64: esize = 8; break;
+    case onnx::TensorProto::FLOAT16: case onnx::TensorProto::INT16: case onnx::TensorProto::UINT16: esize = 2; break;
+    default: esize = 1;
+  }
+  int64_t stored = 0;
   if (raw) {
-    size_t esize = 0;
+    stored = static_cast<int64_t>(raw->size() / esize);
+    if (raw->size() % esize != 0) return count_error(stored);
+  } else {
     switch (type) {
-      case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: case onnx::TensorProto::UINT32: esize = 4; break;
-      case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64: esize = 8; break;
-      case onnx::TensorProto::FLOAT16: case onnx::TensorProto::INT16: case onnx::TensorProto::UINT16: esize = 2; break;
-      default: esize = 1;
+      case onnx::TensorProto::FLOAT: stored = t.float_data_size(); break;
+      case onnx::TensorProto::DOUBLE: stored = t.double_data_size(); break;
+      case onnx::TensorProto::INT64: stored = t.int64_data_size(); break;
+      case onnx::TensorProto::UINT32: case onnx::TensorProto::UINT64: stored = t.uint64_data_size(); break;
+      default: stored = t.int32_data_size();
     }
-    if (raw->size() != static_cast<size_t>(n) * esize) return count_error(static_cast<int64_t>(raw->size() / esize));
+  }
+  if (stored != n) return count_error(stored);
+  if (is_float) out->f.resize(n); else out->i.resize(n);
+  if (raw) {
     const char* p = raw->data();
     for (int64_t k = 0; k < n; ++k, p += esize) {
       switch (type) {
@@ -386,8 +435,9 @@ Status Importer::import_inputs() {
     for (int k = 0; k < tt.shape().dim_size(); ++k) {
       const auto& dim = tt.shape().dim(k);
       if (dim.has_dim_value()) {
-        if (dim.dim_value() < 0) {
-          return Status::error(Error::InvalidProgram, "input '%s' dim %d is negative", vi.name().c_str(), k);
+        if (dim.dim_value() < 0 || dim.dim_value() > kMaxDimValue) {
+          return Status::error(Error::InvalidProgram, "input '%s' dim %d is %lld (must be in [0, 2^40])",
+                               vi.name().c_str(), k, static_cast<long long>(dim.dim_value()));
         }
         d.emplace_back(dim.dim_value());
         continue;
@@ -447,7 +497,7 @@ void Importer::collect_onnx_shapes() {
 }
 
 Status Importer::check_against_onnx(int v) {
-  if (onnx_shapes_diverged_) return Status::ok();
+  if (is_tainted(v)) return Status::ok();
   auto it = onnx_dims_.find(g_.values[v].name);
   if (it == onnx_dims_.end()) return Status::ok();
   const auto& od = it->second;
@@ -457,13 +507,6 @@ Status Importer::check_against_onnx(int v) {
     if (od[k] >= 0 && mine[k].is_const() && mine[k].const_value() != od[k]) mismatch = true;
   }
   if (!mismatch) return Status::ok();
-  if ((node_->op_type() == "MaxPool" || node_->op_type() == "AveragePool") && aint("ceil_mode", 0) != 0) {
-    // ONNX before opset 19 lets the last ceil-mode window start in the end padding; PyTorch (and
-    // the kernels) do not, so exporters declare one more output row than PyTorch computes. Follow
-    // PyTorch, and stop comparing with the shapes ONNX inferred downstream of this node.
-    onnx_shapes_diverged_ = true;
-    return Status::ok();
-  }
   std::string theirs = "[";
   for (size_t k = 0; k < od.size(); ++k) theirs += (k ? ", " : "") + (od[k] >= 0 ? std::to_string(od[k]) : "?");
   theirs += "]";
@@ -533,7 +576,11 @@ Result<std::vector<int>> Importer::emit(OpType op, std::vector<int> inputs, std:
     node.outputs.push_back(g_.add_value(std::move(name), ScalarType::Float32, std::move(d)));
   }
   TESSERA_RETURN_IF_ERROR(infer_shapes(g_, node));
-  for (int v : node.outputs) TESSERA_RETURN_IF_ERROR(check_against_onnx(v));
+  for (int v : node.outputs) {
+    TESSERA_RETURN_IF_ERROR(check_size(v));
+    if (current_taint_ || pool_diverges_) taint(v);
+    TESSERA_RETURN_IF_ERROR(check_against_onnx(v));
+  }
   std::vector<HostTensor> folded;
   TESSERA_ASSIGN_OR_RETURN(bool done, evaluate_node(g_, node, &folded));
   if (done) {
@@ -615,7 +662,10 @@ Status Importer::conv(bool transpose) {
     return node_error(Error::InvalidProgram, "strides/dilations must have %zu entries", n);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (strides[i] <= 0 || dilations[i] <= 0) return node_error(Error::InvalidProgram, "strides and dilations must be positive");
+    if (strides[i] < 1 || dilations[i] < 1 || strides[i] > kMaxWindowValue || dilations[i] > kMaxWindowValue ||
+        kernel[i] < 1 || kernel[i] > kMaxWindowValue) {
+      return node_error(Error::InvalidProgram, "kernel size, strides and dilations must be in [1, 2^31)");
+    }
   }
   const int64_t group = aint("group", 1);
   std::vector<ir::Attr> attrs;
@@ -652,6 +702,10 @@ Status Importer::conv(bool transpose) {
     if (pads.size() != 2 * n) return node_error(Error::InvalidProgram, "pads must have %zu entries", 2 * n);
     attrs.push_back(ir::Attr::make_ints("output_padding", out_pad));
   }
+  for (int64_t p : pads) {
+    if (p < 0 || p > kMaxWindowValue) return node_error(Error::InvalidProgram, "pads must be in [0, 2^31)");
+  }
+  if (group < 1 || group > kMaxWindowValue) return node_error(Error::InvalidProgram, "group %lld", static_cast<long long>(group));
   attrs.push_back(ir::Attr::make_ints("strides", strides));
   attrs.push_back(ir::Attr::make_ints("dilations", dilations));
   attrs.push_back(ir::Attr::make_ints("pads", pads));
@@ -673,12 +727,37 @@ Status Importer::pool(OpType op) {
   std::vector<int64_t> dilations = aints("dilations").value_or(std::vector<int64_t>(n, 1));
   std::vector<int64_t> pads = aints("pads").value_or(std::vector<int64_t>{});
   if (strides.size() != n || dilations.size() != n) return node_error(Error::InvalidProgram, "strides/dilations size");
+  for (size_t i = 0; i < n; ++i) {
+    if ((*kernel)[i] < 1 || strides[i] < 1 || dilations[i] < 1 || (*kernel)[i] > kMaxWindowValue ||
+        strides[i] > kMaxWindowValue || dilations[i] > kMaxWindowValue) {
+      return node_error(Error::InvalidProgram, "kernel_shape, strides and dilations must be in [1, 2^31)");
+    }
+  }
   TESSERA_RETURN_IF_ERROR(resolve_auto_pad(x, *kernel, strides, dilations, &pads));
+  for (int64_t p : pads) {
+    if (p < 0 || p > kMaxWindowValue) return node_error(Error::InvalidProgram, "pads must be in [0, 2^31)");
+  }
   std::vector<ir::Attr> attrs = {ir::Attr::make_ints("kernel_shape", *kernel), ir::Attr::make_ints("strides", strides),
                                  ir::Attr::make_ints("pads", pads), ir::Attr::make_ints("dilations", dilations),
                                  ir::Attr::make_int("ceil_mode", aint("ceil_mode", 0))};
   if (op == OpType::AveragePool) attrs.push_back(ir::Attr::make_int("count_include_pad", aint("count_include_pad", 0)));
-  return emit1(op, {x}, std::move(attrs)).status();
+  // ONNX before opset 19 lets the last ceil-mode window start in the end padding; PyTorch (and
+  // the kernels) do not, so exporters may declare one more output row than PyTorch computes.
+  // Follow PyTorch and do not compare this output, or what depends on it, with ONNX's shapes.
+  pool_diverges_ = false;
+  if (aint("ceil_mode", 0) != 0) {
+    for (size_t i = 0; i < n; ++i) {
+      const SymExpr& in = dims(x)[2 + i];
+      const SymExpr span = in + SymExpr(pads[i] + pads[n + i] - (dilations[i] * ((*kernel)[i] - 1) + 1));
+      const SymExpr onnx_size = SymExpr::ceil_div(span, SymExpr(strides[i])) + SymExpr(1);
+      if (!(onnx_size == window_output_dim(in, (*kernel)[i], strides[i], dilations[i], pads[i], pads[n + i], true))) {
+        pool_diverges_ = true;
+      }
+    }
+  }
+  Status st = emit1(op, {x}, std::move(attrs)).status();
+  pool_diverges_ = false;
+  return st;
 }
 
 Status Importer::reduce(OpType op) {
@@ -911,6 +990,7 @@ Status Importer::pad() {
   if (mode != "constant" && mode != "reflect" && mode != "edge") return unsupported_use(("mode '" + mode + "'").c_str());
   for (int64_t p : pads) {
     if (p < 0) return unsupported_use("negative pads");
+    if (p > kMaxDimValue) return node_error(Error::InvalidProgram, "pad %lld", static_cast<long long>(p));
   }
   return emit1(OpType::Pad, {x},
                {ir::Attr::make_ints("pads", pads), ir::Attr::make_string("mode", mode), ir::Attr::make_float("value", value)})
@@ -1041,6 +1121,23 @@ Status Importer::variadic(OpType op) {
 }
 
 Status Importer::import_node(const onnx::NodeProto& node, size_t index) {
+  current_taint_ = false;
+  for (const auto& name : node.input()) {
+    auto it = names_.find(name);
+    if (it != names_.end() && is_tainted(it->second)) current_taint_ = true;
+  }
+  Status st = dispatch_node(node, index);
+  if (st.is_ok() && current_taint_) {
+    for (const auto& name : node.output()) {
+      auto it = names_.find(name);
+      if (it != names_.end()) taint(it->second);
+    }
+  }
+  current_taint_ = false;
+  return st;
+}
+
+Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
   node_ = &node;
   emitted_ = 0;
   node_name_ = !node.name().empty() ? node.name()
@@ -1331,6 +1428,32 @@ Result<ModelGraph> Importer::run() {
   return std::move(g_);
 }
 
+Status Importer::cross_check(const ModelGraph& g) const {
+  std::unordered_map<std::string, const onnx::TensorShapeProto*> shapes;
+  for (const auto& vi : model_.graph().value_info()) {
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) shapes[vi.name()] = &vi.type().tensor_type().shape();
+  }
+  for (const ir::Node& n : g.nodes) {
+    for (int v : n.outputs) {
+      if (v < 0 || is_tainted(v)) continue;
+      auto it = shapes.find(g.values[v].name);
+      if (it == shapes.end()) continue;
+      const auto& dims = g.values[v].dims;
+      const onnx::TensorShapeProto& theirs = *it->second;
+      bool mismatch = theirs.dim_size() != static_cast<int>(dims.size());
+      for (int k = 0; !mismatch && k < theirs.dim_size(); ++k) {
+        mismatch = theirs.dim(k).has_dim_value() && dims[k].is_const() && theirs.dim(k).dim_value() != dims[k].const_value();
+      }
+      if (mismatch) {
+        return Status::error(Error::InvalidProgram,
+                             "node '%s': output '%s' is %s, but ONNX shape inference disagrees (rank %d)",
+                             n.name.c_str(), g.values[v].name.c_str(), g.dims_string(v).c_str(), theirs.dim_size());
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ModelGraph> import_onnx(const void* data, size_t size, const ImportOptions& options) {
@@ -1361,15 +1484,20 @@ Result<ModelGraph> import_onnx(const void* data, size_t size, const ImportOption
         return Status::error(Error::InvalidProgram, "invalid ONNX model: %s", what.c_str());
       }
     }
+    // Our own shape inference is authoritative; it is checked against the shapes the model
+    // declares as it goes, and against ONNX's shape inference afterwards. ONNX's inference runs
+    // only on a model we accepted: it divides by attribute values we validate first.
+    Importer importer(model, options);
+    auto graph = importer.run();
+    if (!graph.ok() || !options.onnx_shape_check) return graph;
     try {
       onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/false);
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
-    } catch (const std::exception& e) {
-      // Our own inference below is authoritative; ONNX's only cross-checks static dims.
-      model.mutable_graph()->clear_value_info();
+    } catch (const std::exception&) {
+      return graph;  // no second opinion
     }
-    Importer importer(model, options);
-    return importer.run();
+    TESSERA_RETURN_IF_ERROR(importer.cross_check(graph.value()));
+    return graph;
   } catch (const std::bad_alloc&) {
     return Status(Error::MemoryAllocationFailed, "out of memory importing the ONNX model");
   } catch (const std::exception& e) {

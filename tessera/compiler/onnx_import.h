@@ -32,6 +32,8 @@ struct ImportOptions {
   std::string external_data_dir;
   /// Run onnx::checker::check_model first (turn off only for models the checker rejects wrongly).
   bool check_model = true;
+  /// Compare the imported shapes with onnx::shape_inference::InferShapes afterwards.
+  bool onnx_shape_check = true;
 };
 
 /// Imports a serialized ONNX ModelProto. Errors: InvalidProgram for malformed or inconsistent

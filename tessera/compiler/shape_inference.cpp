@@ -391,17 +391,20 @@ Status infer_shapes(ModelGraph& g, const ir::Node& n) {
         const SymExpr& d = x.dims[axis];
         if (d.is_const()) {
           const int64_t dim = d.const_value();
-          int64_t s = starts[k], e = ends[k];
+          // Clamp first: starts/ends may be anywhere in int64 (INT64_MAX means "to the end").
+          int64_t s = std::clamp<int64_t>(starts[k], -dim - 1, dim + 1);
+          int64_t e = std::clamp<int64_t>(ends[k], -dim - 1, dim + 1);
           if (s < 0) s += dim;
           if (e < 0) e += dim;
           if (step > 0) {
             s = std::clamp<int64_t>(s, 0, dim);
             e = std::clamp<int64_t>(e, 0, dim);
-            dims[axis] = SymExpr(e > s ? (e - s + step - 1) / step : 0);
+            dims[axis] = SymExpr(e > s ? (e - s - 1) / step + 1 : 0);
           } else {
             s = std::clamp<int64_t>(s, -1, dim - 1);
             e = std::clamp<int64_t>(e, -1, dim - 1);
-            dims[axis] = SymExpr(s > e ? (s - e - step - 1) / -step : 0);
+            const int64_t stride = step == INT64_MIN ? INT64_MAX : -step;
+            dims[axis] = SymExpr(s > e ? (s - e - 1) / stride + 1 : 0);
           }
           continue;
         }

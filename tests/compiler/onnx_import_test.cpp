@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
 #include <random>
 
@@ -128,7 +129,9 @@ TEST(OnnxImport, CorruptedModelsNeverCrash) {
   bounded.dims = {{"batch", 1, 4}};
   ASSERT_OK(import_onnx(bytes.data(), bytes.size(), bounded));
   std::mt19937 rng(7);
-  for (int trial = 0; trial < 400; ++trial) {
+  const char* env = std::getenv("TESSERA_FUZZ_TRIALS");  // more for a sanitizer soak
+  const int trials = env ? std::atoi(env) : 400;
+  for (int trial = 0; trial < trials; ++trial) {
     std::string mutated = bytes;
     const int flips = 1 + static_cast<int>(rng() % 4);
     for (int f = 0; f < flips; ++f) mutated[rng() % mutated.size()] = static_cast<char>(rng());
@@ -456,6 +459,115 @@ TEST(OnnxImport, OutputsKeepTheModelsNames) {
   std::vector<std::string> names;
   for (int v : c->graph.outputs) names.push_back(c->graph.values[v].name);
   EXPECT_EQ(names, (std::vector<std::string>{"first", "second", "third"}));
+}
+
+}  // namespace
+}  // namespace tessera::compiler
+
+namespace tessera::compiler {
+namespace {
+
+// A model exercising most import paths with valid shapes; the fuzz test below perturbs it.
+testing::OnnxBuilder fuzz_base_model() {
+  testing::OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), int64_t{4}, int64_t{8}, int64_t{8}});
+  b.floats("w", {4, 4, 3, 3}, std::vector<float>(144, 0.1f));
+  b.node("Conv", {"x", "w"}, {"c"}).ints("pads", {1, 1, 1, 1}).ints("strides", {1, 1}).ints("kernel_shape", {3, 3});
+  b.node("MaxPool", {"c"}, {"p"}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  b.node("Shape", {"p"}, {"s"});
+  b.const_ints("i0", {0}, true);
+  b.node("Gather", {"s", "i0"}, {"n"}).i("axis", 0);
+  b.const_ints("ax0", {0});
+  b.node("Unsqueeze", {"n", "ax0"}, {"n1"});
+  b.const_ints("rest", {4, 16});
+  b.node("Concat", {"n1", "rest"}, {"shape"}).i("axis", 0);
+  b.node("Reshape", {"p", "shape"}, {"r"});
+  b.node("Transpose", {"r"}, {"t"}).ints("perm", {0, 2, 1});
+  b.const_ints("st", {0});
+  b.const_ints("en", {8});
+  b.const_ints("sa", {1});
+  b.const_ints("ss", {1});
+  b.node("Slice", {"t", "st", "en", "sa", "ss"}, {"sl"});
+  b.const_ints("sp", {2, 2});
+  b.node("Split", {"sl", "sp"}, {"a", "b2"}).i("axis", 2);
+  b.node("Concat", {"a", "b2"}, {"cc"}).i("axis", 2);
+  b.const_ints("ax1", {1});
+  b.node("Unsqueeze", {"cc", "ax1"}, {"u"});
+  b.node("Squeeze", {"u", "ax1"}, {"sq"});
+  b.const_ints("gi", {0, 2});
+  b.node("Gather", {"sq", "gi"}, {"g"}).i("axis", 1);
+  b.const_ints("pads", {0, 0, 1, 0, 0, 1});
+  b.node("Pad", {"g", "pads"}, {"pd"});
+  b.node("ReduceMean", {"pd"}, {"m"}).ints("axes", {-1}).i("keepdims", 1);
+  b.node("Softmax", {"m"}, {"y"}).i("axis", -1);
+  b.floats("scales", {4}, {1, 1, 2, 2});
+  b.node("Resize", {"p", "", "scales"}, {"rs"}).s("mode", "nearest");
+  b.const_ints("rax", {2, 3});
+  b.node("ReduceSum", {"rs", "rax"}, {"z"}).i("keepdims", 0);
+  b.output("y", {std::string("batch"), int64_t{2}, int64_t{1}});
+  b.output("z", {std::string("batch"), int64_t{4}});
+  return b;
+}
+
+TEST(OnnxImport, FuzzBaseModelCompiles) {
+  auto c = testing::compile_model(fuzz_base_model(), {{"batch", 1, 4}});
+  ASSERT_OK(c);
+}
+
+// Random attribute values, constant shape data and input dims: every result is a model or an
+// error, never a crash (run with TESSERA_FUZZ_TRIALS=100000 under AddressSanitizer to soak).
+TEST(OnnxImport, StructuredMutationsNeverCrash) {
+  const onnx::ModelProto base = fuzz_base_model().model();
+  std::mt19937_64 rng(11);
+  const int64_t interesting[] = {0, 1, -1, 2, -2, 3, 7, 8, 16, 1000000, -1000000, INT64_MAX, INT64_MIN,
+                                 INT64_MAX / 2, int64_t{1} << 33};
+  auto pick = [&]() { return interesting[rng() % (sizeof(interesting) / sizeof(interesting[0]))]; };
+  const char* env = std::getenv("TESSERA_FUZZ_TRIALS");
+  const int trials = env ? std::atoi(env) : 1500;
+  int imported = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    onnx::ModelProto m = base;
+    auto* g = m.mutable_graph();
+    const int mutations = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < mutations; ++k) {
+      switch (rng() % 3) {
+        case 0: {  // an attribute
+          auto* node = g->mutable_node(static_cast<int>(rng() % g->node_size()));
+          if (node->attribute_size() == 0) break;
+          auto* a = node->mutable_attribute(static_cast<int>(rng() % node->attribute_size()));
+          if (a->type() == onnx::AttributeProto::INT) a->set_i(pick());
+          if (a->type() == onnx::AttributeProto::INTS && a->ints_size() > 0) {
+            a->set_ints(static_cast<int>(rng() % a->ints_size()), pick());
+          }
+          if (a->type() == onnx::AttributeProto::TENSOR && a->t().int64_data_size() > 0) {
+            a->mutable_t()->set_int64_data(static_cast<int>(rng() % a->t().int64_data_size()), pick());
+          }
+          break;
+        }
+        case 1: {  // a float initializer's dims
+          auto* t = g->mutable_initializer(static_cast<int>(rng() % g->initializer_size()));
+          if (t->dims_size() > 0) t->set_dims(static_cast<int>(rng() % t->dims_size()), pick());
+          break;
+        }
+        case 2: {  // an input dim
+          auto* shape = g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+          auto* d = shape->mutable_dim(static_cast<int>(rng() % shape->dim_size()));
+          if (d->has_dim_value()) d->set_dim_value(pick());
+          break;
+        }
+      }
+    }
+    const std::string bytes = m.SerializeAsString();
+    ImportOptions options;
+    options.dims = {{"batch", 1, 4}};
+    options.check_model = (trial % 2) == 0;  // half the trials bypass the checker
+    auto graph = import_onnx(bytes.data(), bytes.size(), options);
+    if (!graph.ok()) continue;
+    ++imported;
+    auto compiled = compile_graph(std::move(graph).value(), {});
+    if (compiled.ok()) (void)compiled->program.build();
+  }
+  EXPECT_GT(imported, 0);
 }
 
 }  // namespace

@@ -80,7 +80,10 @@ def run_all(args, backends):
             failures += 1
             continue
         delegates = ", ".join(sorted({x["backend"] for x in report["delegates"]})) or "none"
-        cases = [(c["suffix"], c["dims"]) for c in meta["cases"]]
+        if "cases" in meta:
+            cases = [(c["suffix"], c["dims"]) for c in meta["cases"]]
+        else:  # fixtures from an older make_fixtures.py: batch 1, and 4 when dynamic
+            cases = [("", {"batch": 1} if meta["dims"] else {})] + ([("_b4", {"batch": 4})] if meta["dims"] else [])
         for suffix, dims in cases:
             batch = ",".join(f"{k}={v}" for k, v in dims.items()) or "static"
             out_dir = os.path.join(args.work, f"{name}.{tag}.case{suffix or '1'}")
