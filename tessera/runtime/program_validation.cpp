@@ -27,7 +27,7 @@ uint32_t count(const flatbuffers::Vector<T>* v) {
 // be undefined behaviour, so every such vector is checked before use.
 template <typename T>
 bool elements_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+  return v == nullptr || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
 }
 
 Status invalid(const char* where, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
