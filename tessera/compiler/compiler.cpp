@@ -169,6 +169,7 @@ std::string report_to_json(const CompileReport& r) {
   s += "  \"passes\": {\"constants_folded\": " + std::to_string(r.passes.constants_folded) +
        ", \"patterns_fused\": " + std::to_string(r.passes.patterns_fused) +
        ", \"batch_norms_folded\": " + std::to_string(r.passes.batch_norms_folded) +
+       ", \"batch_norms_lowered\": " + std::to_string(r.passes.batch_norms_lowered) +
        ", \"activations_fused\": " + std::to_string(r.passes.activations_fused) +
        ", \"dead_nodes_removed\": " + std::to_string(r.passes.dead_nodes_removed) + "},\n";
   s += "  \"ops_by_backend\": {";

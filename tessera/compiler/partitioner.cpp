@@ -132,6 +132,28 @@ Result<std::vector<Partition>> partition_graph(const ir::Graph& graph,
     }
   }
 
+  if (options.max_delegates > 0) {
+    std::vector<int> delegates;
+    for (int c = 0; c < n; ++c) {
+      if (uf.find(c) == c && assign[c] >= 0) delegates.push_back(c);
+    }
+    if (static_cast<int>(delegates.size()) > options.max_delegates) {
+      // Smallest first (ties: later first, keeping the early, usually heavier, layers delegated).
+      std::stable_sort(delegates.begin(), delegates.end(), [&](int a, int b) {
+        return members[a].size() != members[b].size() ? members[a].size() < members[b].size() : a > b;
+      });
+      const size_t excess = delegates.size() - static_cast<size_t>(options.max_delegates);
+      for (size_t k = 0; k < excess; ++k) {
+        const std::vector<int> group = members[delegates[k]];
+        for (int m : group) {
+          assign[m] = -1;
+          uf.parent[m] = m;
+          members[m] = {m};
+        }
+      }
+    }
+  }
+
   // Order the clusters topologically, earliest first node first.
   std::vector<std::set<int>> csucc(n);
   std::vector<int> indeg(n, 0);

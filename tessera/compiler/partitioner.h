@@ -33,6 +33,9 @@ struct PartitionOptions {
   /// A delegate made only of ops that move no data (Reshape, Flatten, Squeeze, Unsqueeze,
   /// Identity) costs a backend call for nothing: run those on the portable kernels instead.
   bool demote_layout_only_delegates = true;
+  /// Most delegates a method may have (the runtime loads at most 64). Beyond it the smallest
+  /// delegates run on the portable kernels instead. 0 = no limit.
+  int max_delegates = 64;
 };
 
 /// Partitions `graph` (nodes in topological order). With no candidates every node is its own

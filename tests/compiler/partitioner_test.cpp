@@ -253,3 +253,29 @@ TEST(Partitioner, DelegatesOfOnlyReshapesRunOnPortableKernels) {
 
 }  // namespace
 }  // namespace tessera::compiler
+
+namespace tessera::compiler {
+namespace {
+
+TEST(Partitioner, AtMostMaxDelegatesTheSmallestGoToPortableKernels) {
+  // Conv-Softmax-Conv-Conv-Softmax-Conv-Conv-Conv: delegates of 1, 2 and 3 nodes.
+  ir::Graph g = make_graph({OpType::Conv, OpType::Softmax, OpType::Conv, OpType::Conv, OpType::Softmax, OpType::Conv,
+                            OpType::Conv, OpType::Conv},
+                           {{-1}, {0}, {1}, {2}, {3}, {4}, {5}, {6}});
+  PartitionOptions options;
+  options.max_delegates = 2;
+  auto parts = partition_graph(g, {supporting("fake", {OpType::Conv})}, options);
+  ASSERT_TRUE(parts.ok());
+  check_partitions(g, *parts);
+  int delegates = 0;
+  for (const Partition& p : *parts) {
+    if (p.backend.empty()) continue;
+    ++delegates;
+    EXPECT_GE(p.nodes.size(), 2u);
+  }
+  EXPECT_EQ(delegates, 2);
+  EXPECT_TRUE((*parts)[0].backend.empty());  // the lone first Conv
+}
+
+}  // namespace
+}  // namespace tessera::compiler

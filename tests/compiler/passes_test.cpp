@@ -256,3 +256,45 @@ TEST(ConstantFolding, NodesWithConstantInputsFold) {
 
 }  // namespace
 }  // namespace tessera::compiler
+
+#include "tests/compiler/program_runner.h"
+
+namespace tessera::compiler {
+namespace {
+
+TEST(BatchNormLowering, UnfoldableBatchNormBecomesMulAddWithTheSameResult) {
+  // BN after an Add (DenseNet-style after a Concat) cannot be folded into a conv.
+  std::mt19937 rng(9);
+  const int c = 3;
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}, int64_t{c}, int64_t{4}, int64_t{5}});
+  b.floats("scale", {c}, random_floats(c, rng, 0.5f, 2.0f));
+  b.floats("shift", {c}, random_floats(c, rng));
+  b.floats("mean", {c}, random_floats(c, rng));
+  b.floats("var", {c}, random_floats(c, rng, 0.1f, 2.0f));
+  b.node("Add", {"x", "x"}, {"a"});
+  b.node("BatchNormalization", {"a", "scale", "shift", "mean", "var"}, {"n"}).f("epsilon", 1e-3f);
+  b.node("Relu", {"n"}, {"y"});
+  b.output("y");
+  CompileOptions keep;
+  keep.passes.lower_batch_norms = false;
+  auto with_bn = testing::compile_model(b, {}, keep);
+  auto lowered = testing::compile_model(b);
+  ASSERT_OK(with_bn);
+  ASSERT_OK(lowered);
+  EXPECT_EQ(op_names(with_bn->graph.nodes), (std::vector<std::string>{"Add", "BatchNormalization", "Relu"}));
+  EXPECT_EQ(op_names(lowered->graph.nodes), (std::vector<std::string>{"Add", "Mul", "Add"}));
+  EXPECT_EQ(lowered->graph.nodes[2].activation, fb::Activation::Relu);
+  EXPECT_EQ(lowered->report.passes.batch_norms_lowered, 1);
+  testing::HostArray in;
+  in.dims = {2, c, 4, 5};
+  in.data = random_floats(2 * c * 4 * 5, rng, -3.0f, 3.0f);
+  auto r1 = testing::run_program(with_bn->program.build().value(), {}, {in});
+  auto r2 = testing::run_program(lowered->program.build().value(), {}, {in});
+  ASSERT_OK(r1);
+  ASSERT_OK(r2);
+  for (size_t i = 0; i < (*r1)[0].data.size(); ++i) EXPECT_NEAR((*r1)[0].data[i], (*r2)[0].data[i], 1e-5) << i;
+}
+
+}  // namespace
+}  // namespace tessera::compiler

@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
 
   tc::CompileOptions options;
   options.passes.fold_batch_norms = !no_fold_bn;
+  options.passes.lower_batch_norms = !no_fold_bn;
   options.passes.fuse_activations = !no_fusion;
   options.passes.fuse_patterns = !no_patterns;
   for (const std::string& d : dims) {

@@ -147,4 +147,46 @@ Result<int> fold_batch_norms(ModelGraph& g) {
   return folded;
 }
 
+int lower_batch_norms(ModelGraph& g) {
+  std::vector<ir::Node> out;
+  out.reserve(g.nodes.size());
+  int lowered = 0;
+  for (ir::Node& bn : g.nodes) {
+    if (bn.op != fb::OpType::BatchNormalization || bn.inputs.size() < 5 || bn.outputs.size() != 1 ||
+        bn.inputs[0] < 0 || g.values[bn.inputs[0]].dtype != ScalarType::Float32 ||
+        g.values[bn.inputs[0]].dims.size() < 2 || !g.values[bn.inputs[0]].dims[1].is_const()) {
+      out.push_back(std::move(bn));
+      continue;
+    }
+    const Value& x = g.values[bn.inputs[0]];
+    const int64_t channels = x.dims[1].const_value();
+    std::vector<double> s, t;
+    if (!bn_params(g, bn, channels, &s, &t)) {
+      out.push_back(std::move(bn));
+      continue;
+    }
+    std::vector<int64_t> dims(x.dims.size() - 1, 1);
+    dims[0] = channels;
+    std::vector<float> scale(s.begin(), s.end()), shift(t.begin(), t.end());
+    const int scale_v = add_float_const(g, bn.name + ":scale", dims, std::move(scale));
+    const int shift_v = add_float_const(g, bn.name + ":shift", dims, std::move(shift));
+    const int mid = g.add_value(bn.name + ":scaled", ScalarType::Float32, g.values[bn.inputs[0]].dims);
+    ir::Node mul;
+    mul.op = fb::OpType::Mul;
+    mul.name = bn.name + "/mul";
+    mul.inputs = {bn.inputs[0], scale_v};
+    mul.outputs = {mid};
+    ir::Node add;
+    add.op = fb::OpType::Add;
+    add.name = bn.name;
+    add.inputs = {mid, shift_v};
+    add.outputs = bn.outputs;
+    out.push_back(std::move(mul));
+    out.push_back(std::move(add));
+    ++lowered;
+  }
+  g.nodes = std::move(out);
+  return lowered;
+}
+
 }  // namespace tessera::compiler

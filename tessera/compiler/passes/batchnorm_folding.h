@@ -11,4 +11,10 @@ namespace tessera::compiler {
 /// Returns the number of BatchNormalization nodes folded away.
 Result<int> fold_batch_norms(ModelGraph& graph);
 
+/// Rewrites each remaining BatchNormalization with constant statistics as Mul by a per-channel
+/// scale then Add of a per-channel shift (constants of shape [C, 1, ...]): ops every backend
+/// has, so a BatchNorm that could not be folded (DenseNet's after a Concat, say) does not split
+/// a delegate. Returns the number rewritten.
+int lower_batch_norms(ModelGraph& graph);
+
 }  // namespace tessera::compiler

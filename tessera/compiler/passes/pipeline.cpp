@@ -18,6 +18,7 @@ Status run_passes(ModelGraph& graph, const PassOptions& options, PassStats* stat
   if (options.fold_batch_norms) {
     TESSERA_ASSIGN_OR_RETURN(local.batch_norms_folded, fold_batch_norms(graph));
   }
+  if (options.lower_batch_norms) local.batch_norms_lowered = lower_batch_norms(graph);
   if (options.fuse_activations) local.activations_fused = fuse_activations(graph);
   local.dead_nodes_removed += remove_dead_nodes(graph);
   if (stats) *stats = local;

@@ -11,6 +11,7 @@ struct PassOptions {
   bool fold_constants = true;
   bool fuse_patterns = true;
   bool fold_batch_norms = true;
+  bool lower_batch_norms = true;  // the BatchNorms left after folding -> Mul + Add
   bool fuse_activations = true;
 };
 
@@ -18,6 +19,7 @@ struct PassStats {
   int constants_folded = 0;
   int patterns_fused = 0;
   int batch_norms_folded = 0;
+  int batch_norms_lowered = 0;
   int activations_fused = 0;
   int dead_nodes_removed = 0;
 };
