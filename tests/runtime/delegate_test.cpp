@@ -98,10 +98,11 @@ TEST_F(DelegateTest, FourSetsOfArgumentsForTwoInstancesTimesTwoBackends) {
   ASSERT_TRUE(m1.ok()) << m1.status().message();
   ASSERT_TRUE(m2.ok()) << m2.status().message();
   ASSERT_EQ(inits_.size(), 4u);
-  EXPECT_EQ(inits_[0].backend + "=" + std::to_string(inits_[0].threads), "stub_a=1");
-  EXPECT_EQ(inits_[1].backend + "=" + std::to_string(inits_[1].threads), "stub_b=2");
-  EXPECT_EQ(inits_[2].backend + "=" + std::to_string(inits_[2].threads), "stub_a=3");
-  EXPECT_EQ(inits_[3].backend + "=" + std::to_string(inits_[3].threads), "stub_b=4");
+  const std::pair<const char*, int64_t> want[] = {{"stub_a", 1}, {"stub_b", 2}, {"stub_a", 3}, {"stub_b", 4}};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(inits_[i].backend, want[i].first) << i;
+    EXPECT_EQ(inits_[i].threads, want[i].second) << i;
+  }
   // And each instance reports its own values with their source.
   const ResolvedOptions* opts = m2->delegate_info(1).options;
   ASSERT_NE(opts, nullptr);

@@ -1,0 +1,112 @@
+// The backend conformance harness shared by every backend's tests: build a small portable-IR
+// graph, run it as one delegate through a registered backend (init/execute/destroy with
+// hand-made contexts, as the runtime does), and run the same graph node by node with the
+// portable reference kernels. Each backend's tests wrap it in tests/backends/<name>/harness.h.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tessera/backend/context.h"
+#include "tessera/backend/execute_options.h"
+#include "tessera/backend/interface.h"
+#include "tessera/backend/options_map.h"
+#include "tessera/backend/profile_buffer.h"
+#include "tessera/core/result.h"
+#include "tessera/ir/graph.h"
+
+namespace tessera::backend_testing {
+
+using Floats = std::vector<float>;
+
+/// A graph under test. Values are float32; constants keep their data here.
+class GraphCase {
+ public:
+  /// Declares a symbol with its concrete value for this run.
+  int symbol(const std::string& name, int64_t max, int64_t value);
+  int input(std::vector<ir::Dim> dims);
+  /// A constant; random in [-1, 1] when `data` is empty.
+  int constant(std::vector<int64_t> dims, Floats data = {});
+  int tensor(std::vector<ir::Dim> dims);
+  void output(int value) { graph.outputs.push_back(value); }
+  /// Adds a node; returns it for attributes.
+  ir::Node& node(fb::OpType op, std::vector<int> inputs, int output);
+
+  /// Shorthand: one node over fresh graph inputs (dims `in`) and constants; output dims `out`.
+  static GraphCase single(fb::OpType op, std::vector<std::vector<int64_t>> in,
+                          std::vector<int64_t> out);
+
+  /// Concrete dims of value `v` (symbols at their values).
+  std::vector<int64_t> dims_of(int v) const;
+
+  ir::Graph graph;
+  std::vector<Floats> constants;  // by program constant index
+  std::vector<int64_t> symbol_values;
+  uint32_t seed = 1;
+};
+
+/// Options for one run through the backend.
+struct RunOptions {
+  const LoadBackendOptionsMap* load = nullptr;
+  const DelegateOptionsMap* delegates = nullptr;
+  std::vector<CompileSpec> compile_specs;
+  const ExecuteOptions* execute = nullptr;
+  ProfileBuffer* profile = nullptr;
+  int repeat = 1;
+  std::string delegate_id;  // empty: "<backend>#0"
+};
+
+/// An initialised delegate with its inputs/outputs, for tests that run it several times.
+class Session {
+ public:
+  /// `backend` names a registered backend; it must outlive the session.
+  explicit Session(const char* backend) : backend_name_(backend) {}
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
+  /// Resolves options, inits the delegate. Errors from resolution or init.
+  Status init(const GraphCase& c, const RunOptions& options = {});
+  /// Copies `inputs` in, executes, copies outputs into `outputs`.
+  Status run(const std::vector<Floats>& inputs, std::vector<Floats>* outputs,
+             const ExecuteOptions* execute = nullptr, ProfileBuffer* profile = nullptr);
+  DelegateHandle* handle() const { return handle_; }
+
+ private:
+  const char* backend_name_;
+  BackendInterface* backend_ = nullptr;
+  DelegateHandle* handle_ = nullptr;
+  ResolvedOptions resolved_;
+  std::vector<uint8_t> payload_;
+  const GraphCase* case_ = nullptr;
+  std::vector<Floats> in_data_, out_data_;
+  std::vector<Tensor> tensors_;
+  std::vector<EValue> values_;
+  std::vector<EValue*> args_;
+};
+
+/// Random inputs for every graph input (uniform in [lo, hi]).
+std::vector<Floats> random_inputs(const GraphCase& c, uint32_t seed, float lo = -1.0f,
+                                  float hi = 1.0f);
+
+/// Runs through backend `backend`.
+Result<std::vector<Floats>> run_backend(const char* backend, const GraphCase& c,
+                                        const std::vector<Floats>& inputs,
+                                        const RunOptions& options = {});
+/// Runs node by node with the portable kernels.
+Result<std::vector<Floats>> run_portable(const GraphCase& c, const std::vector<Floats>& inputs);
+
+/// max |a - b| <= 1e-4 * max |b| (b the reference); returns a description of the worst error.
+::testing::AssertionResult close(const std::vector<Floats>& got, const std::vector<Floats>& want,
+                                 double relative = 1e-4);
+
+/// Runs both ways (backend `backend` and the portable kernels) on random inputs and compares.
+::testing::AssertionResult matches_portable(const char* backend, const GraphCase& c,
+                                            float lo = -1.0f, float hi = 1.0f,
+                                            double relative = 1e-4);
+
+}  // namespace tessera::backend_testing
