@@ -35,6 +35,12 @@ class TesseraRun : public ::testing::Test {
     ASSERT_TRUE(testing::add_relu_mul_program().write(dir_ + "/kernels.tsr").is_ok());
     ASSERT_TRUE(testing::add_relu_mul_program(true).write(dir_ + "/symbolic.tsr").is_ok());
     ASSERT_TRUE(testing::delegate_chain_program({"portable"}).write(dir_ + "/delegate.tsr").is_ok());
+    // An input file: x = float32[2, 4].
+    tools::NpyArray x;
+    x.dtype = ScalarType::Float32;
+    x.shape = {2, 4};
+    x.data.assign(sizeof(float) * 8, 0);
+    ASSERT_TRUE(tools::write_npy(dir_ + "/x.npy", x).is_ok());
   }
 
   RunResult run(const std::string& args, const std::string& env = "") {
