@@ -185,7 +185,9 @@ int main(int argc, char** argv) {
     }
     LoadOptions gpu = load;
     gpu.backend_options = &ocl_options;
-    for (const char* from : {"xnnpack", "portable"}) (void)gpu.add_retarget(from, "opencl");
+    for (const std::string& from : registered_backends()) {
+      if (from != "opencl") (void)gpu.add_retarget(from, "opencl");
+    }
     for (int run = 0; run < 2; ++run) {
       std::printf("\n== OpenCL run %d (delegates retargeted to 'opencl'%s)\n", run + 1,
                   cache_dir.empty() ? "" : ", compiled kernels cached");
