@@ -11,8 +11,9 @@ namespace tessera {
 /// One operator of a graph, as asked of BackendInterface::supports_op.
 struct OpView {
   int op;             // an fb::OpType value
-  const void* node;   // const tessera::fb::Node* (or the in-memory IR node)
-  const void* graph;  // const tessera::fb::Graph* (or the method) that holds the node
+  const void* node;   // const tessera::fb::Node*
+  const void* graph;  // const tessera::fb::Graph* that holds the node (the compiler encodes its
+                      // method graph first; the runtime passes a delegate's payload graph)
 };
 
 /// The nodes of one partition, as given to BackendInterface::preprocess.

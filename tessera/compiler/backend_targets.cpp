@@ -1,5 +1,6 @@
 #include "tessera/compiler/backend_targets.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "tessera/backend/interface.h"
@@ -65,9 +66,20 @@ BackendTarget make_target(const std::string& name, BackendInterface* backend) {
 Result<std::vector<BackendTarget>> registry_backend_targets(const std::vector<std::string>& names) {
   std::vector<std::string> wanted = names;
   if (wanted.empty()) {
-    for (const std::string& n : registered_backends()) {
-      // "opencl" is a run-time device choice: opt in by name, or retarget at load.
-      if (n != "portable" && n != "opencl") wanted.push_back(n);
+    // An explicit preference, not the registry's alphabetical order: XNNPACK (every CPU), then
+    // oneDNN (x86), then any other CPU backend. "opencl" is a run-time device choice: opt in by
+    // name, or retarget at load.
+    const std::vector<std::string> registered = registered_backends();
+    for (const char* preferred : {"xnnpack", "onednn"}) {
+      if (std::find(registered.begin(), registered.end(), preferred) != registered.end()) {
+        wanted.push_back(preferred);
+      }
+    }
+    for (const std::string& n : registered) {
+      if (n != "portable" && n != "opencl" &&
+          std::find(wanted.begin(), wanted.end(), n) == wanted.end()) {
+        wanted.push_back(n);
+      }
     }
   }
   std::vector<BackendTarget> targets;

@@ -13,6 +13,7 @@
 
 #include "tessera/core/result.h"
 #include "tessera/ir/graph.h"
+#include "tessera/runtime/load_options.h"
 
 namespace tessera::compiler {
 
@@ -35,7 +36,7 @@ struct PartitionOptions {
   bool demote_layout_only_delegates = true;
   /// Most delegates a method may have (the runtime loads at most 64). Beyond it the smallest
   /// delegates run on the portable kernels instead. 0 = no limit.
-  int max_delegates = 64;
+  int max_delegates = static_cast<int>(kMaxDelegatesPerMethod);
 };
 
 /// Partitions `graph` (nodes in topological order). With no candidates every node is its own

@@ -83,9 +83,12 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
     TESSERA_RETURN_IF_ERROR(check_load_options(*options.backend_options, validation));
   }
   if (options.delegate_options != nullptr) {
-    DelegateTarget targets[64];
+    DelegateTarget targets[kMaxDelegatesPerMethod];
     const uint32_t n = count(method->delegates());
-    if (n > 64) return Status(Error::NotSupported, "more than 64 delegates in one method");
+    if (n > kMaxDelegatesPerMethod) {
+      return Status::error(Error::NotSupported, "method has %u delegates; at most %zu are supported",
+                           n, kMaxDelegatesPerMethod);
+    }
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Delegate* d = method->delegates()->Get(i);
       targets[i] = {d->id()->string_view(), options.retarget_of(d->backend()->string_view())};

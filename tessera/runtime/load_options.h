@@ -12,6 +12,9 @@
 
 namespace tessera {
 
+/// Most delegates one method may have (the compiler partitions within it).
+inline constexpr size_t kMaxDelegatesPerMethod = 64;
+
 class LoadBackendOptionsMap;
 class DelegateOptionsMap;
 
