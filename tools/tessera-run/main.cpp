@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backend/option_schema.h"
+#include "tessera/backend/profile_buffer.h"
+#include "tessera/backend/registry.h"
 #include "tessera/core/log.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
@@ -43,6 +46,61 @@ void fill_deterministic(ScalarType dtype, int64_t numel, std::mt19937& rng, std:
   }
 }
 
+// --profile: turn on the execute-scope profiling switch ("profile" or "kernel_profiling") of
+// every backend that runs a delegate of the method, unless the command line already sets it.
+Status add_profile_switches(const Method& method, ExecuteOptions* execute) {
+  std::vector<std::string> done;
+  for (size_t d = 0; d < method.num_delegates(); ++d) {
+    const std::string name = method.delegate_info(d).backend;
+    if (std::find(done.begin(), done.end(), name) != done.end()) continue;
+    done.push_back(name);
+    auto b = get_backend(name);
+    if (!b.ok()) continue;
+    for (const OptionSpec& s : (*b)->option_schema()) {
+      const std::string_view key = s.key;
+      if (s.type != OptionType::Bool || !s.allows(OptionScope::Execute)) continue;
+      if (key != "profile" && key != "kernel_profiling") continue;
+      bool set = false;
+      for (const BackendOption& o : execute->get_options(name)) set = set || o.key() == key;
+      if (set) continue;
+      BackendOption option;
+      TESSERA_RETURN_IF_ERROR(option.set_key(key));
+      TESSERA_RETURN_IF_ERROR(option.set_value<bool>(true));
+      TESSERA_RETURN_IF_ERROR(execute->set_options(name, Span<const BackendOption>(&option, 1)));
+    }
+  }
+  return Status::ok();
+}
+
+// Per event name (in order of first report): total milliseconds over the timed iterations.
+struct ProfileRow {
+  std::string name;
+  double total_ms = 0;
+  size_t count = 0;
+};
+
+void accumulate(const ProfileBuffer& buffer, std::vector<ProfileRow>* rows) {
+  // Events repeat per call with the same names in the same order; the same name twice in one
+  // call (two delegates' "input conversion") is kept apart by its position among equals.
+  std::vector<size_t> seen;
+  for (const ProfileEvent& e : buffer.events()) {
+    size_t occurrence = 0;
+    for (size_t i : seen) occurrence += (*rows)[i].name == e.name;
+    size_t found = rows->size();
+    size_t k = 0;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      if ((*rows)[i].name == e.name && k++ == occurrence) {
+        found = i;
+        break;
+      }
+    }
+    if (found == rows->size()) rows->push_back(ProfileRow{e.name, 0, 0});
+    (*rows)[found].total_ms += e.ms;
+    ++(*rows)[found].count;
+    seen.push_back(found);
+  }
+}
+
 std::string file_name_for(std::string_view name, size_t index) {
   std::string out = name.empty() ? "output_" + std::to_string(index) : std::string(name);
   for (char& c : out) {
@@ -57,7 +115,7 @@ int run(int argc, char** argv) {
   std::string program_path, method_name = "forward", output_dir;
   std::vector<std::string> inputs;
   int iterations = 1, warmup = 0;
-  bool json = false;
+  bool json = false, profile = false;
   app.add_option("program", program_path, "Program file (.tsr)")->required();
   app.add_option("--method", method_name, "Method to run")->capture_default_str();
   app.add_option("--input", inputs, "NAME=FILE.npy (or INDEX=FILE.npy); repeatable");
@@ -65,6 +123,9 @@ int run(int argc, char** argv) {
   app.add_option("--iterations", iterations, "Timed executions")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "Untimed executions first")->check(CLI::Range(0, 1000000));
   app.add_flag("--json", json, "Print one JSON object instead of text");
+  app.add_flag("--profile", profile,
+               "Turn on each backend's execute-scope profiling and print the mean time of every "
+               "reported event (operator, primitive or kernel) over the timed iterations");
   RunOptionsCli option_cli;
   option_cli.add_to(app);
   try {
@@ -88,6 +149,9 @@ int run(int argc, char** argv) {
   auto method = program->load_method(method_name, nullptr, options_state.load_options());
   if (!method.ok()) return fail(method.status(), "load_method");
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load0).count();
+  if (profile) {
+    if (Status st = add_profile_switches(*method, &options_state.execute_); !st.is_ok()) return fail(st, "--profile");
+  }
 
   // Inputs.
   std::mt19937 rng(0);
@@ -132,12 +196,21 @@ int run(int argc, char** argv) {
   }
   std::vector<double> times;
   times.reserve(static_cast<size_t>(iterations));
+  std::vector<ProfileEvent> profile_storage(profile ? 8192 : 0);
+  ProfileBuffer profile_buffer(Span<ProfileEvent>(profile_storage.data(), profile_storage.size()));
+  std::vector<ProfileRow> profile_rows;
+  size_t profile_dropped = 0;
   for (int i = 0; i < iterations; ++i) {
+    profile_buffer.clear();
     auto t0 = std::chrono::steady_clock::now();
-    Status st = method->execute(options_state.execute_options());
+    Status st = method->execute(options_state.execute_options(), profile ? &profile_buffer : nullptr);
     auto t1 = std::chrono::steady_clock::now();
     if (!st.is_ok()) return fail(st, "execute");
     times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (profile) {
+      accumulate(profile_buffer, &profile_rows);
+      profile_dropped += profile_buffer.dropped();
+    }
   }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
@@ -202,6 +275,18 @@ int run(int argc, char** argv) {
     w.end_array();
     w.key("delegates");
     write_delegates_json(*method, w);
+    if (profile) {
+      w.key("profile").begin_array();
+      for (const ProfileRow& r : profile_rows) {
+        w.begin_object();
+        w.key("name").value(r.name);
+        w.key("mean_ms").value(r.total_ms / iterations);
+        w.key("calls").value(static_cast<long long>(r.count));
+        w.end_object();
+      }
+      w.end_array();
+      w.key("profile_events_dropped").value(static_cast<long long>(profile_dropped));
+    }
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
@@ -218,6 +303,18 @@ int run(int argc, char** argv) {
     }
     std::printf("latency  min %.3f ms, median %.3f ms, max %.3f ms over %d iteration(s)\n",
                 sorted.front(), median, sorted.back(), iterations);
+    if (profile) {
+      double sum = 0;
+      for (const ProfileRow& r : profile_rows) sum += r.total_ms;
+      std::printf("profile  %zu event(s) per call, mean over %d call(s); %.3f ms reported of %.3f ms mean latency\n",
+                  profile_rows.size(), iterations, sum / iterations,
+                  [&] { double t = 0; for (double x : times) t += x; return t / iterations; }());
+      for (const ProfileRow& r : profile_rows) {
+        std::printf("  %9.4f ms %5.1f%%  %s\n", r.total_ms / iterations, sum > 0 ? 100.0 * r.total_ms / sum : 0.0,
+                    r.name.c_str());
+      }
+      if (profile_dropped) std::printf("  (%zu event(s) dropped: buffer full)\n", profile_dropped);
+    }
   }
   return 0;
 }
