@@ -28,6 +28,10 @@ def markdown(res):
                  f"({roof['peak_bits']}-bit FMA, {roof['accumulators']} accumulators; by thread CPU "
                  f"time {roof['peak_cpu_time_gflops']:.1f}); re-measured after the run: "
                  f"{res['roofline_after']['peak_gflops']:.1f}.")
+    if roof.get("bf16_dot_gflops"):
+        lines.append(f"bf16 dot products (AVX512_BF16 vdpbf16ps, the ceiling of precision=bf16 "
+                     f"without AMX): {roof['bf16_dot_gflops']:.1f} GFLOP/s on one core, "
+                     f"{roof['bf16_dot_gflops'] / roof['peak_gflops']:.2f}x the float32 peak.")
     lines.append("")
     for m in res["models"]:
         fl = m["flops"]

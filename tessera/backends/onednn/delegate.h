@@ -54,6 +54,9 @@ class Delegate {
   std::vector<ArgBinding> bindings;
   std::vector<dnnl::memory> memories;  // every memory a step refers to (owning where oneDNN allocated)
   dnnl::memory scratchpad;             // shared by all steps (scratchpad_mode::user)
+  dnnl::memory arena;                  // activation buffers, lifetimes planned at init
+  size_t arena_bytes = 0;              // its size
+  size_t activation_bytes = 0;         // what the buffers in it would take one by one
   size_t fused_sums = 0;               // residual adds fused as sum post-ops
   size_t in_place_sums = 0;            // of which write into the residual's own buffer
 };

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "tessera/backends/onednn/supports.h"
+#include "tessera/ir/memory_plan.h"
 #include "tessera/ir/shape_expr.h"
 
 namespace tessera::onednn {
@@ -88,6 +90,7 @@ class Builder {
   Status lower_reshape(const NodeView& n);
   Status lower_transpose(const NodeView& n);
   Status finish();
+  Status plan_arena();
 
   dnnl::primitive_attr attr(const dnnl::post_ops* ops = nullptr) const {
     dnnl::primitive_attr a;
@@ -103,9 +106,22 @@ class Builder {
     if (arg >= 0) d_.bindings.push_back({m.get(), arg});
     return m;
   }
+  /// A new buffer oneDNN allocates. finish() moves it into the delegate's shared activation
+  /// arena when the first step touching it writes it (an activation: its build-time contents do
+  /// not matter) and nothing pins it; see plan_arena().
   memory fresh(const memory::desc& md) {
     memory m(md, options_.engine);
     d_.memories.push_back(m);
+    if (md.get_size() > 0) {
+      owned_.push_back({static_cast<const uint8_t*>(m.get_data_handle()), md.get_size(), false});
+    }
+    return m;
+  }
+  /// A new buffer whose build-time contents must survive (written now, then updated in part by
+  /// steps): never moved into the arena.
+  memory fresh_pinned(const memory::desc& md) {
+    memory m = fresh(md);
+    if (md.get_size() > 0) owned_.back().pinned = true;
     return m;
   }
 
@@ -153,6 +169,12 @@ class Builder {
   std::vector<std::vector<int>> consumers_;  // node indices reading each value
   std::vector<bool> is_output_;
   std::vector<bool> done_;  // nodes lowered as part of an earlier fusion
+  struct OwnedBuffer {
+    const uint8_t* base;
+    size_t size;
+    bool pinned;
+  };
+  std::vector<OwnedBuffer> owned_;  // every fresh() buffer, in creation order
 };
 
 Status Builder::resolve() {
@@ -772,6 +794,70 @@ Status Builder::finish() {
       s.args.push_back({DNNL_ARG_SCRATCHPAD, m.get()});
     }
   }
+  if (std::getenv("TESSERA_AB_NO_ARENA")) return Status::ok();  // TEMP A/B
+  return plan_arena();
+}
+
+// Activation buffers share one arena: each lives from the step that first writes it to the last
+// step that touches it, and buffers whose lifetimes do not overlap share bytes (ir::plan_memory:
+// largest first, lowest offset that fits). Besides the memory it saves, a layer's output then
+// lands in bytes an earlier layer just used, still in cache, instead of in cold pages.
+Status Builder::plan_arena() {
+  const size_t nb = owned_.size();
+  std::vector<int> first(nb, -1), last(nb, -1);
+  std::vector<bool> movable(nb, false);
+  for (size_t i = 0; i < nb; ++i) movable[i] = !owned_[i].pinned;
+  auto buffer_of = [&](const void* h) -> int {
+    const uint8_t* p = static_cast<const uint8_t*>(h);
+    if (p == nullptr) return -1;
+    for (size_t i = 0; i < nb; ++i) {
+      if (p >= owned_[i].base && p < owned_[i].base + owned_[i].size) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (size_t k = 0; k < d_.steps.size(); ++k) {
+    for (const dnnl_exec_arg_t& a : d_.steps[k].args) {
+      if (a.arg == DNNL_ARG_SCRATCHPAD) continue;
+      void* h = nullptr;
+      if (dnnl_memory_get_data_handle(a.memory, &h) != dnnl_success) continue;
+      const int b = buffer_of(h);
+      if (b < 0) continue;
+      const size_t bi = static_cast<size_t>(b);
+      if (first[bi] < 0) {
+        first[bi] = static_cast<int>(k);
+        // Read before any step writes it: its build-time contents matter (weights, a bias).
+        if (a.arg != DNNL_ARG_DST) movable[bi] = false;
+      }
+      last[bi] = static_cast<int>(k);
+    }
+  }
+  std::vector<ir::PlanItem> items;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < nb; ++i) {
+    if (!movable[i] || first[i] < 0) continue;
+    items.push_back({owned_[i].size, first[i], last[i]});
+    which.push_back(i);
+  }
+  if (items.empty()) return Status::ok();
+  const ir::MemoryPlan plan = ir::plan_memory(items, 64);
+  d_.arena = memory(memory::desc({static_cast<int64_t>(plan.arena_size)}, dt::u8, memory::dims{1}),
+                    options_.engine);
+  uint8_t* arena = static_cast<uint8_t*>(d_.arena.get_data_handle());
+  d_.arena_bytes = plan.arena_size;
+  d_.activation_bytes = plan.total_size;
+  // New handles first (every view into a moved buffer moves with it), then apply them: moving
+  // a buffer's owning memory frees its old allocation.
+  std::vector<std::pair<memory, void*>> moves;
+  for (memory& m : d_.memories) {
+    const int b = buffer_of(m.get_data_handle());
+    if (b < 0) continue;
+    for (size_t j = 0; j < which.size(); ++j) {
+      if (which[j] != static_cast<size_t>(b)) continue;
+      const uint8_t* old = static_cast<const uint8_t*>(m.get_data_handle());
+      moves.push_back({m, arena + plan.offsets[j] + (old - owned_[which[j]].base)});
+    }
+  }
+  for (auto& [m, h] : moves) m.set_data_handle(h);
   return Status::ok();
 }
 
