@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -794,7 +793,6 @@ Status Builder::finish() {
       s.args.push_back({DNNL_ARG_SCRATCHPAD, m.get()});
     }
   }
-  if (std::getenv("TESSERA_AB_NO_ARENA")) return Status::ok();  // TEMP A/B
   return plan_arena();
 }
 

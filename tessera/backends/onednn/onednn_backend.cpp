@@ -211,6 +211,8 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.bf16 = d->bf16;
   s.fused_sums = d->fused_sums;
   s.in_place_sums = d->in_place_sums;
+  s.arena_bytes = d->arena_bytes;
+  s.activation_bytes = d->activation_bytes;
   for (const Step& step : d->steps) s.steps.push_back(std::string(step.name.data()) + " " + step.impl);
   return s;
 }

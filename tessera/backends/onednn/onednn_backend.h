@@ -59,6 +59,8 @@ struct DelegateSummary {
   bool bf16 = false;
   size_t fused_sums = 0;
   size_t in_place_sums = 0;
+  size_t arena_bytes = 0;       // the shared activation arena
+  size_t activation_bytes = 0;  // what its buffers would take without sharing
   std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);

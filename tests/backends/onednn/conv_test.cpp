@@ -150,6 +150,28 @@ TEST(OnednnConv, RandomShapes) {
   }
 }
 
+// ---- activation arena ------------------------------------------------------------------------------
+
+TEST(OnednnArena, ChainSharesBuffersAndStaysExact) {
+  // Six convolutions in a row: at most two activations are live at once, so the arena holds
+  // about two of the six buffers, and results stay exact over repeated runs.
+  GraphCase g;
+  g.seed = 40;
+  ConvCfg c{1, 16, 12, 12, 16, 3, 3};
+  c.pt = c.pl = c.pb = c.pr = 1;
+  c.act = fb::Activation::Relu;
+  int v = g.input({1, 16, 12, 12});
+  for (int i = 0; i < 6; ++i) v = add_conv(g, v, c);
+  g.output(v);
+  for (int run = 0; run < 2; ++run) EXPECT_TRUE(matches_portable(g)) << run;
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  const DelegateSummary sum = summarize_delegate(s.handle());
+  EXPECT_GT(sum.arena_bytes, 0u);
+  EXPECT_GE(sum.activation_bytes, 5 * 16 * 12 * 12 * sizeof(float));
+  EXPECT_LE(sum.arena_bytes * 2, sum.activation_bytes) << sum.arena_bytes << " of " << sum.activation_bytes;
+}
+
 // ---- residual blocks: Conv + Add as a sum post-op ------------------------------------------------
 
 /// x -> conv1(relu) -> conv2 -> add(residual) [relu]. `residual_from_conv`: the residual is a
