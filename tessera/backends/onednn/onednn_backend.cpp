@@ -42,7 +42,8 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::enumeration(
         "precision", "fp32", kPrecisionChoices, OptionScope::Load | OptionScope::Delegate,
         "fp32; bf16 = bf16 weights and activations with fp32 accumulation (needs native bf16: "
-        "avx512_bf16 or AMX, else an error); auto = bf16 where native, else fp32"),
+        "avx512_bf16 or AMX, else an error); auto = bf16 where AMX makes it faster, else fp32 "
+        "(without AMX, bf16 dot products run at half the fp32 FMA rate)"),
     OptionSpec::integer("primitive_cache_capacity", 1024, 0, 65536, OptionScope::Global,
                         "oneDNN primitive cache capacity in primitives "
                         "(dnnl::set_primitive_cache_capacity); 0 disables the cache"),
@@ -150,7 +151,10 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
                            "ISA is %s (max_cpu_isa=%s)", effective_isa_choice(),
                            applied_isa_.c_str());
     }
-    build.bf16 = native;
+    // auto: bf16 only where it is faster, which needs AMX tiles. Without AMX, bf16 dot products
+    // (vdpbf16ps) run at half the float32 FMA rate (bench/roofline measures both: 88 against
+    // 176 GFLOP/s a core here), so bf16 would cost accuracy and time.
+    build.bf16 = precision.name == "bf16" ? native : native && amx_bf16_available();
   }
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
   build.threads = threads > 0 ? static_cast<int>(threads)
@@ -201,6 +205,13 @@ Status OnednnBackend::get_option(BackendOptionContext&, Span<BackendOption> opti
     }
   }
   return Status::ok();
+}
+
+bool amx_bf16_available() {
+  return DeviceInfo::get().has_isa("amx_bf16") &&
+         (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) &
+          static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx)) ==
+             static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
 }
 
 DelegateSummary summarize_delegate(const DelegateHandle* handle) {

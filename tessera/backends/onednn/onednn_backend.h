@@ -65,4 +65,8 @@ struct DelegateSummary {
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
 
+/// True when the CPU has AMX bf16 tiles and oneDNN's effective ISA may use them: where
+/// precision=auto picks bf16.
+bool amx_bf16_available();
+
 }  // namespace tessera::onednn

@@ -9,6 +9,7 @@
 #include "tessera/backend/registry.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
+#include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/options.h"
 #include "tessera/backends/onednn/supports.h"
 
@@ -113,6 +114,26 @@ TEST(OnednnOptions, Bf16NativeOrNamedError) {
   auto want = run_portable(g, inputs);
   ASSERT_TRUE(want.ok());
   EXPECT_TRUE(close(out, *want, 2e-2));
+}
+
+TEST(OnednnOptions, AutoPrecisionPicksBf16OnlyWithAmx) {
+  GraphCase g = small_net();
+  LoadBackendOptionsMap load;
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kPrecision, EnumValue{"auto"}).is_ok());
+  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  RunOptions o;
+  o.load = &load;
+  Session s;
+  ASSERT_TRUE(s.init(g, o).is_ok());
+  const bool amx = amx_bf16_available();
+  EXPECT_EQ(summarize_delegate(s.handle()).bf16, amx);
+  std::vector<Floats> inputs = random_inputs(g, 4);
+  std::vector<Floats> out;
+  ASSERT_TRUE(s.run(inputs, &out).is_ok());
+  auto want = run_portable(g, inputs);
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE(close(out, *want, amx ? 2e-2 : 1e-4));
 }
 
 TEST(OnednnOptions, PrimitiveCacheCapacityGlobal) {
