@@ -41,11 +41,13 @@ TEST_P(OnednnModel, MatchesPyTorch) {
 // printed), else the load fails naming the missing feature.
 class OnednnModelBf16 : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(OnednnModelBf16, WithinBf16Tolerance) {
-  if (!std::filesystem::exists(fixture_dir() + "/" + GetParam() + "/model.onnx")) {
+// Compiles fixture `name` for oneDNN, runs it with precision=bf16 and checks max |diff| <=
+// bound * max |ref|; where the CPU lacks native bf16, checks the load's error names the feature.
+void run_bf16(const std::string& name, double bound) {
+  if (!std::filesystem::exists(fixture_dir() + "/" + name + "/model.onnx")) {
     GTEST_SKIP() << "fixture missing (run tests/models/make_fixtures.py)";
   }
-  auto bytes = compile_fixture(GetParam(), {"onednn"});
+  auto bytes = compile_fixture(name, {"onednn"});
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   AlignedBytes file(*bytes);
   BufferDataLoader loader(file.data(), file.size());
@@ -57,7 +59,7 @@ TEST_P(OnednnModelBf16, WithinBf16Tolerance) {
   ASSERT_TRUE(map.set_options("onednn", opts.view()).is_ok());
   LoadOptions load;
   load.backend_options = &map;
-  auto run = run_fixture(*program, GetParam(), "", load);
+  auto run = run_fixture(*program, name, "", load);
   const bool native =
       DeviceInfo::get().has_isa("avx512_bf16") || DeviceInfo::get().has_isa("amx_bf16");
   if (!native) {
@@ -66,13 +68,19 @@ TEST_P(OnednnModelBf16, WithinBf16Tolerance) {
     return;
   }
   ASSERT_TRUE(run.ok()) << run.status().message();
-  std::printf("  %s bf16: max |diff| %.3g = %.3g of max |ref| %.3g\n", GetParam().c_str(),
+  std::printf("  %s bf16: max |diff| %.3g = %.3g of max |ref| %.3g\n", name.c_str(),
               run->max_diff, run->max_diff / run->max_ref, run->max_ref);
-  EXPECT_LE(run->max_diff, 2e-2 * run->max_ref);
+  EXPECT_LE(run->max_diff, bound * run->max_ref);
 }
 
-// MobileNetV2 is left out: its bf16 error measured 7.6% of max |ref| (depthwise chains with
-// Clip(0, 6)), beyond the 2e-2 bound; see tessera/backends/onednn/README.md.
+TEST_P(OnednnModelBf16, WithinBf16Tolerance) { run_bf16(GetParam(), 2e-2); }
+
+// MobileNetV2 (random weights, calibrated BatchNorm) does not meet 2e-2 in bf16 with any engine:
+// its error here measured 7.6% of max |ref|, and PyTorch's own bf16 inference of the same model
+// and input (model.to(torch.bfloat16)) 11.7%. The bound checks that Tessera stays better than that.
+TEST(OnednnModelBf16Mobilenet, NoWorseThanPyTorchBf16) { run_bf16("mobilenet_v2", 0.10); }
+
+// MobileNetV2 has its own bound below.
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModelBf16, ::testing::Values("resnet18", "mlp"));
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModel,
