@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tessera/backends/xnnpack/options.h"
+#include "tessera/backends/xnnpack/subgraph_builder.h"
 
 namespace tessera::xnnpack {
 
@@ -143,6 +144,18 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
   if (!context.execute_options().empty()) {
     Result<bool> p = context.get(kProfile);
     profile = p.ok() && *p;
+  }
+  if (profile && recipe != nullptr) {
+    if (per_node == nullptr) {
+      Result<std::unique_ptr<Delegate>> built = build_per_node(*recipe);
+      if (!built.ok()) {
+        char prefix[96];
+        std::snprintf(prefix, sizeof prefix, "xnnpack: delegate '%s': building its per-node twin for profiling", id);
+        return built.status().with_prefix(prefix);
+      }
+      per_node = std::move(built).value();
+    }
+    return per_node->execute(context, args);
   }
   pthreadpool_t threads = pool.get();
 

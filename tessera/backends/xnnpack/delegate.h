@@ -101,6 +101,8 @@ struct OutputStage {
   Conversion conversion;
 };
 
+struct PerNodeRecipe;
+
 class Delegate {
  public:
   Delegate() = default;
@@ -108,8 +110,9 @@ class Delegate {
   Delegate& operator=(const Delegate&) = delete;
   ~Delegate();
 
-  /// Runs the delegate on `args` (inputs, then outputs). No heap allocation. Errors:
-  /// InvalidArgument (wrong argument count, kind or size), DelegateExecutionFailed (XNNPACK).
+  /// Runs the delegate on `args` (inputs, then outputs). No heap allocation, except on the first
+  /// call with profile=true, which builds the per-node twin. Errors: InvalidArgument (wrong
+  /// argument count, kind or size), DelegateExecutionFailed (XNNPACK).
   Status execute(BackendExecutionContext& context, Span<EValue*> args);
 
   size_t num_runtimes() const { return runtimes.size(); }
@@ -133,6 +136,11 @@ class Delegate {
 
   // Profile event names, prepared at init: inputs, one per step, outputs.
   std::vector<std::array<char, 48>> event_names;
+
+  // profile=true runs a twin of this delegate with one XNNPACK runtime per node (this XNNPACK
+  // has no per-operator timing of its own), built from `recipe` on the first profiled call.
+  std::unique_ptr<PerNodeRecipe> recipe;
+  std::unique_ptr<Delegate> per_node;
 
  private:
   Status invoke(Runtime& runtime);

@@ -119,6 +119,22 @@ class Builder {
       : graph_(graph), context_(context), options_(options), d_(*delegate) {}
 
   Status build();
+  /// For each runtime, the first node it runs (after build()).
+  std::vector<size_t> runtime_first_nodes() const {
+    std::vector<size_t> out(d_.runtimes.size(), 0);
+    std::vector<bool> set(out.size(), false);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (plans_[i].kind == OpKind::Concat) continue;
+      const int seg = node_segment_[i];
+      if (seg < 0 || static_cast<size_t>(seg) >= segment_runtime_.size()) continue;
+      const int r = segment_runtime_[static_cast<size_t>(seg)];
+      if (r < 0 || static_cast<size_t>(r) >= out.size() || set[static_cast<size_t>(r)]) continue;
+      out[static_cast<size_t>(r)] = i;
+      set[static_cast<size_t>(r)] = true;
+    }
+    return out;
+  }
+  const fb::Node* node(size_t i) const { return nodes_[i]; }
 
  private:
   // Setup.
@@ -541,6 +557,12 @@ Status Builder::walk(bool emit) {
       }
       if (plans_[i].kind != OpKind::Concat) TESSERA_RETURN_IF_ERROR(emit_node(i));
       continue;
+    }
+    if (options_.one_runtime_per_node && plans_[i].kind != OpKind::Concat &&
+        segments_[static_cast<size_t>(current_)].num_nodes > 0) {
+      close_segment();
+      split_before_[i] = true;
+      begin_segment();
     }
     requests_of(i, &requests);
     for (const Request& r : requests) {
@@ -1184,8 +1206,17 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   };
   add_name("stage_inputs", -1);
   int conversions = 0, concats = 0;
+  const std::vector<size_t> first_nodes =
+      options.one_runtime_per_node ? builder.runtime_first_nodes() : std::vector<size_t>();
   for (const Step& s : delegate->steps) {
-    if (s.kind == Step::Kind::Invoke) {
+    if (s.kind == Step::Kind::Invoke && options.one_runtime_per_node) {
+      // "<op>:<node name>", like the other backends' per-operator events.
+      const fb::Node* n = builder.node(first_nodes[static_cast<size_t>(s.runtime)]);
+      std::array<char, 48> name{};
+      std::snprintf(name.data(), name.size(), "%s:%s", fb::EnumNameOpType(n->op()),
+                    n->name() ? n->name()->c_str() : "");
+      delegate->event_names.push_back(name);
+    } else if (s.kind == Step::Kind::Invoke) {
       add_name("xnn_invoke", s.runtime);
     } else if (s.kind == Step::Kind::Concat) {
       add_name("concat", concats++);
@@ -1195,6 +1226,55 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   }
   add_name("stage_outputs", -1);
   return delegate;
+}
+
+namespace {
+
+Result<Span<const uint8_t>> recipe_constant(void* context, uint32_t index) {
+  const auto* recipe = static_cast<const PerNodeRecipe*>(context);
+  for (const auto& [i, bytes] : recipe->constants) {
+    if (i == index) return bytes;
+  }
+  return Status::error(Error::NotFound, "xnnpack: constant %u was not recorded at init", index);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PerNodeRecipe>> make_per_node_recipe(const fb::Graph& graph,
+                                                            const void* payload, size_t size,
+                                                            const BackendInitContext& context,
+                                                            const BuildOptions& options) {
+  auto r = std::make_unique<PerNodeRecipe>();
+  r->payload.assign(static_cast<const uint8_t*>(payload), static_cast<const uint8_t*>(payload) + size);
+  r->options = context.options();
+  for (const SymbolValue& s : context.symbols()) r->symbol_names.emplace_back(s.name);
+  for (size_t i = 0; i < r->symbol_names.size(); ++i) {
+    r->symbols.push_back({r->symbol_names[i], context.symbols()[i].value});
+  }
+  if (graph.values() != nullptr) {
+    for (const fb::Value* v : *graph.values()) {
+      if (v->constant() < 0) continue;
+      const uint32_t index = static_cast<uint32_t>(v->constant());
+      bool seen = false;
+      for (const auto& c : r->constants) seen = seen || c.first == index;
+      if (seen) continue;
+      TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes, context.constant(index));
+      r->constants.emplace_back(index, bytes);
+    }
+  }
+  r->build = options;
+  r->build.one_runtime_per_node = true;
+  return r;
+}
+
+Result<std::unique_ptr<Delegate>> build_per_node(const PerNodeRecipe& recipe) {
+  BackendInitContext::Params params;
+  params.options = &recipe.options;
+  params.symbols = Span<const SymbolValue>(recipe.symbols.data(), recipe.symbols.size());
+  params.constants = ConstantSource{recipe_constant, const_cast<PerNodeRecipe*>(&recipe)};
+  BackendInitContext context(params);
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(recipe.payload.data());
+  return build_delegate(*graph, context, recipe.build);
 }
 
 }  // namespace tessera::xnnpack

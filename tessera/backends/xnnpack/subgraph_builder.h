@@ -12,8 +12,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/resolved_options.h"
 #include "tessera/backends/xnnpack/delegate.h"
 #include "tessera/core/result.h"
 #include "tessera/ir/schema.h"
@@ -23,6 +27,9 @@ namespace tessera::xnnpack {
 struct BuildOptions {
   std::shared_ptr<struct pthreadpool> pool;  // may be null
   uint32_t runtime_flags = 0;                // XNN_FLAG_* for xnn_create_runtime_v2
+  /// One XNNPACK runtime per node (buffers between all of them), each profile event named after
+  /// its node: the delegate that `profile=true` runs. Slower than the fused delegate.
+  bool one_runtime_per_node = false;
 };
 
 /// Builds the delegate for `graph` (already verified). Symbolic dims are evaluated with the
@@ -34,5 +41,23 @@ struct BuildOptions {
 Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
                                                  const BackendInitContext& context,
                                                  const BuildOptions& options);
+
+/// What the delegate keeps so that a profiled execute can build its per-node twin later: a copy
+/// of the payload, the resolved options and symbol values, and the constants' spans (which live
+/// in the Program, like the weights the delegate already uses in place).
+struct PerNodeRecipe {
+  std::vector<uint8_t> payload;
+  ResolvedOptions options;
+  std::vector<std::string> symbol_names;
+  std::vector<SymbolValue> symbols;  // names view symbol_names
+  std::vector<std::pair<uint32_t, Span<const uint8_t>>> constants;
+  BuildOptions build;
+};
+Result<std::unique_ptr<PerNodeRecipe>> make_per_node_recipe(const fb::Graph& graph,
+                                                            const void* payload, size_t size,
+                                                            const BackendInitContext& context,
+                                                            const BuildOptions& options);
+/// Builds the per-node twin from a recipe (allocates; called on the first profiled execute).
+Result<std::unique_ptr<Delegate>> build_per_node(const PerNodeRecipe& recipe);
 
 }  // namespace tessera::xnnpack

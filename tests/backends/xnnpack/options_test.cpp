@@ -162,30 +162,62 @@ TEST_F(XnnpackOptions, Fp16HintIsIgnoredOnX86) {
 }
 #endif
 
+// Conv -> Add -> Conv, named nodes: what the per-operator profile reports.
+GraphCase three_ops() {
+  GraphCase c;
+  int x = c.input({1, 8, 12, 12});
+  int w1 = c.constant({8, 8, 3, 3});
+  int h = c.tensor({1, 8, 10, 10});
+  ir::Node& a = c.node(Op::Conv, {x, w1}, h);
+  a.attrs = {ir::Attr::make_ints("kernel_shape", {3, 3})};
+  a.name = "first_conv";
+  int r = c.input({1, 8, 10, 10});
+  int s = c.tensor({1, 8, 10, 10});
+  c.node(Op::Add, {h, r}, s).name = "residual_add";
+  int w2 = c.constant({4, 8, 1, 1});
+  int y = c.tensor({1, 4, 10, 10});
+  ir::Node& b = c.node(Op::Conv, {s, w2}, y);
+  b.attrs = {ir::Attr::make_ints("kernel_shape", {1, 1})};
+  b.name = "projection";
+  c.output(y);
+  return c;
+}
+
 TEST_F(XnnpackOptions, ProfileOnlyWhenRequested) {
-  const GraphCase c = small_conv();
+  const GraphCase c = three_ops();
   Session s;
   ASSERT_TRUE(s.init(c).is_ok());
+  EXPECT_EQ(summarize_delegate(s.handle()).runtimes, 1u);
   std::vector<Floats> in = random_inputs(c, 7);
   ProfileEvent storage[16];
   ProfileBuffer profile(storage);
-  ASSERT_TRUE(s.run(in, nullptr, nullptr, &profile).is_ok());
+  std::vector<Floats> plain, profiled, after;
+  ASSERT_TRUE(s.run(in, &plain, nullptr, &profile).is_ok());
   EXPECT_EQ(profile.events().size(), 0u);
 
+  // profile=true: the per-node twin runs, one event per operator (named "<op>:<node>").
   ExecuteOptions eo;
   ASSERT_TRUE(eo.set("xnnpack", kProfile, true).is_ok());
-  ASSERT_TRUE(s.run(in, nullptr, &eo, &profile).is_ok());
-  ASSERT_EQ(profile.events().size(), 3u);
-  EXPECT_STREQ(profile.events()[0].name, "xnnpack#0:stage_inputs");
-  EXPECT_STREQ(profile.events()[1].name, "xnnpack#0:xnn_invoke#0");
-  EXPECT_STREQ(profile.events()[2].name, "xnnpack#0:stage_outputs");
-  for (const ProfileEvent& e : profile.events()) EXPECT_GE(e.ms, 0.0);
+  for (int call = 0; call < 2; ++call) {
+    profile.clear();
+    ASSERT_TRUE(s.run(in, &profiled, &eo, &profile).is_ok());
+    ASSERT_EQ(profile.events().size(), 5u);
+    EXPECT_STREQ(profile.events()[0].name, "xnnpack#0:stage_inputs");
+    EXPECT_STREQ(profile.events()[1].name, "Conv:first_conv");
+    EXPECT_STREQ(profile.events()[2].name, "Add:residual_add");
+    EXPECT_STREQ(profile.events()[3].name, "Conv:projection");
+    EXPECT_STREQ(profile.events()[4].name, "xnnpack#0:stage_outputs");
+    for (const ProfileEvent& e : profile.events()) EXPECT_GE(e.ms, 0.0);
+    EXPECT_TRUE(close(profiled, plain, 1e-5));
+  }
 
+  // Off again: the fused delegate, no events, same numbers.
   profile.clear();
   ExecuteOptions off;
   ASSERT_TRUE(off.set("xnnpack", kProfile, false).is_ok());
-  ASSERT_TRUE(s.run(in, nullptr, &off, &profile).is_ok());
+  ASSERT_TRUE(s.run(in, &after, &off, &profile).is_ok());
   EXPECT_EQ(profile.events().size(), 0u);
+  EXPECT_EQ(after, plain);
 }
 
 TEST_F(XnnpackOptions, SchemaIsValidated) {
