@@ -1154,6 +1154,8 @@ Status Builder::emit_node(size_t i) {
       TESSERA_ASSIGN_OR_RETURN(uint32_t slope_id, define_static(s, sd));
       return check(xnn_define_prelu(sg, x, slope_id, y, 0), i, "xnn_define_prelu");
     }
+    case OpKind::Concat:
+      break;  // a copy step between runtimes (plan_concat), never emitted as a node
   }
   return Status::error(Error::Internal, "xnnpack: node %zu: unhandled op kind", i);
 }
