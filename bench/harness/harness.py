@@ -210,10 +210,12 @@ class Worker:
 class TesseraEngine:
     """tessera-run, one process per round."""
 
-    def __init__(self, name, backend, threads, run_exe, program, input_npy, out_dir, options):
+    def __init__(self, name, backend, threads, run_exe, program, input_npy, out_dir, options,
+                 extra_args=()):
         self.name, self.backend, self.threads = name, backend, threads
         self.run_exe, self.program, self.input_npy = run_exe, program, input_npy
         self.out_dir, self.options = out_dir, options
+        self.extra_args = list(extra_args)
         self.peak_rss_kb = 0
         self.load_ms = []
         self.delegates = None
@@ -224,6 +226,7 @@ class TesseraEngine:
                 "--warmup", str(warmup), "--iterations", str(iterations), "--json"]
         for o in self.options:
             argv += ["--option", o]
+        argv += self.extra_args
         if write_output:
             argv += ["--output-dir", self.out_dir]
         err = tempfile.TemporaryFile()
@@ -312,6 +315,19 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
                               os.path.join(mdir, f"{model}.{be}.tsr"), input_npy, out_dir, opts)
             e.tolerance = args.variant_rel_tolerance
             engines.append(e)
+        for spec in args.retarget:
+            # FROM=TO: the FROM program, its delegates run on TO (chosen at load time).
+            src, dst = spec.split("=", 1)
+            if src not in compiled:
+                log(f"{model}: retarget {spec}: backend {src} not compiled, skipped")
+                continue
+            opts = [f"{dst}.num_threads={threads}"] if "num_threads" in schemas.get(dst, []) else []
+            vname = f"{src}-retargeted-{dst}"
+            out_dir = os.path.join(mdir, f"out.tessera-{vname}.t{threads}")
+            os.makedirs(out_dir, exist_ok=True)
+            engines.append(TesseraEngine(f"tessera-{vname}", dst, threads, run_exe,
+                                         os.path.join(mdir, f"{model}.{src}.tsr"), input_npy,
+                                         out_dir, opts, ["--retarget", spec]))
         engines.append(Worker("onnxruntime", "cpu", threads,
                               ["node", os.path.join(HERE, "ort_worker.js"), onnx_path, input_bin,
                                dims, str(threads), os.path.join(mdir, f"out.ort.t{threads}.bin")],
@@ -440,6 +456,10 @@ def main():
                    help="NAME:BACKEND:KEY=VALUE[,...]: also time BACKEND's program with these "
                         "load options as engine tessera-NAME, e.g. onednn-bf16:onednn:precision=bf16 "
                         "(checked against PyTorch with --variant-rel-tolerance)")
+    p.add_argument("--retarget", action="append", default=[],
+                   help="FROM=TO: also time the program compiled for FROM with its delegates "
+                        "retargeted to TO at load time (engine tessera-FROM-retargeted-TO), e.g. "
+                        "xnnpack=onednn: one program file, the CPU backend chosen at run time")
     p.add_argument("--variant-rel-tolerance", type=float, default=2e-2,
                    help="max abs diff / max |reference| allowed for --variant engines")
     p.add_argument("--portable", action="store_true",
