@@ -182,6 +182,25 @@ TEST(OnednnSplit, ChannelsOfAConvOutput) {
   }
 }
 
+TEST(OnednnSplit, OfAConstantWithFusedRelu) {
+  // A constant goes through the row-major path; the fused Relu applies to output 0 only.
+  GraphCase g;
+  int x = g.input({2, 9});
+  int w = g.constant({2, 9});
+  int a = g.tensor({2, 4});
+  int b = g.tensor({2, 5});
+  ir::Node& n = g.node(Op::Split, {w}, a);
+  n.outputs = {a, b};
+  n.attrs.push_back(ir::Attr::make_int("axis", 1));
+  n.activation = fb::Activation::Relu;
+  int c = g.tensor({2, 9});
+  g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
+  int y = g.tensor({2, 9});
+  g.node(Op::Add, {x, c}, y);
+  g.output(y);
+  EXPECT_TRUE(matches_portable(g));
+}
+
 TEST(OnednnSplit, Rejected) {
   GraphCase bad = split_case({3, 10}, 1, {3, 7}, true, 5);
   bad.graph.nodes[0].attrs[1] = ir::Attr::make_ints("split", {4, 6});
