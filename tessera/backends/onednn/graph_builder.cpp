@@ -88,6 +88,13 @@ class Builder {
   Status lower_concat(const NodeView& n);
   Status lower_reshape(const NodeView& n);
   Status lower_transpose(const NodeView& n);
+  Status lower_layer_norm(const NodeView& n);
+  Status lower_conv_transpose(const NodeView& n);
+  Status lower_slice(const NodeView& n);
+  Status lower_split(const NodeView& n);
+  Status lower_pad(const NodeView& n);
+  Status lower_prelu(const NodeView& n);
+  Status lower_batch_norm(const NodeView& n);
   Status finish();
   Status plan_arena();
 
@@ -130,6 +137,9 @@ class Builder {
   Result<memory> as(int v, const memory::desc& want);
   /// Value `v` row-major in the activation type, viewed with `dims` (same element count).
   Result<memory> plain_view(int v, const DimVector& dims, dt type);
+  /// Constant `v` broadcast (unidirectionally) to `shape`, as a new row-major f32 memory of
+  /// numel(shape) elements filled now.
+  Result<memory> broadcast_constant(int v, const DimVector& shape);
   /// A view of `m` (which belongs to value `v`) with another desc over the same buffer.
   memory view(int v, const memory& m, const memory::desc& md) {
     vals_[static_cast<size_t>(v)].shared = true;
@@ -270,6 +280,28 @@ Result<memory> Builder::plain_view(int v, const DimVector& dims, dt type) {
   TESSERA_ASSIGN_OR_RETURN(memory m, as(v, plain(dims_[static_cast<size_t>(v)], type)));
   if (dims == dims_[static_cast<size_t>(v)]) return m;
   return view(v, m, plain(dims, type));
+}
+
+Result<memory> Builder::broadcast_constant(int v, const DimVector& shape) {
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(v));
+  const DimVector from = expand_rank(dims_[static_cast<size_t>(v)], shape.size());
+  memory::dims from_strides = strides_of(from);
+  for (size_t d = 0; d < from.size(); ++d) {
+    if (from[d] == 1) from_strides[d] = 0;
+  }
+  memory out = fresh(plain(shape, dt::f32));
+  const float* in = static_cast<const float*>(src.get_data_handle());
+  float* to = static_cast<float*>(out.get_data_handle());
+  const int64_t count = numel(shape);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rem = i, off = 0;
+    for (size_t d = shape.size(); d-- > 0;) {
+      off += (rem % shape[d]) * from_strides[d];
+      rem /= shape[d];
+    }
+    to[i] = in[off];
+  }
+  return out;
 }
 
 bool Builder::overwritable(int v, int index, int also_allowed) const {
@@ -742,6 +774,273 @@ Status Builder::lower_transpose(const NodeView& n) {
   return Status::ok();
 }
 
+Status Builder::lower_layer_norm(const NodeView& n) {
+  const int x = n.input(0), scale = n.input(1), bias = n.input(2), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const int64_t rank = static_cast<int64_t>(dx.size());
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  n.attr_int("axis", -1, &axis);
+  n.attr_float("epsilon", 1e-5f, &epsilon);
+  if (axis < 0) axis += rank;
+  // Row-major X viewed as [outer, normalized]: oneDNN normalizes over the last dim.
+  const DimVector norm(dx.begin() + axis, dx.end());
+  const int64_t inner = numel(norm);
+  const DimVector rows = {numel(dx) / inner, inner};
+  TESSERA_ASSIGN_OR_RETURN(memory src, plain_view(x, rows, act_));
+  memory dst = fresh(plain(dx, act_));
+  memory dst_rows = wrap(plain(rows, act_), dst.get_data_handle(), -1);
+  TESSERA_ASSIGN_OR_RETURN(memory gamma, broadcast_constant(scale, norm));
+  memory beta;
+  auto flags = dnnl::normalization_flags::use_scale;
+  if (bias >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(beta, broadcast_constant(bias, norm));
+    flags |= dnnl::normalization_flags::use_shift;
+  }
+  dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                               epsilon, flags);
+  dnnl::layer_normalization_forward::primitive_desc pd(desc, attr(), options_.engine);
+  gamma = wrap(plain({inner}, dt::f32), gamma.get_data_handle(), -1);
+  dnnl::layer_normalization_forward prim(pd);
+  if (bias >= 0) {
+    beta = wrap(plain({inner}, dt::f32), beta.get_data_handle(), -1);
+    add_step(pd, prim,
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_SCALE, gamma},
+              {DNNL_ARG_SHIFT, beta},
+              {DNNL_ARG_DST, dst_rows}},
+             "layer_norm", n.name());
+  } else {
+    add_step(pd, prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_SCALE, gamma}, {DNNL_ARG_DST, dst_rows}},
+             "layer_norm", n.name());
+  }
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_conv_transpose(const NodeView& n) {
+  const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const DimVector& dw = dims_[static_cast<size_t>(w)];
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  int64_t group = 1;
+  n.attr_int("group", 1, &group);
+  DeconvWindow win;
+  const char* why = nullptr;
+  read_deconv_window(n, &win, &why);  // check_node passed
+  const size_t sp = static_cast<size_t>(win.spatial);
+  const DimVector kernel(dw.begin() + 2, dw.end());
+  const int64_t kvol = numel(kernel);
+  const int64_t cin_g = dx[1] / group, cout_g = dw[1], cout = cout_g * group;
+  // ONNX weights [Cin, Cout/g, k...] = [g, Cin/g, Cout/g, k...] row-major; oneDNN wants the
+  // logical order [(g,) Cout/g, Cin/g, k...]: the same bytes with swapped strides.
+  const memory::dims kstrides = strides_of(kernel);
+  DimVector wdims, wstrides;
+  if (group > 1) {
+    wdims = {group, cout_g, cin_g};
+    wstrides = {cin_g * cout_g * kvol, kvol, cout_g * kvol};
+  } else {
+    wdims = {cout_g, cin_g};
+    wstrides = {kvol, cout_g * kvol};
+  }
+  wdims.insert(wdims.end(), kernel.begin(), kernel.end());
+  wstrides.insert(wstrides.end(), kstrides.begin(), kstrides.end());
+
+  dnnl::post_ops ops;
+  append_activation(ops, n.node());
+  const memory::dims strides(win.stride, win.stride + sp);
+  const memory::dims dilation(win.dilation, win.dilation + sp);
+  const memory::dims pad_l(win.pad_begin, win.pad_begin + sp);
+  const memory::dims pad_r(win.pad_end, win.pad_end + sp);
+  const memory::desc bias_md = b >= 0 ? plain({cout}, dt::f32) : memory::desc();
+  dnnl::deconvolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, algorithm::deconvolution_direct, any(dx, act_),
+      any(wdims, act_), bias_md, any(dy, act_), strides, dilation, pad_l, pad_r);
+  dnnl::deconvolution_forward::primitive_desc pd(desc, attr(&ops), options_.engine);
+  TESSERA_ASSIGN_OR_RETURN(memory src, as(x, pd.src_desc()));
+  // Weights reordered once, now.
+  TESSERA_ASSIGN_OR_RETURN(memory wplain, get(w));
+  memory wview = wrap(memory::desc(wdims, dt::f32, wstrides), wplain.get_data_handle(), -1);
+  memory weights = fresh(pd.weights_desc());
+  dnnl::reorder(wview, weights).execute(d_.stream, wview, weights);
+  d_.stream.wait();
+  memory dst = fresh(pd.dst_desc());
+  dnnl::deconvolution_forward prim(pd);
+  if (b >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(memory bias, plain_view(b, {cout}, dt::f32));
+    add_step(pd, prim,
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_WEIGHTS, weights},
+              {DNNL_ARG_BIAS, bias},
+              {DNNL_ARG_DST, dst}},
+             "deconv", n.name());
+  } else {
+    add_step(pd, prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}},
+             "deconv", n.name());
+  }
+  set(y, dst);
+  return Status::ok();
+}
+
+Status Builder::lower_slice(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  SliceSpec spec;
+  const char* why = nullptr;
+  read_slice(n, &spec, &why);  // check_node passed
+  // The window as a strided view of row-major X (offset to its first element), copied out.
+  TESSERA_ASSIGN_OR_RETURN(memory m, plain_view(x, dx, act_));
+  const memory::dims in_strides = strides_of(dx);
+  memory::dims strides(dx.size());
+  int64_t offset = 0;
+  for (size_t d = 0; d < dx.size(); ++d) {
+    strides[d] = in_strides[d] * spec.step[d];
+    offset += spec.start[d] * in_strides[d];
+  }
+  // Set on a row-major desc directly: dnnl_memory_desc_init_by_strides rejects strides whose
+  // extents interleave (a step on an inner dim), although the elements never overlap.
+  memory::desc md = plain(spec.size, act_);
+  for (size_t d = 0; d < dx.size(); ++d) md.data.format_desc.blocking.strides[d] = strides[d];
+  md.data.offset0 = offset;
+  memory src = view(x, m, md);
+  memory dst = fresh(plain(spec.size, act_));
+  TESSERA_RETURN_IF_ERROR(add_reorder(src, dst, n.name()));
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_split(const NodeView& n) {
+  const int x = n.input(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  int64_t axis = 0;
+  n.attr_int("axis", 0, &axis);
+  if (axis < 0) axis += static_cast<int64_t>(dx.size());
+  // Each part is a sub-memory of X in X's own layout when oneDNN can describe it (no blocking
+  // across the split), else of a row-major copy; each is copied out by a reorder.
+  TESSERA_ASSIGN_OR_RETURN(memory m, get(x));
+  const bool keep = m.get_desc().data_type() == act_ && !vals_[static_cast<size_t>(x)].constant;
+  memory::dims offsets(dx.size(), 0);
+  std::vector<memory::desc> parts;
+  for (int i = 0; i < n.num_outputs() && keep; ++i) {
+    const DimVector& dy = dims_[static_cast<size_t>(n.output(i))];
+    memory::desc sub = m.get_desc().submemory_desc(dy, offsets, /*allow_empty=*/true);
+    if (sub.is_zero()) break;
+    parts.push_back(sub);
+    offsets[static_cast<size_t>(axis)] += dy[static_cast<size_t>(axis)];
+  }
+  if (parts.size() != static_cast<size_t>(n.num_outputs())) {
+    TESSERA_ASSIGN_OR_RETURN(m, plain_view(x, dx, act_));
+    parts.clear();
+    offsets.assign(dx.size(), 0);
+    for (int i = 0; i < n.num_outputs(); ++i) {
+      const DimVector& dy = dims_[static_cast<size_t>(n.output(i))];
+      parts.push_back(m.get_desc().submemory_desc(dy, offsets));
+      offsets[static_cast<size_t>(axis)] += dy[static_cast<size_t>(axis)];
+    }
+  }
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    const int y = n.output(i);
+    memory src = view(x, m, parts[static_cast<size_t>(i)]);
+    memory dst = fresh(plain(dims_[static_cast<size_t>(y)], act_));
+    TESSERA_RETURN_IF_ERROR(add_reorder(src, dst, n.name()));
+    set(y, dst);
+  }
+  add_activation_step(n.node(), n.output(0), n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_pad(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  float value = 0.0f;
+  n.attr_float("value", 0.0f, &value);
+  DimVector begin, end;
+  const char* why = nullptr;
+  read_pads(n, &begin, &end, &why);  // check_node passed
+  // The destination holds the pad value from init on; each execute copies X into its interior.
+  // Marked shared below, so no later step overwrites it in place.
+  memory dst = fresh(plain(dy, act_));
+  memory filled = act_ == dt::f32 ? dst : fresh(plain(dy, dt::f32));
+  float* data = static_cast<float*>(filled.get_data_handle());
+  std::fill(data, data + numel(dy), value);
+  if (filled != dst) {
+    dnnl::reorder(filled, dst).execute(d_.stream, filled, dst);
+    d_.stream.wait();
+  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  memory inner = wrap(dst.get_desc().submemory_desc(dx, begin), dst.get_data_handle(), -1);
+  TESSERA_RETURN_IF_ERROR(add_reorder(src, inner, n.name()));
+  set(y, dst, /*shared=*/true);
+  add_activation_step(n.node(), y, n.name());  // Relu/Clip: idempotent on the border
+  return Status::ok();
+}
+
+Status Builder::lower_prelu(const NodeView& n) {
+  const int x = n.input(0), slope = n.input(1), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  if (src.get_desc().data_type() != act_ || vals_[static_cast<size_t>(x)].constant) {
+    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dx, act_)));
+  }
+  TESSERA_ASSIGN_OR_RETURN(
+      memory weights,
+      plain_view(slope, expand_rank(dims_[static_cast<size_t>(slope)], dx.size()), act_));
+  auto make_pd = [&](const memory::desc& src_md) {
+    dnnl::prelu_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, weights.get_desc());
+    return dnnl::prelu_forward::primitive_desc(desc, attr(), options_.engine);
+  };
+  dnnl::prelu_forward::primitive_desc pd;
+  try {
+    pd = make_pd(src.get_desc());
+  } catch (const dnnl::error&) {  // a blocked layout this broadcast has no kernel for
+    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dx, act_)));
+    pd = make_pd(src.get_desc());
+  }
+  memory dst = fresh(src.get_desc());
+  add_step(pd, dnnl::prelu_forward(pd),
+           {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}}, "prelu",
+           n.name());
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+Status Builder::lower_batch_norm(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  float epsilon = 1e-5f;
+  n.attr_float("epsilon", 1e-5f, &epsilon);
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  if (src.get_desc().data_type() != act_ || vals_[static_cast<size_t>(x)].constant) {
+    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dx, act_)));
+  }
+  const DimVector channels = {dx[1]};
+  memory params[4];  // scale, B, mean, var
+  for (int i = 0; i < 4; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(params[i], plain_view(n.input(i + 1), channels, dt::f32));
+  }
+  dnnl::batch_normalization_forward::desc desc(
+      dnnl::prop_kind::forward_inference, src.get_desc(), epsilon,
+      dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+          dnnl::normalization_flags::use_shift);
+  dnnl::batch_normalization_forward::primitive_desc pd(desc, attr(), options_.engine);
+  memory dst = fresh(pd.dst_desc());
+  add_step(pd, dnnl::batch_normalization_forward(pd),
+           {{DNNL_ARG_SRC, src},
+            {DNNL_ARG_SCALE, params[0]},
+            {DNNL_ARG_SHIFT, params[1]},
+            {DNNL_ARG_MEAN, params[2]},
+            {DNNL_ARG_VARIANCE, params[3]},
+            {DNNL_ARG_DST, dst}},
+           "batch_norm", n.name());
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
 Status Builder::lower(int index) {
   const fb::Node* node = graph_.nodes()->Get(static_cast<uint32_t>(index));
   NodeView n(graph_, *node, dims_);
@@ -768,6 +1067,13 @@ Status Builder::lower(int index) {
     case fb::OpType::Squeeze:
     case fb::OpType::Unsqueeze: return lower_reshape(n);
     case fb::OpType::Transpose: return lower_transpose(n);
+    case fb::OpType::LayerNormalization: return lower_layer_norm(n);
+    case fb::OpType::ConvTranspose: return lower_conv_transpose(n);
+    case fb::OpType::Slice: return lower_slice(n);
+    case fb::OpType::Split: return lower_split(n);
+    case fb::OpType::Pad: return lower_pad(n);
+    case fb::OpType::PRelu: return lower_prelu(n);
+    case fb::OpType::BatchNormalization: return lower_batch_norm(n);
     default: return lower_eltwise(n, index);
   }
 }

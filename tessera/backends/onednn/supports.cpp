@@ -245,7 +245,321 @@ Status check_matmul_like(const Checker& c) {
   return Status::ok();
 }
 
+Status check_layer_norm(const Checker& c) {
+  const NodeView& n = c.n;
+  const DimVector dx = n.dims(n.input(0));
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  if (!n.attr_int("axis", -1, &axis)) return c.fail("axis has the wrong type");
+  if (!n.attr_float("epsilon", 1e-5f, &epsilon)) return c.fail("epsilon has the wrong type");
+  const int64_t r = static_cast<int64_t>(dx.size());
+  if (r < 1) return c.fail("input must have rank >= 1");
+  if (axis < -r || axis >= r) return c.fail("axis out of range");
+  if (!(epsilon >= 0.0f) || std::isinf(epsilon)) return c.fail("epsilon must be finite and >= 0");
+  if (n.num_inputs() < 2 || n.num_inputs() > 3 || n.input(1) < 0) {
+    return c.fail("expects X, Scale and an optional B");
+  }
+  if (n.dims(n.output(0)) != dx) return c.fail("output shape differs from the input's");
+  const DimVector norm(dx.begin() + (axis < 0 ? axis + r : axis), dx.end());
+  for (int i = 1; i < n.num_inputs(); ++i) {
+    const int p = n.input(i);
+    if (p < 0) continue;
+    if (!n.is_constant(p)) return c.fail("Scale and B must be constants");
+    if (!broadcastable(n.dims(p), norm)) {
+      return c.fail("Scale or B does not broadcast to the normalized shape X.shape[axis:]");
+    }
+  }
+  return Status::ok();
+}
+
+Status check_conv_transpose(const Checker& c) {
+  const NodeView& n = c.n;
+  const DimVector dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
+  const int w = n.input(1), b = n.input(2);
+  if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
+  if (n.num_inputs() > 3) return c.fail("too many inputs");
+  const DimVector dw = n.dims(w);
+  if (dx.size() < 3 || dx.size() > 5) {
+    return c.fail("only 1-D, 2-D and 3-D ConvTranspose is lowered");
+  }
+  if (dw.size() != dx.size() || dy.size() != dx.size()) {
+    return c.fail("weights or output rank differs from the input's");
+  }
+  int64_t group = 1;
+  if (!n.attr_int("group", 1, &group)) return c.fail("group has the wrong type");
+  if (group < 1 || dx[1] % group != 0 || dw[0] != dx[1]) {
+    return c.fail("channels do not match the group count");
+  }
+  const int64_t cout = dw[1] * group;
+  if (dy[0] != dx[0] || dy[1] != cout) return c.fail("output shape does not match");
+  if (b >= 0 && (!n.is_constant(b) || numel(n.dims(b)) != cout)) {
+    return c.fail("bias must be a constant of Cout values");
+  }
+  DeconvWindow win;
+  const char* why = nullptr;
+  if (!read_deconv_window(n, &win, &why)) return c.fail(why);
+  for (int d = 0; d < win.spatial; ++d) {
+    const int64_t extent = (win.kernel[d] - 1) * (win.dilation[d] + 1) + 1;
+    const int64_t full = win.stride[d] * (dx[2 + d] - 1) + win.output_padding[d] + extent;
+    if (full - win.pad_begin[d] - win.pad_end[d] != dy[2 + static_cast<size_t>(d)]) {
+      return c.fail("output size does not match the window");
+    }
+  }
+  return Status::ok();
+}
+
+Status check_slice(const Checker& c) {
+  const NodeView& n = c.n;
+  if (n.num_inputs() != 1) return c.fail("starts, ends, axes or steps given as inputs");
+  SliceSpec spec;
+  const char* why = nullptr;
+  if (!read_slice(n, &spec, &why)) return c.fail(why);
+  if (spec.size != n.dims(n.output(0))) return c.fail("output shape does not match the slice");
+  return Status::ok();
+}
+
+Status check_split(const Checker& c) {
+  const NodeView& n = c.n;
+  if (n.num_inputs() != 1) return c.fail("split sizes given as an input");
+  const DimVector dx = n.dims(n.input(0));
+  const int64_t r = static_cast<int64_t>(dx.size());
+  int64_t axis = 0, num_outputs = 0;
+  std::vector<int64_t> split;
+  if (!n.attr_int("axis", 0, &axis) || !n.attr_ints("split", &split) ||
+      !n.attr_int("num_outputs", 0, &num_outputs)) {
+    return c.fail("an attribute has the wrong type");
+  }
+  if (r < 1 || axis < -r || axis >= r) return c.fail("axis out of range");
+  if (axis < 0) axis += r;
+  if (!split.empty() && split.size() != static_cast<size_t>(n.num_outputs())) {
+    return c.fail("split has a different length than the outputs");
+  }
+  if (num_outputs != 0 && num_outputs != n.num_outputs()) {
+    return c.fail("num_outputs differs from the number of outputs");
+  }
+  int64_t total = 0;
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    DimVector dy = n.dims(n.output(i));
+    if (dy.size() != dx.size()) return c.fail("outputs must have the input's rank");
+    if (!split.empty() && split[static_cast<size_t>(i)] != dy[static_cast<size_t>(axis)]) {
+      return c.fail("split does not match the output sizes");
+    }
+    total += dy[static_cast<size_t>(axis)];
+    dy[static_cast<size_t>(axis)] = dx[static_cast<size_t>(axis)];
+    if (dy != dx) return c.fail("outputs differ from the input outside the split axis");
+  }
+  if (total != dx[static_cast<size_t>(axis)]) return c.fail("outputs do not add up to the input");
+  return Status::ok();
+}
+
+Status check_pad(const Checker& c) {
+  const NodeView& n = c.n;
+  if (n.num_inputs() != 1) return c.fail("pads or value given as inputs");
+  std::string_view mode;
+  float value = 0.0f;
+  if (!n.attr_string("mode", "constant", &mode) || !n.attr_float("value", 0.0f, &value)) {
+    return c.fail("an attribute has the wrong type");
+  }
+  if (mode != "constant") return c.fail("only mode 'constant' is lowered");
+  DimVector begin, end;
+  const char* why = nullptr;
+  if (!read_pads(n, &begin, &end, &why)) return c.fail(why);
+  const DimVector dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
+  if (dy.size() != dx.size()) return c.fail("output rank differs from the input's");
+  for (size_t d = 0; d < dx.size(); ++d) {
+    if (begin[d] < 0 || end[d] < 0) return c.fail("negative pads (cropping) are not lowered");
+    if (dx[d] + begin[d] + end[d] != dy[d]) return c.fail("output shape does not match the pads");
+  }
+  return Status::ok();
+}
+
+Status check_prelu(const Checker& c) {
+  const NodeView& n = c.n;
+  if (n.num_inputs() != 2 || n.input(1) < 0) return c.fail("expects X and slope");
+  const DimVector dx = n.dims(n.input(0));
+  if (n.dims(n.output(0)) != dx) return c.fail("output shape differs from the input's");
+  if (!broadcastable(n.dims(n.input(1)), dx)) return c.fail("slope does not broadcast to X");
+  return Status::ok();
+}
+
+Status check_batch_norm(const Checker& c) {
+  const NodeView& n = c.n;
+  const DimVector dx = n.dims(n.input(0));
+  int64_t training = 0;
+  float epsilon = 1e-5f;
+  if (!n.attr_int("training_mode", 0, &training) || !n.attr_float("epsilon", 1e-5f, &epsilon)) {
+    return c.fail("an attribute has the wrong type");
+  }
+  if (training != 0) return c.fail("training_mode is not lowered (inference only)");
+  if (!(epsilon >= 0.0f) || std::isinf(epsilon)) return c.fail("epsilon must be finite and >= 0");
+  if (dx.size() < 2 || dx.size() > 5) return c.fail("X must have rank 2 to 5 (N, C, ...)");
+  if (n.dims(n.output(0)) != dx) return c.fail("output shape differs from the input's");
+  if (n.num_inputs() != 5) return c.fail("expects X, scale, B, mean and var");
+  for (int i = 1; i < 5; ++i) {
+    const int p = n.input(i);
+    if (p < 0 || !n.is_constant(p)) return c.fail("scale, B, mean and var must be constants");
+    const DimVector dp = n.dims(p);
+    if (dp.size() != 1 || dp[0] != dx[1]) {
+      return c.fail("scale, B, mean and var must have C values");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
+  const DimVector dx = n.dims(n.input(0));
+  const size_t rank = dx.size();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (!n.attr_ints("starts", &starts) || !n.attr_ints("ends", &ends) ||
+      !n.attr_ints("axes", &axes) || !n.attr_ints("steps", &steps)) {
+    *why = "an attribute has the wrong type";
+    return false;
+  }
+  const size_t count = starts.size();
+  if (ends.size() != count || (!axes.empty() && axes.size() != count) ||
+      (!steps.empty() && steps.size() != count) || count > rank) {
+    *why = "starts, ends, axes and steps of different lengths";
+    return false;
+  }
+  SliceSpec s;
+  s.start.assign(rank, 0);
+  s.step.assign(rank, 1);
+  s.size = dx;
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < count; ++i) {
+    int64_t d = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    if (d < 0) d += static_cast<int64_t>(rank);
+    if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)]) {
+      *why = "an axis is out of range or repeated";
+      return false;
+    }
+    const size_t a = static_cast<size_t>(d);
+    seen[a] = true;
+    const int64_t step = steps.empty() ? 1 : steps[i];
+    if (step < 1) {
+      *why = step == 0 ? "a step is 0" : "negative steps are not lowered";
+      return false;
+    }
+    const int64_t dim = dx[a];
+    int64_t b = starts[i], e = ends[i];
+    if (b < 0) b += dim;
+    if (e < 0) e += dim;
+    b = std::clamp<int64_t>(b, 0, dim);
+    e = std::clamp<int64_t>(e, 0, dim);
+    s.start[a] = b;
+    s.step[a] = step;
+    s.size[a] = e > b ? 1 + (e - b - 1) / step : 0;
+  }
+  *out = std::move(s);
+  return true;
+}
+
+bool read_pads(const NodeView& n, DimVector* begin, DimVector* end, const char** why) {
+  const size_t rank = n.dims(n.input(0)).size();
+  std::vector<int64_t> pads, axes;
+  if (!n.attr_ints("pads", &pads) || !n.attr_ints("axes", &axes)) {
+    *why = "an attribute has the wrong type";
+    return false;
+  }
+  const size_t count = axes.empty() ? rank : axes.size();
+  if (count > rank || (!pads.empty() && pads.size() != 2 * count)) {
+    *why = "pads or axes of the wrong length";
+    return false;
+  }
+  begin->assign(rank, 0);
+  end->assign(rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < count; ++i) {
+    int64_t d = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    if (d < 0) d += static_cast<int64_t>(rank);
+    if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)]) {
+      *why = "an axis is out of range or repeated";
+      return false;
+    }
+    seen[static_cast<size_t>(d)] = true;
+    if (!pads.empty()) {
+      (*begin)[static_cast<size_t>(d)] = pads[i];
+      (*end)[static_cast<size_t>(d)] = pads[count + i];
+    }
+  }
+  return true;
+}
+
+bool read_deconv_window(const NodeView& n, DeconvWindow* out, const char** why) {
+  DeconvWindow w;
+  const DimVector dx = n.dims(n.input(0)), dw = n.dims(n.input(1));
+  if (dx.size() < 3 || dx.size() > 5 || dw.size() != dx.size()) {
+    *why = "only 1-D, 2-D and 3-D ConvTranspose is lowered";
+    return false;
+  }
+  const size_t sp = dx.size() - 2;
+  w.spatial = static_cast<int>(sp);
+  std::vector<int64_t> kernel, strides, dilations, pads, output_padding, output_shape;
+  std::string_view auto_pad;
+  if (!n.attr_ints("kernel_shape", &kernel) || !n.attr_ints("strides", &strides) ||
+      !n.attr_ints("dilations", &dilations) || !n.attr_ints("pads", &pads) ||
+      !n.attr_ints("output_padding", &output_padding) ||
+      !n.attr_ints("output_shape", &output_shape) ||
+      !n.attr_string("auto_pad", "NOTSET", &auto_pad)) {
+    *why = "an attribute has the wrong type";
+    return false;
+  }
+  const bool valid = auto_pad == "VALID";
+  if (auto_pad != "NOTSET" && !valid && !auto_pad.empty()) {
+    *why = "auto_pad other than NOTSET or VALID";
+    return false;
+  }
+  if ((!kernel.empty() && kernel.size() != sp) || (!strides.empty() && strides.size() != sp) ||
+      (!dilations.empty() && dilations.size() != sp) || (!pads.empty() && pads.size() != 2 * sp) ||
+      (!output_padding.empty() && output_padding.size() != sp) ||
+      (!output_shape.empty() && output_shape.size() != sp)) {
+    *why =
+        "kernel_shape, strides, dilations, pads, output_padding or output_shape of the wrong "
+        "length";
+    return false;
+  }
+  for (size_t d = 0; d < sp; ++d) {
+    w.kernel[d] = dw[2 + d];
+    if (!kernel.empty() && kernel[d] != w.kernel[d]) {
+      *why = "kernel_shape does not match the weights";
+      return false;
+    }
+    w.stride[d] = strides.empty() ? 1 : strides[d];
+    const int64_t dilation = dilations.empty() ? 1 : dilations[d];
+    w.output_padding[d] = output_padding.empty() ? 0 : output_padding[d];
+    w.pad_begin[d] = pads.empty() || valid ? 0 : pads[d];
+    w.pad_end[d] = pads.empty() || valid ? 0 : pads[sp + d];
+    if (w.stride[d] < 1 || dilation < 1) {
+      *why = "stride or dilation < 1";
+      return false;
+    }
+    if (w.pad_begin[d] < 0 || w.pad_end[d] < 0) {
+      *why = "negative padding";
+      return false;
+    }
+    if (w.output_padding[d] < 0 || w.output_padding[d] >= w.stride[d]) {
+      *why = "output_padding must be in [0, stride)";
+      return false;
+    }
+    w.dilation[d] = dilation - 1;
+    if (!output_shape.empty()) {
+      // ONNX: the pads follow from the requested output size.
+      const int64_t full =
+          w.stride[d] * (dx[2 + d] - 1) + w.output_padding[d] + (w.kernel[d] - 1) * dilation + 1;
+      const int64_t total = full - output_shape[d];
+      if (output_shape[d] < 1 || total < 0) {
+        *why = "output_shape larger than the full output";
+        return false;
+      }
+      w.pad_begin[d] = total - total / 2;
+      w.pad_end[d] = total / 2;
+    }
+  }
+  *out = w;
+  return true;
+}
 
 Window read_window(const NodeView& n) {
   Window w;
@@ -331,13 +645,21 @@ Status check_node(const NodeView& n) {
   for (int i = 0; i < n.num_outputs(); ++i) {
     if (!n.is_float_tensor(n.output(i))) return c.fail("outputs must be float32 tensors");
   }
-  if (n.num_outputs() != 1) return c.fail("more than one output");
+  if (n.num_outputs() != 1 && n.op() != fb::OpType::Split) {
+    if (n.op() == fb::OpType::LayerNormalization) {
+      return c.fail("the optional Mean and InvStdDev outputs are not lowered");
+    }
+    return c.fail("more than one output");
+  }
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    const DimVector d = n.dims(n.output(i));
+    if (d.size() > static_cast<size_t>(kMaxRank)) return c.fail("rank above 6");
+    for (int64_t e : d) {
+      if (e < 1) return c.fail("empty tensor");
+    }
+  }
   const int out = n.output(0);
   const DimVector dy = n.dims(out);
-  if (dy.size() > static_cast<size_t>(kMaxRank)) return c.fail("rank above 6");
-  for (int64_t d : dy) {
-    if (d < 1) return c.fail("empty tensor");
-  }
   // Inputs: float32 tensors, present unless optional (handled per op).
   for (int i = 0; i < n.num_inputs(); ++i) {
     const int v = n.input(i);
@@ -455,6 +777,20 @@ Status check_node(const NodeView& n) {
       if (axis < -r || axis >= r || dx != dy) return c.fail("axis out of range");
       return Status::ok();
     }
+    case fb::OpType::LayerNormalization:
+      return check_layer_norm(c);
+    case fb::OpType::ConvTranspose:
+      return check_conv_transpose(c);
+    case fb::OpType::Slice:
+      return check_slice(c);
+    case fb::OpType::Split:
+      return check_split(c);
+    case fb::OpType::Pad:
+      return check_pad(c);
+    case fb::OpType::PRelu:
+      return check_prelu(c);
+    case fb::OpType::BatchNormalization:
+      return check_batch_norm(c);
     case fb::OpType::Concat: {
       int64_t axis = 0;
       if (!n.attr_int("axis", 0, &axis)) return c.fail("axis has the wrong type");

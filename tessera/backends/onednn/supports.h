@@ -64,6 +64,38 @@ struct Window {
   int64_t pad_end[2] = {0, 0};
 };
 
+/// Geometry of a ConvTranspose node with 1 to 3 spatial dims (oneDNN conventions: dilation 0 =
+/// dense). Pads are the ONNX ones, or derived from `output_shape` as ONNX does.
+struct DeconvWindow {
+  int spatial = 0;
+  int64_t kernel[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1};
+  int64_t dilation[3] = {0, 0, 0};
+  int64_t output_padding[3] = {0, 0, 0};
+  int64_t pad_begin[3] = {0, 0, 0};
+  int64_t pad_end[3] = {0, 0, 0};
+};
+
+/// Reads the geometry of a ConvTranspose node. False with `*why` set when an attribute has the
+/// wrong type, length or value.
+bool read_deconv_window(const NodeView& node, DeconvWindow* out, const char** why);
+
+/// A Slice node as a strided window of its input: the first element of each dim, the step and
+/// the output size (positive steps only).
+struct SliceSpec {
+  DimVector start;
+  DimVector step;
+  DimVector size;
+};
+
+/// Reads a Slice node with ONNX clamping. False with `*why` set for wrong attribute types or
+/// lengths, repeated or out-of-range axes, zero or negative steps.
+bool read_slice(const NodeView& node, SliceSpec* out, const char** why);
+
+/// Reads the begin and end padding of every dim of a Pad node (ONNX `pads`, optional `axes`).
+/// False with `*why` set for wrong attribute types or lengths, bad axes.
+bool read_pads(const NodeView& node, DimVector* begin, DimVector* end, const char** why);
+
 /// OK if the backend can lower the node; NotSupported with the reason otherwise
 /// ("onednn: Conv node 'c1': ...").
 Status check_node(const NodeView& node);

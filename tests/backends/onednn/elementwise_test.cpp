@@ -1,7 +1,8 @@
-// Conformance: binary ops with broadcasting, eltwise activations and math, softmax.
+// Conformance: binary ops with broadcasting, eltwise activations and math, softmax, PRelu.
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "tessera/backends/onednn/supports.h"
 
 namespace tessera::onednn::testing {
 namespace {
@@ -120,6 +121,53 @@ TEST(OnednnUnary, ChainInPlace) {
   c.node(Op::Mul, {r, a}, t);
   c.output(t);
   EXPECT_TRUE(matches_portable(c));
+}
+
+GraphCase prelu_case(std::vector<int64_t> x, std::vector<int64_t> slope, bool slope_constant,
+                     uint32_t seed) {
+  GraphCase c;
+  c.seed = seed;
+  int in = c.input(std::vector<ir::Dim>(x.begin(), x.end()));
+  int s = slope_constant ? c.constant(slope)
+                         : c.input(std::vector<ir::Dim>(slope.begin(), slope.end()));
+  int y = c.tensor(std::vector<ir::Dim>(x.begin(), x.end()));
+  c.node(Op::PRelu, {in, s}, y);
+  c.output(y);
+  return c;
+}
+
+TEST(OnednnPRelu, SlopeBroadcasts) {
+  EXPECT_TRUE(matches_portable(prelu_case({2, 5, 7, 3}, {5, 1, 1}, true, 1)));  // per channel
+  EXPECT_TRUE(matches_portable(prelu_case({2, 5, 7, 3}, {1}, true, 2)));        // scalar
+  EXPECT_TRUE(matches_portable(prelu_case({3, 11}, {11}, true, 3)));            // last dim
+  EXPECT_TRUE(matches_portable(prelu_case({2, 3, 4}, {2, 3, 4}, false, 4)));    // full, input
+  EXPECT_TRUE(matches_portable(prelu_case({2, 6, 5, 5}, {1, 6, 1, 1}, false, 5)));
+  EXPECT_TRUE(matches_portable(prelu_case({17}, {17}, true, 6)));
+}
+
+TEST(OnednnPRelu, AfterAConvWithFusedClip) {
+  GraphCase g;
+  int x = g.input({1, 3, 7, 7});
+  int y = g.tensor({1, 20, 7, 7});
+  ir::Node& conv = g.node(Op::Conv, {x, g.constant({20, 3, 3, 3}), g.constant({20})}, y);
+  conv.attrs.push_back(ir::Attr::make_ints("kernel_shape", {3, 3}));
+  conv.attrs.push_back(ir::Attr::make_ints("pads", {1, 1, 1, 1}));
+  int p = g.tensor({1, 20, 7, 7});
+  ir::Node& pr = g.node(Op::PRelu, {y, g.constant({20, 1, 1})}, p);
+  pr.activation = fb::Activation::Clip;
+  pr.activation_min = -0.3f;
+  pr.activation_max = 0.6f;
+  g.output(p);
+  EXPECT_TRUE(matches_portable(g));
+}
+
+TEST(OnednnPRelu, Rejected) {
+  GraphCase c = prelu_case({2, 5}, {3}, true, 7);
+  auto bytes = ir::encode_graph(c.graph);
+  const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(bytes.data());
+  std::string why;
+  EXPECT_FALSE(onednn_supports(*g, *g->nodes()->Get(0), &why));
+  EXPECT_NE(why.find("slope does not broadcast"), std::string::npos) << why;
 }
 
 }  // namespace

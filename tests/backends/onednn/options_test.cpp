@@ -164,7 +164,7 @@ TEST(OnednnSupports, DeclaresWhatItLowers) {
   auto bytes = ir::encode_graph(ok.graph);
   const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(bytes.data());
   for (const fb::Node* n : *g->nodes()) EXPECT_TRUE(onednn_supports(*g, *n, &why)) << why;
-  // Conv with non-constant weights, ConvTranspose, Resize: not lowered.
+  // Conv with non-constant weights: not lowered.
   GraphCase bad = GraphCase::single(Op::Conv, {{1, 2, 5, 5}, {3, 2, 3, 3}}, {1, 3, 3, 3});
   auto b2 = ir::encode_graph(bad.graph);
   const fb::Graph* g2 = flatbuffers::GetRoot<fb::Graph>(b2.data());

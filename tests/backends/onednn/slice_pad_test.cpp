@@ -1,0 +1,297 @@
+// Conformance: Slice (strided views), Split (sub-memories, also of layouts oneDNN chose) and
+// constant Pad, against the portable kernels, and the variants check_node rejects.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "harness.h"
+#include "tessera/backends/onednn/supports.h"
+
+namespace tessera::onednn::testing {
+namespace {
+
+using Op = fb::OpType;
+
+std::vector<ir::Dim> as_dims(const std::vector<int64_t>& d) {
+  return std::vector<ir::Dim>(d.begin(), d.end());
+}
+
+std::string rejection(const GraphCase& g, size_t node = 0) {
+  auto bytes = ir::encode_graph(g.graph);
+  const fb::Graph* fg = flatbuffers::GetRoot<fb::Graph>(bytes.data());
+  std::string why;
+  if (onednn_supports(*fg, *fg->nodes()->Get(static_cast<uint32_t>(node)), &why)) return "";
+  return why.empty() ? "(no reason)" : why;
+}
+
+/// A 3x3 Conv (+Relu) with `cout` channels keeping the spatial size: oneDNN picks its layout.
+int conv3x3(GraphCase& g, int x, int64_t cin, int64_t cout, int64_t hw) {
+  int y = g.tensor({1, cout, hw, hw});
+  ir::Node& node = g.node(Op::Conv, {x, g.constant({cout, cin, 3, 3}), g.constant({cout})}, y);
+  node.attrs.push_back(ir::Attr::make_ints("kernel_shape", {3, 3}));
+  node.attrs.push_back(ir::Attr::make_ints("pads", {1, 1, 1, 1}));
+  node.activation = fb::Activation::Relu;
+  return y;
+}
+
+// ---- Slice -------------------------------------------------------------------------------------
+
+struct SliceCfg {
+  std::vector<int64_t> x, starts, ends, axes, steps;
+};
+
+/// Output dims of a slice with positive steps (ONNX clamping).
+std::vector<int64_t> slice_out(const SliceCfg& c) {
+  std::vector<int64_t> out = c.x;
+  for (size_t i = 0; i < c.starts.size(); ++i) {
+    int64_t d = c.axes.empty() ? static_cast<int64_t>(i) : c.axes[i];
+    if (d < 0) d += static_cast<int64_t>(c.x.size());
+    const int64_t dim = c.x[static_cast<size_t>(d)];
+    const int64_t step = c.steps.empty() ? 1 : c.steps[i];
+    int64_t b = c.starts[i], e = c.ends[i];
+    if (b < 0) b += dim;
+    if (e < 0) e += dim;
+    b = std::clamp<int64_t>(b, 0, dim);
+    e = std::clamp<int64_t>(e, 0, dim);
+    out[static_cast<size_t>(d)] = e > b ? 1 + (e - b - 1) / step : 0;
+  }
+  return out;
+}
+
+GraphCase slice_case(const SliceCfg& c, uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  int x = g.input(as_dims(c.x));
+  int y = g.tensor(as_dims(slice_out(c)));
+  ir::Node& n = g.node(Op::Slice, {x}, y);
+  n.attrs.push_back(ir::Attr::make_ints("starts", c.starts));
+  n.attrs.push_back(ir::Attr::make_ints("ends", c.ends));
+  if (!c.axes.empty()) n.attrs.push_back(ir::Attr::make_ints("axes", c.axes));
+  if (!c.steps.empty()) n.attrs.push_back(ir::Attr::make_ints("steps", c.steps));
+  g.output(y);
+  return g;
+}
+
+TEST(OnednnSlice, Variants) {
+  EXPECT_TRUE(matches_portable(slice_case({{5, 7}, {1, 2}, {4, 6}, {}, {}}, 1)));
+  EXPECT_TRUE(matches_portable(slice_case({{3, 9, 5}, {1}, {8}, {1}, {3}}, 2)));      // steps
+  EXPECT_TRUE(matches_portable(slice_case({{3, 9, 5}, {-4}, {1000}, {-1}, {}}, 3)));  // clamp
+  EXPECT_TRUE(
+      matches_portable(slice_case({{2, 6, 7, 5}, {0, 1}, {INT64_MAX, -1}, {3, 1}, {2, 2}}, 4)));
+  EXPECT_TRUE(matches_portable(slice_case({{11}, {-9}, {-2}, {}, {4}}, 5)));
+}
+
+TEST(OnednnSlice, OfAConvOutputIntoAConv) {
+  GraphCase g;
+  int x = g.input({1, 5, 9, 9});
+  int c = conv3x3(g, x, 5, 24, 9);
+  int s = g.tensor({1, 10, 9, 9});
+  ir::Node& n = g.node(Op::Slice, {c}, s);
+  n.attrs.push_back(ir::Attr::make_ints("starts", {3}));
+  n.attrs.push_back(ir::Attr::make_ints("ends", {13}));
+  n.attrs.push_back(ir::Attr::make_ints("axes", {1}));
+  g.output(conv3x3(g, s, 10, 6, 9));
+  EXPECT_TRUE(matches_portable(g));
+}
+
+TEST(OnednnSlice, RandomShapes) {
+  std::mt19937 rng(99);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int iter = 0; iter < 24; ++iter) {
+    SliceCfg c;
+    const int rank = pick(1, 4);
+    for (int d = 0; d < rank; ++d) c.x.push_back(pick(1, 9));
+    for (int d = 0; d < rank; ++d) {
+      if (pick(0, 2) == 0) continue;
+      c.axes.push_back(pick(0, 1) ? d : d - rank);
+      c.starts.push_back(pick(-10, 9));
+      c.ends.push_back(pick(-10, 12));
+      c.steps.push_back(pick(1, 3));
+    }
+    if (c.starts.empty()) continue;
+    bool empty = false;
+    for (int64_t d : slice_out(c)) empty = empty || d == 0;
+    if (empty) continue;
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    EXPECT_TRUE(matches_portable(slice_case(c, 300 + static_cast<uint32_t>(iter))));
+  }
+}
+
+TEST(OnednnSlice, Rejected) {
+  GraphCase reverse = slice_case({{5, 7}, {0}, {4}, {0}, {1}}, 6);  // output [4, 7]
+  reverse.graph.nodes[0].attrs[0] = ir::Attr::make_ints("starts", {4});
+  reverse.graph.nodes[0].attrs[1] = ir::Attr::make_ints("ends", {0});
+  reverse.graph.nodes[0].attrs[3] = ir::Attr::make_ints("steps", {-1});
+  EXPECT_NE(rejection(reverse).find("negative steps"), std::string::npos) << rejection(reverse);
+  GraphCase zero = slice_case({{5, 7}, {0}, {3}, {0}, {1}}, 7);
+  zero.graph.nodes[0].attrs[3] = ir::Attr::make_ints("steps", {0});
+  EXPECT_NE(rejection(zero).find("a step is 0"), std::string::npos) << rejection(zero);
+  EXPECT_NE(rejection(slice_case({{5, 7}, {0, 0}, {3, 3}, {1, -1}, {}}, 8)).find("repeated"),
+            std::string::npos);
+  GraphCase lengths = slice_case({{5, 7}, {0}, {3}, {}, {}}, 9);
+  lengths.graph.nodes[0].attrs[1] = ir::Attr::make_ints("ends", {3, 4});
+  EXPECT_NE(rejection(lengths).find("different lengths"), std::string::npos) << rejection(lengths);
+  GraphCase wrong = slice_case({{5, 7}, {0}, {3}, {}, {}}, 10);
+  wrong.graph.values[static_cast<size_t>(wrong.graph.outputs[0])].dims[0] = ir::Dim(2);
+  EXPECT_NE(rejection(wrong).find("output shape does not match"), std::string::npos);
+}
+
+// ---- Split -------------------------------------------------------------------------------------
+
+GraphCase split_case(const std::vector<int64_t>& x, int64_t axis, const std::vector<int64_t>& sizes,
+                     bool with_split_attr, uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  int in = g.input(as_dims(x));
+  const size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(x.size()) : axis);
+  std::vector<int> outs;
+  for (int64_t s : sizes) {
+    std::vector<int64_t> d = x;
+    d[a] = s;
+    outs.push_back(g.tensor(as_dims(d)));
+  }
+  ir::Node& n = g.node(Op::Split, {in}, outs[0]);
+  n.outputs = outs;
+  n.attrs.push_back(ir::Attr::make_int("axis", axis));
+  if (with_split_attr) n.attrs.push_back(ir::Attr::make_ints("split", sizes));
+  for (int o : outs) g.output(o);
+  return g;
+}
+
+TEST(OnednnSplit, Axes) {
+  EXPECT_TRUE(matches_portable(split_case({4, 6}, 0, {1, 3}, true, 1)));
+  EXPECT_TRUE(matches_portable(split_case({3, 10, 5}, 1, {3, 3, 4}, true, 2)));
+  EXPECT_TRUE(matches_portable(split_case({3, 10, 5}, -1, {2, 3}, false, 3)));
+  EXPECT_TRUE(matches_portable(split_case({2, 7}, 1, {7}, false, 4)));  // one output
+}
+
+TEST(OnednnSplit, ChannelsOfAConvOutput) {
+  // ShuffleNet: split the channels of a convolution output and convolve each half.
+  for (int64_t c : {16, 58, 7}) {
+    GraphCase g;
+    int x = g.input({1, 3, 8, 8});
+    int h = conv3x3(g, x, 3, 2 * c, 8);
+    int a = g.tensor({1, c, 8, 8});
+    int b = g.tensor({1, c, 8, 8});
+    ir::Node& n = g.node(Op::Split, {h}, a);
+    n.outputs = {a, b};
+    n.attrs.push_back(ir::Attr::make_int("axis", 1));
+    g.output(conv3x3(g, a, c, 4, 8));
+    g.output(b);
+    EXPECT_TRUE(matches_portable(g)) << c;
+  }
+}
+
+TEST(OnednnSplit, OfAConstantWithFusedRelu) {
+  // A constant goes through the row-major path; the fused Relu applies to output 0 only.
+  GraphCase g;
+  int x = g.input({2, 9});
+  int w = g.constant({2, 9});
+  int a = g.tensor({2, 4});
+  int b = g.tensor({2, 5});
+  ir::Node& n = g.node(Op::Split, {w}, a);
+  n.outputs = {a, b};
+  n.attrs.push_back(ir::Attr::make_int("axis", 1));
+  n.activation = fb::Activation::Relu;
+  int c = g.tensor({2, 9});
+  g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
+  int y = g.tensor({2, 9});
+  g.node(Op::Add, {x, c}, y);
+  g.output(y);
+  EXPECT_TRUE(matches_portable(g));
+}
+
+TEST(OnednnSplit, Rejected) {
+  GraphCase bad = split_case({3, 10}, 1, {3, 7}, true, 5);
+  bad.graph.nodes[0].attrs[1] = ir::Attr::make_ints("split", {4, 6});
+  EXPECT_NE(rejection(bad).find("split does not match"), std::string::npos) << rejection(bad);
+  GraphCase axis = split_case({3, 10}, 1, {3, 7}, false, 6);
+  axis.graph.nodes[0].attrs[0] = ir::Attr::make_int("axis", 2);
+  EXPECT_NE(rejection(axis).find("axis out of range"), std::string::npos) << rejection(axis);
+  GraphCase count = split_case({3, 10}, 1, {3, 7}, false, 7);
+  count.graph.nodes[0].attrs.push_back(ir::Attr::make_int("num_outputs", 3));
+  EXPECT_NE(rejection(count).find("num_outputs"), std::string::npos) << rejection(count);
+}
+
+// ---- Pad ---------------------------------------------------------------------------------------
+
+GraphCase pad_case(const std::vector<int64_t>& x, const std::vector<int64_t>& pads,
+                   const std::vector<int64_t>& axes, float value, uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  int in = g.input(as_dims(x));
+  std::vector<int64_t> out = x;
+  const size_t count = axes.empty() ? x.size() : axes.size();
+  for (size_t i = 0; i < count; ++i) {
+    int64_t d = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    if (d < 0) d += static_cast<int64_t>(x.size());
+    out[static_cast<size_t>(d)] += pads[i] + pads[count + i];
+  }
+  int y = g.tensor(as_dims(out));
+  ir::Node& n = g.node(Op::Pad, {in}, y);
+  n.attrs.push_back(ir::Attr::make_ints("pads", pads));
+  if (!axes.empty()) n.attrs.push_back(ir::Attr::make_ints("axes", axes));
+  if (value != 0.0f) n.attrs.push_back(ir::Attr::make_float("value", value));
+  g.output(y);
+  return g;
+}
+
+TEST(OnednnPad, Constant) {
+  EXPECT_TRUE(matches_portable(pad_case({1, 3, 5, 5}, {0, 0, 1, 2, 0, 0, 2, 1}, {}, 0.0f, 1)));
+  EXPECT_TRUE(matches_portable(pad_case({4, 7}, {1, 0, 3, 2}, {}, -1.5f, 2)));
+  EXPECT_TRUE(matches_portable(pad_case({2, 3, 4}, {1, 2, 0, 3}, {2, -3}, 0.25f, 3)));
+  EXPECT_TRUE(matches_portable(pad_case({9}, {0, 0}, {}, 0.0f, 4)));  // nothing to pad
+}
+
+TEST(OnednnPad, RepeatedRunsKeepTheBorder) {
+  // Pad -> Sigmoid -> Add: the border must hold the pad value on every run.
+  GraphCase g;
+  int x = g.input({2, 3, 4});
+  int p = g.tensor({2, 5, 7});
+  ir::Node& n = g.node(Op::Pad, {x}, p);
+  n.attrs.push_back(ir::Attr::make_ints("pads", {0, 1, 2, 0, 1, 1}));
+  n.attrs.push_back(ir::Attr::make_float("value", 0.5f));
+  int s = g.tensor({2, 5, 7});
+  g.node(Op::Sigmoid, {p}, s);
+  int z = g.tensor({2, 5, 7});
+  g.node(Op::Add, {s, g.input({2, 5, 7})}, z);
+  g.output(z);
+  std::vector<Floats> inputs = random_inputs(g, 3);
+  auto want = run_portable(g, inputs);
+  ASSERT_TRUE(want.ok());
+  RunOptions o;
+  o.repeat = 3;
+  auto got = run_onednn(g, inputs, o);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(close(*got, *want));
+}
+
+TEST(OnednnPad, OfAConvOutputWithFusedClip) {
+  GraphCase g;
+  int x = g.input({1, 4, 6, 6});
+  int c = conv3x3(g, x, 4, 16, 6);
+  int p = g.tensor({1, 16, 9, 8});
+  ir::Node& n = g.node(Op::Pad, {c}, p);
+  n.attrs.push_back(ir::Attr::make_ints("pads", {0, 0, 1, 2, 0, 0, 2, 0}));
+  n.attrs.push_back(ir::Attr::make_float("value", -2.0f));
+  n.activation = fb::Activation::Clip;
+  n.activation_min = -1.0f;
+  n.activation_max = 0.5f;
+  g.output(p);
+  EXPECT_TRUE(matches_portable(g));
+}
+
+TEST(OnednnPad, Rejected) {
+  GraphCase reflect = pad_case({4, 7}, {1, 1, 1, 1}, {}, 0.0f, 5);
+  reflect.graph.nodes[0].attrs.push_back(ir::Attr::make_string("mode", "reflect"));
+  EXPECT_NE(rejection(reflect).find("only mode 'constant'"), std::string::npos)
+      << rejection(reflect);
+  EXPECT_NE(rejection(pad_case({4, 7}, {-1, 0, 0, 0}, {}, 0.0f, 6)).find("negative pads"),
+            std::string::npos);
+  GraphCase length = pad_case({4, 7}, {1, 1, 1, 1}, {}, 0.0f, 7);
+  length.graph.nodes[0].attrs[0] = ir::Attr::make_ints("pads", {1, 1, 1});
+  EXPECT_NE(rejection(length).find("wrong length"), std::string::npos) << rejection(length);
+}
+
+}  // namespace
+}  // namespace tessera::onednn::testing
