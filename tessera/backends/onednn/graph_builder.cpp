@@ -962,7 +962,8 @@ Status Builder::lower_pad(const NodeView& n) {
   read_pads(n, &begin, &end, &why);  // check_node passed
   // The destination holds the pad value from init on; each execute copies X into its interior.
   // Marked shared below, so no later step overwrites it in place.
-  memory dst = fresh(plain(dy, act_));
+  // Pinned: steps only write its interior, so it must keep its border out of the shared arena.
+  memory dst = fresh_pinned(plain(dy, act_));
   memory filled = act_ == dt::f32 ? dst : fresh(plain(dy, dt::f32));
   float* data = static_cast<float*>(filled.get_data_handle());
   std::fill(data, data + numel(dy), value);
