@@ -84,7 +84,7 @@ TEST_P(OnednnModelBf16, WithinBf16Tolerance) { run_bf16(GetParam(), 2e-2); }
 TEST(OnednnModelBf16Mobilenet, NoWorseThanPyTorchBf16) { run_bf16("mobilenet_v2", 0.10); }
 
 // MobileNetV2 has its own bound below.
-INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModelBf16, ::testing::Values("resnet18", "mlp"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModelBf16, ::testing::Values("resnet18", "mlp", "transformer"));
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModel,
                          ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer",
