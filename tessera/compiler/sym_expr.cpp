@@ -328,7 +328,8 @@ std::string SymExpr::to_string(const std::vector<ir::Symbol>* symbols) const {
       } else if (symbols && a.symbol >= 0 && static_cast<size_t>(a.symbol) < symbols->size()) {
         factors += (*symbols)[a.symbol].name;
       } else {
-        factors += "s" + std::to_string(a.symbol);
+        factors += 's';  // (not "s" + to_string: GCC 12 warns -Wrestrict on that temporary)
+        factors += std::to_string(a.symbol);
       }
     }
     if (factors.empty()) {
