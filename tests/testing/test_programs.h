@@ -91,7 +91,10 @@ inline ir::ProgramBuilder delegate_chain_program(
   int prev = m.add_input("x", ScalarType::Float32, {2, 4});
   std::vector<std::pair<std::string, int>> counters;
   for (size_t i = 0; i < backends.size(); ++i) {
-    int next = m.add_tensor("v" + std::to_string(i), ScalarType::Float32, {2, 4});
+    // Appended, not "v" + to_string(i): GCC 12 warns -Wrestrict on that (a false positive).
+    std::string value_name = "v";
+    value_name += std::to_string(i);
+    int next = m.add_tensor(value_name, ScalarType::Float32, {2, 4});
     ir::Graph g;
     ir::Value v;
     v.dims = {2, 4};

@@ -164,5 +164,37 @@ TEST_F(TesseraRun, ListAndExplainOptions) {
   EXPECT_EQ(retarget.exit_code, 0) << retarget.err;
 }
 
+TEST_F(TesseraRun, ListOptionsNeedsNoProgramButRunningDoes) {
+  RunResult list = run("--list-options");
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_CONTAINS(list.out, "portable");
+  RunResult none = run("");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_CONTAINS(none.err, "tessera-run: a program file is required");
+}
+
+// The ICD loader pointed at an empty vendors directory finds no OpenCL platform: opencl is
+// listed as unavailable, and a program compiled for it runs only through an explicit fallback.
+TEST_F(TesseraRun, NoOpenClDevice) {
+  const std::string vendors = dir_ + "/no_icd_vendors";
+  std::system(("mkdir -p " + vendors).c_str());
+  const std::string env = "OCL_ICD_VENDORS=" + vendors;
+  RunResult list = run("--list-options", env);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  if (list.out.find("\nopencl") == std::string::npos) GTEST_SKIP() << "opencl backend not built";
+  EXPECT_CONTAINS(list.out, "\nopencl  (not available on this machine)\n");
+
+  ASSERT_TRUE(testing::delegate_chain_program({"opencl"}).write(dir_ + "/opencl.tsr").is_ok());
+  RunResult fails = run(dir_ + "/opencl.tsr", env);
+  EXPECT_EQ(fails.exit_code, 1);
+  EXPECT_CONTAINS(fails.err,
+                  "backend 'opencl' is not available on this machine (DelegateUnavailable)");
+  RunResult falls_back = run(dir_ + "/opencl.tsr --fallback portable", env);
+  ASSERT_EQ(falls_back.exit_code, 0) << falls_back.err;
+  EXPECT_CONTAINS(falls_back.out,
+                  "delegate opencl#0: 1 node(s) on 'portable' (compiled for 'opencl')");
+  EXPECT_CONTAINS(falls_back.out, "why: 'opencl' is not available on this machine");
+}
+
 }  // namespace
 }  // namespace tessera

@@ -116,7 +116,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> inputs;
   int iterations = 1, warmup = 0;
   bool json = false, profile = false;
-  app.add_option("program", program_path, "Program file (.tsr)")->required();
+  // Required unless --list-options, which needs no program.
+  app.add_option("program", program_path, "Program file (.tsr)");
   app.add_option("--method", method_name, "Method to run")->capture_default_str();
   app.add_option("--input", inputs, "NAME=FILE.npy (or INDEX=FILE.npy); repeatable");
   app.add_option("--output-dir", output_dir, "Write each output as NAME.npy here");
@@ -139,6 +140,12 @@ int run(int argc, char** argv) {
   if (option_cli.list_options) {
     print_option_schemas(stdout);
     return 0;
+  }
+  if (program_path.empty()) {
+    std::fprintf(stderr,
+                 "tessera-run: a program file is required (only --list-options runs without one)\n"
+                 "Run with --help for more information.\n");
+    return 1;
   }
 
   auto t_load0 = std::chrono::steady_clock::now();

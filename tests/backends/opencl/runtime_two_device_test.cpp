@@ -3,14 +3,18 @@
 // from two threads. Needs POCL_DEVICES="pthread pthread" (set by ctest).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <string>
 #include <thread>
 
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/options_map.h"
 #include "tessera/backend/resolved_options.h"
+#include "tessera/backends/opencl/options.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
+#include "test_util.h"
 #include "tests/testing/test_programs.h"
 
 namespace tessera {
@@ -18,10 +22,16 @@ namespace {
 
 constexpr OptionKey<int64_t> kDeviceIndex{"device_index"};
 
+uint32_t opencl_devices() {
+  uint32_t n = 0;
+  for (const OpenClPlatform& p : DeviceInfo::get().opencl().platform_list()) n += p.num_devices;
+  return n;
+}
+
 TEST(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
-  uint32_t devices = 0;
-  for (const OpenClPlatform& p : DeviceInfo::get().opencl().platform_list()) devices += p.num_devices;
-  if (devices < 2) GTEST_SKIP() << "needs two OpenCL devices (POCL_DEVICES=\"pthread pthread\")";
+  if (opencl_devices() < 2) {
+    GTEST_SKIP() << "needs two OpenCL devices (POCL_DEVICES=\"pthread pthread\")";
+  }
 
   auto bytes = testing::delegate_chain_program({"opencl", "opencl"}).build();
   ASSERT_TRUE(bytes.ok());
@@ -44,7 +54,9 @@ TEST(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
   ASSERT_TRUE(m0.ok()) << m0.status().message();
   ASSERT_TRUE(m1.ok()) << m1.status().message();
   for (Method* m : {&*m0, &*m1}) {
-    for (size_t d = 0; d < m->num_delegates(); ++d) EXPECT_STREQ(m->delegate_info(d).backend, "opencl");
+    for (size_t d = 0; d < m->num_delegates(); ++d) {
+      EXPECT_STREQ(m->delegate_info(d).backend, "opencl");
+    }
   }
   EXPECT_EQ(*m0->delegate_info(0).options->get(kDeviceIndex), 0);
   EXPECT_EQ(*m1->delegate_info(0).options->get(kDeviceIndex), 1);
@@ -55,7 +67,8 @@ TEST(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
     for (int k = 0; k < 8; ++k) x[k] = static_cast<float>(k) - 4.0f + offset;
     int64_t sizes[] = {2, 4};
     for (int r = 0; r < 25; ++r) {
-      if (!m->set_input(0, Tensor(ScalarType::Float32, sizes, x)).is_ok() || !m->execute().is_ok()) {
+      if (!m->set_input(0, Tensor(ScalarType::Float32, sizes, x)).is_ok() ||
+          !m->execute().is_ok()) {
         ++*failures;
         continue;
       }
@@ -72,6 +85,71 @@ TEST(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
   t1.join();
   EXPECT_EQ(f0, 0);
   EXPECT_EQ(f1, 0);
+}
+
+// Both instances also load at the same time, sharing one program cache directory and one
+// tuning file: the backend's shared state (device set, contexts, cache and tuning files) is
+// touched from two threads at once.
+TEST(OpenclRuntime, TwoThreadsLoadAndRunOnTwoDevicesWithSharedCacheAndTuning) {
+  if (opencl_devices() < 2) {
+    GTEST_SKIP() << "needs two OpenCL devices (POCL_DEVICES=\"pthread pthread\")";
+  }
+
+  auto bytes = testing::delegate_chain_program({"opencl", "opencl"}).build();
+  ASSERT_TRUE(bytes.ok());
+  testing::AlignedBuffer buf(*bytes);
+  BufferDataLoader loader(buf.data(), buf.size());
+  auto program = Program::load(&loader);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+
+  opencl::testing::TempDir dir;
+  const std::string cache = dir.file("cache"), tuning = dir.file("tuning.txt");
+  auto worker = [&](int64_t device, float offset, std::string* error) {
+    LoadBackendOptionsMap options;
+    Status st = options.set("opencl", opencl::kDeviceIndex, device);
+    if (st.is_ok()) st = options.set("opencl", opencl::kCacheDir, cache);
+    if (st.is_ok()) st = options.set("opencl", opencl::kTuningFile, tuning);
+    if (st.is_ok()) st = options.set("opencl", opencl::kTuningLevel, EnumValue{"rapid"});
+    if (!st.is_ok()) {
+      *error = st.message();
+      return;
+    }
+    LoadOptions load;
+    load.backend_options = &options;
+    auto m = program->load_method("forward", nullptr, load);
+    if (!m.ok()) {
+      *error = m.status().message();
+      return;
+    }
+    float x[8];
+    for (int k = 0; k < 8; ++k) x[k] = static_cast<float>(k) - 4.0f + offset;
+    int64_t sizes[] = {2, 4};
+    for (int r = 0; r < 10; ++r) {
+      st = m->set_input(0, Tensor(ScalarType::Float32, sizes, x));
+      if (st.is_ok()) st = m->execute();
+      if (!st.is_ok()) {
+        *error = st.message();
+        return;
+      }
+      const float* y = (*m->get_output(0))->data_as<float>();
+      for (int k = 0; k < 8; ++k) {
+        if (y[k] != (x[k] > 0 ? x[k] : 0)) *error = "wrong output";
+      }
+    }
+  };
+  std::string e0, e1;
+  std::thread t0(worker, 0, 0.5f, &e0);
+  std::thread t1(worker, 1, -1.5f, &e1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(e0, "");
+  EXPECT_EQ(e1, "");
+  EXPECT_FALSE(opencl::testing::read_bytes(tuning).empty());
+  size_t cached = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) {
+    cached += entry.path().extension() == ".clbin";
+  }
+  EXPECT_GE(cached, 1u);
 }
 
 }  // namespace
