@@ -144,7 +144,7 @@ TEST_F(Contexts, ExecuteOptionsCapacity) {
   for (int i = 0; i < 8; ++i) {
     BackendOption o = opt(kNumThreads, i);
     ASSERT_OK(
-        execute.set_options_unchecked("b" + std::to_string(i), Span<const BackendOption>(&o, 1)));
+        execute.set_options_unchecked(std::string(1, 'b') + std::to_string(i), Span<const BackendOption>(&o, 1)));
   }
   BackendOption o = opt(kNumThreads, 1);
   EXPECT_EQ(execute.set_options_unchecked("b8", Span<const BackendOption>(&o, 1)).code(),

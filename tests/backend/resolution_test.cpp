@@ -306,7 +306,7 @@ TEST(OptionMaps, MergeReplaceAndCapacity) {
   EXPECT_EQ(load.set("", kNumThreads, 1).code(), Error::InvalidArgument);
 
   LoadBackendOptionsMap full;
-  for (int i = 0; i < 16; ++i) ASSERT_OK(full.set("b" + std::to_string(i), kNumThreads, i));
+  for (int i = 0; i < 16; ++i) ASSERT_OK(full.set(std::string(1, 'b') + std::to_string(i), kNumThreads, i));
   Status too_many = full.set("b16", kNumThreads, 1);
   EXPECT_EQ(too_many.code(), Error::MemoryAllocationFailed);
   EXPECT_STREQ(too_many.message(), "cannot add backend 'b16': capacity of 16 backends reached");
@@ -314,7 +314,7 @@ TEST(OptionMaps, MergeReplaceAndCapacity) {
   // All or nothing: a batch that does not fit leaves the map as it was.
   DelegateOptionsMap d;
   BackendOptions<48> many;
-  for (int i = 0; i < 48; ++i) ASSERT_OK(many.set_int("k" + std::to_string(i), i));
+  for (int i = 0; i < 48; ++i) ASSERT_OK(many.set_int(std::string(1, 'k') + std::to_string(i), i));
   ASSERT_OK(d.set_options("x#0", many.view()));
   ASSERT_OK(d.set_options("x#1", Span<const BackendOption>(many.view().data(), 10)));
   EXPECT_EQ(d.set_options("x#2", many.view()).code(), Error::MemoryAllocationFailed);

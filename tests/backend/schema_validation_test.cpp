@@ -211,7 +211,7 @@ TEST(CheckSchema, RejectsMalformedSchemas) {
 TEST(CheckSchema, RejectsTooManyOptions) {
   static const std::string* keys = [] {
     auto* k = new std::string[kMaxSchemaOptions + 1];
-    for (size_t i = 0; i <= kMaxSchemaOptions; ++i) k[i] = "k" + std::to_string(i);
+    for (size_t i = 0; i <= kMaxSchemaOptions; ++i) k[i] = std::string(1, 'k') + std::to_string(i);
     return k;
   }();
   std::vector<OptionSpec> big;

@@ -37,7 +37,7 @@ int GraphCase::constant(std::vector<int64_t> dims, Floats data) {
   }
   constants.push_back(std::move(data));
   ir::Value v;
-  v.name = "c" + std::to_string(constants.size() - 1);
+  v.name = std::string(1, 'c') + std::to_string(constants.size() - 1);
   for (int64_t d : dims) v.dims.push_back(d);
   v.constant = static_cast<int>(constants.size()) - 1;
   graph.values.push_back(std::move(v));
@@ -46,7 +46,7 @@ int GraphCase::constant(std::vector<int64_t> dims, Floats data) {
 
 int GraphCase::tensor(std::vector<ir::Dim> dims) {
   ir::Value v;
-  v.name = "v" + std::to_string(graph.values.size());
+  v.name = std::string(1, 'v') + std::to_string(graph.values.size());
   v.dims = std::move(dims);
   graph.values.push_back(std::move(v));
   return static_cast<int>(graph.values.size()) - 1;
@@ -55,7 +55,7 @@ int GraphCase::tensor(std::vector<ir::Dim> dims) {
 ir::Node& GraphCase::node(fb::OpType op, std::vector<int> inputs, int output) {
   ir::Node n;
   n.op = op;
-  n.name = "n" + std::to_string(graph.nodes.size());
+  n.name = std::string(1, 'n') + std::to_string(graph.nodes.size());
   n.inputs = std::move(inputs);
   n.outputs = {output};
   graph.nodes.push_back(std::move(n));
