@@ -129,20 +129,28 @@ def match(layers, tess_events, ort_nodes):
         name = e["name"].split(":", 1)[1] if ":" in e["name"] else e["name"]
         tess.setdefault(name, []).append(e["mean_ms"])
     ort = [n for n in ort_nodes if n["op"] in ("Conv", "FusedConv", "Gemm", "MatMul", "FusedGemm")]
+    def same_weights(o, l):
+        return (o["w"] is None or l["w"] is None or
+                (o["w"][2:] == l["w"][2:] and o["w"][0] >= l["w"][0] and len(o["w"]) == len(l["w"])))
+
     rows = []
-    oi = 0
+    used = [False] * len(ort)
     for i, l in enumerate(layers):
         t = None
         for name, ms in tess.items():
             if ms and l["name"].startswith(name):
                 t = ms.pop(0)
                 break
+        # ORT may run a layer a little earlier or later (a residual branch's 1x1 first): the
+        # first unused node within a few places whose weights have this layer's shape, else the
+        # first unused one.
+        free = [k for k in range(len(ort)) if not used[k]]
+        pick = next((k for k in free[:4] if same_weights(ort[k], l)), free[0] if free else None)
         o = None
-        if oi < len(ort):
-            o = ort[oi]
-            oi += 1
-        ok = o is not None and (o["w"] is None or l["w"] is None or
-                                (o["w"][2:] == l["w"][2:] and o["w"][0] >= l["w"][0]))
+        if pick is not None:
+            o = ort[pick]
+            used[pick] = True
+        ok = o is not None and same_weights(o, l)
         rows.append({"layer": l["name"], "kind": kind_of(l["op"], l["w"], l["group"], i == 0),
                      "w": l["w"], "tessera_ms": t, "ort_ms": o["ms"] if o else None, "matched": ok})
     return rows
