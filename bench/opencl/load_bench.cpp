@@ -35,7 +35,8 @@ struct Net {
 
   int value(std::vector<int64_t> dims, int constant = -1) {
     ir::Value v;
-    v.name = "v" + std::to_string(graph.values.size());
+    v.name = 'v';
+    v.name += std::to_string(graph.values.size());
     for (int64_t d : dims) v.dims.push_back(d);
     v.constant = constant;
     graph.values.push_back(std::move(v));
@@ -79,7 +80,8 @@ struct Net {
     int y = value(out_dims);
     ir::Node n;
     n.op = op;
-    n.name = "n" + std::to_string(graph.nodes.size());
+    n.name = 'n';
+    n.name += std::to_string(graph.nodes.size());
     n.inputs = std::move(ins);
     n.outputs = {y};
     graph.nodes.push_back(std::move(n));
@@ -173,11 +175,18 @@ double latency_ms(const Net& net, Loaded& l, int runs) {
   EValue vi(ti), vo(to);
   EValue* args[] = {&vi, &vo};
   BackendExecutionContext ctx(&l.resolved);
-  l.backend->execute(ctx, l.handle, args);  // warm-up (PoCL builds work-group functions)
+  // Warm-up (PoCL builds work-group functions).
+  if (Status st = l.backend->execute(ctx, l.handle, args); !st.is_ok()) {
+    std::fprintf(stderr, "execute failed: %s\n", st.message());
+    return -1.0;
+  }
   std::vector<double> times;
   for (int i = 0; i < runs; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    l.backend->execute(ctx, l.handle, args);
+    if (Status st = l.backend->execute(ctx, l.handle, args); !st.is_ok()) {
+      std::fprintf(stderr, "execute failed: %s\n", st.message());
+      return -1.0;
+    }
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
@@ -202,7 +211,10 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
 
   LoadBackendOptionsMap cache;
-  cache.set("opencl", opencl::kCacheDir, dir + "/cache");
+  if (Status st = cache.set("opencl", opencl::kCacheDir, dir + "/cache"); !st.is_ok()) {
+    std::fprintf(stderr, "cache_dir: %s\n", st.message());
+    return 1;
+  }
   double cold = 0, warm = 0;
   {
     Loaded l;
@@ -229,8 +241,14 @@ int main(int argc, char** argv) {
     std::printf("tuning none:   latency %8.2f ms (median of %d)\n", latency_ms(net, l, runs), runs);
   }
   LoadBackendOptionsMap tuned = cache;
-  tuned.set("opencl", opencl::kTuningLevel, EnumValue{"normal"});
-  tuned.set("opencl", opencl::kTuningFile, dir + "/tuning.bin");
+  if (Status st = tuned.set("opencl", opencl::kTuningLevel, EnumValue{"normal"}); !st.is_ok()) {
+    std::fprintf(stderr, "tuning_level: %s\n", st.message());
+    return 1;
+  }
+  if (Status st = tuned.set("opencl", opencl::kTuningFile, dir + "/tuning.bin"); !st.is_ok()) {
+    std::fprintf(stderr, "tuning_file: %s\n", st.message());
+    return 1;
+  }
   {
     Loaded l;
     if (!load(net, tuned, &l)) return 1;

@@ -4,6 +4,8 @@ namespace tessera {
 
 BackendInterface::~BackendInterface() = default;
 
+const char* BackendInterface::unavailable_reason() const { return ""; }
+
 Span<const OptionSpec> BackendInterface::option_schema() const {
   return {};
 }

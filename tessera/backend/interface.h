@@ -46,6 +46,10 @@ class BackendInterface {
   /// Whether the backend can run on this machine (device present, library loadable).
   virtual bool is_available() const = 0;
 
+  /// Why is_available() is false, for error messages ("no OpenCL platform (clGetPlatformIDs:
+  /// -1001)"); "" when there is nothing more to say. Storage must outlive the backend. Default: "".
+  virtual const char* unavailable_reason() const;
+
   /// Every option the backend accepts. Must return the same static array on every call.
   /// Default: no options.
   virtual Span<const OptionSpec> option_schema() const;

@@ -171,11 +171,15 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     }
     BackendInterface* b = *backend;
     if (!b->is_available()) {
+      const char* why = b->unavailable_reason();
+      const bool has_why = why != nullptr && why[0] != '\0';
       last_error = Status::error(Error::DelegateUnavailable,
-                                 "delegate '%s': backend '%.*s' is not available on this machine",
-                                 d->id()->c_str(), static_cast<int>(name.size()), name.data());
-      append_reason(info, "'%.*s' is not available on this machine", static_cast<int>(name.size()),
-                    name.data());
+                                 "delegate '%s': backend '%.*s' is not available on this machine%s%s%s",
+                                 d->id()->c_str(), static_cast<int>(name.size()), name.data(),
+                                 has_why ? " (" : "", has_why ? why : "", has_why ? ")" : "");
+      append_reason(info, "'%.*s' is not available on this machine%s%s%s",
+                    static_cast<int>(name.size()), name.data(), has_why ? " (" : "",
+                    has_why ? why : "", has_why ? ")" : "");
       continue;
     }
     if (name != requested) {
@@ -293,7 +297,7 @@ Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffe
     BackendExecutionContext ctx(d.options, view, profile);
     Status st = d.backend->execute(ctx, d.handle, {d.args, d.num_args});
     if (!st.is_ok()) {
-      char prefix[128];
+      char prefix[160];  // fits the longest id (63) and backend name (31)
       std::snprintf(prefix, sizeof prefix, "instruction %u (delegate '%s' on '%s')", i, d.info->id,
                     d.info->backend);
       return st.with_prefix(prefix);

@@ -18,14 +18,14 @@ ir::Graph make_graph(const std::vector<OpType>& ops, const std::vector<std::vect
   ir::Graph g;
   g.values.resize(ops.size() + 1);
   for (size_t v = 0; v < g.values.size(); ++v) {
-    g.values[v].name = "v" + std::to_string(v);
+    g.values[v].name = std::string(1, 'v') + std::to_string(v);
     g.values[v].dims = {ir::Dim(4)};
   }
   g.inputs = {0};
   for (size_t i = 0; i < ops.size(); ++i) {
     ir::Node n;
     n.op = ops[i];
-    n.name = "n" + std::to_string(i);
+    n.name = std::string(1, 'n') + std::to_string(i);
     for (int p : inputs[i]) n.inputs.push_back(p + 1);
     n.outputs = {static_cast<int>(i) + 1};
     g.nodes.push_back(n);

@@ -222,6 +222,19 @@ TEST_F(DelegateTest, FallbackIsExplicitAndReported) {
   EXPECT_STREQ(info.requested_backend, "stub_a");
   EXPECT_STREQ(info.reason, "'stub_a' is not available on this machine");
 
+  // A backend that says why: the error and the reason carry it.
+  stubs_["stub_a"]->why_unavailable = "no accelerator found";
+  auto why_fails = program.load_method("forward");
+  ASSERT_FALSE(why_fails.ok());
+  EXPECT_STREQ(why_fails.status().message(),
+               "delegate 'stub_a#0': backend 'stub_a' is not available on this machine (no "
+               "accelerator found)");
+  auto why_falls_back = program.load_method("forward", nullptr, o);
+  ASSERT_TRUE(why_falls_back.ok()) << why_falls_back.status().message();
+  EXPECT_STREQ(why_falls_back->delegate_info(0).reason,
+               "'stub_a' is not available on this machine (no accelerator found)");
+  stubs_["stub_a"]->why_unavailable = "";
+
   // An init failure moves on too, and the error is in the reason.
   stubs_["stub_a"]->available = true;
   stubs_["stub_b"]->on_init = [](BackendInitContext&, FreeableBuffer*, Span<const CompileSpec>)

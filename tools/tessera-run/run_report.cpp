@@ -113,7 +113,13 @@ void print_option_schemas(FILE* out) {
   for (const std::string& name : registered_backends()) {
     auto b = get_backend(name);
     if (!b.ok()) continue;
-    std::fprintf(out, "%s%s\n", name.c_str(), (*b)->is_available() ? "" : "  (not available on this machine)");
+    if ((*b)->is_available()) {
+      std::fprintf(out, "%s\n", name.c_str());
+    } else {
+      const char* why = (*b)->unavailable_reason();
+      std::fprintf(out, "%s  (not available on this machine%s%s)\n", name.c_str(),
+                   why && why[0] ? ": " : "", why && why[0] ? why : "");
+    }
     Span<const OptionSpec> schema = (*b)->option_schema();
     if (schema.empty()) {
       std::fprintf(out, "  (no options)\n\n");

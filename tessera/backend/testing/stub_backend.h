@@ -38,8 +38,10 @@ class StubBackend : public BackendInterface {
   std::function<Status(Span<BackendOption>)> on_get_option;
   std::function<bool(const OpView&)> on_supports_op;
   std::atomic<bool> available{true};
+  std::atomic<const char*> why_unavailable{""};  // static strings only
 
   bool is_available() const override { return available.load(); }
+  const char* unavailable_reason() const override { return why_unavailable.load(); }
   Span<const OptionSpec> option_schema() const override { return schema_; }
   bool supports_op(const OpView& op) const override {
     return on_supports_op ? on_supports_op(op) : true;

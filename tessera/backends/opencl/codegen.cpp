@@ -36,7 +36,7 @@ class Planner {
         attrs_(&node_),
         shapes_(shapes),
         plan_(plan) {
-    k().name = "k" + std::to_string(index);
+    k().name = std::string(1, 'k') + std::to_string(index);
     k().label = std::string(fb::EnumNameOpType(node_.op())) + " " + std::string(attrs_.node_name());
   }
 

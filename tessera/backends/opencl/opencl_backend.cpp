@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/device_info.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/options.h"
@@ -60,6 +61,12 @@ T pick(int index, std::initializer_list<T> values) {
 }  // namespace
 
 bool OpenClBackend::is_available() const { return any_opencl_device(); }
+
+const char* OpenClBackend::unavailable_reason() const {
+  if (any_opencl_device()) return "";
+  const char* probed = DeviceInfo::get().opencl().error;
+  return probed[0] != '\0' ? probed : "no OpenCL device on any platform";
+}
 
 Span<const OptionSpec> OpenClBackend::option_schema() const { return kSchema; }
 

@@ -17,6 +17,9 @@ class OpenClBackend final : public BackendInterface {
  public:
   /// True when the ICD loader finds at least one OpenCL device (probed once).
   bool is_available() const override;
+  /// DeviceInfo's reason ("no OpenCL platform (clGetPlatformIDs: -1001)", ...), or "no OpenCL
+  /// device" when platforms exist but offer no device.
+  const char* unavailable_reason() const override;
   Span<const OptionSpec> option_schema() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
