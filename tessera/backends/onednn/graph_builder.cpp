@@ -43,6 +43,14 @@ bool is_plain(const memory::desc& md) {
   return md == plain(md.dims(), md.data_type());
 }
 
+/// The node's "axis" attribute (`fallback` when absent), negative values counted from `rank`.
+/// check_node has validated the range.
+int64_t axis_attr(const NodeView& n, int64_t fallback, size_t rank) {
+  int64_t axis = fallback;
+  n.attr_int("axis", fallback, &axis);
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
 DimVector expand_rank(const DimVector& d, size_t rank) {
   DimVector out(rank - d.size(), 1);
   out.insert(out.end(), d.begin(), d.end());
@@ -669,9 +677,7 @@ Status Builder::lower_eltwise(const NodeView& n, int index) {
 Status Builder::lower_softmax(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  int64_t axis = -1;
-  n.attr_int("axis", -1, &axis);
-  if (axis < 0) axis += static_cast<int64_t>(dx.size());
+  const int64_t axis = axis_attr(n, -1, dx.size());
   TESSERA_ASSIGN_OR_RETURN(memory src, plain_view(x, dx, act_));
   dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, src.get_desc(),
                                    static_cast<int>(axis));
@@ -687,9 +693,7 @@ Status Builder::lower_softmax(const NodeView& n) {
 Status Builder::lower_concat(const NodeView& n) {
   const int y = n.output(0);
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  int64_t axis = 0;
-  n.attr_int("axis", 0, &axis);
-  if (axis < 0) axis += static_cast<int64_t>(dy.size());
+  const int64_t axis = axis_attr(n, 0, dy.size());
   std::vector<memory> srcs;
   std::vector<memory::desc> mds;
   // Same layout for every part: the first part's when all share it, else row-major.
@@ -777,12 +781,9 @@ Status Builder::lower_transpose(const NodeView& n) {
 Status Builder::lower_layer_norm(const NodeView& n) {
   const int x = n.input(0), scale = n.input(1), bias = n.input(2), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  const int64_t rank = static_cast<int64_t>(dx.size());
-  int64_t axis = -1;
+  const int64_t axis = axis_attr(n, -1, dx.size());
   float epsilon = 1e-5f;
-  n.attr_int("axis", -1, &axis);
   n.attr_float("epsilon", 1e-5f, &epsilon);
-  if (axis < 0) axis += rank;
   // Row-major X viewed as [outer, normalized]: oneDNN normalizes over the last dim.
   const DimVector norm(dx.begin() + axis, dx.end());
   const int64_t inner = numel(norm);
@@ -914,9 +915,7 @@ Status Builder::lower_slice(const NodeView& n) {
 Status Builder::lower_split(const NodeView& n) {
   const int x = n.input(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  int64_t axis = 0;
-  n.attr_int("axis", 0, &axis);
-  if (axis < 0) axis += static_cast<int64_t>(dx.size());
+  const int64_t axis = axis_attr(n, 0, dx.size());
   // Each part is a sub-memory of X in X's own layout when oneDNN can describe it (no blocking
   // across the split), else of a row-major copy; each is copied out by a reorder.
   TESSERA_ASSIGN_OR_RETURN(memory m, get(x));
