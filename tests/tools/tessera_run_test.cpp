@@ -164,6 +164,24 @@ TEST_F(TesseraRun, ListAndExplainOptions) {
   EXPECT_EQ(retarget.exit_code, 0) << retarget.err;
 }
 
+TEST_F(TesseraRun, ProfileTurnsOnEachUsedBackendsProfiling) {
+  // --profile sets portable.profile=true itself (no --execute-option) and reports every event.
+  RunResult text = run(dir_ + "/delegate.tsr --profile --iterations 3");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_CONTAINS(text.out, "profile  1 event(s) per call, mean over 3 call(s)");
+  RunResult json = run(dir_ + "/delegate.tsr --profile --iterations 2 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_CONTAINS(json.out, "\"profile\":[{\"name\":");
+  EXPECT_CONTAINS(json.out, "\"calls\":2}");
+  EXPECT_CONTAINS(json.out, "\"profile_events_dropped\":0");
+  // Without it there is no profile section; an explicit false wins over --profile.
+  RunResult plain = run(dir_ + "/delegate.tsr --json");
+  EXPECT_EQ(plain.out.find("\"profile\":"), std::string::npos);
+  RunResult off = run(dir_ + "/delegate.tsr --profile --execute-option portable.profile=false");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_CONTAINS(off.out, "profile  0 event(s) per call");
+}
+
 TEST_F(TesseraRun, ListOptionsNeedsNoProgramButRunningDoes) {
   RunResult list = run("--list-options");
   ASSERT_EQ(list.exit_code, 0) << list.err;
