@@ -25,7 +25,9 @@ Status bad(const std::string& name, const char* what) {
 
 // Finds `'key':` in the header dict and returns the text after it.
 bool find_key(std::string_view header, std::string_view key, std::string_view* rest) {
-  std::string quoted = "'" + std::string(key) + "'";
+  std::string quoted(1, '\'');
+  quoted += key;
+  quoted += '\'';
   size_t p = header.find(quoted);
   if (p == std::string_view::npos) return false;
   p = header.find(':', p + quoted.size());

@@ -149,8 +149,9 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     if (per_node == nullptr) {
       Result<std::unique_ptr<Delegate>> built = build_per_node(*recipe);
       if (!built.ok()) {
-        char prefix[96];
-        std::snprintf(prefix, sizeof prefix, "xnnpack: delegate '%s': building its per-node twin for profiling", id);
+        char prefix[160];  // fits the longest id (63)
+        std::snprintf(prefix, sizeof prefix,
+                      "xnnpack: delegate '%s': building its per-node twin for profiling", id);
         return built.status().with_prefix(prefix);
       }
       per_node = std::move(built).value();

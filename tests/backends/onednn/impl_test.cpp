@@ -73,7 +73,9 @@ std::multiset<std::string> run_resnet18() {
   Result<FixtureRun> run = Status(Error::Internal, "not run");
   const std::string verbose = capture_stdout([&] { run = run_fixture(*program, "resnet18", ""); });
   EXPECT_TRUE(run.ok()) << run.status().message();
-  if (run.ok()) EXPECT_LE(run->max_diff, 1e-4 * run->max_ref);
+  if (run.ok()) {
+    EXPECT_LE(run->max_diff, 1e-4 * run->max_ref);
+  }
   impls = conv_impls(verbose);
   std::set<std::string> unique(impls.begin(), impls.end());
   for (const std::string& i : unique) std::printf("  convolution: %s x%zu\n", i.c_str(), impls.count(i));
@@ -113,7 +115,9 @@ TEST_F(OnednnImplementations, ResNet18ConvolutionsUseFastKernels) {
     EXPECT_NE(i.rfind("ref", 0), 0u) << i;
     EXPECT_EQ(i.find("gemm:"), std::string::npos) << i;
     EXPECT_TRUE(i.find("brg") != std::string::npos || i.find("jit") != std::string::npos) << i;
-    if (DeviceInfo::get().has_isa("avx512f")) EXPECT_NE(i.find("avx512"), std::string::npos) << i;
+    if (DeviceInfo::get().has_isa("avx512f")) {
+      EXPECT_NE(i.find("avx512"), std::string::npos) << i;
+    }
   }
   // Initialised: max_cpu_isa reads as the effective ISA and can no longer change.
   const std::string effective = get_isa();
