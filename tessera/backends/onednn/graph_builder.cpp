@@ -145,6 +145,10 @@ class Builder {
   Result<memory> as(int v, const memory::desc& want);
   /// Value `v` row-major in the activation type, viewed with `dims` (same element count).
   Result<memory> plain_view(int v, const DimVector& dims, dt type);
+  /// Value `v` as the input of a primitive in the activation type: as it is when it already has
+  /// that type, else (another type, or a program constant, whose bytes steps must not write) a
+  /// row-major copy in the activation type.
+  Result<memory> activation_input(int v);
   /// Constant `v` broadcast (unidirectionally) to `shape`, as a new row-major f32 memory of
   /// numel(shape) elements filled now.
   Result<memory> broadcast_constant(int v, const DimVector& shape);
@@ -282,6 +286,12 @@ Result<memory> Builder::as(int v, const memory::desc& want) {
   }
   val.converted.push_back(out);
   return out;
+}
+
+Result<memory> Builder::activation_input(int v) {
+  TESSERA_ASSIGN_OR_RETURN(memory m, get(v));
+  if (m.get_desc().data_type() == act_ && !vals_[static_cast<size_t>(v)].constant) return m;
+  return as(v, plain(dims_[static_cast<size_t>(v)], act_));
 }
 
 Result<memory> Builder::plain_view(int v, const DimVector& dims, dt type) {
@@ -545,10 +555,7 @@ Status Builder::lower_pool(const NodeView& n) {
     n.attr_int("count_include_pad", 0, &include);
     alg = include ? algorithm::pooling_avg_include_padding : algorithm::pooling_avg_exclude_padding;
   }
-  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
-  if (src.get_desc().data_type() != act_) {
-    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dims_[static_cast<size_t>(x)], act_)));
-  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   dnnl::pooling_v2_forward::desc desc(
       dnnl::prop_kind::forward_inference, alg, src.get_desc(), any(dims_[static_cast<size_t>(y)], act_),
       {win.stride[0], win.stride[1]}, {win.kernel[0], win.kernel[1]},
@@ -566,10 +573,7 @@ Status Builder::lower_pool(const NodeView& n) {
 Status Builder::lower_global_pool(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
-  if (src.get_desc().data_type() != act_) {
-    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dx, act_)));
-  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   const DimVector pooled = {dx[0], dx[1], 1, 1};
   dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference,
                                       algorithm::pooling_avg_exclude_padding, src.get_desc(),
@@ -612,10 +616,7 @@ Status Builder::lower_binary(const NodeView& n, int index) {
       std::swap(a, b);
     }
   }
-  TESSERA_ASSIGN_OR_RETURN(memory src0, get(a));
-  if (src0.get_desc().data_type() != act_ || vals_[static_cast<size_t>(a)].constant) {
-    TESSERA_ASSIGN_OR_RETURN(src0, as(a, plain(dy, act_)));
-  }
+  TESSERA_ASSIGN_OR_RETURN(memory src0, activation_input(a));  // dims_[a] == dy
   memory src1;
   if (dims_[static_cast<size_t>(b)] == dy) {
     TESSERA_ASSIGN_OR_RETURN(src1, as(b, src0.get_desc()));
@@ -645,10 +646,7 @@ Status Builder::lower_binary(const NodeView& n, int index) {
 
 Status Builder::lower_eltwise(const NodeView& n, int index) {
   const int x = n.input(0), y = n.output(0);
-  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
-  if (src.get_desc().data_type() != act_ || vals_[static_cast<size_t>(x)].constant) {
-    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dims_[static_cast<size_t>(x)], act_)));
-  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   const bool in_place = src == vals_[static_cast<size_t>(x)].mem && overwritable(x, index);
   memory dst = in_place ? src : fresh(src.get_desc());
   auto run = [&](algorithm alg, float alpha, float beta, const memory& from) {
@@ -981,10 +979,7 @@ Status Builder::lower_pad(const NodeView& n) {
 Status Builder::lower_prelu(const NodeView& n) {
   const int x = n.input(0), slope = n.input(1), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
-  if (src.get_desc().data_type() != act_ || vals_[static_cast<size_t>(x)].constant) {
-    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dx, act_)));
-  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   TESSERA_ASSIGN_OR_RETURN(
       memory weights,
       plain_view(slope, expand_rank(dims_[static_cast<size_t>(slope)], dx.size()), act_));
@@ -1013,10 +1008,7 @@ Status Builder::lower_batch_norm(const NodeView& n) {
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   float epsilon = 1e-5f;
   n.attr_float("epsilon", 1e-5f, &epsilon);
-  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
-  if (src.get_desc().data_type() != act_ || vals_[static_cast<size_t>(x)].constant) {
-    TESSERA_ASSIGN_OR_RETURN(src, as(x, plain(dx, act_)));
-  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   const DimVector channels = {dx[1]};
   memory params[4];  // scale, B, mean, var
   for (int i = 0; i < 4; ++i) {
