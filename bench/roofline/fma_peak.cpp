@@ -84,29 +84,34 @@ struct Peak {
   double cpu_gflops;   // best repetition by thread CPU time
 };
 
-template <int Bytes>
-Peak peak_gflops(double seconds, float* sink) {
-  const double flops_per_iter = 2.0 * kAcc * Vec<Bytes>::kLanes;
+// The best repetition of `run(iters, seed, sink)` (a Timing for `iters` iterations of
+// `flops_per_iter` FLOPs). Short repetitions (about 2 ms) so that on a loaded machine some of them
+// run without being descheduled; the best one is the peak.
+template <typename Run>
+Peak best_of(Run run, double flops_per_iter, int bits, double seconds, float* sink) {
   long iters = 1 << 10;
-  // Short repetitions (about 2 ms) so that on a loaded machine some of them run without being
-  // descheduled; the best one is the peak.
   for (;;) {
-    Timing t = run<Bytes>(iters, 1.0f, sink);
+    Timing t = run(iters, 1.0f, sink);
     if (t.wall > 0.002 || iters > (1L << 40)) break;
     iters *= 2;
   }
-  Peak p{Bytes * 8, 0, 0};
+  Peak p{bits, 0, 0};
   auto start = std::chrono::steady_clock::now();
   int reps = 0;
   while (reps < 20 ||
          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
-    Timing t = run<Bytes>(iters, static_cast<float>(reps % 7 + 2), sink);
+    Timing t = run(iters, static_cast<float>(reps % 7 + 2), sink);
     const double flops = flops_per_iter * static_cast<double>(iters);
     if (t.wall > 0 && flops / t.wall * 1e-9 > p.wall_gflops) p.wall_gflops = flops / t.wall * 1e-9;
     if (t.cpu > 0 && flops / t.cpu * 1e-9 > p.cpu_gflops) p.cpu_gflops = flops / t.cpu * 1e-9;
     ++reps;
   }
   return p;
+}
+
+template <int Bytes>
+Peak peak_gflops(double seconds, float* sink) {
+  return best_of(run<Bytes>, 2.0 * kAcc * Vec<Bytes>::kLanes, Bytes * 8, seconds, sink);
 }
 
 // bf16 dot products (AVX512_BF16 vdpbf16ps: 16 lanes, each adds two bf16 products to a float32
@@ -150,25 +155,7 @@ bool have_bf16_dot() {
 }
 
 Peak peak_bf16_gflops(double seconds, float* sink) {
-  const double flops_per_iter = 64.0 * kAcc;
-  long iters = 1 << 10;
-  for (;;) {
-    Timing t = run_bf16(iters, 1.0f, sink);
-    if (t.wall > 0.002 || iters > (1L << 40)) break;
-    iters *= 2;
-  }
-  Peak p{512, 0, 0};
-  auto start = std::chrono::steady_clock::now();
-  int reps = 0;
-  while (reps < 20 ||
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
-    Timing t = run_bf16(iters, static_cast<float>(reps % 7 + 2), sink);
-    const double flops = flops_per_iter * static_cast<double>(iters);
-    if (t.wall > 0 && flops / t.wall * 1e-9 > p.wall_gflops) p.wall_gflops = flops / t.wall * 1e-9;
-    if (t.cpu > 0 && flops / t.cpu * 1e-9 > p.cpu_gflops) p.cpu_gflops = flops / t.cpu * 1e-9;
-    ++reps;
-  }
-  return p;
+  return best_of(run_bf16, 64.0 * kAcc, 512, seconds, sink);
 }
 #else
 bool have_bf16_dot() { return false; }
