@@ -1,12 +1,11 @@
 #include "tessera/backends/onednn/onednn_backend.h"
 
-#include <flatbuffers/flatbuffers.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string_view>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/graph_payload.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/onednn/delegate.h"
@@ -115,17 +114,7 @@ Result<dnnl::engine> OnednnBackend::initialize(BackendInitContext& context) cons
 
 Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, FreeableBuffer* payload,
                                             Span<const CompileSpec>) const {
-  if (payload == nullptr || payload->data() == nullptr) {
-    return Status(Error::InvalidArgument, "onednn: no payload");
-  }
-  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(payload->data()), payload->size());
-  if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
-    return Status::error(Error::InvalidProgram,
-                         "onednn: delegate '%.*s': the payload is not a valid graph",
-                         static_cast<int>(context.delegate_id().size()),
-                         context.delegate_id().data());
-  }
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
+  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
 
   TESSERA_ASSIGN_OR_RETURN(dnnl::engine engine, initialize(context));
 
@@ -161,12 +150,7 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
                               : static_cast<int>(context.device_info().recommended_threads());
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
-  if (!delegate.ok()) {
-    char prefix[96];
-    std::snprintf(prefix, sizeof prefix, "delegate '%.*s'",
-                  static_cast<int>(context.delegate_id().size()), context.delegate_id().data());
-    return delegate.status().with_prefix(prefix);
-  }
+  if (!delegate.ok()) return for_delegate(context, delegate.status());
   payload->free();
   return to_handle(std::move(delegate).value().release());
 }

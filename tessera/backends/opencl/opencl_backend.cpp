@@ -1,11 +1,10 @@
 #include "tessera/backends/opencl/opencl_backend.h"
 
-#include <flatbuffers/flatbuffers.h>
-
 #include <cstdio>
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/device_info.h"
+#include "tessera/backend/graph_payload.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/options.h"
@@ -87,21 +86,12 @@ bool OpenClBackend::supports_op(const OpView& op) const {
 
 Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, FreeableBuffer* payload,
                                             Span<const CompileSpec>) const {
-  const std::string_view id = context.delegate_id();
-  if (payload == nullptr || payload->data() == nullptr) {
-    return Status(Error::InvalidArgument, "opencl: no payload");
-  }
-  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(payload->data()), payload->size());
-  if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
-    return Status::error(Error::InvalidProgram, "opencl: delegate '%.*s': the payload is not a valid graph",
-                         static_cast<int>(id.size()), id.data());
-  }
+  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
   if (!is_available()) {
     return Status(Error::DelegateUnavailable,
                   "opencl: no OpenCL device: the ICD loader found no platform with a device "
                   "(install a driver, e.g. pocl-opencl-icd, or use another backend)");
   }
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
 
   TESSERA_ASSIGN_OR_RETURN(std::string_view platform, context.get(kPlatform));
   TESSERA_ASSIGN_OR_RETURN(EnumValue type, context.get(kDeviceType));
@@ -132,11 +122,7 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
   settings.tuning_file = std::string(tuning_file);
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, device, settings);
-  if (!delegate.ok()) {
-    char prefix[96];
-    std::snprintf(prefix, sizeof prefix, "delegate '%.*s'", static_cast<int>(id.size()), id.data());
-    return delegate.status().with_prefix(prefix);
-  }
+  if (!delegate.ok()) return for_delegate(context, delegate.status());
   payload->free();
   return to_handle(std::move(delegate).value().release());
 }

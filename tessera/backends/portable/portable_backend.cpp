@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/graph_payload.h"
 #include "tessera/backend/registry.h"
 #include "tessera/ir/memory_plan.h"
 #include "tessera/ir/op.h"
@@ -66,7 +67,7 @@ Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableB
                                               Span<const CompileSpec>) const {
   MemoryAllocator* alloc = ctx.method_allocator();
   if (alloc == nullptr) return Status(Error::InvalidArgument, "portable: no method allocator");
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
+  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(ctx, payload));
   const std::string_view id = ctx.delegate_id();
 
   // Symbols of the payload, by name, from the load.

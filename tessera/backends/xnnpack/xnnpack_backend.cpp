@@ -2,12 +2,11 @@
 
 #include <xnnpack.h>
 
-#include <flatbuffers/flatbuffers.h>
-
 #include <cstdio>
 #include <mutex>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/graph_payload.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/xnnpack/delegate.h"
@@ -78,16 +77,7 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
     return Status::error(Error::DelegateUnavailable, "xnnpack: xnn_initialize failed (status %d)",
                          static_cast<int>(initialize_once()));
   }
-  if (payload == nullptr || payload->data() == nullptr) {
-    return Status(Error::InvalidArgument, "xnnpack: no payload");
-  }
-  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(payload->data()), payload->size());
-  if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
-    return Status::error(
-        Error::InvalidProgram, "xnnpack: delegate '%.*s': the payload is not a valid graph",
-        static_cast<int>(context.delegate_id().size()), context.delegate_id().data());
-  }
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(payload->data());
+  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
 
   // Threads: the shared pool unless the delegate's value was chosen for it specifically.
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
@@ -110,12 +100,7 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
                         (fp16 ? XNN_FLAG_HINT_FP16_INFERENCE : 0u);
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
-  if (!delegate.ok()) {
-    char prefix[96];
-    std::snprintf(prefix, sizeof prefix, "delegate '%.*s'",
-                  static_cast<int>(context.delegate_id().size()), context.delegate_id().data());
-    return delegate.status().with_prefix(prefix);
-  }
+  if (!delegate.ok()) return for_delegate(context, delegate.status());
   TESSERA_ASSIGN_OR_RETURN((*delegate)->recipe,
                            make_per_node_recipe(*graph, payload->data(), payload->size(), context, build));
   payload->free();
