@@ -24,8 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import onnx
-from onnx import numpy_helper  # noqa: F401  (onnx's helper module; shapes come from initializers)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -35,14 +35,16 @@ import harness  # noqa: E402  (export_fixtures, log)
 ORT_PROFILE_JS = r"""
 const ort = require(process.argv[2]);
 (async () => {
-  const [model, threads, iters, prefix] = process.argv.slice(3);
+  const [model, threads, iters, prefix, dimsText] = process.argv.slice(3);
+  const dims = dimsText.split('x').map((d) => parseInt(d, 10));
   const s = await ort.InferenceSession.create(model, {
     executionProviders: ['cpu'], intraOpNumThreads: +threads, interOpNumThreads: 1,
     executionMode: 'sequential', graphOptimizationLevel: 'all',
     enableProfiling: true, profileFilePrefix: prefix});
   const meta = s.inputNames[0];
   const feeds = {};
-  feeds[meta] = new ort.Tensor('float32', new Float32Array(3 * 224 * 224).fill(0.5), [1, 3, 224, 224]);
+  const count = dims.reduce((a, b) => a * b, 1);
+  feeds[meta] = new ort.Tensor('float32', new Float32Array(count).fill(0.5), dims);
   for (let i = 0; i < 5 + +iters; ++i) await s.run(feeds);
   s.endProfiling();
   process.exit(0);
@@ -88,15 +90,15 @@ def tessera_profile(run_exe, program, threads, backend, iterations):
     return out["latency_ms"]["median"], out.get("profile", [])
 
 
-def ort_profile(onnx_path, threads, iterations):
+def ort_profile(onnx_path, input_shape, threads, iterations):
     module = os.path.join(HERE, "node_modules", "onnxruntime-node")
     with tempfile.TemporaryDirectory() as tmp:
         script = os.path.join(tmp, "p.js")
         with open(script, "w") as f:
             f.write(ORT_PROFILE_JS)
         prefix = os.path.join(tmp, "ort")
-        subprocess.run(["node", script, module, onnx_path, str(threads), str(iterations), prefix],
-                       check=True, capture_output=True)
+        subprocess.run(["node", script, module, onnx_path, str(threads), str(iterations), prefix,
+                        "x".join(str(d) for d in input_shape)], check=True, capture_output=True)
         path = glob.glob(prefix + "*.json")[0]
         events = json.load(open(path))
     runs = [e["dur"] / 1000 for e in events if e.get("cat") == "Session" and e["name"] == "model_run"]
@@ -220,6 +222,7 @@ def main():
     for model in models:
         onnx_path = os.path.join(fixtures_dir, model, "model.onnx")
         layers = onnx_layers(onnx_path)
+        input_shape = np.load(os.path.join(fixtures_dir, model, "input.npy"), mmap_mode="r").shape
         for be in args.backends.split(","):
             prog = os.path.join(args.work_dir, model, f"{model}.{be}.tsr")
             os.makedirs(os.path.dirname(prog), exist_ok=True)
@@ -228,7 +231,7 @@ def main():
             for t in (int(x) for x in args.threads.split(",")):
                 harness.log(f"{model}: tessera-{be} and onnxruntime, {t} thread(s)")
                 t_lat, t_events = tessera_profile(run_exe, prog, t, be, args.iterations)
-                o_lat, o_nodes = ort_profile(onnx_path, t, args.iterations)
+                o_lat, o_nodes = ort_profile(onnx_path, input_shape, t, args.iterations)
                 rows = match(layers, t_events, o_nodes)
                 lines += report(model, t, be, t_lat, t_events, o_lat, o_nodes, rows)
     text = "\n".join(lines)
