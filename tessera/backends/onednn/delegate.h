@@ -2,7 +2,8 @@
 // execute loop. Built by build_delegate() (graph_builder.h); every primitive, memory object,
 // argument array and the shared scratchpad exist after init, so execute() itself allocates
 // nothing: it points the argument-bound memories at the caller's tensors and runs the steps
-// through the C API with prebuilt dnnl_exec_arg_t arrays (the C++ execute takes a std::unordered_map).
+// through the C API with prebuilt dnnl_exec_arg_t arrays (the C++ execute takes a
+// std::unordered_map).
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -25,8 +26,8 @@ struct Step {
   dnnl::primitive primitive;
   std::vector<dnnl_exec_arg_t> args;  // handles of memories kept alive by Delegate::memories
   std::array<char, 48> name = {};     // profile event name: "<kind>:<node name>"
-  std::string impl;                   // the implementation oneDNN chose ("brgconv:avx512_core", ...)
-  dnnl::memory::desc scratchpad;      // zero-sized when the primitive needs none
+  std::string impl;               // the implementation oneDNN chose ("brgconv:avx512_core", ...)
+  dnnl::memory::desc scratchpad;  // zero-sized when the primitive needs none
 };
 
 /// A memory object whose data is an execute argument's (set at every call).
@@ -52,13 +53,15 @@ class Delegate {
   std::vector<int64_t> arg_numel;  // expected element count of each argument
   std::vector<Step> steps;
   std::vector<ArgBinding> bindings;
-  std::vector<dnnl::memory> memories;  // every memory a step refers to (owning where oneDNN allocated)
-  dnnl::memory scratchpad;             // shared by all steps (scratchpad_mode::user)
-  dnnl::memory arena;                  // activation buffers, lifetimes planned at init
-  size_t arena_bytes = 0;              // its size
-  size_t activation_bytes = 0;         // what the buffers in it would take one by one
-  size_t fused_sums = 0;               // residual adds fused as sum post-ops
-  size_t in_place_sums = 0;            // of which write into the residual's own buffer
+  std::vector<dnnl::memory>
+      memories;                 // every memory a step refers to (owning where oneDNN allocated)
+  dnnl::memory scratchpad;      // shared by all steps (scratchpad_mode::user)
+  dnnl::memory arena;           // activation buffers, lifetimes planned at init
+  size_t arena_bytes = 0;       // its size
+  size_t activation_bytes = 0;  // what the buffers in it would take one by one
+  size_t fused_sums = 0;        // residual adds fused as sum post-ops
+  size_t in_place_sums = 0;     // of which write into the residual's own buffer
+  size_t winograd_convs = 0;    // convolutions computed with Winograd
 };
 
 /// Sets the calling thread's OpenMP team size for a scope and restores the previous value, so a

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/supports.h"
 #include "tessera/ir/memory_plan.h"
 #include "tessera/ir/shape_expr.h"
@@ -70,17 +72,20 @@ class Builder {
  public:
   Builder(const fb::Graph& graph, const BackendInitContext& context, const BuildOptions& options,
           Delegate& delegate)
-      : graph_(graph), context_(context), options_(options), d_(delegate),
+      : graph_(graph),
+        context_(context),
+        options_(options),
+        d_(delegate),
         act_(options.bf16 ? dt::bf16 : dt::f32) {}
 
   Status build();
 
  private:
   struct Val {
-    memory mem;             // current memory; empty until produced
-    int arg = -1;           // >= 0: its data is execute argument `arg` (read only)
-    bool constant = false;  // a program constant (read only)
-    bool shared = false;    // another value views the same buffer
+    memory mem;                     // current memory; empty until produced
+    int arg = -1;                   // >= 0: its data is execute argument `arg` (read only)
+    bool constant = false;          // a program constant (read only)
+    bool shared = false;            // another value views the same buffer
     std::vector<memory> converted;  // copies in other layouts/types, made by reorders
   };
 
@@ -207,8 +212,8 @@ Status Builder::resolve() {
   std::vector<int64_t> symbols;
   if (graph_.symbols() != nullptr) {
     for (const fb::Symbol* s : *graph_.symbols()) {
-      TESSERA_ASSIGN_OR_RETURN(
-          int64_t v, context_.symbol_value(std::string_view(s->name()->c_str(), s->name()->size())));
+      TESSERA_ASSIGN_OR_RETURN(int64_t v, context_.symbol_value(std::string_view(
+                                              s->name()->c_str(), s->name()->size())));
       symbols.push_back(v);
     }
   }
@@ -232,12 +237,11 @@ Status Builder::resolve() {
     const fb::Node* node = graph_.nodes()->Get(static_cast<uint32_t>(k));
     if (node->inputs() == nullptr) continue;
     for (int v : *node->inputs()) {
-      if (v >= 0 && static_cast<size_t>(v) < n) consumers_[static_cast<size_t>(v)].push_back(static_cast<int>(k));
+      if (v >= 0 && static_cast<size_t>(v) < n)
+        consumers_[static_cast<size_t>(v)].push_back(static_cast<int>(k));
     }
   }
-  auto check_value = [n](int v) {
-    return v >= 0 && static_cast<size_t>(v) < n;
-  };
+  auto check_value = [n](int v) { return v >= 0 && static_cast<size_t>(v) < n; };
   if (graph_.outputs()) {
     for (int v : *graph_.outputs()) {
       if (!check_value(v)) return Status(Error::InvalidProgram, "onednn: bad graph output index");
@@ -324,7 +328,8 @@ Result<memory> Builder::broadcast_constant(int v, const DimVector& shape) {
 
 bool Builder::overwritable(int v, int index, int also_allowed) const {
   const Val& val = vals_[static_cast<size_t>(v)];
-  if (val.constant || val.arg >= 0 || val.shared || is_output_[static_cast<size_t>(v)]) return false;
+  if (val.constant || val.arg >= 0 || val.shared || is_output_[static_cast<size_t>(v)])
+    return false;
   for (int c : consumers_[static_cast<size_t>(v)]) {
     if (c > index && c != also_allowed) return false;
   }
@@ -408,13 +413,32 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   const memory::dims pad_l = {win.pad_begin[0], win.pad_begin[1]};
   const memory::dims pad_r = {win.pad_end[0], win.pad_end[1]};
   const memory::desc bias_md = b >= 0 ? plain({dw[0]}, dt::f32) : memory::desc();
+  // Winograd applies to fp32 3x3 convolutions with stride 1, no dilation and no groups.
+  const bool winograd_shape = !options_.bf16 && group == 1 && win.kernel[0] == 3 &&
+                              win.kernel[1] == 3 && win.stride[0] == 1 && win.stride[1] == 1 &&
+                              win.dilation[0] == 0 && win.dilation[1] == 0;
+  algorithm alg = winograd_shape && options_.conv_algorithm != ConvAlgorithm::Direct &&
+                          options_.winograd_kernels
+                      ? algorithm::convolution_winograd
+                      : algorithm::convolution_direct;
   auto make_pd = [&](const memory::desc& dst_md) {
-    dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, algorithm::convolution_direct, any(dx, act_),
-        any(wdims, act_), bias_md, dst_md, strides, dilation, pad_l, pad_r);
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, any(dx, act_),
+                                         any(wdims, act_), bias_md, dst_md, strides, dilation,
+                                         pad_l, pad_r);
     return dnnl::convolution_forward::primitive_desc(desc, attr(&ops), options_.engine);
   };
-  dnnl::convolution_forward::primitive_desc pd = make_pd(any(dy, act_));
+  std::optional<dnnl::convolution_forward::primitive_desc> first;
+  try {
+    first = make_pd(any(dy, act_));
+  } catch (const dnnl::error&) {
+    if (alg != algorithm::convolution_winograd) throw;
+    // oneDNN's Winograd kernels have their own limits (channel counts, padding, batch); this
+    // convolution is not one of theirs, so it is direct. The summary counts the Winograd ones.
+    alg = algorithm::convolution_direct;
+    first = make_pd(any(dy, act_));
+  }
+  dnnl::convolution_forward::primitive_desc pd = *first;
+  if (alg == algorithm::convolution_winograd) ++d_.winograd_convs;
 
   memory dst;
   if (add_node >= 0) {
@@ -452,7 +476,9 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   if (b >= 0) {
     TESSERA_ASSIGN_OR_RETURN(memory bias, plain_view(b, {dw[0]}, dt::f32));
     add_step(pd, prim,
-             {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias},
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_WEIGHTS, weights},
+              {DNNL_ARG_BIAS, bias},
               {DNNL_ARG_DST, dst}},
              "conv", n.name());
   } else {
@@ -486,8 +512,9 @@ Status Builder::lower_matmul(const NodeView& n) {
     dnnl::matmul::desc desc(src.get_desc(), wei.get_desc(), dst_md);
     dnnl::matmul::primitive_desc pd(desc, attr(&ops), options_.engine);
     memory dst = fresh(dst_md);
-    add_step(pd, dnnl::matmul(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}},
-             "matmul", n.name());
+    add_step(pd, dnnl::matmul(pd),
+             {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}}, "matmul",
+             n.name());
     set(y, dst);
     return Status::ok();
   }
@@ -512,13 +539,14 @@ Status Builder::lower_matmul(const NodeView& n) {
   const memory::desc dst_md = plain({m, cols}, act_);
   const memory::desc bias_md = plain({1, cols}, dt::f32);
   const int c = gemm ? n.input(2) : -1;
-  dnnl::matmul::desc desc = c >= 0 ? dnnl::matmul::desc(src.get_desc(), any({k, cols}, act_), bias_md, dst_md)
-                                   : dnnl::matmul::desc(src.get_desc(), any({k, cols}, act_), dst_md);
+  dnnl::matmul::desc desc =
+      c >= 0 ? dnnl::matmul::desc(src.get_desc(), any({k, cols}, act_), bias_md, dst_md)
+             : dnnl::matmul::desc(src.get_desc(), any({k, cols}, act_), dst_md);
   dnnl::matmul::primitive_desc pd(desc, attr(&ops), options_.engine);
   TESSERA_ASSIGN_OR_RETURN(memory braw, get(b));
-  memory bview = wrap(trans_b ? memory::desc({k, cols}, dt::f32, memory::dims{1, k})
-                              : plain({k, cols}, dt::f32),
-                      braw.get_data_handle(), -1);
+  memory bview = wrap(
+      trans_b ? memory::desc({k, cols}, dt::f32, memory::dims{1, k}) : plain({k, cols}, dt::f32),
+      braw.get_data_handle(), -1);
   memory weights = fresh(pd.weights_desc());
   dnnl::reorder(bview, weights).execute(d_.stream, bview, weights);
   d_.stream.wait();
@@ -531,7 +559,9 @@ Status Builder::lower_matmul(const NodeView& n) {
     float* to = static_cast<float*>(bias.get_data_handle());
     for (int64_t i = 0; i < cols; ++i) to[i] = beta * from[i];
     add_step(pd, prim,
-             {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias},
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_WEIGHTS, weights},
+              {DNNL_ARG_BIAS, bias},
               {DNNL_ARG_DST, dst}},
              "gemm", n.name());
   } else {
@@ -557,10 +587,10 @@ Status Builder::lower_pool(const NodeView& n) {
   }
   TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   dnnl::pooling_v2_forward::desc desc(
-      dnnl::prop_kind::forward_inference, alg, src.get_desc(), any(dims_[static_cast<size_t>(y)], act_),
-      {win.stride[0], win.stride[1]}, {win.kernel[0], win.kernel[1]},
-      {win.dilation[0], win.dilation[1]}, {win.pad_begin[0], win.pad_begin[1]},
-      {win.pad_end[0], win.pad_end[1]});
+      dnnl::prop_kind::forward_inference, alg, src.get_desc(),
+      any(dims_[static_cast<size_t>(y)], act_), {win.stride[0], win.stride[1]},
+      {win.kernel[0], win.kernel[1]}, {win.dilation[0], win.dilation[1]},
+      {win.pad_begin[0], win.pad_begin[1]}, {win.pad_end[0], win.pad_end[1]});
   dnnl::pooling_v2_forward::primitive_desc pd(desc, attr(), options_.engine);
   memory dst = fresh(pd.dst_desc());
   add_step(pd, dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "pool",
@@ -575,10 +605,9 @@ Status Builder::lower_global_pool(const NodeView& n) {
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   const DimVector pooled = {dx[0], dx[1], 1, 1};
-  dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                      algorithm::pooling_avg_exclude_padding, src.get_desc(),
-                                      any(pooled, act_), {1, 1}, {dx[2], dx[3]}, {0, 0}, {0, 0},
-                                      {0, 0});
+  dnnl::pooling_v2_forward::desc desc(
+      dnnl::prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src.get_desc(),
+      any(pooled, act_), {1, 1}, {dx[2], dx[3]}, {0, 0}, {0, 0}, {0, 0});
   dnnl::pooling_v2_forward::primitive_desc pd(desc, attr(), options_.engine);
   memory dst = fresh(pd.dst_desc());
   add_step(pd, dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "pool",
@@ -621,16 +650,28 @@ Status Builder::lower_binary(const NodeView& n, int index) {
   if (dims_[static_cast<size_t>(b)] == dy) {
     TESSERA_ASSIGN_OR_RETURN(src1, as(b, src0.get_desc()));
   } else {
-    TESSERA_ASSIGN_OR_RETURN(src1, plain_view(b, expand_rank(dims_[static_cast<size_t>(b)], dy.size()), act_));
+    TESSERA_ASSIGN_OR_RETURN(
+        src1, plain_view(b, expand_rank(dims_[static_cast<size_t>(b)], dy.size()), act_));
   }
   algorithm alg = algorithm::binary_add;
   switch (op) {
-    case fb::OpType::Sub: alg = algorithm::binary_sub; break;
-    case fb::OpType::Mul: alg = algorithm::binary_mul; break;
-    case fb::OpType::Div: alg = algorithm::binary_div; break;
-    case fb::OpType::Min: alg = algorithm::binary_min; break;
-    case fb::OpType::Max: alg = algorithm::binary_max; break;
-    default: break;
+    case fb::OpType::Sub:
+      alg = algorithm::binary_sub;
+      break;
+    case fb::OpType::Mul:
+      alg = algorithm::binary_mul;
+      break;
+    case fb::OpType::Div:
+      alg = algorithm::binary_div;
+      break;
+    case fb::OpType::Min:
+      alg = algorithm::binary_min;
+      break;
+    case fb::OpType::Max:
+      alg = algorithm::binary_max;
+      break;
+    default:
+      break;
   }
   dnnl::post_ops ops;
   append_activation(ops, n.node());
@@ -638,8 +679,9 @@ Status Builder::lower_binary(const NodeView& n, int index) {
   dnnl::binary::primitive_desc pd(desc, attr(&ops), options_.engine);
   const bool in_place = src0 == vals_[static_cast<size_t>(a)].mem && overwritable(a, index);
   memory dst = in_place ? src0 : fresh(src0.get_desc());
-  add_step(pd, dnnl::binary(pd), {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}},
-           "binary", n.name());
+  add_step(pd, dnnl::binary(pd),
+           {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}}, "binary",
+           n.name());
   set(y, dst);
   return Status::ok();
 }
@@ -723,8 +765,9 @@ Status Builder::lower_concat(const NodeView& n) {
   }
   if (!same) {
     for (int i = 0; i < n.num_inputs(); ++i) {
-      TESSERA_ASSIGN_OR_RETURN(srcs[static_cast<size_t>(i)],
-                               plain_view(n.input(i), dims_[static_cast<size_t>(n.input(i))], act_));
+      TESSERA_ASSIGN_OR_RETURN(
+          srcs[static_cast<size_t>(i)],
+          plain_view(n.input(i), dims_[static_cast<size_t>(n.input(i))], act_));
     }
   }
   for (const memory& m : srcs) mds.push_back(m.get_desc());
@@ -1038,35 +1081,52 @@ Status Builder::lower(int index) {
   NodeView n(graph_, *node, dims_);
   TESSERA_RETURN_IF_ERROR(check_node(n));
   switch (node->op()) {
-    case fb::OpType::Conv: return lower_conv(n, index);
+    case fb::OpType::Conv:
+      return lower_conv(n, index);
     case fb::OpType::Gemm:
-    case fb::OpType::MatMul: return lower_matmul(n);
+    case fb::OpType::MatMul:
+      return lower_matmul(n);
     case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool: return lower_pool(n);
+    case fb::OpType::AveragePool:
+      return lower_pool(n);
     case fb::OpType::GlobalAveragePool:
-    case fb::OpType::ReduceMean: return lower_global_pool(n);
+    case fb::OpType::ReduceMean:
+      return lower_global_pool(n);
     case fb::OpType::Add:
     case fb::OpType::Sub:
     case fb::OpType::Mul:
     case fb::OpType::Div:
     case fb::OpType::Min:
-    case fb::OpType::Max: return lower_binary(n, index);
-    case fb::OpType::Softmax: return lower_softmax(n);
-    case fb::OpType::Concat: return lower_concat(n);
+    case fb::OpType::Max:
+      return lower_binary(n, index);
+    case fb::OpType::Softmax:
+      return lower_softmax(n);
+    case fb::OpType::Concat:
+      return lower_concat(n);
     case fb::OpType::Identity:
     case fb::OpType::Reshape:
     case fb::OpType::Flatten:
     case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze: return lower_reshape(n);
-    case fb::OpType::Transpose: return lower_transpose(n);
-    case fb::OpType::LayerNormalization: return lower_layer_norm(n);
-    case fb::OpType::ConvTranspose: return lower_conv_transpose(n);
-    case fb::OpType::Slice: return lower_slice(n);
-    case fb::OpType::Split: return lower_split(n);
-    case fb::OpType::Pad: return lower_pad(n);
-    case fb::OpType::PRelu: return lower_prelu(n);
-    case fb::OpType::BatchNormalization: return lower_batch_norm(n);
-    default: return lower_eltwise(n, index);
+    case fb::OpType::Unsqueeze:
+      return lower_reshape(n);
+    case fb::OpType::Transpose:
+      return lower_transpose(n);
+    case fb::OpType::LayerNormalization:
+      return lower_layer_norm(n);
+    case fb::OpType::ConvTranspose:
+      return lower_conv_transpose(n);
+    case fb::OpType::Slice:
+      return lower_slice(n);
+    case fb::OpType::Split:
+      return lower_split(n);
+    case fb::OpType::Pad:
+      return lower_pad(n);
+    case fb::OpType::PRelu:
+      return lower_prelu(n);
+    case fb::OpType::BatchNormalization:
+      return lower_batch_norm(n);
+    default:
+      return lower_eltwise(n, index);
   }
 }
 
@@ -1076,8 +1136,8 @@ Status Builder::finish() {
   for (size_t i = 0; i < d_.num_outputs; ++i) {
     const int v = graph_.outputs()->Get(static_cast<uint32_t>(i));
     TESSERA_ASSIGN_OR_RETURN(memory src, get(v));
-    memory out = wrap(plain(dims_[static_cast<size_t>(v)], dt::f32), nullptr,
-                      static_cast<int>(n_in + i));
+    memory out =
+        wrap(plain(dims_[static_cast<size_t>(v)], dt::f32), nullptr, static_cast<int>(n_in + i));
     TESSERA_RETURN_IF_ERROR(add_reorder(src, out, "output"));
   }
   // One scratchpad, as large as the largest a primitive asked for.
@@ -1169,7 +1229,8 @@ Status Builder::build() {
     d_.arg_numel.push_back(numel(dims_[static_cast<size_t>(v)]));
   }
   for (size_t i = 0; i < d_.num_outputs; ++i) {
-    d_.arg_numel.push_back(numel(dims_[static_cast<size_t>(graph_.outputs()->Get(static_cast<uint32_t>(i)))]));
+    d_.arg_numel.push_back(
+        numel(dims_[static_cast<size_t>(graph_.outputs()->Get(static_cast<uint32_t>(i)))]));
   }
   const size_t num_nodes = graph_.nodes() ? graph_.nodes()->size() : 0;
   for (size_t k = 0; k < num_nodes; ++k) {

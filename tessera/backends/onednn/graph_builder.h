@@ -24,8 +24,19 @@
 
 namespace tessera::onednn {
 
+/// How fp32 3x3 stride-1 convolutions are computed (the `conv_algorithm` option). Winograd and
+/// Auto build the same delegate; they differ at init, where Winograd is an error on a CPU without
+/// oneDNN's Winograd kernels.
+enum class ConvAlgorithm {
+  Auto,      // Winograd where oneDNN has a kernel for the convolution, else direct
+  Direct,    // always direct (brgemm / jit)
+  Winograd,  // as Auto, asked for explicitly
+};
+
 struct BuildOptions {
   dnnl::engine engine;
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;
+  bool winograd_kernels = false;  // oneDNN's effective ISA has Winograd kernels (avx512_core)
   bool bf16 = false;  // activations and weights in bf16 (fp32 accumulation); boundaries stay fp32
   int threads = 1;    // OpenMP team size the primitives are created and run with
 };

@@ -59,11 +59,16 @@ struct DelegateSummary {
   bool bf16 = false;
   size_t fused_sums = 0;
   size_t in_place_sums = 0;
-  size_t arena_bytes = 0;       // the shared activation arena
-  size_t activation_bytes = 0;  // what its buffers would take without sharing
+  size_t winograd_convs = 0;       // convolutions computed with Winograd (conv_algorithm)
+  size_t arena_bytes = 0;          // the shared activation arena
+  size_t activation_bytes = 0;     // what its buffers would take without sharing
   std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
+
+/// True when oneDNN's effective ISA has its float32 Winograd convolution kernels (avx512_core):
+/// where conv_algorithm=auto can use Winograd and conv_algorithm=winograd is accepted.
+bool winograd_kernels_available();
 
 /// True when the CPU has AMX bf16 tiles and oneDNN's effective ISA may use them: where
 /// precision=auto picks bf16.

@@ -20,6 +20,8 @@ inline constexpr OptionKey<EnumValue> kMaxCpuIsa{"max_cpu_isa"};
 inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};
 /// fp32, bf16 (native bf16 required) or auto (bf16 where native, else fp32).
 inline constexpr OptionKey<EnumValue> kPrecision{"precision"};
+/// auto, direct or winograd: how 3x3 stride-1 convolutions are computed (see the schema).
+inline constexpr OptionKey<EnumValue> kConvAlgorithm{"conv_algorithm"};
 /// Global: oneDNN's primitive cache capacity (dnnl::set_primitive_cache_capacity).
 inline constexpr OptionKey<int64_t> kPrimitiveCacheCapacity{"primitive_cache_capacity"};
 /// Execute scope: report per-primitive times of this call through the execution context.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "tessera/backend/options.h"
+#include "tessera/backends/onednn/options.h"
 
 namespace tessera::onednn::testing {
 namespace {
@@ -54,7 +56,9 @@ GraphCase conv_case(const ConvCfg& c, uint32_t seed) {
   return g;
 }
 
-TEST(OnednnConv, Basic3x3) { EXPECT_TRUE(matches_portable(conv_case({1, 3, 8, 8, 4, 3, 3}, 1))); }
+TEST(OnednnConv, Basic3x3) {
+  EXPECT_TRUE(matches_portable(conv_case({1, 3, 8, 8, 4, 3, 3}, 1)));
+}
 
 TEST(OnednnConv, OddSizesStridesPads) {
   ConvCfg c{2, 5, 13, 11, 7, 3, 5};
@@ -150,7 +154,8 @@ TEST(OnednnConv, RandomShapes) {
   }
 }
 
-// ---- activation arena ------------------------------------------------------------------------------
+// ---- activation arena
+// ------------------------------------------------------------------------------
 
 TEST(OnednnArena, ChainSharesBuffersAndStaysExact) {
   // Six convolutions in a row: at most two activations are live at once, so the arena holds
@@ -169,10 +174,12 @@ TEST(OnednnArena, ChainSharesBuffersAndStaysExact) {
   const DelegateSummary sum = summarize_delegate(s.handle());
   EXPECT_GT(sum.arena_bytes, 0u);
   EXPECT_GE(sum.activation_bytes, 5 * 16 * 12 * 12 * sizeof(float));
-  EXPECT_LE(sum.arena_bytes * 2, sum.activation_bytes) << sum.arena_bytes << " of " << sum.activation_bytes;
+  EXPECT_LE(sum.arena_bytes * 2, sum.activation_bytes)
+      << sum.arena_bytes << " of " << sum.activation_bytes;
 }
 
-// ---- residual blocks: Conv + Add as a sum post-op ------------------------------------------------
+// ---- residual blocks: Conv + Add as a sum post-op
+// ------------------------------------------------
 
 /// x -> conv1(relu) -> conv2 -> add(residual) [relu]. `residual_from_conv`: the residual is a
 /// conv output (can be overwritten in place) instead of the graph input (copied first).
@@ -194,7 +201,8 @@ GraphCase residual_case(bool residual_from_conv, bool residual_read_later, bool 
   int h = add_conv(g, r, c1);
   int h2 = add_conv(g, h, c);
   int y = g.tensor({1, 16, 10, 10});
-  ir::Node& add = g.node(Op::Add, conv_second_operand ? std::vector<int>{r, h2} : std::vector<int>{h2, r}, y);
+  ir::Node& add =
+      g.node(Op::Add, conv_second_operand ? std::vector<int>{r, h2} : std::vector<int>{h2, r}, y);
   if (add_relu) add.activation = fb::Activation::Relu;
   g.output(y);
   if (residual_read_later) {
@@ -213,7 +221,8 @@ TEST(OnednnResidual, SumPostOpInPlace) {
   const DelegateSummary sum = summarize_delegate(s.handle());
   EXPECT_EQ(sum.fused_sums, 1u);
   EXPECT_EQ(sum.in_place_sums, 1u);
-  for (const std::string& step : sum.steps) EXPECT_EQ(step.find("binary"), std::string::npos) << step;
+  for (const std::string& step : sum.steps)
+    EXPECT_EQ(step.find("binary"), std::string::npos) << step;
 }
 
 TEST(OnednnResidual, SumPostOpCopiesAReadOnlyResidual) {
@@ -241,6 +250,101 @@ TEST(OnednnResidual, RepeatedRunsStayCorrect) {
   auto got = run_onednn(g, inputs, o);
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_TRUE(close(*got, *want));
+}
+
+// ---- conv_algorithm: Winograd and direct
+// ----------------------------------------------------------
+
+/// Runs `g` with conv_algorithm=`algorithm` at load scope: results against the portable kernels
+/// (1e-4 relative to the output's magnitude), and the delegate's summary.
+::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
+                                              DelegateSummary* summary) {
+  LoadBackendOptionsMap load;
+  BackendOptions<1> opts;
+  if (!opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok() ||
+      !load.set_options("onednn", opts.view()).is_ok()) {
+    return ::testing::AssertionFailure() << "cannot set conv_algorithm=" << algorithm;
+  }
+  RunOptions o;
+  o.load = &load;
+  const std::vector<Floats> inputs = random_inputs(g, 11);
+  auto want = run_portable(g, inputs);
+  auto got = run_onednn(g, inputs, o);
+  if (!want.ok()) return ::testing::AssertionFailure() << want.status().message();
+  if (!got.ok()) return ::testing::AssertionFailure() << got.status().message();
+  Session s;
+  const Status init = s.init(g, o);
+  if (!init.is_ok()) return ::testing::AssertionFailure() << init.message();
+  *summary = s.summary();
+  return close(*got, *want, 1e-4);
+}
+
+TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
+  // 3x3, stride 1, no groups or dilation: what Winograd applies to, with odd spatial sizes,
+  // batches, channel counts off the 16-wide blocks, no or asymmetric padding and fused
+  // activations. oneDNN 2.6's Winograd kernels have limits of their own (here: they take neither
+  // case 3 nor case 5); those convolutions stay direct, and every case matches either way.
+  struct Case {
+    ConvCfg cfg;
+    bool winograd;  // where oneDNN has Winograd kernels at all
+  };
+  std::vector<Case> cases = {
+      {{1, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu}, true},
+      {{2, 32, 13, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true},
+      {{1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false}, true},
+      {{1, 32, 9, 17, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, fb::Activation::Clip}, false},
+      {{1, 32, 28, 28, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true},
+      {{2, 5, 13, 11, 7, 3, 3, 1, 1, 1, 1, 1, 0, 0, 2}, false},
+      {{1, 3, 9, 17, 33, 3, 3}, true},
+  };
+  const bool kernels = winograd_kernels_available();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const GraphCase g = conv_case(cases[i].cfg, static_cast<uint32_t>(50 + i));
+    const size_t expected = kernels && cases[i].winograd ? 1 : 0;
+    DelegateSummary direct, automatic, winograd;
+    EXPECT_TRUE(run_with_algorithm(g, "direct", &direct)) << "case " << i;
+    EXPECT_EQ(direct.winograd_convs, 0u) << "case " << i;
+    EXPECT_TRUE(run_with_algorithm(g, "auto", &automatic)) << "case " << i;
+    EXPECT_EQ(automatic.winograd_convs, expected) << "case " << i;
+    if (!kernels) continue;
+    EXPECT_TRUE(run_with_algorithm(g, "winograd", &winograd)) << "case " << i;
+    EXPECT_EQ(winograd.winograd_convs, expected) << "case " << i;
+    bool wino_impl = false;
+    for (const std::string& step : winograd.steps)
+      wino_impl |= step.find("wino") != std::string::npos;
+    EXPECT_EQ(wino_impl, expected == 1) << "case " << i;
+  }
+}
+
+TEST(OnednnConvAlgorithm, OtherConvolutionsStayDirect) {
+  // Stride 2, dilation, groups, 1x1 and 5x5: never Winograd, even when asked for.
+  std::vector<ConvCfg> cases = {{1, 8, 13, 13, 8, 3, 3},
+                                {1, 8, 15, 15, 8, 3, 3},
+                                {1, 8, 10, 10, 8, 3, 3},
+                                {1, 8, 10, 10, 8, 1, 1},
+                                {1, 8, 10, 10, 8, 5, 5}};
+  cases[0].sh = cases[0].sw = 2;
+  cases[1].dh = cases[1].dw = 2;
+  cases[2].group = 2;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    DelegateSummary sum;
+    EXPECT_TRUE(
+        run_with_algorithm(conv_case(cases[i], static_cast<uint32_t>(60 + i)), "winograd", &sum))
+        << "case " << i;
+    EXPECT_EQ(sum.winograd_convs, 0u) << "case " << i;
+  }
+}
+
+TEST(OnednnConvAlgorithm, ResidualSumWithWinograd) {
+  // The sum post-op (in place and copied residual) on Winograd convolutions.
+  for (int variant = 0; variant < 2; ++variant) {
+    GraphCase g =
+        residual_case(true, variant == 1, true, false, static_cast<uint32_t>(70 + variant));
+    DelegateSummary sum;
+    EXPECT_TRUE(run_with_algorithm(g, "auto", &sum)) << variant;
+    EXPECT_EQ(sum.fused_sums, 1u);
+    EXPECT_EQ(sum.winograd_convs, winograd_kernels_available() ? 3u : 0u);
+  }
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
+#include "tessera/backend/options_map.h"
+#include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/options.h"
 #include "tessera/runtime/data_loader.h"
 
@@ -60,7 +62,23 @@ std::multiset<std::string> conv_impls(const std::string& verbose) {
   return out;
 }
 
-std::multiset<std::string> run_resnet18() {
+/// Load options with conv_algorithm=`algorithm` for onednn (kept alive by the caller).
+LoadOptions with_algorithm(LoadBackendOptionsMap& map, const char* algorithm) {
+  BackendOptions<1> opts;
+  EXPECT_TRUE(opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok());
+  EXPECT_TRUE(map.set_options("onednn", opts.view()).is_ok());
+  LoadOptions load;
+  load.backend_options = &map;
+  return load;
+}
+
+size_t winograd_count(const std::multiset<std::string>& impls) {
+  size_t n = 0;
+  for (const std::string& i : impls) n += i.find("wino") != std::string::npos ? 1 : 0;
+  return n;
+}
+
+std::multiset<std::string> run_resnet18(LoadOptions load = {}) {
   std::multiset<std::string> impls;
   auto bytes = compile_fixture("resnet18", {"onednn"});
   EXPECT_TRUE(bytes.ok()) << bytes.status().message();
@@ -71,14 +89,16 @@ std::multiset<std::string> run_resnet18() {
   EXPECT_TRUE(program.ok()) << program.status().message();
   if (!program.ok()) return impls;
   Result<FixtureRun> run = Status(Error::Internal, "not run");
-  const std::string verbose = capture_stdout([&] { run = run_fixture(*program, "resnet18", ""); });
+  const std::string verbose =
+      capture_stdout([&] { run = run_fixture(*program, "resnet18", "", load); });
   EXPECT_TRUE(run.ok()) << run.status().message();
   if (run.ok()) {
     EXPECT_LE(run->max_diff, 1e-4 * run->max_ref);
   }
   impls = conv_impls(verbose);
   std::set<std::string> unique(impls.begin(), impls.end());
-  for (const std::string& i : unique) std::printf("  convolution: %s x%zu\n", i.c_str(), impls.count(i));
+  for (const std::string& i : unique)
+    std::printf("  convolution: %s x%zu\n", i.c_str(), impls.count(i));
   return impls;
 }
 
@@ -119,11 +139,20 @@ TEST_F(OnednnImplementations, ResNet18ConvolutionsUseFastKernels) {
       EXPECT_NE(i.find("avx512"), std::string::npos) << i;
     }
   }
+  // conv_algorithm=auto: the 13 3x3 stride-1 convolutions use Winograd where oneDNN has it.
+  EXPECT_EQ(winograd_count(impls), winograd_kernels_available() ? 13u : 0u);
   // Initialised: max_cpu_isa reads as the effective ISA and can no longer change.
   const std::string effective = get_isa();
   EXPECT_NE(effective, "all");
   std::printf("  effective ISA: %s\n", effective.c_str());
   EXPECT_EQ(set_isa("avx2").code(), Error::InvalidState);
+}
+
+TEST_F(OnednnImplementations, ConvAlgorithmDirectUsesNoWinograd) {
+  LoadBackendOptionsMap map;
+  const std::multiset<std::string> impls = run_resnet18(with_algorithm(map, "direct"));
+  ASSERT_EQ(impls.size(), 20u);
+  EXPECT_EQ(winograd_count(impls), 0u);
 }
 
 #else
@@ -140,7 +169,24 @@ TEST_F(OnednnImplementations, MaxCpuIsaAvx2ChangesTheKernels) {
     EXPECT_EQ(i.find("avx512"), std::string::npos) << i;
     EXPECT_NE(i.rfind("ref", 0), 0u) << i;
   }
+  EXPECT_EQ(winograd_count(impls), 0u);  // auto: oneDNN has no avx2 Winograd kernels
   EXPECT_EQ(get_isa(), "avx2");
+  // Asked for explicitly, Winograd without its kernels is an init error naming the ISA.
+  auto bytes = compile_fixture("resnet18", {"onednn"});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  AlignedBytes file(*bytes);
+  BufferDataLoader loader(file.data(), file.size());
+  auto program = Program::load(&loader);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  LoadBackendOptionsMap map;
+  Result<FixtureRun> wino = run_fixture(*program, "resnet18", "", with_algorithm(map, "winograd"));
+  ASSERT_FALSE(wino.ok());
+  EXPECT_EQ(wino.status().code(), Error::NotSupported) << wino.status().message();
+  EXPECT_NE(std::string(wino.status().message()).find("conv_algorithm=winograd"), std::string::npos)
+      << wino.status().message();
+  EXPECT_NE(std::string(wino.status().message()).find("avx2"), std::string::npos)
+      << wino.status().message();
+  std::printf("  %s\n", wino.status().message());
   const Status late = set_isa("all");
   EXPECT_EQ(late.code(), Error::InvalidState) << late.message();
   std::printf("  %s\n", late.message());

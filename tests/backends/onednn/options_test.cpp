@@ -6,9 +6,9 @@
 
 #include "harness.h"
 #include "tessera/backend/device_info.h"
-#include "tessera/backend/registry.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
+#include "tessera/backend/registry.h"
 #include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/options.h"
 #include "tessera/backends/onednn/supports.h"
@@ -40,8 +40,8 @@ TEST(OnednnOptions, SchemaKeys) {
   ASSERT_TRUE(backend.ok());
   std::vector<std::string> keys;
   for (const OptionSpec& s : (*backend)->option_schema()) keys.emplace_back(s.key_view());
-  EXPECT_EQ(keys, (std::vector<std::string>{"max_cpu_isa", "num_threads", "precision",
-                                            "primitive_cache_capacity", "profile"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"conv_algorithm", "max_cpu_isa", "num_threads",
+                                            "precision", "primitive_cache_capacity", "profile"}));
 }
 
 TEST(OnednnOptions, NumThreadsPerDelegateRestoresCaller) {
@@ -98,7 +98,8 @@ TEST(OnednnOptions, Bf16NativeOrNamedError) {
   ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
   RunOptions o;
   o.load = &load;
-  const bool native = DeviceInfo::get().has_isa("avx512_bf16") || DeviceInfo::get().has_isa("amx_bf16");
+  const bool native =
+      DeviceInfo::get().has_isa("avx512_bf16") || DeviceInfo::get().has_isa("amx_bf16");
   Session s;
   Status st = s.init(g, o);
   if (!native) {
