@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -427,17 +426,16 @@ Status Builder::lower_conv(const NodeView& n, int index) {
                                          pad_l, pad_r);
     return dnnl::convolution_forward::primitive_desc(desc, attr(&ops), options_.engine);
   };
-  std::optional<dnnl::convolution_forward::primitive_desc> first;
+  dnnl::convolution_forward::primitive_desc pd;
   try {
-    first = make_pd(any(dy, act_));
+    pd = make_pd(any(dy, act_));
   } catch (const dnnl::error&) {
     if (alg != algorithm::convolution_winograd) throw;
-    // oneDNN's Winograd kernels have their own limits (channel counts, padding, batch); this
-    // convolution is not one of theirs, so it is direct. The summary counts the Winograd ones.
+    // oneDNN's Winograd kernels have limits of their own (some paddings and shapes); this
+    // convolution is outside them, so it is direct. The summary counts the Winograd ones.
     alg = algorithm::convolution_direct;
-    first = make_pd(any(dy, act_));
+    pd = make_pd(any(dy, act_));
   }
-  dnnl::convolution_forward::primitive_desc pd = *first;
   if (alg == algorithm::convolution_winograd) ++d_.winograd_convs;
 
   memory dst;
