@@ -24,13 +24,11 @@
 
 namespace tessera::onednn {
 
-/// How fp32 3x3 stride-1 convolutions are computed (the `conv_algorithm` option). Winograd and
-/// Auto build the same delegate; they differ at init, where Winograd is an error on a CPU without
-/// oneDNN's Winograd kernels.
+/// How fp32 3x3 stride-1 convolutions are computed (the `conv_algorithm` option).
 enum class ConvAlgorithm {
-  Auto,      // Winograd where oneDNN has a kernel for the convolution, else direct
+  Auto,      // Winograd where oneDNN has a kernel and it measured faster (>= 16 in, >= 32 out)
   Direct,    // always direct (brgemm / jit)
-  Winograd,  // as Auto, asked for explicitly
+  Winograd,  // Winograd wherever oneDNN has a kernel; an init error on a CPU without them
 };
 
 struct BuildOptions {

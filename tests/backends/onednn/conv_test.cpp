@@ -286,33 +286,38 @@ TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
   // case 3 nor case 5); those convolutions stay direct, and every case matches either way.
   struct Case {
     ConvCfg cfg;
-    bool winograd;  // where oneDNN has Winograd kernels at all
+    bool kernel;  // oneDNN has a Winograd kernel for it: conv_algorithm=winograd uses it
+    bool chosen;  // conv_algorithm=auto uses it too (>= 16 input and >= 32 output channels)
   };
   std::vector<Case> cases = {
-      {{1, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu}, true},
-      {{2, 32, 13, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true},
-      {{1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false}, true},
-      {{1, 32, 9, 17, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, fb::Activation::Clip}, false},
-      {{1, 32, 28, 28, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true},
-      {{2, 5, 13, 11, 7, 3, 3, 1, 1, 1, 1, 1, 0, 0, 2}, false},
-      {{1, 3, 9, 17, 33, 3, 3}, true},
+      {{1, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu},
+       true,
+       false},
+      {{2, 32, 13, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true, true},
+      {{1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false}, true, true},
+      {{1, 32, 9, 17, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, fb::Activation::Clip},
+       false,
+       false},
+      {{1, 32, 28, 28, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true, true},
+      {{2, 5, 13, 11, 7, 3, 3, 1, 1, 1, 1, 1, 0, 0, 2}, false, false},
+      {{1, 3, 9, 17, 33, 3, 3}, true, false},
   };
   const bool kernels = winograd_kernels_available();
   for (size_t i = 0; i < cases.size(); ++i) {
     const GraphCase g = conv_case(cases[i].cfg, static_cast<uint32_t>(50 + i));
-    const size_t expected = kernels && cases[i].winograd ? 1 : 0;
     DelegateSummary direct, automatic, winograd;
     EXPECT_TRUE(run_with_algorithm(g, "direct", &direct)) << "case " << i;
     EXPECT_EQ(direct.winograd_convs, 0u) << "case " << i;
     EXPECT_TRUE(run_with_algorithm(g, "auto", &automatic)) << "case " << i;
-    EXPECT_EQ(automatic.winograd_convs, expected) << "case " << i;
+    EXPECT_EQ(automatic.winograd_convs, kernels && cases[i].kernel && cases[i].chosen ? 1u : 0u)
+        << "case " << i;
     if (!kernels) continue;
     EXPECT_TRUE(run_with_algorithm(g, "winograd", &winograd)) << "case " << i;
-    EXPECT_EQ(winograd.winograd_convs, expected) << "case " << i;
+    EXPECT_EQ(winograd.winograd_convs, cases[i].kernel ? 1u : 0u) << "case " << i;
     bool wino_impl = false;
     for (const std::string& step : winograd.steps)
       wino_impl |= step.find("wino") != std::string::npos;
-    EXPECT_EQ(wino_impl, expected == 1) << "case " << i;
+    EXPECT_EQ(wino_impl, cases[i].kernel) << "case " << i;
   }
 }
 
@@ -336,12 +341,13 @@ TEST(OnednnConvAlgorithm, OtherConvolutionsStayDirect) {
 }
 
 TEST(OnednnConvAlgorithm, ResidualSumWithWinograd) {
-  // The sum post-op (in place and copied residual) on Winograd convolutions.
+  // The sum post-op (in place and copied residual) on Winograd convolutions (16 channels: auto
+  // would keep them direct).
   for (int variant = 0; variant < 2; ++variant) {
     GraphCase g =
         residual_case(true, variant == 1, true, false, static_cast<uint32_t>(70 + variant));
     DelegateSummary sum;
-    EXPECT_TRUE(run_with_algorithm(g, "auto", &sum)) << variant;
+    EXPECT_TRUE(run_with_algorithm(g, "winograd", &sum)) << variant;
     EXPECT_EQ(sum.fused_sums, 1u);
     EXPECT_EQ(sum.winograd_convs, winograd_kernels_available() ? 3u : 0u);
   }
