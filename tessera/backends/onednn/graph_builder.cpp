@@ -91,7 +91,8 @@ class Builder {
   Status resolve();
   Status lower(int index);
   /// Whether a convolution is asked for as Winograd (conv_algorithm, its shape, the kernels).
-  bool use_winograd(const DimVector& weights, int64_t group, const Window& win) const;
+  bool use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
+                    const Window& win) const;
   Status lower_conv(const NodeView& n, int index);
   Status lower_matmul(const NodeView& n);
   Status lower_pool(const NodeView& n);
@@ -373,7 +374,8 @@ void Builder::add_activation_step(const fb::Node& node, int value, std::string_v
 
 // ---- ops ---------------------------------------------------------------------------------------
 
-bool Builder::use_winograd(const DimVector& weights, int64_t group, const Window& win) const {
+bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
+                           const Window& win) const {
   // Winograd applies to fp32 3x3 convolutions with stride 1, no dilation and no groups.
   if (options_.bf16 || !options_.winograd_kernels || group != 1 || win.kernel[0] != 3 ||
       win.kernel[1] != 3 || win.stride[0] != 1 || win.stride[1] != 1 || win.dilation[0] != 0 ||
@@ -390,8 +392,12 @@ bool Builder::use_winograd(const DimVector& weights, int64_t group, const Window
       // and output transforms cost too much next to few channels. With 3 input channels it took
       // 3-6x as long as brgemm (3 -> 64 at 224x224: 6.3 against 2.1 ms), with 16 output channels
       // 1.0-1.3x; from 16 input and 32 output channels on it took 0.35-0.97x as long (7x7 to
-      // 56x56, 16 to 256 channels).
-      return weights[1] >= 16 && weights[0] >= 32;
+      // 56x56, 16 to 256 channels, weights in cache). Below 14x14 outputs there are too few
+      // tiles to reuse the transformed weights, which are 16/9 the size and come from memory in
+      // a model: ResNet-18's 7x7 layers (512 channels) gained nothing measurable there, and
+      // their weight transform at init (oneDNN's wino_reorder) took 115-157 ms each, most of a
+      // 350 ms load.
+      return weights[1] >= 16 && weights[0] >= 32 && out[2] * out[3] >= 14 * 14;
   }
   return false;
 }
@@ -437,8 +443,8 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   const memory::dims pad_l = {win.pad_begin[0], win.pad_begin[1]};
   const memory::dims pad_r = {win.pad_end[0], win.pad_end[1]};
   const memory::desc bias_md = b >= 0 ? plain({dw[0]}, dt::f32) : memory::desc();
-  algorithm alg = use_winograd(dw, group, win) ? algorithm::convolution_winograd
-                                               : algorithm::convolution_direct;
+  algorithm alg = use_winograd(dw, dy, group, win) ? algorithm::convolution_winograd
+                                                   : algorithm::convolution_direct;
   auto make_pd = [&](const memory::desc& dst_md) {
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, any(dx, act_),
                                          any(wdims, act_), bias_md, dst_md, strides, dilation,

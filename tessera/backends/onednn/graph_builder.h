@@ -26,7 +26,7 @@ namespace tessera::onednn {
 
 /// How fp32 3x3 stride-1 convolutions are computed (the `conv_algorithm` option).
 enum class ConvAlgorithm {
-  Auto,      // Winograd where oneDNN has a kernel and it measured faster (>= 16 in, >= 32 out)
+  Auto,      // Winograd where oneDNN has a kernel and it measured faster (channels, size)
   Direct,    // always direct (brgemm / jit)
   Winograd,  // Winograd wherever oneDNN has a kernel; an init error on a CPU without them
 };

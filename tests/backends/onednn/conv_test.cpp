@@ -287,20 +287,23 @@ TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
   struct Case {
     ConvCfg cfg;
     bool kernel;  // oneDNN has a Winograd kernel for it: conv_algorithm=winograd uses it
-    bool chosen;  // conv_algorithm=auto uses it too (>= 16 input and >= 32 output channels)
+    bool chosen;  // conv_algorithm=auto uses it too (>= 16 in, >= 32 out channels, >= 14x14 out)
   };
   std::vector<Case> cases = {
       {{1, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu},
        true,
        false},
-      {{2, 32, 13, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true, true},
-      {{1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false}, true, true},
+      {{2, 32, 13, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true, false},
+      {{1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false}, true, false},
       {{1, 32, 9, 17, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, fb::Activation::Clip},
        false,
        false},
       {{1, 32, 28, 28, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true, true},
       {{2, 5, 13, 11, 7, 3, 3, 1, 1, 1, 1, 1, 0, 0, 2}, false, false},
       {{1, 3, 9, 17, 33, 3, 3}, true, false},
+      {{2, 16, 14, 15, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu},
+       true,
+       true},
   };
   const bool kernels = winograd_kernels_available();
   for (size_t i = 0; i < cases.size(); ++i) {
