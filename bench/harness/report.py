@@ -48,8 +48,8 @@ def markdown(res):
                          f"{res['machine'].get('cpu_count')} CPUs).")
         lines.append("")
         lines.append("| engine | threads | median ms | min ms | max ms | vs ORT | vs ORT (min) | "
-                     "vs PyTorch | % of peak | peak RSS MiB | timed runs | max abs diff |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "vs PyTorch | % of peak | peak RSS MiB | load ms | timed runs | max abs diff |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         ort_min = {r["threads"]: r["min_ms"] for r in m["rows"] if r["engine"] == "onnxruntime"}
         for r in sorted(m["rows"], key=lambda r: (r["threads"], r["engine"])):
             name = r["engine"]
@@ -59,10 +59,14 @@ def markdown(res):
                 f"{_f(r['max_ms'])} | {_f(r.get('ratio_vs_onnxruntime'))} | "
                 f"{_f(r['min_ms'] / ort_min[r['threads']] if name.startswith('tessera') and r['threads'] in ort_min else None)} | "
                 f"{_f(r.get('ratio_vs_pytorch'))} | {100 * r['fraction_of_peak']:.0f}% | "
-                f"{r['peak_rss_mib']:.0f} | {r.get('timed_runs', '')} | "
+                f"{r['peak_rss_mib']:.0f} | {_f(r.get('load_ms'), 0)} | {r.get('timed_runs', '')} | "
                 f"{r['max_abs_diff_vs_pytorch']:.1e}"
                 f"{' (rel %.1e)' % r['max_rel_diff_vs_pytorch'] if r.get('options') and len(r['options']) > 1 else ''}"
                 f"{ok} |")
+        lines.append("")
+        lines.append("load ms: Tessera's Program::load + load_method (delegate init, weight "
+                     "packing; median over the rounds), ONNX Runtime's InferenceSession.create, "
+                     "PyTorch's model construction and first call (once per worker).")
         lines.append("")
         # Thread scaling.
         by = {}
