@@ -1,6 +1,7 @@
 // oneDNN's own elementwise tests: the unary ops XNNPACK lacks (Tanh, Gelu, Exp), softmax, an
-// in-place chain, PRelu after a Conv and a rejected PRelu. The binary, unary and PRelu cases
-// every backend shares are in tests/backends/common/conformance_test.cpp, instantiated here.
+// in-place chain, PRelu with a slope from a graph input, after a Conv, and rejected. The binary,
+// unary and PRelu cases every backend shares are in tests/backends/common/conformance_test.cpp,
+// instantiated here.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -52,6 +53,11 @@ TEST(OnednnUnary, ChainInPlace) {
   c.node(Op::Mul, {r, a}, t);
   c.output(t);
   EXPECT_TRUE(matches_portable(c));
+}
+
+TEST(OnednnPRelu, SlopeFromAGraphInput) {
+  EXPECT_TRUE(matches_portable(prelu_case({2, 3, 4}, {2, 3, 4}, false, 4)));  // full
+  EXPECT_TRUE(matches_portable(prelu_case({2, 6, 5, 5}, {1, 6, 1, 1}, false, 5)));
 }
 
 TEST(OnednnPRelu, AfterAConvWithFusedClip) {
