@@ -109,4 +109,35 @@ Result<std::vector<Floats>> run_portable(const GraphCase& c, const std::vector<F
                                             float lo = -1.0f, float hi = 1.0f,
                                             double relative = 1e-4);
 
+/// The harness bound to one registered backend, for that backend's own tests: each
+/// tests/backends/<name>/harness.h names its backend once and gets a Session, a run function and
+/// matches_portable that need no backend argument.
+
+/// A Session of backend `kName`, with the backend's own summary of its delegate (`kSummarize`,
+/// the backend's summarize_delegate).
+template <const char* kName, auto kSummarize>
+class BoundSession : public Session {
+ public:
+  BoundSession() : Session(kName) {}
+  decltype(auto) summary() const { return kSummarize(handle()); }
+};
+
+/// run_backend through one backend.
+struct BoundRun {
+  const char* backend;
+  Result<std::vector<Floats>> operator()(const GraphCase& c, const std::vector<Floats>& inputs,
+                                         const RunOptions& options = {}) const {
+    return run_backend(backend, c, inputs, options);
+  }
+};
+
+/// matches_portable through one backend.
+struct BoundMatchesPortable {
+  const char* backend;
+  ::testing::AssertionResult operator()(const GraphCase& c, float lo = -1.0f, float hi = 1.0f,
+                                        double relative = 1e-4) const {
+    return matches_portable(backend, c, lo, hi, relative);
+  }
+};
+
 }  // namespace tessera::backend_testing

@@ -1,158 +1,23 @@
-// Conformance: Conv (regular, grouped, depthwise, fused activations) and Conv + Add fused as a
-// sum post-op, against the portable kernels.
+// oneDNN's own Conv tests: the activation arena, Conv + Add fused as a sum post-op, and the
+// conv_algorithm option (Winograd), against the portable kernels and the delegate's summary. The
+// Conv cases every backend shares are in tests/backends/common/conformance_test.cpp,
+// instantiated here.
 #include <gtest/gtest.h>
 
 #include "harness.h"
 #include "tessera/backend/options.h"
 #include "tessera/backends/onednn/options.h"
+#include "tests/backends/common/conformance.h"
+#include "tests/backends/common/conv_cases.h"
 
 namespace tessera::onednn::testing {
 namespace {
 
 using Op = fb::OpType;
 
-struct ConvCfg {
-  int64_t n, cin, h, w, cout, kh, kw;
-  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
-  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
-  int64_t group = 1;
-  bool bias = true;
-  fb::Activation act = fb::Activation::None;
-  float act_min = 0.0f, act_max = 6.0f;
-};
-
-std::vector<int64_t> conv_out(const ConvCfg& c) {
-  const int64_t oh = (c.h + c.pt + c.pb - ((c.kh - 1) * c.dh + 1)) / c.sh + 1;
-  const int64_t ow = (c.w + c.pl + c.pr - ((c.kw - 1) * c.dw + 1)) / c.sw + 1;
-  return {c.n, c.cout, oh, ow};
-}
-
-/// Adds a Conv node reading `x` to `g`; returns its output value.
-int add_conv(GraphCase& g, int x, const ConvCfg& c) {
-  int wt = g.constant({c.cout, c.cin / c.group, c.kh, c.kw});
-  std::vector<int> ins = {x, wt};
-  if (c.bias) ins.push_back(g.constant({c.cout}));
-  const std::vector<int64_t> out = conv_out(c);
-  int y = g.tensor(std::vector<ir::Dim>(out.begin(), out.end()));
-  ir::Node& node = g.node(Op::Conv, ins, y);
-  node.attrs.push_back(ir::Attr::make_ints("kernel_shape", {c.kh, c.kw}));
-  node.attrs.push_back(ir::Attr::make_ints("strides", {c.sh, c.sw}));
-  node.attrs.push_back(ir::Attr::make_ints("dilations", {c.dh, c.dw}));
-  node.attrs.push_back(ir::Attr::make_ints("pads", {c.pt, c.pl, c.pb, c.pr}));
-  node.attrs.push_back(ir::Attr::make_int("group", c.group));
-  node.activation = c.act;
-  if (c.act == fb::Activation::Clip) {
-    node.activation_min = c.act_min;
-    node.activation_max = c.act_max;
-  }
-  return y;
-}
-
-GraphCase conv_case(const ConvCfg& c, uint32_t seed) {
-  GraphCase g;
-  g.seed = seed;
-  int x = g.input({c.n, c.cin, c.h, c.w});
-  g.output(add_conv(g, x, c));
-  return g;
-}
-
-TEST(OnednnConv, Basic3x3) {
-  EXPECT_TRUE(matches_portable(conv_case({1, 3, 8, 8, 4, 3, 3}, 1)));
-}
-
-TEST(OnednnConv, OddSizesStridesPads) {
-  ConvCfg c{2, 5, 13, 11, 7, 3, 5};
-  c.sh = 2;
-  c.sw = 3;
-  c.pt = 1;
-  c.pl = 2;
-  c.pr = 1;
-  EXPECT_TRUE(matches_portable(conv_case(c, 2)));
-}
-
-TEST(OnednnConv, Dilation) {
-  ConvCfg c{1, 4, 17, 15, 6, 3, 3};
-  c.dh = 2;
-  c.dw = 3;
-  c.pt = c.pb = 2;
-  c.pl = c.pr = 3;
-  EXPECT_TRUE(matches_portable(conv_case(c, 3)));
-}
-
-TEST(OnednnConv, PointwiseNoBias) {
-  ConvCfg c{1, 16, 7, 9, 24, 1, 1};
-  c.bias = false;
-  EXPECT_TRUE(matches_portable(conv_case(c, 4)));
-}
-
-TEST(OnednnConv, Grouped) {
-  ConvCfg c{1, 6, 9, 9, 9, 3, 3};
-  c.group = 3;
-  c.pt = c.pl = c.pb = c.pr = 1;
-  EXPECT_TRUE(matches_portable(conv_case(c, 5)));
-  ConvCfg d{2, 8, 6, 7, 4, 2, 3};
-  d.group = 2;
-  d.sh = 2;
-  EXPECT_TRUE(matches_portable(conv_case(d, 6)));
-}
-
-TEST(OnednnConv, Depthwise) {
-  ConvCfg c{1, 32, 12, 12, 32, 3, 3};
-  c.group = 32;
-  c.pt = c.pl = c.pb = c.pr = 1;
-  EXPECT_TRUE(matches_portable(conv_case(c, 7)));
-  ConvCfg d{1, 5, 15, 13, 5, 5, 5};
-  d.group = 5;
-  d.sh = d.sw = 2;
-  d.pt = d.pl = d.pb = d.pr = 2;
-  EXPECT_TRUE(matches_portable(conv_case(d, 8)));
-}
-
-TEST(OnednnConv, DepthwiseMultiplier) {
-  ConvCfg c{1, 3, 10, 11, 6, 3, 3};
-  c.group = 3;
-  c.pt = c.pl = 1;
-  EXPECT_TRUE(matches_portable(conv_case(c, 9)));
-}
-
-TEST(OnednnConv, FusedReluAndClip) {
-  ConvCfg c{1, 3, 9, 9, 5, 3, 3};
-  c.act = fb::Activation::Relu;
-  EXPECT_TRUE(matches_portable(conv_case(c, 11)));
-  ConvCfg d{1, 16, 8, 8, 16, 3, 3};
-  d.group = 16;
-  d.act = fb::Activation::Clip;
-  d.act_min = -0.25f;
-  d.act_max = 0.3f;
-  EXPECT_TRUE(matches_portable(conv_case(d, 12)));
-}
-
-TEST(OnednnConv, RandomShapes) {
-  std::mt19937 rng(1234);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int iter = 0; iter < 32; ++iter) {
-    ConvCfg c{pick(1, 2), 0, pick(5, 14), pick(5, 14), 0, pick(1, 4), pick(1, 4)};
-    const int kind = pick(0, 2);  // regular, grouped, depthwise
-    c.group = kind == 0 ? 1 : (kind == 1 ? pick(2, 3) : pick(2, 20));
-    c.cin = kind == 2 ? c.group : c.group * pick(1, 12);
-    c.cout = kind == 2 ? c.group * pick(1, 2) : c.group * pick(1, 12);
-    c.sh = pick(1, 3);
-    c.sw = pick(1, 3);
-    c.dh = pick(1, 2);
-    c.dw = pick(1, 2);
-    c.pt = pick(0, c.kh - 1);
-    c.pb = pick(0, c.kh - 1);
-    c.pl = pick(0, c.kw - 1);
-    c.pr = pick(0, c.kw - 1);
-    c.bias = pick(0, 1) == 1;
-    c.act = pick(0, 1) ? fb::Activation::Relu : fb::Activation::None;
-    if ((c.kh - 1) * c.dh + 1 > c.h + c.pt + c.pb || (c.kw - 1) * c.dw + 1 > c.w + c.pl + c.pr) {
-      continue;
-    }
-    SCOPED_TRACE("iteration " + std::to_string(iter));
-    EXPECT_TRUE(matches_portable(conv_case(c, 100 + static_cast<uint32_t>(iter))));
-  }
-}
+using backend_testing::add_conv;
+using backend_testing::conv_case;
+using backend_testing::ConvCfg;
 
 // ---- activation arena
 // ------------------------------------------------------------------------------
@@ -358,3 +223,8 @@ TEST(OnednnConvAlgorithm, ResidualSumWithWinograd) {
 
 }  // namespace
 }  // namespace tessera::onednn::testing
+
+namespace tessera::backend_testing {
+INSTANTIATE_TEST_SUITE_P(Conformance, Conv, ::testing::Values(onednn::testing::kBackendName),
+                         BackendParamName());
+}  // namespace tessera::backend_testing

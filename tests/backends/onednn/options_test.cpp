@@ -12,6 +12,7 @@
 #include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/options.h"
 #include "tessera/backends/onednn/supports.h"
+#include "tests/backends/common/conv_cases.h"
 
 namespace tessera::onednn::testing {
 namespace {
@@ -19,14 +20,12 @@ namespace {
 using Op = fb::OpType;
 
 GraphCase small_net() {
+  backend_testing::ConvCfg c{1, 8, 12, 12, 16, 3, 3};
+  c.pt = c.pl = c.pb = c.pr = 1;
+  c.bias = false;
+  c.act = fb::Activation::Relu;
   GraphCase g;
-  int x = g.input({1, 8, 12, 12});
-  int w = g.constant({16, 8, 3, 3});
-  int y = g.tensor({1, 16, 12, 12});
-  ir::Node& n = g.node(Op::Conv, {x, w}, y);
-  n.attrs.push_back(ir::Attr::make_ints("kernel_shape", {3, 3}));
-  n.attrs.push_back(ir::Attr::make_ints("pads", {1, 1, 1, 1}));
-  n.activation = fb::Activation::Relu;
+  int y = backend_testing::add_conv(g, g.input({1, 8, 12, 12}), c);
   int z = g.tensor({1, 16, 6, 6});
   ir::Node& p = g.node(Op::MaxPool, {y}, z);
   p.attrs.push_back(ir::Attr::make_ints("kernel_shape", {2, 2}));

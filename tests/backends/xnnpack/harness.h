@@ -17,22 +17,10 @@ using backend_testing::RunOptions;
 inline constexpr const char kBackendName[] = "xnnpack";
 
 /// An initialised "xnnpack" delegate, with the backend's own summary of it.
-class Session : public backend_testing::Session {
- public:
-  Session() : backend_testing::Session(kBackendName) {}
-  DelegateSummary summary() const { return summarize_delegate(handle()); }
-};
-
+using Session = backend_testing::BoundSession<kBackendName, &summarize_delegate>;
 /// Runs through the xnnpack backend.
-inline Result<std::vector<Floats>> run_xnnpack(const GraphCase& c, const std::vector<Floats>& inputs,
-                                             const RunOptions& options = {}) {
-  return backend_testing::run_backend(kBackendName, c, inputs, options);
-}
-
+inline constexpr backend_testing::BoundRun run_xnnpack{kBackendName};
 /// Runs both ways on random inputs and compares.
-inline ::testing::AssertionResult matches_portable(const GraphCase& c, float lo = -1.0f,
-                                                   float hi = 1.0f, double relative = 1e-4) {
-  return backend_testing::matches_portable(kBackendName, c, lo, hi, relative);
-}
+inline constexpr backend_testing::BoundMatchesPortable matches_portable{kBackendName};
 
 }  // namespace tessera::xnnpack::testing

@@ -12,6 +12,7 @@
 #include "tessera/backend/options.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/xnnpack/options.h"
+#include "tests/backends/common/conv_cases.h"
 
 namespace tessera::xnnpack::testing {
 namespace {
@@ -19,13 +20,9 @@ namespace {
 using Op = fb::OpType;
 
 GraphCase small_conv() {
-  GraphCase c;
-  int x = c.input({1, 8, 12, 12});
-  int w = c.constant({8, 8, 3, 3});
-  int y = c.tensor({1, 8, 10, 10});
-  c.node(Op::Conv, {x, w}, y).attrs = {ir::Attr::make_ints("kernel_shape", {3, 3})};
-  c.output(y);
-  return c;
+  backend_testing::ConvCfg c{1, 8, 12, 12, 8, 3, 3};
+  c.bias = false;
+  return backend_testing::conv_case(c, 1);
 }
 
 class XnnpackOptions : public ::testing::Test {
