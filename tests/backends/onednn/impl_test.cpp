@@ -21,7 +21,6 @@
 #include "tessera/backend/options_map.h"
 #include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/options.h"
-#include "tessera/runtime/data_loader.h"
 
 namespace tessera::onednn::testing {
 namespace {
@@ -80,17 +79,9 @@ size_t winograd_count(const std::multiset<std::string>& impls) {
 
 std::multiset<std::string> run_resnet18(LoadOptions load = {}) {
   std::multiset<std::string> impls;
-  auto bytes = compile_fixture("resnet18", {"onednn"});
-  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-  if (!bytes.ok()) return impls;
-  AlignedBytes file(*bytes);
-  BufferDataLoader loader(file.data(), file.size());
-  auto program = Program::load(&loader);
-  EXPECT_TRUE(program.ok()) << program.status().message();
-  if (!program.ok()) return impls;
   Result<FixtureRun> run = Status(Error::Internal, "not run");
   const std::string verbose =
-      capture_stdout([&] { run = run_fixture(*program, "resnet18", "", load); });
+      capture_stdout([&] { run = compile_and_run_fixture("resnet18", "", load); });
   EXPECT_TRUE(run.ok()) << run.status().message();
   if (run.ok()) {
     EXPECT_LE(run->max_diff, 1e-4 * run->max_ref);
@@ -177,14 +168,9 @@ TEST_F(OnednnImplementations, MaxCpuIsaAvx2ChangesTheKernels) {
   EXPECT_EQ(winograd_count(impls), 0u);  // auto: oneDNN has no avx2 Winograd kernels
   EXPECT_EQ(get_isa(), "avx2");
   // Asked for explicitly, Winograd without its kernels is an init error naming the ISA.
-  auto bytes = compile_fixture("resnet18", {"onednn"});
-  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-  AlignedBytes file(*bytes);
-  BufferDataLoader loader(file.data(), file.size());
-  auto program = Program::load(&loader);
-  ASSERT_TRUE(program.ok()) << program.status().message();
   LoadBackendOptionsMap map;
-  Result<FixtureRun> wino = run_fixture(*program, "resnet18", "", with_algorithm(map, "winograd"));
+  Result<FixtureRun> wino =
+      compile_and_run_fixture("resnet18", "", with_algorithm(map, "winograd"));
   ASSERT_FALSE(wino.ok());
   EXPECT_EQ(wino.status().code(), Error::NotSupported) << wino.status().message();
   EXPECT_NE(std::string(wino.status().message()).find("conv_algorithm=winograd"), std::string::npos)

@@ -50,19 +50,13 @@ void run_bf16(const std::string& name, double bound) {
   if (!std::filesystem::exists(fixture_dir() + "/" + name + "/model.onnx")) {
     GTEST_SKIP() << "fixture missing (run tests/models/make_fixtures.py)";
   }
-  auto bytes = compile_fixture(name, {"onednn"});
-  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-  AlignedBytes file(*bytes);
-  BufferDataLoader loader(file.data(), file.size());
-  auto program = Program::load(&loader);
-  ASSERT_TRUE(program.ok()) << program.status().message();
   LoadBackendOptionsMap map;
   BackendOptions<1> opts;
   ASSERT_TRUE(opts.set(kPrecision, EnumValue{"bf16"}).is_ok());
   ASSERT_TRUE(map.set_options("onednn", opts.view()).is_ok());
   LoadOptions load;
   load.backend_options = &map;
-  auto run = run_fixture(*program, name, "", load);
+  auto run = compile_and_run_fixture(name, "", load);
   const bool native =
       DeviceInfo::get().has_isa("avx512_bf16") || DeviceInfo::get().has_isa("amx_bf16");
   if (!native) {
@@ -71,20 +65,25 @@ void run_bf16(const std::string& name, double bound) {
     return;
   }
   ASSERT_TRUE(run.ok()) << run.status().message();
-  std::printf("  %s bf16: max |diff| %.3g = %.3g of max |ref| %.3g\n", name.c_str(),
-              run->max_diff, run->max_diff / run->max_ref, run->max_ref);
+  std::printf("  %s bf16: max |diff| %.3g = %.3g of max |ref| %.3g\n", name.c_str(), run->max_diff,
+              run->max_diff / run->max_ref, run->max_ref);
   EXPECT_LE(run->max_diff, bound * run->max_ref);
 }
 
-TEST_P(OnednnModelBf16, WithinBf16Tolerance) { run_bf16(GetParam(), 2e-2); }
+TEST_P(OnednnModelBf16, WithinBf16Tolerance) {
+  run_bf16(GetParam(), 2e-2);
+}
 
 // MobileNetV2 (random weights, calibrated BatchNorm) does not meet 2e-2 in bf16 with any engine:
 // its error here measured 7.6% of max |ref|, and PyTorch's own bf16 inference of the same model
 // and input (model.to(torch.bfloat16)) 11.7%. The bound checks that Tessera stays better than that.
-TEST(OnednnModelBf16Mobilenet, NoWorseThanPyTorchBf16) { run_bf16("mobilenet_v2", 0.10); }
+TEST(OnednnModelBf16Mobilenet, NoWorseThanPyTorchBf16) {
+  run_bf16("mobilenet_v2", 0.10);
+}
 
 // MobileNetV2 has its own bound below.
-INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModelBf16, ::testing::Values("resnet18", "mlp", "transformer"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModelBf16,
+                         ::testing::Values("resnet18", "mlp", "transformer"));
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModel,
                          ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer",

@@ -6,6 +6,7 @@
 
 #include "tessera/compiler/backend_targets.h"
 #include "tessera/compiler/compiler.h"
+#include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/delegate_info.h"
 #include "tessera/runtime/method.h"
 #include "tests/compiler/program_runner.h"
@@ -23,24 +24,27 @@ AlignedBytes::AlignedBytes(const std::vector<uint8_t>& bytes)
   std::memcpy(data_, bytes.data(), bytes.size());
 }
 
-AlignedBytes::~AlignedBytes() { std::free(data_); }
+AlignedBytes::~AlignedBytes() {
+  std::free(data_);
+}
 
 Result<std::vector<uint8_t>> compile_fixture(const std::string& name,
                                              const std::vector<std::string>& backends) {
   compiler::CompileOptions options;
   options.import.dims = {{"batch", 1, 8}};
   TESSERA_ASSIGN_OR_RETURN(options.backends, compiler::registry_backend_targets(backends));
-  TESSERA_ASSIGN_OR_RETURN(auto compiled,
-                           compiler::compile_onnx_file(fixture_dir() + "/" + name + "/model.onnx",
-                                                       options));
+  TESSERA_ASSIGN_OR_RETURN(auto compiled, compiler::compile_onnx_file(
+                                              fixture_dir() + "/" + name + "/model.onnx", options));
   return compiled.program.build();
 }
 
 Result<FixtureRun> run_fixture(const Program& program, const std::string& name,
                                const std::string& suffix, LoadOptions load) {
   const std::string dir = fixture_dir() + "/" + name;
-  TESSERA_ASSIGN_OR_RETURN(auto input, compiler::testing::read_npy(dir + "/input" + suffix + ".npy"));
-  TESSERA_ASSIGN_OR_RETURN(auto ref, compiler::testing::read_npy(dir + "/output" + suffix + ".npy"));
+  TESSERA_ASSIGN_OR_RETURN(auto input,
+                           compiler::testing::read_npy(dir + "/input" + suffix + ".npy"));
+  TESSERA_ASSIGN_OR_RETURN(auto ref,
+                           compiler::testing::read_npy(dir + "/output" + suffix + ".npy"));
   TESSERA_RETURN_IF_ERROR(load.set_dim("batch", input.dims[0]));
   TESSERA_ASSIGN_OR_RETURN(auto method, program.load_method("forward", nullptr, load));
   FixtureRun run;
@@ -61,6 +65,15 @@ Result<FixtureRun> run_fixture(const Program& program, const std::string& name,
     run.max_diff = std::isnan(diff) ? INFINITY : std::max(run.max_diff, diff);
   }
   return run;
+}
+
+Result<FixtureRun> compile_and_run_fixture(const std::string& name, const std::string& suffix,
+                                           LoadOptions load) {
+  TESSERA_ASSIGN_OR_RETURN(auto bytes, compile_fixture(name, {"onednn"}));
+  AlignedBytes file(bytes);
+  BufferDataLoader loader(file.data(), file.size());
+  TESSERA_ASSIGN_OR_RETURN(auto program, Program::load(&loader));
+  return run_fixture(program, name, suffix, load);
 }
 
 }  // namespace tessera::onednn::testing

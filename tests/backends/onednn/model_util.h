@@ -47,4 +47,9 @@ struct FixtureRun {
 Result<FixtureRun> run_fixture(const Program& program, const std::string& name,
                                const std::string& suffix, LoadOptions load = {});
 
+/// compile_fixture for "onednn", Program::load, then run_fixture: one call for tests that run a
+/// fixture once.
+Result<FixtureRun> compile_and_run_fixture(const std::string& name, const std::string& suffix,
+                                           LoadOptions load = {});
+
 }  // namespace tessera::onednn::testing
