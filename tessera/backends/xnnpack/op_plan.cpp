@@ -34,6 +34,28 @@ Status bad_type(const NodeReader& n, const char* attr) {
   return XNN_INVALID(n, "attribute '%s' has the wrong type", attr);
 }
 
+// The NodeReader getters, with a wrongly typed attribute turned into its InvalidProgram status.
+Status get_int(const NodeReader& n, const char* name, int64_t fallback, int64_t* out) {
+  return n.attr_int(name, fallback, out) ? Status::ok() : bad_type(n, name);
+}
+
+Status get_float(const NodeReader& n, const char* name, float fallback, float* out) {
+  return n.attr_float(name, fallback, out) ? Status::ok() : bad_type(n, name);
+}
+
+Status get_string(const NodeReader& n, const char* name, std::string_view fallback,
+                  std::string_view* out) {
+  return n.attr_string(name, fallback, out) ? Status::ok() : bad_type(n, name);
+}
+
+Status get_ints(const NodeReader& n, const char* name, Span<const int64_t>* out) {
+  return n.attr_ints(name, out) ? Status::ok() : bad_type(n, name);
+}
+
+Status get_floats(const NodeReader& n, const char* name, Span<const float>* out) {
+  return n.attr_floats(name, out) ? Status::ok() : bad_type(n, name);
+}
+
 // Every present input and the single output are float32 tensors of rank 1..6.
 Status check_tensors(const NodeReader& n, int min_inputs, int max_inputs) {
   if (n.num_inputs() < min_inputs || n.num_inputs() > max_inputs) {
@@ -96,6 +118,12 @@ Status no_fused_activation(const NodeReader& n) {
   return Status::ok();
 }
 
+// check_tensors() for the ops that have no fused activation in XNNPACK.
+Status check_unfused(const NodeReader& n, int min_inputs, int max_inputs) {
+  TESSERA_RETURN_IF_ERROR(check_tensors(n, min_inputs, max_inputs));
+  return no_fused_activation(n);
+}
+
 bool fits_u32(int64_t v) {
   return v >= 0 && v < kMaxAttr;
 }
@@ -104,7 +132,7 @@ bool fits_u32(int64_t v) {
 Status read_list(const NodeReader& n, const char* name, size_t count, int64_t lo, int64_t fallback,
                  int64_t* out) {
   Span<const int64_t> v;
-  if (!n.attr_ints(name, &v)) return bad_type(n, name);
+  TESSERA_RETURN_IF_ERROR(get_ints(n, name, &v));
   if (v.empty()) {
     for (size_t i = 0; i < count; ++i) out[i] = fallback;
     return Status::ok();
@@ -134,13 +162,13 @@ struct Spatial2d {
 // strides, dilations, pads and auto_pad (NOTSET or VALID) of a 2-D window op.
 Status read_spatial(const NodeReader& n, Spatial2d* s) {
   std::string_view auto_pad;
-  if (!n.attr_string("auto_pad", "NOTSET", &auto_pad)) return bad_type(n, "auto_pad");
+  TESSERA_RETURN_IF_ERROR(get_string(n, "auto_pad", "NOTSET", &auto_pad));
   if (auto_pad != "NOTSET" && auto_pad != "VALID") {
     return XNN_UNSUPPORTED(n, "auto_pad '%.*s' (the compiler emits explicit pads)",
                            static_cast<int>(auto_pad.size()), auto_pad.data());
   }
   Span<const int64_t> ks;
-  if (!n.attr_ints("kernel_shape", &ks)) return bad_type(n, "kernel_shape");
+  TESSERA_RETURN_IF_ERROR(get_ints(n, "kernel_shape", &ks));
   if (!ks.empty()) {
     if (ks.size() != 2)
       return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
@@ -186,52 +214,141 @@ Status check_constant(const NodeReader& n, const ValueFacts& v, const char* what
   return Status::ok();
 }
 
+// XNNPACK's ops read their activations from external or internal values; a constant operand in
+// that place is for the compiler to fold.
+Status check_not_constant(const NodeReader& n, const ValueFacts& v, const char* what) {
+  if (v.constant >= 0) return XNN_UNSUPPORTED(n, "%s is a constant", what);
+  return Status::ok();
+}
+
+// Input 0 and the output are 4-D (NCHW), for the ops XNNPACK runs as 2-D spatial ops in NHWC.
+Status check_4d(const NodeReader& n, const char* input_what) {
+  TESSERA_RETURN_IF_ERROR(check_rank(n, n.input(0), 4, input_what));
+  return check_rank(n, n.output(0), 4, "output");
+}
+
+// Maps an axis attribute in [-rank, rank) to [0, rank).
+Status normalize_axis(const NodeReader& n, int rank, int64_t* axis) {
+  if (*axis < -rank || *axis >= rank) {
+    return XNN_INVALID(n, "axis %lld out of range", static_cast<long long>(*axis));
+  }
+  if (*axis < 0) *axis += rank;
+  return Status::ok();
+}
+
+// XNNPACK's softmax and per-channel PReLU work along the innermost physical dim: the logical
+// innermost dim as is, or the channels of a 4-D tensor in NHWC. False for any other axis.
+bool innermost_layout(int axis, int rank, Layout* layout) {
+  if (axis == rank - 1) {
+    *layout = Layout::Identity;
+  } else if (rank == 4 && axis == 1) {
+    *layout = Layout::ChannelsLast;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A window op's output size along spatial dim `i` against the one computed from the input;
+// only comparable when both are static (symbolic dims hold upper bounds).
+Status check_spatial_out(const NodeReader& n, const ValueFacts& x, const ValueFacts& y, int i,
+                         int64_t computed, const char* by) {
+  if (is_static(x) && is_static(y) && computed != y.dims.d[2 + i]) {
+    return XNN_INVALID(n, "output spatial dim %d is %lld, %s gives %lld", i,
+                       static_cast<long long>(y.dims.d[2 + i]), by,
+                       static_cast<long long>(computed));
+  }
+  return Status::ok();
+}
+
+// The last step of most planners: which XNNPACK op, and where it wants its data.
+Status fixed_layout(OpPlan* p, OpKind kind, Layout layout) {
+  p->kind = kind;
+  p->rule = LayoutRule::Fixed;
+  p->layout = layout;
+  return Status::ok();
+}
+
+Status follow_layout(OpPlan* p, OpKind kind) {
+  p->kind = kind;
+  p->rule = LayoutRule::Follow;
+  return Status::ok();
+}
+
 // ---- convolutions ------------------------------------------------------------------------------
 
-Status plan_conv(const NodeReader& n, OpPlan* p) {
+// Conv and ConvTranspose take the same operands: a 4-D input and output, constant 4-D weights
+// whose last two dims are the window, and an optional constant bias vector.
+struct ConvOperands {
+  ValueFacts x, w, b, y;
+};
+
+Status read_conv_operands(const NodeReader& n, ConvOperands* c) {
   TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 3));
-  const ValueFacts x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
-  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (2-D convolution only)"));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, w, 4, "weight"));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
-  TESSERA_RETURN_IF_ERROR(check_constant(n, w, "the weight"));
-  if (b.present) {
-    TESSERA_RETURN_IF_ERROR(check_constant(n, b, "the bias"));
-    TESSERA_RETURN_IF_ERROR(check_rank(n, b, 1, "bias"));
+  c->x = n.input(0);
+  c->w = n.input(1);
+  c->b = n.input(2);
+  c->y = n.output(0);
+  TESSERA_RETURN_IF_ERROR(check_4d(n, "input (2-D only)"));
+  TESSERA_RETURN_IF_ERROR(check_rank(n, c->w, 4, "weight"));
+  TESSERA_RETURN_IF_ERROR(check_constant(n, c->w, "the weight"));
+  if (c->b.present) {
+    TESSERA_RETURN_IF_ERROR(check_constant(n, c->b, "the bias"));
+    TESSERA_RETURN_IF_ERROR(check_rank(n, c->b, 1, "bias"));
   }
+  return Status::ok();
+}
+
+Status check_conv_channels(const NodeReader& n, const ConvOperands& c, int64_t cout) {
+  if (c.y.dims.d[1] != cout || (c.b.present && c.b.dims.d[0] != cout)) {
+    return XNN_INVALID(n, "output or bias channels do not match %lld",
+                       static_cast<long long>(cout));
+  }
+  return Status::ok();
+}
+
+// The window size comes from the weights; the attributes give the rest.
+Status read_conv_window(const NodeReader& n, const ConvOperands& c, Spatial2d* s) {
+  s->kernel[0] = c.w.dims.d[2];
+  s->kernel[1] = c.w.dims.d[3];
+  if (!fits_u32(s->kernel[0]) || !fits_u32(s->kernel[1]) || s->kernel[0] < 1 || s->kernel[1] < 1) {
+    return XNN_INVALID(n, "kernel size out of range");
+  }
+  return read_spatial(n, s);
+}
+
+// Fuses the activation and sets what both convolution kinds share in the plan.
+Status finish_conv(const NodeReader& n, const ConvOperands& c, const Spatial2d& s, OpPlan* p) {
+  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
+  set_window(s, &p->window);
+  p->rule = LayoutRule::Fixed;
+  p->layout = Layout::ChannelsLast;
+  p->has_bias = c.b.present;
+  return Status::ok();
+}
+
+Status plan_conv(const NodeReader& n, OpPlan* p) {
+  ConvOperands c;
+  TESSERA_RETURN_IF_ERROR(read_conv_operands(n, &c));
+  const ValueFacts &x = c.x, &w = c.w, &y = c.y;
   int64_t group;
-  if (!n.attr_int("group", 1, &group)) return bad_type(n, "group");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "group", 1, &group));
   const int64_t cin = x.dims.d[1], cout = w.dims.d[0];
   if (group < 1 || !fits_u32(group) || w.dims.d[1] * group != cin || cout % group != 0) {
     return XNN_INVALID(n, "group %lld does not match input channels %lld and weight [%lld, %lld]",
                        static_cast<long long>(group), static_cast<long long>(cin),
                        static_cast<long long>(cout), static_cast<long long>(w.dims.d[1]));
   }
-  if (y.dims.d[1] != cout || (b.present && b.dims.d[0] != cout)) {
-    return XNN_INVALID(n, "output or bias channels do not match %lld",
-                       static_cast<long long>(cout));
-  }
+  TESSERA_RETURN_IF_ERROR(check_conv_channels(n, c, cout));
   Spatial2d s;
-  s.kernel[0] = w.dims.d[2];
-  s.kernel[1] = w.dims.d[3];
-  if (!fits_u32(s.kernel[0]) || !fits_u32(s.kernel[1]) || s.kernel[0] < 1 || s.kernel[1] < 1) {
-    return XNN_INVALID(n, "kernel size out of range");
-  }
-  TESSERA_RETURN_IF_ERROR(read_spatial(n, &s));
+  TESSERA_RETURN_IF_ERROR(read_conv_window(n, c, &s));
   for (int i = 0; i < 2; ++i) {
     const int64_t padded = x.dims.d[2 + i] + s.pad_begin[i] + s.pad_end[i];
     if (s.extent(i) > padded) return XNN_INVALID(n, "kernel larger than the padded input");
     const int64_t out = (padded - s.extent(i)) / s.stride[i] + 1;
-    if (is_static(x) && is_static(y) && out != y.dims.d[2 + i]) {
-      return XNN_INVALID(n, "output spatial dim %d is %lld, the convolution gives %lld", i,
-                         static_cast<long long>(y.dims.d[2 + i]), static_cast<long long>(out));
-    }
+    TESSERA_RETURN_IF_ERROR(check_spatial_out(n, x, y, i, out, "the convolution"));
   }
-  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
-  set_window(s, &p->window);
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::ChannelsLast;
-  p->has_bias = b.present;
+  TESSERA_RETURN_IF_ERROR(finish_conv(n, c, s, p));
   if (group > 1 && group == cin && w.dims.d[1] == 1) {
     p->kind = OpKind::DepthwiseConvolution;
     p->depth_multiplier = static_cast<uint32_t>(cout / cin);
@@ -247,19 +364,12 @@ Status plan_conv(const NodeReader& n, OpPlan* p) {
 }
 
 Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 3));
-  const ValueFacts x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
-  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (2-D only)"));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, w, 4, "weight"));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
-  TESSERA_RETURN_IF_ERROR(check_constant(n, w, "the weight"));
-  if (b.present) {
-    TESSERA_RETURN_IF_ERROR(check_constant(n, b, "the bias"));
-    TESSERA_RETURN_IF_ERROR(check_rank(n, b, 1, "bias"));
-  }
+  ConvOperands c;
+  TESSERA_RETURN_IF_ERROR(read_conv_operands(n, &c));
+  const ValueFacts &x = c.x, &w = c.w, &y = c.y;
   if (n.has_attr("output_shape")) return XNN_UNSUPPORTED(n, "the output_shape attribute");
   int64_t group;
-  if (!n.attr_int("group", 1, &group)) return bad_type(n, "group");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "group", 1, &group));
   const int64_t cin = x.dims.d[1];
   if (group < 1 || !fits_u32(group) || w.dims.d[0] != cin || cin % group != 0) {
     return XNN_INVALID(n, "group %lld does not match input channels %lld and weight dim %lld",
@@ -267,17 +377,9 @@ Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
                        static_cast<long long>(w.dims.d[0]));
   }
   const int64_t cout = w.dims.d[1] * group;
-  if (y.dims.d[1] != cout || (b.present && b.dims.d[0] != cout)) {
-    return XNN_INVALID(n, "output or bias channels do not match %lld",
-                       static_cast<long long>(cout));
-  }
+  TESSERA_RETURN_IF_ERROR(check_conv_channels(n, c, cout));
   Spatial2d s;
-  s.kernel[0] = w.dims.d[2];
-  s.kernel[1] = w.dims.d[3];
-  if (!fits_u32(s.kernel[0]) || !fits_u32(s.kernel[1]) || s.kernel[0] < 1 || s.kernel[1] < 1) {
-    return XNN_INVALID(n, "kernel size out of range");
-  }
-  TESSERA_RETURN_IF_ERROR(read_spatial(n, &s));
+  TESSERA_RETURN_IF_ERROR(read_conv_window(n, c, &s));
   int64_t adj[2];
   TESSERA_RETURN_IF_ERROR(read_list(n, "output_padding", 2, 0, 0, adj));
   for (int i = 0; i < 2; ++i) {
@@ -288,18 +390,11 @@ Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
     const int64_t out =
         (x.dims.d[2 + i] - 1) * s.stride[i] + s.extent(i) + adj[i] - s.pad_begin[i] - s.pad_end[i];
     if (out < 1) return XNN_INVALID(n, "empty output");
-    if (is_static(x) && is_static(y) && out != y.dims.d[2 + i]) {
-      return XNN_INVALID(n, "output spatial dim %d is %lld, the deconvolution gives %lld", i,
-                         static_cast<long long>(y.dims.d[2 + i]), static_cast<long long>(out));
-    }
+    TESSERA_RETURN_IF_ERROR(check_spatial_out(n, x, y, i, out, "the deconvolution"));
     p->adjustment[i] = static_cast<uint32_t>(adj[i]);
   }
-  TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
-  set_window(s, &p->window);
+  TESSERA_RETURN_IF_ERROR(finish_conv(n, c, s, p));
   p->kind = OpKind::Deconvolution;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::ChannelsLast;
-  p->has_bias = b.present;
   p->groups = static_cast<uint32_t>(group);
   p->group_input_channels = static_cast<size_t>(cin / group);
   p->group_output_channels = static_cast<size_t>(w.dims.d[1]);
@@ -314,15 +409,15 @@ Status plan_gemm(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_rank(n, a, 2, "A"));
   TESSERA_RETURN_IF_ERROR(check_rank(n, b, 2, "B"));
   TESSERA_RETURN_IF_ERROR(check_rank(n, y, 2, "output"));
-  if (a.constant >= 0) return XNN_UNSUPPORTED(n, "A is a constant");
+  TESSERA_RETURN_IF_ERROR(check_not_constant(n, a, "A"));
   TESSERA_RETURN_IF_ERROR(check_constant(n, b, "B (the weights)"));
   int64_t trans_a, trans_b;
-  if (!n.attr_int("transA", 0, &trans_a)) return bad_type(n, "transA");
-  if (!n.attr_int("transB", 0, &trans_b)) return bad_type(n, "transB");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "transA", 0, &trans_a));
+  TESSERA_RETURN_IF_ERROR(get_int(n, "transB", 0, &trans_b));
   if (trans_a != 0) return XNN_UNSUPPORTED(n, "transA = 1");
   float alpha, beta;
-  if (!n.attr_float("alpha", 1.0f, &alpha)) return bad_type(n, "alpha");
-  if (!n.attr_float("beta", 1.0f, &beta)) return bad_type(n, "beta");
+  TESSERA_RETURN_IF_ERROR(get_float(n, "alpha", 1.0f, &alpha));
+  TESSERA_RETURN_IF_ERROR(get_float(n, "beta", 1.0f, &beta));
   if (!std::isfinite(alpha) || !std::isfinite(beta))
     return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
   const int64_t k = a.dims.d[1];
@@ -340,20 +435,17 @@ Status plan_gemm(const NodeReader& n, OpPlan* p) {
     p->bias_input = 2;
   }
   TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
-  p->kind = OpKind::FullyConnected;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::Identity;
   p->transpose_weights = trans_b == 0;
   p->alpha = alpha;
   p->beta = beta;
   p->has_bias = c.present;
-  return Status::ok();
+  return fixed_layout(p, OpKind::FullyConnected, Layout::Identity);
 }
 
 Status plan_matmul(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 2));
   const ValueFacts a = n.input(0), b = n.input(1), y = n.output(0);
-  if (a.constant >= 0) return XNN_UNSUPPORTED(n, "A is a constant");
+  TESSERA_RETURN_IF_ERROR(check_not_constant(n, a, "A"));
   if (b.constant < 0) {
     return XNN_UNSUPPORTED(n, "B is an activation (this XNNPACK has no batch matrix multiply)");
   }
@@ -363,11 +455,8 @@ Status plan_matmul(const NodeReader& n, OpPlan* p) {
     return XNN_INVALID(n, "inner or output dims do not match");
   }
   TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
-  p->kind = OpKind::FullyConnected;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::Identity;
   p->transpose_weights = true;
-  return Status::ok();
+  return fixed_layout(p, OpKind::FullyConnected, Layout::Identity);
 }
 
 // ---- elementwise -------------------------------------------------------------------------------
@@ -411,16 +500,13 @@ Status plan_binary(const NodeReader& n, OpPlan* p) {
   } else {
     TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
   }
-  p->kind = OpKind::Binary;
-  p->rule = LayoutRule::Follow;
-  return Status::ok();
+  return follow_layout(p, OpKind::Binary);
 }
 
 Status plan_unary(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0), y = n.output(0);
-  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  TESSERA_RETURN_IF_ERROR(check_not_constant(n, x, "the input"));
   if (x.dims.rank != y.dims.rank) return XNN_INVALID(n, "output rank differs from input rank");
   p->kind = OpKind::Unary;
   p->rule = LayoutRule::Follow;
@@ -431,8 +517,8 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       break;
     case Op::Clip: {
       float lo, hi;
-      if (!n.attr_float("min", -INFINITY, &lo)) return bad_type(n, "min");
-      if (!n.attr_float("max", INFINITY, &hi)) return bad_type(n, "max");
+      TESSERA_RETURN_IF_ERROR(get_float(n, "min", -INFINITY, &lo));
+      TESSERA_RETURN_IF_ERROR(get_float(n, "max", INFINITY, &hi));
       if (!(lo < hi)) {
         return XNN_UNSUPPORTED(n, "clip range [%g, %g] is empty (XNNPACK needs min < max)", lo, hi);
       }
@@ -442,13 +528,13 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       break;
     }
     case Op::LeakyRelu:
-      if (!n.attr_float("alpha", 0.01f, &p->alpha)) return bad_type(n, "alpha");
+      TESSERA_RETURN_IF_ERROR(get_float(n, "alpha", 0.01f, &p->alpha));
       if (!std::isfinite(p->alpha)) return XNN_UNSUPPORTED(n, "non-finite alpha");
       p->unary = UnaryOp::LeakyRelu;
       break;
     case Op::HardSigmoid:
-      if (!n.attr_float("alpha", 0.2f, &p->alpha)) return bad_type(n, "alpha");
-      if (!n.attr_float("beta", 0.5f, &p->beta)) return bad_type(n, "beta");
+      TESSERA_RETURN_IF_ERROR(get_float(n, "alpha", 0.2f, &p->alpha));
+      TESSERA_RETURN_IF_ERROR(get_float(n, "beta", 0.5f, &p->beta));
       if (!std::isfinite(p->alpha) || !std::isfinite(p->beta)) {
         return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
       }
@@ -481,26 +567,18 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
 }
 
 Status plan_softmax(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0);
   int64_t axis;
-  if (!n.attr_int("axis", -1, &axis)) return bad_type(n, "axis");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "axis", -1, &axis));
   const int rank = x.dims.rank;
-  if (axis < -rank || axis >= rank)
-    return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
-  if (axis < 0) axis += rank;
-  p->kind = OpKind::Softmax;
-  p->rule = LayoutRule::Fixed;
-  if (axis == rank - 1) {
-    p->layout = Layout::Identity;
-  } else if (rank == 4 && axis == 1) {
-    p->layout = Layout::ChannelsLast;  // channels are the innermost dim in NHWC
-  } else {
+  TESSERA_RETURN_IF_ERROR(normalize_axis(n, rank, &axis));
+  Layout layout;
+  if (!innermost_layout(static_cast<int>(axis), rank, &layout)) {
     return XNN_UNSUPPORTED(n, "softmax over axis %lld of rank %d (XNNPACK: innermost dim only)",
                            static_cast<long long>(axis), rank);
   }
-  return Status::ok();
+  return fixed_layout(p, OpKind::Softmax, layout);
 }
 
 // ---- pooling -----------------------------------------------------------------------------------
@@ -510,10 +588,9 @@ Status plan_pool(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
   TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
   const ValueFacts x = n.input(0), y = n.output(0);
-  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (2-D pooling only)"));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
+  TESSERA_RETURN_IF_ERROR(check_4d(n, "input (2-D pooling only)"));
   Span<const int64_t> ks;
-  if (!n.attr_ints("kernel_shape", &ks)) return bad_type(n, "kernel_shape");
+  TESSERA_RETURN_IF_ERROR(get_ints(n, "kernel_shape", &ks));
   if (ks.size() != 2)
     return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
   Spatial2d s;
@@ -526,8 +603,8 @@ Status plan_pool(const NodeReader& n, OpPlan* p) {
   }
   TESSERA_RETURN_IF_ERROR(read_spatial(n, &s));
   int64_t ceil_mode, include_pad;
-  if (!n.attr_int("ceil_mode", 0, &ceil_mode)) return bad_type(n, "ceil_mode");
-  if (!n.attr_int("count_include_pad", 0, &include_pad)) return bad_type(n, "count_include_pad");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "ceil_mode", 0, &ceil_mode));
+  TESSERA_RETURN_IF_ERROR(get_int(n, "count_include_pad", 0, &include_pad));
   if (!is_max && (s.dilation[0] != 1 || s.dilation[1] != 1)) {
     return XNN_UNSUPPORTED(n, "dilated average pooling");
   }
@@ -539,10 +616,7 @@ Status plan_pool(const NodeReader& n, OpPlan* p) {
     const int64_t span = padded - s.extent(i);
     int64_t out = (ceil_mode ? (span + s.stride[i] - 1) / s.stride[i] : span / s.stride[i]) + 1;
     if (ceil_mode && (out - 1) * s.stride[i] >= in + s.pad_begin[i]) --out;
-    if (is_static(x) && is_static(y) && out != y.dims.d[2 + i]) {
-      return XNN_INVALID(n, "output spatial dim %d is %lld, pooling gives %lld", i,
-                         static_cast<long long>(y.dims.d[2 + i]), static_cast<long long>(out));
-    }
+    TESSERA_RETURN_IF_ERROR(check_spatial_out(n, x, y, i, out, "pooling"));
     // Ceil mode: windows that run past the end padding see only what is inside; XNNPACK
     // gets that as extra end padding, which it excludes.
     const int64_t over = (out - 1) * s.stride[i] + s.extent(i) - padded;
@@ -561,38 +635,29 @@ Status plan_pool(const NodeReader& n, OpPlan* p) {
   }
   for (int i = 0; i < 2; ++i) s.pad_end[i] += overhang[i];
   set_window(s, &p->window);
-  p->kind = is_max ? OpKind::MaxPooling : OpKind::AveragePooling;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::ChannelsLast;
-  return Status::ok();
+  return fixed_layout(p, is_max ? OpKind::MaxPooling : OpKind::AveragePooling,
+                      Layout::ChannelsLast);
 }
 
 Status plan_global_average_pool(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, n.input(0), 4, "input (2-D pooling only)"));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, n.output(0), 4, "output"));
-  p->kind = OpKind::GlobalAveragePooling;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::ChannelsLast;
-  return Status::ok();
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
+  TESSERA_RETURN_IF_ERROR(check_4d(n, "input (2-D pooling only)"));
+  return fixed_layout(p, OpKind::GlobalAveragePooling, Layout::ChannelsLast);
 }
 
 // ReduceMean over the two spatial dims of a 4-D tensor is a global average pool.
 Status plan_reduce_mean(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0), y = n.output(0);
   TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (spatial means of 4-D tensors only)"));
   Span<const int64_t> axes;
-  if (!n.attr_ints("axes", &axes)) return bad_type(n, "axes");
+  TESSERA_RETURN_IF_ERROR(get_ints(n, "axes", &axes));
   int64_t keepdims;
-  if (!n.attr_int("keepdims", 1, &keepdims)) return bad_type(n, "keepdims");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "keepdims", 1, &keepdims));
   bool reduced[4] = {};
   for (int64_t a : axes) {
-    if (a < -4 || a >= 4)
-      return XNN_INVALID(n, "axis %lld out of range", static_cast<long long>(a));
-    reduced[a < 0 ? a + 4 : a] = true;
+    TESSERA_RETURN_IF_ERROR(normalize_axis(n, 4, &a));
+    reduced[a] = true;
   }
   if (axes.size() != 2 || !reduced[2] || !reduced[3]) {
     return XNN_UNSUPPORTED(n, "a mean over axes other than the two spatial dims");
@@ -601,29 +666,25 @@ Status plan_reduce_mean(const NodeReader& n, OpPlan* p) {
   if (y.dims.rank != want_rank || y.dims.d[0] != x.dims.d[0] || y.dims.d[1] != x.dims.d[1]) {
     return XNN_INVALID(n, "output shape does not match a spatial mean");
   }
-  p->kind = OpKind::GlobalAveragePooling;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::ChannelsLast;
-  return Status::ok();
+  return fixed_layout(p, OpKind::GlobalAveragePooling, Layout::ChannelsLast);
 }
 
 // ---- data movement -----------------------------------------------------------------------------
 
 Status plan_pad(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0);
-  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  TESSERA_RETURN_IF_ERROR(check_not_constant(n, x, "the input"));
   std::string_view mode;
-  if (!n.attr_string("mode", "constant", &mode)) return bad_type(n, "mode");
+  TESSERA_RETURN_IF_ERROR(get_string(n, "mode", "constant", &mode));
   if (mode != "constant") {
     return XNN_UNSUPPORTED(n, "mode '%.*s' (constant only)", static_cast<int>(mode.size()),
                            mode.data());
   }
   Span<const int64_t> pads, axes;
-  if (!n.attr_ints("pads", &pads)) return bad_type(n, "pads");
-  if (!n.attr_ints("axes", &axes)) return bad_type(n, "axes");
-  if (!n.attr_float("value", 0.0f, &p->pad_value)) return bad_type(n, "value");
+  TESSERA_RETURN_IF_ERROR(get_ints(n, "pads", &pads));
+  TESSERA_RETURN_IF_ERROR(get_ints(n, "axes", &axes));
+  TESSERA_RETURN_IF_ERROR(get_float(n, "value", 0.0f, &p->pad_value));
   const int rank = x.dims.rank;
   const size_t n_axes = axes.empty() ? static_cast<size_t>(rank) : axes.size();
   if (n_axes > static_cast<size_t>(rank) || (!pads.empty() && pads.size() != 2 * n_axes)) {
@@ -632,8 +693,7 @@ Status plan_pad(const NodeReader& n, OpPlan* p) {
   bool seen[kMaxDims] = {};
   for (size_t i = 0; i < n_axes && !pads.empty(); ++i) {
     int64_t d = axes.empty() ? static_cast<int64_t>(i) : axes[i];
-    if (d < -rank || d >= rank) return XNN_INVALID(n, "axis %lld out of range", (long long)d);
-    if (d < 0) d += rank;
+    TESSERA_RETURN_IF_ERROR(normalize_axis(n, rank, &d));
     if (seen[d]) return XNN_INVALID(n, "axis %lld repeated", static_cast<long long>(d));
     seen[d] = true;
     const int64_t b = pads[i], e = pads[i + n_axes];
@@ -642,40 +702,31 @@ Status plan_pad(const NodeReader& n, OpPlan* p) {
     p->pad_begin[d] = b;
     p->pad_end[d] = e;
   }
-  p->kind = OpKind::ConstantPad;
-  p->rule = LayoutRule::Follow;
-  return Status::ok();
+  return follow_layout(p, OpKind::ConstantPad);
 }
 
 Status plan_reshape(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));  // the shape comes from the output value
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));  // the shape comes from the output value
   const ValueFacts x = n.input(0), y = n.output(0);
-  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  TESSERA_RETURN_IF_ERROR(check_not_constant(n, x, "the input"));
   if (!x.symbolic && !y.symbolic && x.dims.numel() != y.dims.numel()) {
     return XNN_INVALID(n, "element counts differ");
   }
-  p->kind = OpKind::Reshape;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::Identity;
-  return Status::ok();
+  return fixed_layout(p, OpKind::Reshape, Layout::Identity);
 }
 
 Status plan_concat(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 64));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 64));
   const ValueFacts y = n.output(0);
   int64_t axis;
-  if (!n.attr_int("axis", 0, &axis)) return bad_type(n, "axis");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "axis", 0, &axis));
   const int rank = y.dims.rank;
-  if (axis < -rank || axis >= rank)
-    return XNN_INVALID(n, "axis %lld out of range", (long long)axis);
-  if (axis < 0) axis += rank;
+  TESSERA_RETURN_IF_ERROR(normalize_axis(n, rank, &axis));
   int64_t total = 0;
   for (int i = 0; i < n.num_inputs(); ++i) {
     const ValueFacts x = n.input(i);
     if (!x.present) return XNN_INVALID(n, "input %d is missing", i);
-    if (x.constant >= 0) return XNN_UNSUPPORTED(n, "a constant input");
+    TESSERA_RETURN_IF_ERROR(check_not_constant(n, x, "an input"));
     if (x.dims.rank != rank)
       return XNN_INVALID(n, "input %d has rank %d, not %d", i, x.dims.rank, rank);
     for (int d = 0; d < rank; ++d) {
@@ -687,19 +738,16 @@ Status plan_concat(const NodeReader& n, OpPlan* p) {
   }
   if (total != y.dims.d[axis] && !y.symbolic)
     return XNN_INVALID(n, "inputs do not add up to the output");
-  p->kind = OpKind::Concat;
-  p->rule = LayoutRule::Follow;
   p->axis = static_cast<int>(axis);
-  return Status::ok();
+  return follow_layout(p, OpKind::Concat);
 }
 
 // Inference-mode BatchNormalization (the compiler folds it into a preceding Conv when it can;
 // this handles the rest, e.g. after a Concat): y = x * scale + shift per channel.
 Status plan_batch_norm(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 5, 5));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 5, 5));
   const ValueFacts x = n.input(0);
-  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  TESSERA_RETURN_IF_ERROR(check_not_constant(n, x, "the input"));
   if (x.dims.rank < 2) return XNN_UNSUPPORTED(n, "input of rank %d", x.dims.rank);
   for (int i = 1; i < 5; ++i) {
     const ValueFacts c = n.input(i);
@@ -710,45 +758,39 @@ Status plan_batch_norm(const NodeReader& n, OpPlan* p) {
     }
   }
   int64_t training;
-  if (!n.attr_int("training_mode", 0, &training)) return bad_type(n, "training_mode");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "training_mode", 0, &training));
   if (training != 0) return XNN_UNSUPPORTED(n, "training mode");
-  if (!n.attr_float("epsilon", 1e-5f, &p->epsilon)) return bad_type(n, "epsilon");
+  TESSERA_RETURN_IF_ERROR(get_float(n, "epsilon", 1e-5f, &p->epsilon));
   if (!(p->epsilon >= 0.0f) || !std::isfinite(p->epsilon)) return XNN_INVALID(n, "bad epsilon");
   if (n.num_outputs() != 1) return XNN_UNSUPPORTED(n, "training outputs");
-  p->kind = OpKind::BatchNorm;
-  p->rule = LayoutRule::Follow;
-  return Status::ok();
+  return follow_layout(p, OpKind::BatchNorm);
 }
 
 Status plan_resize(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 1, 1));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0), y = n.output(0);
-  TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input"));
-  TESSERA_RETURN_IF_ERROR(check_rank(n, y, 4, "output"));
+  TESSERA_RETURN_IF_ERROR(check_4d(n, "input"));
   if (x.dims.d[0] != y.dims.d[0] || x.dims.d[1] != y.dims.d[1]) {
     return XNN_UNSUPPORTED(n, "resizing the batch or channel dims");
   }
   std::string_view mode, ctm;
-  if (!n.attr_string("mode", "nearest", &mode)) return bad_type(n, "mode");
-  if (!n.attr_string("coordinate_transformation_mode", "half_pixel", &ctm)) {
-    return bad_type(n, "coordinate_transformation_mode");
-  }
+  TESSERA_RETURN_IF_ERROR(get_string(n, "mode", "nearest", &mode));
+  TESSERA_RETURN_IF_ERROR(get_string(n, "coordinate_transformation_mode", "half_pixel", &ctm));
   if (mode != "linear") {
     return XNN_UNSUPPORTED(n, "mode '%.*s' (this XNNPACK has bilinear resize only)",
                            static_cast<int>(mode.size()), mode.data());
   }
   int64_t antialias;
-  if (!n.attr_int("antialias", 0, &antialias)) return bad_type(n, "antialias");
+  TESSERA_RETURN_IF_ERROR(get_int(n, "antialias", 0, &antialias));
   if (antialias != 0) return XNN_UNSUPPORTED(n, "antialias");
   Span<const int64_t> axes;
-  if (!n.attr_ints("axes", &axes)) return bad_type(n, "axes");
+  TESSERA_RETURN_IF_ERROR(get_ints(n, "axes", &axes));
   if (!axes.empty() &&
       !(axes.size() == 2 && (axes[0] == 2 || axes[0] == -2) && (axes[1] == 3 || axes[1] == -1))) {
     return XNN_UNSUPPORTED(n, "axes other than the two spatial dims");
   }
   Span<const float> scales;
-  if (!n.attr_floats("scales", &scales)) return bad_type(n, "scales");
+  TESSERA_RETURN_IF_ERROR(get_floats(n, "scales", &scales));
   if (!scales.empty()) {
     const size_t first = scales.size() == 4 ? 2 : 0;
     if (scales.size() != 4 && scales.size() != 2)
@@ -780,25 +822,19 @@ Status plan_resize(const NodeReader& n, OpPlan* p) {
     return XNN_UNSUPPORTED(n, "coordinate_transformation_mode '%.*s'", static_cast<int>(ctm.size()),
                            ctm.data());
   }
-  p->kind = OpKind::ResizeBilinear;
-  p->rule = LayoutRule::Fixed;
-  p->layout = Layout::ChannelsLast;
-  return Status::ok();
+  return fixed_layout(p, OpKind::ResizeBilinear, Layout::ChannelsLast);
 }
 
 Status plan_prelu(const NodeReader& n, OpPlan* p) {
-  TESSERA_RETURN_IF_ERROR(check_tensors(n, 2, 2));
-  TESSERA_RETURN_IF_ERROR(no_fused_activation(n));
+  TESSERA_RETURN_IF_ERROR(check_unfused(n, 2, 2));
   const ValueFacts x = n.input(0), slope = n.input(1);
-  if (x.constant >= 0) return XNN_UNSUPPORTED(n, "the input is a constant");
+  TESSERA_RETURN_IF_ERROR(check_not_constant(n, x, "the input"));
   TESSERA_RETURN_IF_ERROR(check_constant(n, slope, "the slope"));
   const int rank = x.dims.rank;
   if (slope.dims.rank > rank) return XNN_INVALID(n, "slope rank exceeds the input rank");
-  p->kind = OpKind::PRelu;
   if (slope.dims.numel() == 1) {
-    p->rule = LayoutRule::Follow;
     p->slope_per_channel = false;
-    return Status::ok();
+    return follow_layout(p, OpKind::PRelu);
   }
   const Dims e = expand_rank(slope.dims, rank);
   int axis = -1;
@@ -808,17 +844,13 @@ Status plan_prelu(const NodeReader& n, OpPlan* p) {
     axis = d;
   }
   if (e.d[axis] != x.dims.d[axis]) return XNN_INVALID(n, "slope does not match the input");
-  p->rule = LayoutRule::Fixed;
-  p->slope_per_channel = true;
-  if (axis == rank - 1) {
-    p->layout = Layout::Identity;
-  } else if (rank == 4 && axis == 1) {
-    p->layout = Layout::ChannelsLast;
-  } else {
+  Layout layout;
+  if (!innermost_layout(axis, rank, &layout)) {
     return XNN_UNSUPPORTED(n, "a slope along dim %d of rank %d (channels or innermost only)", axis,
                            rank);
   }
-  return Status::ok();
+  p->slope_per_channel = true;
+  return fixed_layout(p, OpKind::PRelu, layout);
 }
 
 }  // namespace
