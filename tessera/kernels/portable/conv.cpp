@@ -18,20 +18,28 @@ namespace {
 
 enum class ConvPath { Direct, Pointwise, Im2col };
 
-struct ConvState {
-  ConvPath path;
-  SpatialAttrs g;
+// What Conv and ConvTranspose both know after prepare; each state adds its own path data.
+struct ConvGeometry {
+  SpatialAttrs g;  // `in` is X's spatial size, `out` Y's
   int64_t batch, channels, out_channels, group;
-  int64_t cg, mg;              // input and output channels per group
+  int64_t cg, mg;  // input and output channels per group
   int64_t in_vol, out_vol, kvol;
   bool has_bias;
   bool clamp;
   float lo, hi;
-  float* scratch;              // im2col panel
 };
 
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+struct ConvState : ConvGeometry {
+  ConvPath path;
+  float* scratch;  // im2col panel
+};
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+inline int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
 
 // ---- im2col panel packing ----------------------------------------------------------------------
 
@@ -204,8 +212,8 @@ Status check_conv_inputs(const OpContext& ctx, bool transposed, SpatialAttrs* g,
                        "weights have %lld channels per group, expected %lld (%lld channels / "
                        "group %lld)",
                        static_cast<long long>(w->size(1)),
-                       static_cast<long long>(channels / *group),
-                       static_cast<long long>(channels), static_cast<long long>(*group));
+                       static_cast<long long>(channels / *group), static_cast<long long>(channels),
+                       static_cast<long long>(*group));
     }
     *out_channels = w->size(0);
     if (*out_channels % *group != 0) {
@@ -239,13 +247,11 @@ Status check_conv_inputs(const OpContext& ctx, bool transposed, SpatialAttrs* g,
   return read_spatial_attrs(ctx, /*allow_dilations=*/true, g);
 }
 
-}  // namespace
-
-Result<PreparedKernel> prepare_conv(OpContext& ctx) {
-  SpatialAttrs g;
-  int64_t group = 1, out_channels = 0;
-  TESSERA_RETURN_IF_ERROR(check_conv_inputs(ctx, false, &g, &group, &out_channels));
-  TESSERA_RETURN_IF_ERROR(window_output_sizes(ctx, false, &g));
+// Checks Y against the shape `g` computes, then makes the kernel's state with the geometry filled
+// in. Both kernels apply the fused activation inside their own loops.
+template <typename State>
+Result<State*> make_conv_state(OpContext& ctx, const SpatialAttrs& g, int64_t group,
+                               int64_t out_channels) {
   const Tensor* x = ctx.input(0);
   Shape computed;
   computed.push(x->size(0));
@@ -253,7 +259,7 @@ Result<PreparedKernel> prepare_conv(OpContext& ctx) {
   for (int i = 0; i < g.n; ++i) computed.push(g.out[g.slot(i)]);
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, computed.span()));
 
-  TESSERA_ASSIGN_OR_RETURN(ConvState * s, ctx.make_state<ConvState>());
+  TESSERA_ASSIGN_OR_RETURN(State * s, ctx.make_state<State>());
   s->g = g;
   s->batch = x->size(0);
   s->channels = x->size(1);
@@ -269,6 +275,17 @@ Result<PreparedKernel> prepare_conv(OpContext& ctx) {
   s->lo = ctx.activation().min;
   s->hi = ctx.activation().max;
   ctx.mark_activation_fused();
+  return s;
+}
+
+}  // namespace
+
+Result<PreparedKernel> prepare_conv(OpContext& ctx) {
+  SpatialAttrs g;
+  int64_t group = 1, out_channels = 0;
+  TESSERA_RETURN_IF_ERROR(check_conv_inputs(ctx, false, &g, &group, &out_channels));
+  TESSERA_RETURN_IF_ERROR(window_output_sizes(ctx, false, &g));
+  TESSERA_ASSIGN_OR_RETURN(ConvState * s, make_conv_state<ConvState>(ctx, g, group, out_channels));
   bool pointwise = s->kvol == 1;
   for (int k = 0; k < kMaxSpatial; ++k) {
     pointwise = pointwise && g.stride[k] == 1 && g.pad_begin[k] == 0 && g.pad_end[k] == 0;
@@ -291,14 +308,8 @@ namespace {
 
 constexpr int64_t kColTileFloats = 64 * 1024;
 
-struct ConvTransposeState {
-  SpatialAttrs g;  // `in` is X's spatial size, `out` Y's
-  int64_t batch, channels, out_channels, group, cg, mg;
-  int64_t in_vol, out_vol, kvol;
+struct ConvTransposeState : ConvGeometry {
   int64_t tile_rows, tile_cols;
-  bool has_bias;
-  bool clamp;
-  float lo, hi;
   float* scratch;  // tile_rows x tile_cols
 };
 
@@ -387,7 +398,6 @@ Result<PreparedKernel> prepare_conv_transpose(OpContext& ctx) {
   SpatialAttrs g;
   int64_t group = 1, out_channels = 0;
   TESSERA_RETURN_IF_ERROR(check_conv_inputs(ctx, true, &g, &group, &out_channels));
-  const Tensor* x = ctx.input(0);
   TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> output_padding,
                            ctx.attrs().get_ints("output_padding"));
   TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> output_shape, ctx.attrs().get_ints("output_shape"));
@@ -415,9 +425,8 @@ Result<PreparedKernel> prepare_conv_transpose(OpContext& ctx) {
       // ONNX: pads follow from the requested output shape (begin gets the smaller half).
       const int64_t total = full - output_shape[i];
       if (output_shape[i] < 1 || total < 0) {
-        return ctx.error(Error::InvalidProgram,
-                         "'output_shape'[%d] is %lld, must be in [1, %lld]", i,
-                         static_cast<long long>(output_shape[i]), static_cast<long long>(full));
+        return ctx.error(Error::InvalidProgram, "'output_shape'[%d] is %lld, must be in [1, %lld]",
+                         i, static_cast<long long>(output_shape[i]), static_cast<long long>(full));
       }
       g.pad_begin[s] = total - total / 2;
       g.pad_end[s] = total / 2;
@@ -428,28 +437,8 @@ Result<PreparedKernel> prepare_conv_transpose(OpContext& ctx) {
                        i, static_cast<long long>(g.out[s]));
     }
   }
-  Shape computed;
-  computed.push(x->size(0));
-  computed.push(out_channels);
-  for (int i = 0; i < g.n; ++i) computed.push(g.out[g.slot(i)]);
-  TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, computed.span()));
-
-  TESSERA_ASSIGN_OR_RETURN(ConvTransposeState * s, ctx.make_state<ConvTransposeState>());
-  s->g = g;
-  s->batch = x->size(0);
-  s->channels = x->size(1);
-  s->out_channels = out_channels;
-  s->group = group;
-  s->cg = s->channels / group;
-  s->mg = out_channels / group;
-  s->in_vol = g.in[0] * g.in[1] * g.in[2];
-  s->out_vol = g.out[0] * g.out[1] * g.out[2];
-  s->kvol = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  s->has_bias = ctx.input(2) != nullptr;
-  s->clamp = ctx.activation().enabled;
-  s->lo = ctx.activation().min;
-  s->hi = ctx.activation().max;
-  ctx.mark_activation_fused();
+  TESSERA_ASSIGN_OR_RETURN(ConvTransposeState * s,
+                           make_conv_state<ConvTransposeState>(ctx, g, group, out_channels));
   const int64_t rows_total = s->mg * s->kvol;
   s->tile_cols = min64(max64(s->in_vol, 1), 512);
   s->tile_rows = min64(max64(rows_total, 1), max64(kColTileFloats / s->tile_cols, 4));
