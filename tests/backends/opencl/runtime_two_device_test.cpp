@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "tessera/backend/options_map.h"
 #include "tessera/backend/resolved_options.h"
 #include "tessera/backends/opencl/options.h"
+#include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
@@ -28,18 +30,30 @@ uint32_t opencl_devices() {
   return n;
 }
 
-TEST(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
-  if (opencl_devices() < 2) {
-    GTEST_SKIP() << "needs two OpenCL devices (POCL_DEVICES=\"pthread pthread\")";
+// Both tests load methods from one program with two opencl delegates (each a Relu over
+// float32[2, 4]). The fixture skips without two devices and keeps the buffer, loader and program
+// alive for the whole test, as the methods borrow them.
+class OpenclRuntime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (opencl_devices() < 2) {
+      GTEST_SKIP() << "needs two OpenCL devices (POCL_DEVICES=\"pthread pthread\")";
+    }
+    auto bytes = testing::delegate_chain_program({"opencl", "opencl"}).build();
+    ASSERT_TRUE(bytes.ok());
+    buffer_ = std::make_unique<testing::AlignedBuffer>(*bytes);
+    loader_ = std::make_unique<BufferDataLoader>(buffer_->data(), buffer_->size());
+    auto program = Program::load(loader_.get());
+    ASSERT_TRUE(program.ok()) << program.status().message();
+    program_ = std::make_unique<Program>(std::move(program).value());
   }
 
-  auto bytes = testing::delegate_chain_program({"opencl", "opencl"}).build();
-  ASSERT_TRUE(bytes.ok());
-  testing::AlignedBuffer buf(*bytes);
-  BufferDataLoader loader(buf.data(), buf.size());
-  auto program = Program::load(&loader);
-  ASSERT_TRUE(program.ok()) << program.status().message();
+  std::unique_ptr<testing::AlignedBuffer> buffer_;
+  std::unique_ptr<BufferDataLoader> loader_;
+  std::unique_ptr<Program> program_;
+};
 
+TEST_F(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
   // Instance 0: every delegate on device 0 (per backend). Instance 1: per delegate, device 1.
   LoadBackendOptionsMap on_first;
   ASSERT_TRUE(on_first.set("opencl", kDeviceIndex, 0).is_ok());
@@ -49,8 +63,8 @@ TEST(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
   LoadOptions o0, o1;
   o0.backend_options = &on_first;
   o1.delegate_options = &on_second;
-  auto m0 = program->load_method("forward", nullptr, o0);
-  auto m1 = program->load_method("forward", nullptr, o1);
+  auto m0 = program_->load_method("forward", nullptr, o0);
+  auto m1 = program_->load_method("forward", nullptr, o1);
   ASSERT_TRUE(m0.ok()) << m0.status().message();
   ASSERT_TRUE(m1.ok()) << m1.status().message();
   for (Method* m : {&*m0, &*m1}) {
@@ -90,18 +104,7 @@ TEST(OpenclRuntime, SameMethodTwiceOnTwoDevicesFromTwoThreads) {
 // Both instances also load at the same time, sharing one program cache directory and one
 // tuning file: the backend's shared state (device set, contexts, cache and tuning files) is
 // touched from two threads at once.
-TEST(OpenclRuntime, TwoThreadsLoadAndRunOnTwoDevicesWithSharedCacheAndTuning) {
-  if (opencl_devices() < 2) {
-    GTEST_SKIP() << "needs two OpenCL devices (POCL_DEVICES=\"pthread pthread\")";
-  }
-
-  auto bytes = testing::delegate_chain_program({"opencl", "opencl"}).build();
-  ASSERT_TRUE(bytes.ok());
-  testing::AlignedBuffer buf(*bytes);
-  BufferDataLoader loader(buf.data(), buf.size());
-  auto program = Program::load(&loader);
-  ASSERT_TRUE(program.ok()) << program.status().message();
-
+TEST_F(OpenclRuntime, TwoThreadsLoadAndRunOnTwoDevicesWithSharedCacheAndTuning) {
   opencl::testing::TempDir dir;
   const std::string cache = dir.file("cache"), tuning = dir.file("tuning.txt");
   auto worker = [&](int64_t device, float offset, std::string* error) {
@@ -116,7 +119,7 @@ TEST(OpenclRuntime, TwoThreadsLoadAndRunOnTwoDevicesWithSharedCacheAndTuning) {
     }
     LoadOptions load;
     load.backend_options = &options;
-    auto m = program->load_method("forward", nullptr, load);
+    auto m = program_->load_method("forward", nullptr, load);
     if (!m.ok()) {
       *error = m.status().message();
       return;
