@@ -392,11 +392,11 @@ bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64
       // and output transforms cost too much next to few channels. With 3 input channels it took
       // 3-6x as long as brgemm (3 -> 64 at 224x224: 6.3 against 2.1 ms), with 16 output channels
       // 1.0-1.3x; from 16 input and 32 output channels on it took 0.35-0.97x as long (7x7 to
-      // 56x56, 16 to 256 channels, weights in cache). Below 14x14 outputs there are too few
-      // tiles to reuse the transformed weights, which are 16/9 the size and come from memory in
-      // a model: ResNet-18's 7x7 layers (512 channels) gained nothing measurable there, and
-      // their weight transform at init (oneDNN's wino_reorder) took 115-157 ms each, most of a
-      // 350 ms load.
+      // 56x56, 16 to 256 channels, weights in cache). Below 14x14 outputs the gain no longer
+      // pays for the load: ResNet-18's three 7x7 layers (512 channels) run 0.25-0.6 ms faster
+      // each with Winograd in the model, but oneDNN's weight transform at init (wino_reorder)
+      // took 115-157 ms for each of them, and the load went from 90 to 250 ms. An application
+      // that loads once and runs long asks for conv_algorithm=winograd.
       return weights[1] >= 16 && weights[0] >= 32 && out[2] * out[3] >= 14 * 14;
   }
   return false;
