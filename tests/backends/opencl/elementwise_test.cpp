@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "tests/backends/common/conformance.h"
 
 namespace tessera::opencl::testing {
 namespace {
@@ -56,12 +57,12 @@ TEST(OpenClUnary, Activations) {
 }
 
 TEST(OpenClUnary, AttributesAndPositiveOnly) {
-  EXPECT_TRUE(matches_portable(unary(Op::Clip, {ir::Attr::make_float("min", -0.5f),
-                                                ir::Attr::make_float("max", 0.25f)})));
+  EXPECT_TRUE(matches_portable(
+      unary(Op::Clip, {ir::Attr::make_float("min", -0.5f), ir::Attr::make_float("max", 0.25f)})));
   EXPECT_TRUE(matches_portable(unary(Op::Clip, {ir::Attr::make_float("min", 0.0f)})));
   EXPECT_TRUE(matches_portable(unary(Op::LeakyRelu, {ir::Attr::make_float("alpha", 0.3f)})));
-  EXPECT_TRUE(matches_portable(unary(Op::HardSigmoid, {ir::Attr::make_float("alpha", 0.4f),
-                                                       ir::Attr::make_float("beta", 0.1f)})));
+  EXPECT_TRUE(matches_portable(unary(
+      Op::HardSigmoid, {ir::Attr::make_float("alpha", 0.4f), ir::Attr::make_float("beta", 0.1f)})));
   EXPECT_TRUE(matches_portable(unary(Op::Gelu, {ir::Attr::make_string("approximate", "tanh")}),
                                -3.0f, 3.0f));
   EXPECT_TRUE(matches_portable(unary(Op::Sqrt), 0.1f, 4.0f));
@@ -70,3 +71,10 @@ TEST(OpenClUnary, AttributesAndPositiveOnly) {
 
 }  // namespace
 }  // namespace tessera::opencl::testing
+
+// The shared unary cases too (every op in them has an OpenCL kernel); the binary family also
+// has Max and Min, which the OpenCL code generator does not emit.
+namespace tessera::backend_testing {
+INSTANTIATE_TEST_SUITE_P(Conformance, Unary, ::testing::Values(opencl::testing::kBackendName),
+                         BackendParamName());
+}  // namespace tessera::backend_testing
