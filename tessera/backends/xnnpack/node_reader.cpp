@@ -1,6 +1,29 @@
 #include "tessera/backends/xnnpack/node_reader.h"
 
 namespace tessera::xnnpack {
+namespace {
+
+fb::AttrType type_of(const fb::Attr& a) {
+  return a.type();
+}
+fb::AttrType type_of(const ir::Attr& a) {
+  return a.type;
+}
+
+// The attribute rule both readers follow: absent gives `fallback` (an empty list for the list
+// getters), another type than `want` is false (the caller reports it), else `value` reads it.
+template <typename Attr, typename T, typename Value>
+bool read_attr(const Attr* a, fb::AttrType want, T fallback, T* out, Value value) {
+  if (a == nullptr) {
+    *out = fallback;
+    return true;
+  }
+  if (type_of(*a) != want) return false;
+  *out = value(*a);
+  return true;
+}
+
+}  // namespace
 
 // ---- fb::Graph ---------------------------------------------------------------------------------
 
@@ -69,55 +92,36 @@ bool FbNodeReader::has_attr(std::string_view name) const {
 }
 
 bool FbNodeReader::attr_int(std::string_view name, int64_t fallback, int64_t* out) const {
-  const fb::Attr* a = find(name);
-  if (a == nullptr) {
-    *out = fallback;
-    return true;
-  }
-  if (a->type() != fb::AttrType::Int) return false;
-  *out = a->i();
-  return true;
+  return read_attr(find(name), fb::AttrType::Int, fallback, out,
+                   [](const fb::Attr& a) { return a.i(); });
 }
 
 bool FbNodeReader::attr_float(std::string_view name, float fallback, float* out) const {
-  const fb::Attr* a = find(name);
-  if (a == nullptr) {
-    *out = fallback;
-    return true;
-  }
-  if (a->type() != fb::AttrType::Float) return false;
-  *out = a->f();
-  return true;
+  return read_attr(find(name), fb::AttrType::Float, fallback, out,
+                   [](const fb::Attr& a) { return a.f(); });
 }
 
 bool FbNodeReader::attr_string(std::string_view name, std::string_view fallback,
                                std::string_view* out) const {
-  const fb::Attr* a = find(name);
-  if (a == nullptr) {
-    *out = fallback;
-    return true;
-  }
-  if (a->type() != fb::AttrType::String) return false;
-  *out = a->s() ? std::string_view(a->s()->c_str(), a->s()->size()) : std::string_view();
-  return true;
+  return read_attr(find(name), fb::AttrType::String, fallback, out, [](const fb::Attr& a) {
+    return a.s() ? std::string_view(a.s()->c_str(), a.s()->size()) : std::string_view();
+  });
 }
 
 bool FbNodeReader::attr_ints(std::string_view name, Span<const int64_t>* out) const {
-  const fb::Attr* a = find(name);
-  *out = {};
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Ints) return false;
-  if (a->ints()) *out = {a->ints()->data(), a->ints()->size()};
-  return true;
+  return read_attr(find(name), fb::AttrType::Ints, Span<const int64_t>(), out,
+                   [](const fb::Attr& a) {
+                     return a.ints() ? Span<const int64_t>(a.ints()->data(), a.ints()->size())
+                                     : Span<const int64_t>();
+                   });
 }
 
 bool FbNodeReader::attr_floats(std::string_view name, Span<const float>* out) const {
-  const fb::Attr* a = find(name);
-  *out = {};
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Floats) return false;
-  if (a->floats()) *out = {a->floats()->data(), a->floats()->size()};
-  return true;
+  return read_attr(find(name), fb::AttrType::Floats, Span<const float>(), out,
+                   [](const fb::Attr& a) {
+                     return a.floats() ? Span<const float>(a.floats()->data(), a.floats()->size())
+                                       : Span<const float>();
+                   });
 }
 
 // ---- ir::Graph ---------------------------------------------------------------------------------
@@ -162,55 +166,31 @@ bool IrNodeReader::has_attr(std::string_view name) const {
 }
 
 bool IrNodeReader::attr_int(std::string_view name, int64_t fallback, int64_t* out) const {
-  const ir::Attr* a = find(name);
-  if (a == nullptr) {
-    *out = fallback;
-    return true;
-  }
-  if (a->type != fb::AttrType::Int) return false;
-  *out = a->i;
-  return true;
+  return read_attr(find(name), fb::AttrType::Int, fallback, out,
+                   [](const ir::Attr& a) { return a.i; });
 }
 
 bool IrNodeReader::attr_float(std::string_view name, float fallback, float* out) const {
-  const ir::Attr* a = find(name);
-  if (a == nullptr) {
-    *out = fallback;
-    return true;
-  }
-  if (a->type != fb::AttrType::Float) return false;
-  *out = a->f;
-  return true;
+  return read_attr(find(name), fb::AttrType::Float, fallback, out,
+                   [](const ir::Attr& a) { return a.f; });
 }
 
 bool IrNodeReader::attr_string(std::string_view name, std::string_view fallback,
                                std::string_view* out) const {
-  const ir::Attr* a = find(name);
-  if (a == nullptr) {
-    *out = fallback;
-    return true;
-  }
-  if (a->type != fb::AttrType::String) return false;
-  *out = a->s;
-  return true;
+  return read_attr(find(name), fb::AttrType::String, fallback, out,
+                   [](const ir::Attr& a) { return std::string_view(a.s); });
 }
 
 bool IrNodeReader::attr_ints(std::string_view name, Span<const int64_t>* out) const {
-  const ir::Attr* a = find(name);
-  *out = {};
-  if (a == nullptr) return true;
-  if (a->type != fb::AttrType::Ints) return false;
-  *out = {a->ints.data(), a->ints.size()};
-  return true;
+  return read_attr(
+      find(name), fb::AttrType::Ints, Span<const int64_t>(), out,
+      [](const ir::Attr& a) { return Span<const int64_t>(a.ints.data(), a.ints.size()); });
 }
 
 bool IrNodeReader::attr_floats(std::string_view name, Span<const float>* out) const {
-  const ir::Attr* a = find(name);
-  *out = {};
-  if (a == nullptr) return true;
-  if (a->type != fb::AttrType::Floats) return false;
-  *out = {a->floats.data(), a->floats.size()};
-  return true;
+  return read_attr(
+      find(name), fb::AttrType::Floats, Span<const float>(), out,
+      [](const ir::Attr& a) { return Span<const float>(a.floats.data(), a.floats.size()); });
 }
 
 }  // namespace tessera::xnnpack
