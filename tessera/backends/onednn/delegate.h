@@ -53,8 +53,8 @@ class Delegate {
   std::vector<int64_t> arg_numel;  // expected element count of each argument
   std::vector<Step> steps;
   std::vector<ArgBinding> bindings;
-  std::vector<dnnl::memory>
-      memories;                 // every memory a step refers to (owning where oneDNN allocated)
+  // Every memory a step refers to (owning where oneDNN allocated).
+  std::vector<dnnl::memory> memories;
   dnnl::memory scratchpad;      // shared by all steps (scratchpad_mode::user)
   dnnl::memory arena;           // activation buffers, lifetimes planned at init
   size_t arena_bytes = 0;       // its size
