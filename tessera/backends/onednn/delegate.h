@@ -55,13 +55,15 @@ class Delegate {
   std::vector<ArgBinding> bindings;
   // Every memory a step refers to (owning where oneDNN allocated).
   std::vector<dnnl::memory> memories;
-  dnnl::memory scratchpad;      // shared by all steps (scratchpad_mode::user)
-  dnnl::memory arena;           // activation buffers, lifetimes planned at init
-  size_t arena_bytes = 0;       // its size
-  size_t activation_bytes = 0;  // what the buffers in it would take one by one
-  size_t fused_sums = 0;        // residual adds fused as sum post-ops
-  size_t in_place_sums = 0;     // of which write into the residual's own buffer
-  size_t winograd_convs = 0;    // convolutions computed with Winograd
+  dnnl::memory scratchpad;        // shared by all steps (scratchpad_mode::user)
+  dnnl::memory arena;             // activation buffers, lifetimes planned at init
+  size_t arena_bytes = 0;         // its size
+  size_t activation_bytes = 0;    // what the buffers in it would take one by one
+  size_t fused_sums = 0;          // residual adds fused as sum post-ops
+  size_t in_place_sums = 0;       // of which write into the residual's own buffer
+  size_t winograd_convs = 0;      // convolutions computed with Winograd
+  size_t weights_from_cache = 0;  // Winograd weights read from cache_dir
+  size_t weights_cached = 0;      // Winograd weights written to cache_dir
 };
 
 /// Sets the calling thread's OpenMP team size for a scope and restores the previous value, so a

@@ -1,13 +1,18 @@
 #include "tessera/backends/onednn/graph_builder.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "tessera/backend/integrity_file.h"
 #include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/supports.h"
+#include "tessera/core/log.h"
 #include "tessera/ir/memory_plan.h"
 #include "tessera/ir/shape_expr.h"
 
@@ -90,6 +95,8 @@ class Builder {
 
   Status resolve();
   Status lower(int index);
+  /// Fills `to` (a Winograd weight layout) from the plain weights `from`, through cache_dir.
+  void transform_winograd_weights(memory from, memory to);
   /// Whether a convolution is asked for as Winograd (conv_algorithm, its shape, the kernels).
   bool use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
                     const Window& win) const;
@@ -374,6 +381,83 @@ void Builder::add_activation_step(const fb::Node& node, int value, std::string_v
 
 // ---- ops ---------------------------------------------------------------------------------------
 
+// oneDNN's Winograd weight transform (wino_reorder) is slow: 115-157 ms for one 512x512 3x3
+// weight, most of a ResNet-18 load with conv_algorithm=winograd. Its result depends only on the
+// source weights and on the target layout, which the Winograd descriptor's fields say entirely,
+// so it can be kept on disk (an integrity-checked file, see integrity_file.h) and read back.
+void Builder::transform_winograd_weights(memory from, memory to) {
+  const dnnl_memory_desc_t& md = to.get_desc().data;
+  const dnnl_wino_desc_t& wd = md.format_desc.wino_desc;
+  const size_t bytes = to.get_desc().get_size();
+  const size_t from_bytes = from.get_desc().get_size();
+  IntegrityKey key{};
+  std::memcpy(key.magic, "TSDNNLW1", sizeof key.magic);
+  const dnnl_version_t* v = dnnl_version();
+  char device[96];
+  std::snprintf(device, sizeof device, "onednn %d.%d.%d %s isa %d", v->major, v->minor, v->patch,
+                v->hash, static_cast<int>(dnnl_get_effective_cpu_isa()));
+  key.device = fnv1a64(std::string(device));
+  // The layout: dims, type and every field of the Winograd descriptor, one by one (the struct
+  // may hold padding bytes); then the source weights.
+  uint64_t content = fnv1a64(md.dims, sizeof(md.dims[0]) * static_cast<size_t>(md.ndims));
+  const int64_t fields[] = {md.ndims,
+                            md.data_type,
+                            md.format_kind,
+                            wd.wino_format,
+                            wd.r,
+                            wd.alpha,
+                            wd.ic,
+                            wd.oc,
+                            wd.ic_block,
+                            wd.oc_block,
+                            wd.ic2_block,
+                            wd.oc2_block,
+                            static_cast<int64_t>(wd.size),
+                            static_cast<int64_t>(bytes)};
+  content = fnv1a64(fields, sizeof fields, content);
+  content = fnv1a64(&wd.adj_scale, sizeof wd.adj_scale, content);
+  key.content = hash64(from.get_data_handle(), from_bytes, content);
+
+  std::string path;
+  if (options_.cache_read) {
+    char file[40];
+    std::snprintf(
+        file, sizeof file, "%016llx.dnnlw",
+        static_cast<unsigned long long>(fnv1a64(&key.content, sizeof key.content, key.device)));
+    path = options_.cache_dir;
+    if (path.back() != '/') path += '/';
+    path += file;
+    Result<std::vector<uint8_t>> entry = read_integrity_file(path, key);
+    if (entry.ok() && entry->size() == bytes) {
+      std::memcpy(to.get_data_handle(), entry->data(), bytes);
+      ++d_.weights_from_cache;
+      return;
+    }
+    if (entry.ok()) {
+      TESSERA_LOG_WARNING("onednn: cache entry '%s' holds %zu bytes, expected %zu; recomputing",
+                          path.c_str(), entry->size(), bytes);
+    } else if (entry.status().code() != Error::NotFound) {
+      TESSERA_LOG_WARNING("onednn: cache entry unusable: %s; recomputing",
+                          entry.status().message());
+    }
+  }
+  dnnl::reorder(from, to).execute(d_.stream, from, to);
+  d_.stream.wait();
+  if (!options_.cache_write) return;
+  if (::mkdir(options_.cache_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    TESSERA_LOG_WARNING("onednn: cannot create cache_dir '%s': %s", options_.cache_dir.c_str(),
+                        std::strerror(errno));
+    return;
+  }
+  const auto* p = static_cast<const uint8_t*>(to.get_data_handle());
+  const Status written = write_integrity_file(path, key, std::vector<uint8_t>(p, p + bytes));
+  if (!written.is_ok()) {
+    TESSERA_LOG_WARNING("onednn: cache not written: %s", written.message());
+    return;
+  }
+  ++d_.weights_cached;
+}
+
 bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
                            const Window& win) const {
   // Winograd applies to fp32 3x3 convolutions with stride 1, no dilation and no groups.
@@ -492,8 +576,12 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   memory weights = wview;
   if (wview.get_desc() != pd.weights_desc()) {
     weights = fresh(pd.weights_desc());
-    dnnl::reorder(wview, weights).execute(d_.stream, wview, weights);
-    d_.stream.wait();
+    if (alg == algorithm::convolution_winograd) {
+      transform_winograd_weights(wview, weights);
+    } else {
+      dnnl::reorder(wview, weights).execute(d_.stream, wview, weights);
+      d_.stream.wait();
+    }
   }
   dnnl::convolution_forward prim(pd);
   if (b >= 0) {

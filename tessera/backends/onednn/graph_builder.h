@@ -16,6 +16,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <memory>
+#include <string>
 
 #include "tessera/backend/context.h"
 #include "tessera/backends/onednn/delegate.h"
@@ -35,6 +36,9 @@ struct BuildOptions {
   dnnl::engine engine;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;
   bool winograd_kernels = false;  // oneDNN's effective ISA has Winograd kernels (avx512_core)
+  std::string cache_dir;          // Winograd weights cache ("" = none)
+  bool cache_read = false;        // entries are used when valid
+  bool cache_write = false;       // missing or bad entries are (re)written
   bool bf16 = false;  // activations and weights in bf16 (fp32 accumulation); boundaries stay fp32
   int threads = 1;    // OpenMP team size the primitives are created and run with
 };

@@ -29,8 +29,18 @@ constexpr dnnl_cpu_isa_t kIsaValues[] = {dnnl_cpu_isa_all,
                                          dnnl_cpu_isa_sse41};
 constexpr const char* kPrecisionChoices[] = {"fp32", "bf16", "auto"};
 constexpr const char* kConvAlgorithmChoices[] = {"auto", "direct", "winograd"};
+constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
+constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
 
 constexpr OptionSpec kSchema[] = {
+    OptionSpec::string(
+        "cache_dir", "", kGlobalLoad,
+        "Directory of Winograd-transformed weights (created if missing; \"\" = no cache): the "
+        "transform is most of a load with conv_algorithm=winograd. Entries are named by hash "
+        "and checked (oneDNN version, ISA, weight layout, source weights, checksum) before use; "
+        "a bad entry is recomputed with a warning"),
+    OptionSpec::enumeration("cache_mode", "readwrite", kCacheModes, kGlobalLoad,
+                            "How cache_dir is used: off, read (never written), readwrite"),
     OptionSpec::enumeration(
         "conv_algorithm", "auto", kConvAlgorithmChoices, OptionScope::Load | OptionScope::Delegate,
         "How float32 3x3 convolutions with stride 1, no dilation and no groups are computed. "
@@ -146,6 +156,11 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
                          : algorithm.name == "winograd" ? ConvAlgorithm::Winograd
                                                         : ConvAlgorithm::Auto;
   build.winograd_kernels = winograd_kernels_available();
+  TESSERA_ASSIGN_OR_RETURN(std::string_view cache_dir, context.get(kCacheDir));
+  TESSERA_ASSIGN_OR_RETURN(EnumValue cache_mode, context.get(kCacheMode));
+  build.cache_dir = std::string(cache_dir);
+  build.cache_read = !cache_dir.empty() && cache_mode.name != "off";
+  build.cache_write = build.cache_read && cache_mode.name == "readwrite";
   if (build.conv_algorithm == ConvAlgorithm::Winograd && !build.winograd_kernels) {
     return Status::error(Error::NotSupported,
                          "onednn: conv_algorithm=winograd needs oneDNN's float32 Winograd kernels "
@@ -249,6 +264,8 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.fused_sums = d->fused_sums;
   s.in_place_sums = d->in_place_sums;
   s.winograd_convs = d->winograd_convs;
+  s.weights_from_cache = d->weights_from_cache;
+  s.weights_cached = d->weights_cached;
   s.arena_bytes = d->arena_bytes;
   s.activation_bytes = d->activation_bytes;
   for (const Step& step : d->steps)

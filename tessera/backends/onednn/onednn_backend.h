@@ -60,6 +60,8 @@ struct DelegateSummary {
   size_t fused_sums = 0;
   size_t in_place_sums = 0;
   size_t winograd_convs = 0;       // convolutions computed with Winograd (conv_algorithm)
+  size_t weights_from_cache = 0;   // Winograd weights read from cache_dir
+  size_t weights_cached = 0;       // Winograd weights written to cache_dir
   size_t arena_bytes = 0;          // the shared activation arena
   size_t activation_bytes = 0;     // what its buffers would take without sharing
   std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order

@@ -22,6 +22,10 @@ inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};
 inline constexpr OptionKey<EnumValue> kPrecision{"precision"};
 /// auto, direct or winograd: how 3x3 stride-1 convolutions are computed (see the schema).
 inline constexpr OptionKey<EnumValue> kConvAlgorithm{"conv_algorithm"};
+/// Directory of Winograd-transformed weights ("" = none), and how it is used (off, read,
+/// readwrite); see the schema.
+inline constexpr OptionKey<std::string_view> kCacheDir{"cache_dir"};
+inline constexpr OptionKey<EnumValue> kCacheMode{"cache_mode"};
 /// Global: oneDNN's primitive cache capacity (dnnl::set_primitive_cache_capacity).
 inline constexpr OptionKey<int64_t> kPrimitiveCacheCapacity{"primitive_cache_capacity"};
 /// Execute scope: report per-primitive times of this call through the execution context.

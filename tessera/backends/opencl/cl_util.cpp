@@ -67,14 +67,4 @@ std::string platform_string(cl_platform_id platform, cl_platform_info what) {
   return std::string(buf.data());
 }
 
-uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint64_t h = seed;
-  for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 }  // namespace tessera::opencl

@@ -51,10 +51,4 @@ using MemHandle = ClHandle<cl_mem, clReleaseMemObject>;
 std::string device_string(cl_device_id device, cl_device_info what);
 std::string platform_string(cl_platform_id platform, cl_platform_info what);
 
-/// FNV-1a 64-bit hash, continued from `seed`.
-uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 14695981039346656037ull);
-inline uint64_t fnv1a64(const std::string& s, uint64_t seed = 14695981039346656037ull) {
-  return fnv1a64(s.data(), s.size(), seed);
-}
-
 }  // namespace tessera::opencl

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tessera/backend/integrity_file.h"
 #include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/options.h"
 #include "tessera/core/log.h"

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "tessera/backend/integrity_file.h"
+
 namespace tessera::opencl {
 namespace {
 

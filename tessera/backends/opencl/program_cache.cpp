@@ -8,7 +8,7 @@
 
 #include <sys/stat.h>
 
-#include "tessera/backends/opencl/integrity_file.h"
+#include "tessera/backend/integrity_file.h"
 #include "tessera/core/log.h"
 
 namespace tessera::opencl {

@@ -5,7 +5,7 @@
 #include <limits>
 #include <mutex>
 
-#include "tessera/backends/opencl/integrity_file.h"
+#include "tessera/backend/integrity_file.h"
 #include "tessera/core/log.h"
 
 namespace tessera::opencl {

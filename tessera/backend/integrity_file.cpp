@@ -1,4 +1,4 @@
-#include "tessera/backends/opencl/integrity_file.h"
+#include "tessera/backend/integrity_file.h"
 
 #include <atomic>
 #include <cerrno>
@@ -8,13 +8,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "tessera/backends/opencl/cl_util.h"
-
-namespace tessera::opencl {
+namespace tessera {
 namespace {
 
-void put_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
-void put_u64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+void put_u32(uint8_t* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
+void put_u64(uint8_t* p, uint64_t v) {
+  std::memcpy(p, &v, 8);
+}
 uint32_t get_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
@@ -28,24 +30,73 @@ uint64_t get_u64(const uint8_t* p) {
 
 }  // namespace
 
-Result<std::vector<uint8_t>> read_integrity_file(const std::string& path,
-                                                 const IntegrityKey& key) {
+uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t hash64(const void* data, size_t size, uint64_t seed) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t lane[4] = {seed ^ 0x243f6a8885a308d3ull, seed ^ 0x13198a2e03707344ull,
+                      seed ^ 0xa4093822299f31d0ull, seed ^ 0x082efa98ec4e6c89ull};
+  auto mix = [](uint64_t h, uint64_t w) {
+    h = (h ^ w) * kMul;
+    return h ^ (h >> 29);
+  };
+  size_t i = 0;
+  for (; i + 32 <= size; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      lane[k] = mix(lane[k], w);
+    }
+  }
+  uint64_t h = mix(mix(lane[0], lane[1]), mix(lane[2], lane[3]));
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = mix(h, w);
+  }
+  uint64_t tail = 0;
+  if (size > i) std::memcpy(&tail, p + i, size - i);
+  return mix(mix(h, tail), size);
+}
+
+Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const IntegrityKey& key) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     if (errno == ENOENT) return Status::error(Error::NotFound, "'%s' does not exist", path.c_str());
     return Status::error(Error::AccessFailed, "cannot read '%s': %s", path.c_str(),
                          std::strerror(errno));
   }
-  std::vector<uint8_t> bytes;
-  uint8_t chunk[65536];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
-  std::fclose(f);
-  if (bytes.size() < kIntegrityHeaderSize) {
+  // The header, then the payload straight into the vector returned (transformed weights run to
+  // tens of megabytes: no chunked growth, no second copy).
+  uint8_t header[kIntegrityHeaderSize];
+  const size_t got = std::fread(header, 1, sizeof header, f);
+  if (got < kIntegrityHeaderSize) {
+    std::fclose(f);
     return Status::error(Error::Truncated, "'%s' is truncated (%zu bytes, header needs %zu)",
-                         path.c_str(), bytes.size(), kIntegrityHeaderSize);
+                         path.c_str(), got, kIntegrityHeaderSize);
   }
-  const uint8_t* h = bytes.data();
+  std::vector<uint8_t> payload;
+  if (std::memcmp(header, key.magic, 8) == 0) {
+    const uint64_t announced = get_u64(header + 32);
+    // Read one byte more than announced, to tell a longer file from an exact one; a size
+    // beyond what a file can hold is left to the size check below.
+    if (announced < (uint64_t{1} << 40)) payload.resize(static_cast<size_t>(announced) + 1);
+  }
+  const size_t payload_bytes =
+      payload.empty() ? 0 : std::fread(payload.data(), 1, payload.size(), f);
+  const bool more = payload.empty() && std::fgetc(f) != EOF;
+  std::fclose(f);
+  payload.resize(payload_bytes);
+  const uint8_t* h = header;
   if (std::memcmp(h, key.magic, 8) != 0) {
     return Status::error(Error::InvalidProgram, "'%s' is not a %.8s file (bad magic)", path.c_str(),
                          key.magic);
@@ -64,16 +115,16 @@ Result<std::vector<uint8_t>> read_integrity_file(const std::string& path,
                          "'%s' was built from other kernel source or build options", path.c_str());
   }
   const uint64_t size = get_u64(h + 32);
-  if (size != bytes.size() - kIntegrityHeaderSize) {
-    return Status::error(Error::Truncated, "'%s' holds %zu payload bytes, header says %llu",
-                         path.c_str(), bytes.size() - kIntegrityHeaderSize,
+  if (more || size != payload.size()) {
+    return Status::error(Error::Truncated, "'%s' holds %s payload bytes than its header's %llu",
+                         path.c_str(), more || payload.size() > size ? "more" : "fewer",
                          static_cast<unsigned long long>(size));
   }
-  if (fnv1a64(h + kIntegrityHeaderSize, size) != get_u64(h + 40)) {
+  if (hash64(payload.data(), payload.size()) != get_u64(h + 40)) {
     return Status::error(Error::InvalidProgram, "'%s' is corrupted (checksum mismatch)",
                          path.c_str());
   }
-  return std::vector<uint8_t>(bytes.begin() + kIntegrityHeaderSize, bytes.end());
+  return payload;
 }
 
 Status write_integrity_file(const std::string& path, const IntegrityKey& key,
@@ -84,7 +135,7 @@ Status write_integrity_file(const std::string& path, const IntegrityKey& key,
   put_u64(header + 16, key.device);
   put_u64(header + 24, key.content);
   put_u64(header + 32, payload.size());
-  put_u64(header + 40, fnv1a64(payload.data(), payload.size()));
+  put_u64(header + 40, hash64(payload.data(), payload.size()));
 
   static std::atomic<uint64_t> counter{0};
   char suffix[64];
@@ -122,4 +173,4 @@ Status write_integrity_file(const std::string& path, const IntegrityKey& key,
   return Status::ok();
 }
 
-}  // namespace tessera::opencl
+}  // namespace tessera
