@@ -386,6 +386,14 @@ void Builder::add_activation_step(const fb::Node& node, int value, std::string_v
 // source weights and on the target layout, which the Winograd descriptor's fields say entirely,
 // so it can be kept on disk (an integrity-checked file, see integrity_file.h) and read back.
 void Builder::transform_winograd_weights(memory from, memory to) {
+  auto transform = [&] {
+    dnnl::reorder(from, to).execute(d_.stream, from, to);
+    d_.stream.wait();
+  };
+  if (!options_.cache_read) {  // no cache: nothing to key, hash or look up
+    transform();
+    return;
+  }
   const dnnl_memory_desc_t& md = to.get_desc().data;
   const dnnl_wino_desc_t& wd = md.format_desc.wino_desc;
   const size_t bytes = to.get_desc().get_size();
@@ -418,31 +426,26 @@ void Builder::transform_winograd_weights(memory from, memory to) {
   content = fnv1a64(&wd.adj_scale, sizeof wd.adj_scale, content);
   key.content = hash64(from.get_data_handle(), from_bytes, content);
 
-  std::string path;
-  if (options_.cache_read) {
-    char file[40];
-    std::snprintf(
-        file, sizeof file, "%016llx.dnnlw",
-        static_cast<unsigned long long>(fnv1a64(&key.content, sizeof key.content, key.device)));
-    path = options_.cache_dir;
-    if (path.back() != '/') path += '/';
-    path += file;
-    Result<std::vector<uint8_t>> entry = read_integrity_file(path, key);
-    if (entry.ok() && entry->size() == bytes) {
-      std::memcpy(to.get_data_handle(), entry->data(), bytes);
-      ++d_.weights_from_cache;
-      return;
-    }
-    if (entry.ok()) {
-      TESSERA_LOG_WARNING("onednn: cache entry '%s' holds %zu bytes, expected %zu; recomputing",
-                          path.c_str(), entry->size(), bytes);
-    } else if (entry.status().code() != Error::NotFound) {
-      TESSERA_LOG_WARNING("onednn: cache entry unusable: %s; recomputing",
-                          entry.status().message());
-    }
+  char file[40];
+  std::snprintf(
+      file, sizeof file, "%016llx.dnnlw",
+      static_cast<unsigned long long>(fnv1a64(&key.content, sizeof key.content, key.device)));
+  std::string path = options_.cache_dir;
+  if (path.back() != '/') path += '/';
+  path += file;
+  Result<std::vector<uint8_t>> entry = read_integrity_file(path, key);
+  if (entry.ok() && entry->size() == bytes) {
+    std::memcpy(to.get_data_handle(), entry->data(), bytes);
+    ++d_.weights_from_cache;
+    return;
   }
-  dnnl::reorder(from, to).execute(d_.stream, from, to);
-  d_.stream.wait();
+  if (entry.ok()) {
+    TESSERA_LOG_WARNING("onednn: cache entry '%s' holds %zu bytes, expected %zu; recomputing",
+                        path.c_str(), entry->size(), bytes);
+  } else if (entry.status().code() != Error::NotFound) {
+    TESSERA_LOG_WARNING("onednn: cache entry unusable: %s; recomputing", entry.status().message());
+  }
+  transform();
   if (!options_.cache_write) return;
   if (::mkdir(options_.cache_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     TESSERA_LOG_WARNING("onednn: cannot create cache_dir '%s': %s", options_.cache_dir.c_str(),
