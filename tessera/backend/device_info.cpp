@@ -241,6 +241,13 @@ DeviceInfo DeviceInfo::detect(const DeviceProbe& probe) {
 }
 
 void DeviceInfo::refresh_state(const DeviceProbe& probe) {
+  // An application may change its affinity or cgroup while it runs (taskset -p, a container's
+  // new quota): the usable CPUs are re-read when either moved.
+  CpuSet now = internal::read_affinity(probe).intersect(online);
+  if (now.count() == 0) now = online;
+  bool moved = internal::read_cpu_quota(probe) != cpu_quota;
+  for (size_t i = 0; i < std::size(now.words); ++i) moved |= now.words[i] != affinity.words[i];
+  if (moved) internal::probe_cpus(probe, this);
   internal::probe_memory(probe, &memory);
   internal::probe_power(probe, &power);
   internal::probe_thermal(probe, &thermal);

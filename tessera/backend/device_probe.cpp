@@ -167,6 +167,8 @@ uint32_t first_cpu(const CpuSet& set) {
   return kMaxCpus;
 }
 
+}  // namespace
+
 CpuSet read_affinity(const DeviceProbe& probe) {
   CpuSet set;
   if (probe.live()) {
@@ -192,6 +194,8 @@ CpuSet read_affinity(const DeviceProbe& probe) {
   }
   return set;  // empty: unknown, the caller uses every online CPU
 }
+
+namespace {
 
 // cgroup v2: the smallest cpu.max along `path` up to the hierarchy's root.
 double v2_quota(const DeviceProbe& probe, std::string path) {
@@ -289,6 +293,7 @@ double read_cpu_quota(const DeviceProbe& probe) {
 }
 
 void probe_cpus(const DeviceProbe& probe, DeviceInfo* info) {
+  info->notes[0] = '\0';
   CpuSet online;
   if (!read_cpulist(probe, "sys/devices/system/cpu/online", &online) || online.count() == 0) {
     if (!read_cpulist(probe, "sys/devices/system/cpu/present", &online) || online.count() == 0) {

@@ -29,6 +29,10 @@ void probe_thermal(const DeviceProbe& probe, ThermalInfo* out);
 /// proc/stat.later, with proc/self/stat and proc/self/stat.later for this process's share).
 void probe_load(const DeviceProbe& probe, const CpuSet& usable, LoadInfo* out);
 
+/// The CPUs this process may run on (live: sched_getaffinity; fixture: Cpus_allowed_list of
+/// <root>/proc/self/status); empty when unknown.
+CpuSet read_affinity(const DeviceProbe& probe);
+
 /// The CPU bandwidth limit of this process's cgroup (v2 cpu.max or v1 cfs quota/period, the
 /// smallest along the path to the root), in CPUs; 0 = none.
 double read_cpu_quota(const DeviceProbe& probe);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tessera/backend/policy.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 
@@ -17,6 +18,7 @@ inline constexpr size_t kMaxDelegatesPerMethod = 64;
 
 class LoadBackendOptionsMap;
 class DelegateOptionsMap;
+struct DeviceInfo;
 
 struct LoadOptions {
   static constexpr size_t kMaxDims = 16;
@@ -55,6 +57,19 @@ struct LoadOptions {
   const DelegateOptionsMap* delegate_options = nullptr;
   /// Unknown option keys warn and are skipped instead of failing the load (version skew).
   bool lenient_options = false;
+  /// What this load optimises for; unset: default_policy() (initially Policy::Auto). Backends
+  /// derive the options left at `auto` from it (see docs/options.md, "Policies").
+  Policy policy = Policy::Auto;
+  bool has_policy = false;
+  /// Sets `policy` (and has_policy).
+  void set_policy(Policy p) {
+    policy = p;
+    has_policy = true;
+  }
+  /// The machine the policy is decided on; null: this machine now (DeviceInfo::get() with its
+  /// power, thermal and load state re-read). Tests and simulations pass a fixture's. Borrowed:
+  /// must outlive the Method.
+  const DeviceInfo* device_info = nullptr;
 
  private:
   DimValue dims_[kMaxDims] = {};

@@ -140,6 +140,17 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   TESSERA_RETURN_IF_ERROR(resolve_symbols(m, options, *alloc, s));
   TESSERA_RETURN_IF_ERROR(internal::check_method_options(m, options));
 
+  // The policy, decided once for every delegate of this load. A method without delegates has
+  // nothing to derive: it keeps the default decision without reading the machine's state.
+  s->policy = alloc->make<PolicyDecision>();
+  if (!s->policy) return no_memory("policy decision", sizeof(PolicyDecision));
+  s->device = options.device_info;
+  if (count(m->delegates()) > 0) {
+    const Policy requested = options.has_policy ? options.policy : default_policy();
+    *s->policy = options.device_info != nullptr ? decide_policy(requested, *options.device_info)
+                                                : decide_policy_now(requested);
+  }
+
   // The activation arena.
   s->arena_size = m->arena_size();
   if (s->arena_size > 0) {
@@ -319,6 +330,7 @@ Result<int64_t> Method::symbol_value(std::string_view name) const {
 size_t Method::num_delegates() const { return state_->num_delegates; }
 const DelegateInfo& Method::delegate_info(size_t index) const { return *state_->delegates[index].info; }
 size_t Method::arena_bytes() const { return state_->arena_size; }
+const PolicyDecision& Method::policy() const { return *state_->policy; }
 size_t Method::num_instructions() const { return state_->num_steps; }
 
 }  // namespace tessera

@@ -35,6 +35,9 @@ class TesseraRun : public ::testing::Test {
     ASSERT_TRUE(testing::add_relu_mul_program().write(dir_ + "/kernels.tsr").is_ok());
     ASSERT_TRUE(testing::add_relu_mul_program(true).write(dir_ + "/symbolic.tsr").is_ok());
     ASSERT_TRUE(testing::delegate_chain_program({"portable"}).write(dir_ + "/delegate.tsr").is_ok());
+    ASSERT_TRUE(testing::delegate_chain_program({"xnnpack", "onednn"})
+                    .write(dir_ + "/cpu_backends.tsr")
+                    .is_ok());
     // An input file: x = float32[2, 4].
     tools::NpyArray x;
     x.dtype = ScalarType::Float32;
@@ -213,6 +216,77 @@ TEST_F(TesseraRun, NoOpenClDevice) {
   EXPECT_CONTAINS(falls_back.out,
                   "delegate opencl#0: 1 node(s) on 'portable' (compiled for 'opencl')");
   EXPECT_CONTAINS(falls_back.out, "why: 'opencl' is not available on this machine");
+}
+
+// The scenario the project started from: the same program on a phone on battery at 15 % loads
+// with 1 thread and sleeping workers; on mains with its performance cores; and says why. The
+// phone is a fixture tree (tests/backend/machines) DeviceInfo reads through TESSERA_SYSFS_ROOT.
+std::string machine_env(const char* name) {
+  return std::string("TESSERA_SYSFS_ROOT=") + TESSERA_MACHINES_DIR + "/" + name;
+}
+
+TEST_F(TesseraRun, PolicyOnAPhoneOnBatteryAndOnMains) {
+  RunResult battery = run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_battery"));
+  ASSERT_EQ(battery.exit_code, 0) << battery.err;
+  EXPECT_CONTAINS(battery.out, "policy   power_saver (auto: on battery at 15% (below 30%)); threads 1");
+  EXPECT_CONTAINS(battery.out, "workers sleep between runs, no load-time-expensive transforms");
+  EXPECT_CONTAINS(battery.out,
+                  "  num_threads              = 1                (auto: 1 thread of 4, policy "
+                  "power_saver (auto); requested 0, default)");
+  EXPECT_CONTAINS(battery.out, "  yield_workers            = true             (auto: workers sleep");
+  EXPECT_CONTAINS(battery.out,
+                  "  conv_algorithm           = direct           (auto: policy power_saver avoids");
+
+  RunResult mains = run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_mains"));
+  ASSERT_EQ(mains.exit_code, 0) << mains.err;
+  EXPECT_CONTAINS(mains.out, "policy   latency (auto: latency (not on battery, below thermal trips)); threads 4");
+  EXPECT_CONTAINS(mains.out,
+                  "  num_threads              = 4                (auto: 4 usable performance "
+                  "cores, policy latency (auto); requested 0, default)");
+  EXPECT_CONTAINS(mains.out, "  yield_workers            = false            (auto: workers spin");
+
+  // An explicit policy wins over the battery.
+  RunResult forced = run(dir_ + "/cpu_backends.tsr --explain-options --policy latency",
+                         machine_env("arm_phone_battery"));
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_CONTAINS(forced.out, "policy   latency (latency (requested)); threads 4");
+}
+
+TEST_F(TesseraRun, ResolvedValuesInJson) {
+  RunResult r = run(dir_ + "/cpu_backends.tsr --json", machine_env("arm_phone_battery"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "\"policy\":{\"requested\":\"auto\",\"effective\":\"power_saver\"");
+  EXPECT_CONTAINS(r.out, "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"resolved\":\"1\","
+                         "\"reason\":\"auto: 1 thread of 4, policy power_saver (auto)\"}");
+  // Values the user set carry no resolved entry.
+  RunResult set = run(dir_ + "/cpu_backends.tsr --json --option xnnpack.num_threads=3",
+                      machine_env("arm_phone_battery"));
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_CONTAINS(set.out, "{\"key\":\"num_threads\",\"value\":\"3\",\"source\":\"load\"}");
+}
+
+TEST_F(TesseraRun, PolicyNameIsChecked) {
+  RunResult r = run(dir_ + "/cpu_backends.tsr --policy fastest");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "--policy: unknown policy 'fastest' (expected auto, latency, balanced or power_saver)");
+}
+
+TEST_F(TesseraRun, DeviceInfoTextAndJson) {
+  RunResult text = run("--device-info", machine_env("amd_vm"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_CONTAINS(text.out, "cpu: AMD EPYC (amd)");
+  EXPECT_CONTAINS(text.out, "cpus: 2 online (0-1), 2 usable by this process");
+  EXPECT_CONTAINS(text.out, "caches (cpuid): L1d 48 KiB x2, L2 1024 KiB x2");
+  RunResult json = run("--device-info --json", machine_env("laptop_battery_low"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_CONTAINS(json.out, "\"usable_cpus\": 8");
+  EXPECT_CONTAINS(json.out, "\"capacity_percent\": 15");
+  EXPECT_CONTAINS(json.out, "\"on_battery\": true");
+  // The live machine: whatever it is, a coherent report.
+  RunResult live = run("--device-info");
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_CONTAINS(live.out, "usable by this process");
+  EXPECT_EQ(live.out.find("4294967295"), std::string::npos);
 }
 
 }  // namespace

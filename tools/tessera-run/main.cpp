@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backend/device_info.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/profile_buffer.h"
 #include "tessera/backend/registry.h"
@@ -141,9 +142,16 @@ int run(int argc, char** argv) {
     print_option_schemas(stdout);
     return 0;
   }
+  if (option_cli.device_info) {
+    const DeviceInfo& device = DeviceInfo::get();
+    std::printf("%s\n", json ? device.to_json(/*with_opencl=*/true).c_str()
+                             : device.describe(/*with_opencl=*/true).c_str());
+    return 0;
+  }
   if (program_path.empty()) {
     std::fprintf(stderr,
-                 "tessera-run: a program file is required (only --list-options runs without one)\n"
+                 "tessera-run: a program file is required (only --list-options and "
+                 "--device-info run without one)\n"
                  "Run with --help for more information.\n");
     return 1;
   }
@@ -280,6 +288,8 @@ int run(int argc, char** argv) {
       w.end_object();
     }
     w.end_array();
+    w.key("policy");
+    write_policy_json(*method, w);
     w.key("delegates");
     write_delegates_json(*method, w);
     if (profile) {
@@ -301,6 +311,7 @@ int run(int argc, char** argv) {
                 program_path.c_str(), method_name.c_str(), method->num_instructions(),
                 method->arena_bytes(), load_ms);
     if (option_cli.explain_options || method->num_delegates() > 0) {
+      if (method->num_delegates() > 0) print_policy(*method, stdout);
       print_delegates(*method, option_cli.explain_options, stdout);
     }
     for (const OutInfo& o : outs) {
