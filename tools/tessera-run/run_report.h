@@ -51,9 +51,13 @@ struct RunOptionsCli {
 /// init-only, doc.
 void print_option_schemas(FILE* out);
 /// One block per delegate: backend, requested backend, why it moved, and (with `explain`) each
-/// effective option with its source.
-void print_delegates(const Method& method, bool explain, FILE* out);
-/// The JSON array of delegates: id, backend, requested_backend, reason, options [{key, value, source}].
-void write_delegates_json(const Method& method, JsonWriter& w);
+/// effective option with its source and origin ("load (options.toml:3)"); a key `execute` sets
+/// for the delegate's backend shows that per-call value ("execute (--execute-option)").
+void print_delegates(const Method& method, bool explain, FILE* out,
+                     const ExecuteOptions& execute = ExecuteOptions::none());
+/// The JSON array of delegates: id, backend, requested_backend, reason, options [{key, value,
+/// source, origin}] (origin: the front end, file and line, or null), as print_delegates.
+void write_delegates_json(const Method& method, JsonWriter& w,
+                          const ExecuteOptions& execute = ExecuteOptions::none());
 
 }  // namespace tessera::tools
