@@ -117,12 +117,12 @@ Status match_inputs(const fb::Method* m, const LoadOptions& options, GivenInput*
   for (const LoadOptions::InputShape& shape : options.input_shapes()) {
     uint32_t input = num_inputs;
     if (shape.index >= 0) {
-      if (static_cast<uint64_t>(shape.index) < num_inputs) input = static_cast<uint32_t>(shape.index);
-      if (input == num_inputs) {
+      if (static_cast<uint64_t>(shape.index) >= num_inputs) {
         return Status::error(Error::NotFound,
                              "a shape is given for input %lld; method '%s' has %u input(s)",
                              static_cast<long long>(shape.index), m->name()->c_str(), num_inputs);
       }
+      input = static_cast<uint32_t>(shape.index);
     } else {
       char names[160] = {};
       size_t pos = 0;
