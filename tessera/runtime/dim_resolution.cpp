@@ -73,15 +73,24 @@ void format_dim(const fb::Method* m, const fb::Dim* dim, char* buf, size_t size)
       case fb::ShapeOp::Sym:
         if (depth == ir::kMaxShapeExprDepth) break;
         if (t->op() == fb::ShapeOp::Const) {
-          std::snprintf(stack[depth++], sizeof stack[0], "%lld", static_cast<long long>(t->value()));
+          std::snprintf(stack[depth++], sizeof stack[0], "%lld",
+                        static_cast<long long>(t->value()));
         } else {
           std::snprintf(stack[depth++], sizeof stack[0], "%s", symbol_name(m, t->value()));
         }
         continue;
-      case fb::ShapeOp::Add: op = "+"; break;
-      case fb::ShapeOp::Sub: op = "-"; break;
-      case fb::ShapeOp::Mul: op = "*"; break;
-      case fb::ShapeOp::FloorDiv: op = "//"; break;
+      case fb::ShapeOp::Add:
+        op = "+";
+        break;
+      case fb::ShapeOp::Sub:
+        op = "-";
+        break;
+      case fb::ShapeOp::Mul:
+        op = "*";
+        break;
+      case fb::ShapeOp::FloorDiv:
+        op = "//";
+        break;
     }
     if (op == nullptr || depth < 2) {
       std::snprintf(buf, size, "?");
@@ -157,7 +166,8 @@ Status match_inputs(const fb::Method* m, const LoadOptions& options, GivenInput*
       char want[160], got[160];
       return Status::error(Error::ShapeMismatch,
                            "%s has rank %u in the program (%s); the given shape %s has rank %zu",
-                           label, count(g.value->dims()), program_dims(m, g.value, want, sizeof want),
+                           label, count(g.value->dims()),
+                           program_dims(m, g.value, want, sizeof want),
                            given_sizes(g, got, sizeof got), shape.rank);
     }
     given[(*num_given)++] = g;
@@ -175,7 +185,8 @@ Status check_dim_names(const fb::Method* m, const LoadOptions& options) {
     char names[128] = {};
     size_t pos = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      append(names, sizeof names, &pos, i ? ", '%s'" : "'%s'", m->symbols()->Get(i)->name()->c_str());
+      append(names, sizeof names, &pos, i ? ", '%s'" : "'%s'",
+             m->symbols()->Get(i)->name()->c_str());
     }
     return Status::error(Error::InvalidArgument, "method '%s' has no symbolic dim '%s' (it has %s)",
                          m->name()->c_str(), d.name, n ? names : "none");
@@ -218,9 +229,10 @@ Status resolve_dims(const fb::Method* m, const LoadOptions& options, Span<int64_
               Error::InvalidArgument,
               "the given input shapes disagree on symbolic dim '%s': %s has shape %s (dim %u = "
               "%lld) and %s has shape %s (dim %u = %lld)",
-              name, input_label(*from, label, sizeof label), given_sizes(*from, sizes, sizeof sizes),
-              from_dim, static_cast<long long>(inferred), input_label(g, other, sizeof other),
-              given_sizes(g, other_sizes, sizeof other_sizes), d, static_cast<long long>(size));
+              name, input_label(*from, label, sizeof label),
+              given_sizes(*from, sizes, sizeof sizes), from_dim, static_cast<long long>(inferred),
+              input_label(g, other, sizeof other), given_sizes(g, other_sizes, sizeof other_sizes),
+              d, static_cast<long long>(size));
         }
       }
     }
@@ -239,13 +251,13 @@ Status resolve_dims(const fb::Method* m, const LoadOptions& options, Span<int64_
     if (!explicit_value && from != nullptr) {
       v = inferred;
       if (v < sym->min() || v > sym->max()) {
-        return Status::error(Error::InvalidArgument,
-                             "symbolic dim '%s' = %lld (dim %u of %s, shape %s) is outside the "
-                             "bounds [%lld, %lld] the program was compiled for",
-                             name, static_cast<long long>(v), from_dim,
-                             input_label(*from, label, sizeof label),
-                             given_sizes(*from, sizes, sizeof sizes),
-                             static_cast<long long>(sym->min()), static_cast<long long>(sym->max()));
+        return Status::error(
+            Error::InvalidArgument,
+            "symbolic dim '%s' = %lld (dim %u of %s, shape %s) is outside the "
+            "bounds [%lld, %lld] the program was compiled for",
+            name, static_cast<long long>(v), from_dim, input_label(*from, label, sizeof label),
+            given_sizes(*from, sizes, sizeof sizes), static_cast<long long>(sym->min()),
+            static_cast<long long>(sym->max()));
       }
     } else if (!explicit_value) {
       if (sym->min() != sym->max()) {
@@ -276,18 +288,18 @@ Status resolve_dims(const fb::Method* m, const LoadOptions& options, Span<int64_
     int64_t expected[kMaxDims];
     bool same = true;
     for (uint32_t d = 0; d < g.shape->rank; ++d) {
-      TESSERA_ASSIGN_OR_RETURN(expected[d],
-                               ir::eval_dim(g.value->dims()->Get(d), Span<const int64_t>(values.data(), n)));
+      TESSERA_ASSIGN_OR_RETURN(expected[d], ir::eval_dim(g.value->dims()->Get(d),
+                                                         Span<const int64_t>(values.data(), n)));
       same = same && expected[d] == g.shape->sizes[d];
     }
     if (same) continue;
     char want[160], dims[160], symbols[160];
     describe_symbols_of(m, g.value, Span<const int64_t>(values.data(), n), symbols, sizeof symbols);
-    return Status::error(Error::ShapeMismatch, "%s is given shape %s; the program expects %s (%s%s%s)",
-                         input_label(g, label, sizeof label), given_sizes(g, sizes, sizeof sizes),
-                         format_sizes(Span<const int64_t>(expected, g.shape->rank), want, sizeof want),
-                         program_dims(m, g.value, dims, sizeof dims), symbols[0] ? " with " : "",
-                         symbols);
+    return Status::error(
+        Error::ShapeMismatch, "%s is given shape %s; the program expects %s (%s%s%s)",
+        input_label(g, label, sizeof label), given_sizes(g, sizes, sizeof sizes),
+        format_sizes(Span<const int64_t>(expected, g.shape->rank), want, sizeof want),
+        program_dims(m, g.value, dims, sizeof dims), symbols[0] ? " with " : "", symbols);
   }
   return Status::ok();
 }

@@ -38,8 +38,8 @@ Status check_shape(Span<const int64_t> shape, const char* what) {
 
 Status LoadOptions::set_input_shape(std::string_view name, Span<const int64_t> shape) {
   char what[kMaxName + 16];
-  std::snprintf(what, sizeof what, "input '%.*s'", static_cast<int>(std::min<size_t>(name.size(), kMaxName)),
-                name.data());
+  std::snprintf(what, sizeof what, "input '%.*s'",
+                static_cast<int>(std::min<size_t>(name.size(), kMaxName)), name.data());
   InputShape entry{};
   TESSERA_RETURN_IF_ERROR(copy_name(name, entry.name, "input"));
   TESSERA_RETURN_IF_ERROR(check_shape(shape, what));

@@ -240,12 +240,12 @@ Status Method::set_input(size_t index, const Tensor& value) {
   if (!same) {
     char want[96], got[96], symbols[128];
     const fb::Method* m = state_->method;
-    internal::describe_symbols_of(m, m->values()->Get(m->inputs()->Get(static_cast<uint32_t>(index))),
-                                  {state_->symbol_values, state_->num_symbols}, symbols,
-                                  sizeof symbols);
-    return Status::error(Error::ShapeMismatch, "input %zu ('%.*s') has shape %s, got %s%s%s%s", index,
-                         static_cast<int>(input_name(index).size()), input_name(index).data(),
-                         format_sizes(dst->sizes(), want, sizeof want),
+    internal::describe_symbols_of(
+        m, m->values()->Get(m->inputs()->Get(static_cast<uint32_t>(index))),
+        {state_->symbol_values, state_->num_symbols}, symbols, sizeof symbols);
+    return Status::error(Error::ShapeMismatch, "input %zu ('%.*s') has shape %s, got %s%s%s%s",
+                         index, static_cast<int>(input_name(index).size()),
+                         input_name(index).data(), format_sizes(dst->sizes(), want, sizeof want),
                          format_sizes(value.sizes(), got, sizeof got),
                          symbols[0] ? " (the method was loaded with " : "", symbols,
                          symbols[0] ? "; load it with LoadOptions::set_input_shape or set_dim for "

@@ -301,8 +301,8 @@ TEST_F(Parser, MergeLaterSourcesWinAndConvert) {
 // the load maps, the global store and resolution, so reports can name it.
 TEST_F(Parser, OriginsNameTheFrontEnd) {
   ParsedOptions p;
-  ASSERT_OK(parse_options_env("xnnpack.num_threads=2;opencl.device_type=gpu", Validation::Strict,
-                              &p));
+  ASSERT_OK(
+      parse_options_env("xnnpack.num_threads=2;opencl.device_type=gpu", Validation::Strict, &p));
   EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->origin(), "TESSERA_OPTIONS");
   ASSERT_OK(parse_options_toml(kToml, "options.toml", Validation::Strict, &p));
   EXPECT_EQ(find(p.global, "xnnpack", "num_threads")->origin(), "options.toml:3");
@@ -324,8 +324,8 @@ TEST_F(Parser, OriginsNameTheFrontEnd) {
   // A long file name keeps its end and the line.
   ParsedOptions deep;
   const std::string path = "/very/long/directory/name/for/the/configuration/of/tessera.toml";
-  ASSERT_OK(parse_options_toml("[load.xnnpack]\nnum_threads = 1\n", path, Validation::Strict,
-                               &deep));
+  ASSERT_OK(
+      parse_options_toml("[load.xnnpack]\nnum_threads = 1\n", path, Validation::Strict, &deep));
   std::string_view origin = find(deep.load, "xnnpack", "num_threads")->origin();
   EXPECT_EQ(origin.size(), kMaxOptionOriginLength);
   EXPECT_EQ(origin.substr(0, 3), "...");

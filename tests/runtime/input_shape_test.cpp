@@ -16,8 +16,7 @@ namespace {
 
 using testing::AlignedBuffer;
 
-#define EXPECT_MESSAGE(status, text) \
-  EXPECT_EQ(std::string((status).message()), std::string(text))
+#define EXPECT_MESSAGE(status, text) EXPECT_EQ(std::string((status).message()), std::string(text))
 
 // forward(a: float32[batch, 4], b: float32[batch, 4], c: float32[2 * batch, 3]) = (a + b, relu(c)),
 // batch in [1, 8].
@@ -235,7 +234,8 @@ TEST_F(InputShapes, RankConstantAndNameMismatches) {
   ASSERT_TRUE(both.set_input_shape(size_t{0}, {2, 4}).is_ok());
   auto b = single_->load_method("forward", nullptr, both);
   EXPECT_EQ(b.error(), Error::InvalidArgument);
-  EXPECT_MESSAGE(b.status(), "the shape of input 'x' (input 0) is given twice, by name and by index");
+  EXPECT_MESSAGE(b.status(),
+                 "the shape of input 'x' (input 0) is given twice, by name and by index");
 }
 
 TEST_F(InputShapes, SetInputAfterLoadSaysWhatTheMethodWasLoadedWith) {

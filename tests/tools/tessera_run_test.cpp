@@ -217,40 +217,56 @@ TEST_F(TesseraRun, ExplainNamesTheFrontEndOfEachOption) {
   if (list.out.find("\nxnnpack\n") == std::string::npos) GTEST_SKIP() << "xnnpack not available";
   ASSERT_TRUE(testing::delegate_chain_program({"xnnpack"}).write(dir_ + "/xnnpack.tsr").is_ok());
   std::ofstream(dir_ + "/origins.toml") << "[global.xnnpack]\n"
-                                          "sparse_inference = false\n"
-                                          "[load.xnnpack]\n"
-                                          "yield_workers = true\n"
-                                          "[execute.xnnpack]\n"
-                                          "profile = false\n";
+                                           "sparse_inference = false\n"
+                                           "[load.xnnpack]\n"
+                                           "yield_workers = true\n"
+                                           "[execute.xnnpack]\n"
+                                           "profile = false\n";
   // From the test's directory, so the file's name is short: "origins.toml:4".
   const std::string env = "cd " + dir_ +
                           " && TESSERA_OPTIONS='xnnpack.fp16_inference=false;"
                           "xnnpack.num_threads=2'";
-  const std::string args = dir_ + "/xnnpack.tsr --options-file origins.toml --option xnnpack.num_threads=1";
+  const std::string args =
+      dir_ + "/xnnpack.tsr --options-file origins.toml --option xnnpack.num_threads=1";
   RunResult text = run(args + " --explain-options", env);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_CONTAINS(line_of(text.out, "  num_threads "), "= 1                (load (--option))");
   EXPECT_CONTAINS(line_of(text.out, "  fp16_inference "), "(load (TESSERA_OPTIONS))");
-  EXPECT_CONTAINS(line_of(text.out, "  yield_workers "), "= true             (load (origins.toml:4))");
+  EXPECT_CONTAINS(line_of(text.out, "  yield_workers "),
+                  "= true             (load (origins.toml:4))");
   EXPECT_CONTAINS(line_of(text.out, "  sparse_inference "), "(global (origins.toml:2))");
   EXPECT_CONTAINS(line_of(text.out, "  profile "), "(execute (origins.toml:6))");
 
   RunResult json = run(args + " --json", env);
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  EXPECT_CONTAINS(json.out, "{\"key\":\"num_threads\",\"value\":\"1\",\"source\":\"load\",\"origin\":\"--option\"}");
-  EXPECT_CONTAINS(json.out, "{\"key\":\"fp16_inference\",\"value\":\"false\",\"source\":\"load\",\"origin\":\"TESSERA_OPTIONS\"}");
-  EXPECT_CONTAINS(json.out, "{\"key\":\"yield_workers\",\"value\":\"true\",\"source\":\"load\",\"origin\":\"origins.toml:4\"}");
-  EXPECT_CONTAINS(json.out, "{\"key\":\"sparse_inference\",\"value\":\"false\",\"source\":\"global\",\"origin\":\"origins.toml:2\"}");
-  EXPECT_CONTAINS(json.out, "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"execute\",\"origin\":\"origins.toml:6\"}");
+  EXPECT_CONTAINS(
+      json.out,
+      "{\"key\":\"num_threads\",\"value\":\"1\",\"source\":\"load\",\"origin\":\"--option\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"fp16_inference\",\"value\":\"false\",\"source\":\"load\",\"origin\":"
+                  "\"TESSERA_OPTIONS\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"yield_workers\",\"value\":\"true\",\"source\":\"load\",\"origin\":"
+                  "\"origins.toml:4\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"sparse_inference\",\"value\":\"false\",\"source\":\"global\","
+                  "\"origin\":\"origins.toml:2\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"execute\",\"origin\":"
+                  "\"origins.toml:6\"}");
 
-  RunResult flags = run(dir_ + "/xnnpack.tsr --explain-options --global-option xnnpack.sparse_inference=false "
-                        "--delegate-option xnnpack#0.yield_workers=true");
+  RunResult flags =
+      run(dir_ +
+          "/xnnpack.tsr --explain-options --global-option xnnpack.sparse_inference=false "
+          "--delegate-option xnnpack#0.yield_workers=true");
   ASSERT_EQ(flags.exit_code, 0) << flags.err;
   EXPECT_CONTAINS(line_of(flags.out, "  sparse_inference "), "(global (--global-option))");
   EXPECT_CONTAINS(line_of(flags.out, "  yield_workers "), "(delegate (--delegate-option))");
   EXPECT_CONTAINS(line_of(flags.out, "  num_threads "), "(default)");
   RunResult plain = run(dir_ + "/xnnpack.tsr --json");
-  EXPECT_CONTAINS(plain.out, "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null}");
+  EXPECT_CONTAINS(
+      plain.out,
+      "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null}");
 }
 
 TEST_F(TesseraRun, ProfileTurnsOnEachUsedBackendsProfiling) {

@@ -172,21 +172,25 @@ int run(int argc, char** argv) {
     for (const std::string& spec : inputs) {
       size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0) {
-        return fail(Status::error(Error::InvalidArgument, "'%s' is not NAME=FILE.npy", spec.c_str()), "--input");
+        return fail(
+            Status::error(Error::InvalidArgument, "'%s' is not NAME=FILE.npy", spec.c_str()),
+            "--input");
       }
       std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
       size_t index = num_inputs;
       for (size_t i = 0; i < num_inputs; ++i) {
         if (input_name(i) == name) index = i;
       }
-      if (index == num_inputs && std::all_of(name.begin(), name.end(), ::isdigit) && name.size() < 10) {
+      if (index == num_inputs && std::all_of(name.begin(), name.end(), ::isdigit) &&
+          name.size() < 10) {
         index = std::stoul(name);
       }
       if (index >= num_inputs) {
         std::string names;
         for (size_t i = 0; i < num_inputs; ++i) names += (i ? ", '" : "'") + input_name(i) + "'";
         return fail(Status::error(Error::NotFound, "method '%s' has no input '%s' (inputs: %s)",
-                                  method_name.c_str(), name.c_str(), names.c_str()), "--input");
+                                  method_name.c_str(), name.c_str(), names.c_str()),
+                    "--input");
       }
       auto array = read_npy(path);
       if (!array.ok()) return fail(array.status(), "--input");
@@ -199,8 +203,8 @@ int run(int argc, char** argv) {
   auto method = program->load_method(method_name, nullptr, options_state.load_options());
   if (!method.ok()) return fail(method.status(), "load_method");
   // Program and method load, without the time reading the input files.
-  double load_ms = std::chrono::duration<double, std::milli>(t_inputs0 - t_load0 +
-                                                             std::chrono::steady_clock::now() - t_method0)
+  double load_ms = std::chrono::duration<double, std::milli>(
+                       t_inputs0 - t_load0 + std::chrono::steady_clock::now() - t_method0)
                        .count();
   if (profile) {
     if (Status st = add_profile_switches(*method, &options_state.execute_); !st.is_ok()) return fail(st, "--profile");

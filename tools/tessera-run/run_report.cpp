@@ -167,7 +167,8 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
       for (size_t k = 0; k < d.options->size(); ++k) {
         PerCallOption p = per_call(d, k, execute);
         char source[96];
-        std::fprintf(out, "  %-24s = %-16s (%s)\n", d.options->spec(k).key, value_string(*p.option).c_str(),
+        std::fprintf(out, "  %-24s = %-16s (%s)\n", d.options->spec(k).key,
+                     value_string(*p.option).c_str(),
                      format_option_source(p.source, p.option->origin(), source, sizeof source));
       }
     }
