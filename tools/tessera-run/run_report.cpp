@@ -12,6 +12,7 @@
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
 #include "tessera/backend/resolved_options.h"
+#include "tessera/runtime/delegate_info.h"
 #include "tessera/runtime/method.h"
 #include "tools/common/json_writer.h"
 
@@ -42,6 +43,21 @@ std::string spec_range(const OptionSpec& s) {
     case OptionType::Bool: return "true|false";
   }
   return "";
+}
+
+// What a delegate's option `k` is in each execute call: `execute`'s value if it sets the key for
+// the delegate's backend, else the load-time one.
+struct PerCallOption {
+  const BackendOption* option;
+  OptionSource source;
+};
+
+PerCallOption per_call(const DelegateInfo& d, size_t k, const ExecuteOptions& execute) {
+  PerCallOption p{&d.options->option(k), d.options->source(k)};
+  for (const BackendOption& e : execute.get_options(d.backend)) {
+    if (e.key() == p.option->key()) p = {&e, OptionSource::Execute};
+  }
+  return p;
 }
 
 }  // namespace
@@ -152,7 +168,7 @@ void print_option_schemas(FILE* out) {
   }
 }
 
-void print_delegates(const Method& method, bool explain, FILE* out) {
+void print_delegates(const Method& method, bool explain, FILE* out, const ExecuteOptions& execute) {
   for (size_t i = 0; i < method.num_delegates(); ++i) {
     const DelegateInfo& d = method.delegate_info(i);
     std::fprintf(out, "delegate %s: %zu node(s) on '%s'", d.id, d.num_nodes, d.backend);
@@ -163,23 +179,24 @@ void print_delegates(const Method& method, bool explain, FILE* out) {
     if (d.reason[0] != '\0') std::fprintf(out, "  why: %s\n", d.reason);
     if (explain && d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {
+        PerCallOption p = per_call(d, k, execute);
         const char* key = d.options->spec(k).key;
+        char source[96];
+        format_option_source(p.source, p.option->origin(), source, sizeof source);
         const DerivedValue* derived = d.derived != nullptr ? d.derived->find(key) : nullptr;
         if (derived != nullptr) {
           std::fprintf(out, "  %-24s = %-16s (%s; requested %s, %s)\n", key, derived->value,
-                       derived->reason, value_string(d.options->option(k)).c_str(),
-                       option_source_name(d.options->source(k)));
+                       derived->reason, value_string(*p.option).c_str(), source);
         } else {
-          std::fprintf(out, "  %-24s = %-16s (%s)\n", key,
-                       value_string(d.options->option(k)).c_str(),
-                       option_source_name(d.options->source(k)));
+          std::fprintf(out, "  %-24s = %-16s (%s)\n", key, value_string(*p.option).c_str(),
+                       source);
         }
       }
     }
   }
 }
 
-void write_delegates_json(const Method& method, JsonWriter& w) {
+void write_delegates_json(const Method& method, JsonWriter& w, const ExecuteOptions& execute) {
   w.begin_array();
   for (size_t i = 0; i < method.num_delegates(); ++i) {
     const DelegateInfo& d = method.delegate_info(i);
@@ -192,10 +209,16 @@ void write_delegates_json(const Method& method, JsonWriter& w) {
     w.key("options").begin_array();
     if (d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {
+        PerCallOption p = per_call(d, k, execute);
         w.begin_object();
         w.key("key").value(d.options->spec(k).key);
-        w.key("value").value(value_string(d.options->option(k)));
-        w.key("source").value(option_source_name(d.options->source(k)));
+        w.key("value").value(value_string(*p.option));
+        w.key("source").value(option_source_name(p.source));
+        if (p.option->origin().empty()) {
+          w.key("origin").null();
+        } else {
+          w.key("origin").value(p.option->origin());
+        }
         if (d.derived != nullptr) {
           if (const DerivedValue* derived = d.derived->find(d.options->spec(k).key)) {
             w.key("resolved").value(derived->value);
