@@ -9,16 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/backend/device_info.h"
+#include "tests/testing/machines.h"
 #include "tessera/backend/device_probe.h"
 
 namespace tessera {
 namespace {
 
-DeviceInfo machine(const char* name) {
-  DeviceProbe probe;
-  probe.root = std::string(TESSERA_MACHINES_DIR) + "/" + name;
-  return DeviceInfo::detect(probe);
-}
+using testing::machine;
 
 void expect_no_zero_core_cluster(const DeviceInfo& info) {
   uint32_t cores = 0;
@@ -195,9 +192,7 @@ TEST(DeviceInfoMachines, BusyNeighbourFromTwoStatSamples) {
   EXPECT_EQ(info.load.runnable_tasks, 2u);
   // detect() takes no window; refresh_state with one compares proc/stat and proc/stat.later.
   DeviceInfo refreshed = info;
-  DeviceProbe probe;
-  probe.root = std::string(TESSERA_MACHINES_DIR) + "/busy_neighbour";
-  refreshed.refresh_state(probe);
+  refreshed.refresh_state(testing::machine_probe("busy_neighbour"));
   EXPECT_NEAR(refreshed.load.busy_cpus, 1.0, 1e-9);
   EXPECT_GT(refreshed.load.window_ms, 0.0);
 }

@@ -4,18 +4,13 @@
 #include <string>
 
 #include "tessera/backend/device_info.h"
+#include "tests/testing/machines.h"
 #include "tessera/backend/policy.h"
 
 namespace tessera {
 namespace {
 
-DeviceInfo machine(const char* name, bool sample_load = false) {
-  DeviceProbe probe;
-  probe.root = std::string(TESSERA_MACHINES_DIR) + "/" + name;
-  DeviceInfo info = DeviceInfo::detect(probe);
-  if (sample_load) info.refresh_state(probe);
-  return info;
-}
+using testing::machine;
 
 TEST(Policy, NamesRoundTrip) {
   for (Policy p : {Policy::Auto, Policy::Latency, Policy::Balanced, Policy::PowerSaver}) {

@@ -7,6 +7,7 @@
 
 #include "tessera/backend/derived_values.h"
 #include "tessera/backend/device_info.h"
+#include "tests/testing/machines.h"
 #include "tessera/backend/policy.h"
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
@@ -17,11 +18,7 @@
 namespace tessera {
 namespace {
 
-DeviceInfo machine(const char* name) {
-  DeviceProbe probe;
-  probe.root = std::string(TESSERA_MACHINES_DIR) + "/" + name;
-  return DeviceInfo::detect(probe);
-}
+using testing::machine;
 
 class PolicyLoad : public ::testing::Test {
  protected:
