@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "tessera/compiler/lower.h"
+#include "tessera/core/tensor.h"
 #include "tessera/ir/op.h"
 
 namespace tessera::compiler {
@@ -77,6 +78,13 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
   ir::ProgramBuilder& pb = out.program;
   TESSERA_ASSIGN_OR_RETURN(LoweredGraph lowered, lower_graph(graph, pb));
   const ir::Graph& ig = lowered.graph;
+  // What the loader would reject must fail here, not in a program file that never loads.
+  for (const ir::Value& v : ig.values) {
+    if (v.dims.size() > static_cast<size_t>(kMaxDims)) {
+      return Status::error(Error::NotSupported, "tensor '%s' has rank %zu; Tessera tensors have at most %d dims",
+                           v.name.c_str(), v.dims.size(), kMaxDims);
+    }
+  }
   report.graph_nodes = static_cast<int>(ig.nodes.size());
   report.constants_bytes = pb.constants_bytes();
   report.constants = lowered.constants;
