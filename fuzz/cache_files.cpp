@@ -93,9 +93,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string build_options = "-cl-fast-relaxed-math";
 
   const bool tuning = (mode & 1) != 0;
-  const tessera::IntegrityKey key = tuning
-      ? tessera::opencl::tuning_file_key(device)
-      : tessera::opencl::program_cache_key(device, source, build_options);
+  const tessera::IntegrityKey key =
+      tuning ? tessera::opencl::tuning_file_key(device)
+             : tessera::opencl::program_cache_key(device, source, build_options);
   if ((mode & 6) != 0) repair(&file, key, (mode & 4) != 0);
 
   if (tuning) {

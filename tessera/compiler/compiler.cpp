@@ -81,7 +81,8 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
   // What the loader would reject must fail here, not in a program file that never loads.
   for (const ir::Value& v : ig.values) {
     if (v.dims.size() > static_cast<size_t>(kMaxDims)) {
-      return Status::error(Error::NotSupported, "tensor '%s' has rank %zu; Tessera tensors have at most %d dims",
+      return Status::error(Error::NotSupported,
+                           "tensor '%s' has rank %zu; Tessera tensors have at most %d dims",
                            v.name.c_str(), v.dims.size(), kMaxDims);
     }
   }

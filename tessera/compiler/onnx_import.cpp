@@ -1337,19 +1337,23 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
     }
     // scale, B, mean and var are [C], C the channel dim of X.
     if (rank(inputs[0]) < 2) {
-      return node_error(Error::InvalidProgram, "input X has rank %zu, needs at least 2", rank(inputs[0]));
+      return node_error(Error::InvalidProgram, "input X has rank %zu, needs at least 2",
+                        rank(inputs[0]));
     }
     const SymExpr& channels = dims(inputs[0])[1];
     for (size_t k = 1; k < 5; ++k) {
       const std::vector<SymExpr>& d = dims(inputs[k]);
       if (d.size() != 1) {
-        return node_error(Error::InvalidProgram, "input %zu ('%s') has rank %zu, must be 1-D [%s] (the channels of X)",
-                          k, node.input(static_cast<int>(k)).c_str(), d.size(), channels.to_string().c_str());
+        return node_error(Error::InvalidProgram,
+                          "input %zu ('%s') has rank %zu, must be 1-D [%s] (the channels of X)", k,
+                          node.input(static_cast<int>(k)).c_str(), d.size(),
+                          channels.to_string().c_str());
       }
       if (channels.is_const() && d[0].is_const() && d[0].const_value() != channels.const_value()) {
-        return node_error(Error::InvalidProgram, "input %zu ('%s') has %lld elements, X has %lld channels", k,
-                          node.input(static_cast<int>(k)).c_str(), static_cast<long long>(d[0].const_value()),
-                          static_cast<long long>(channels.const_value()));
+        return node_error(
+            Error::InvalidProgram, "input %zu ('%s') has %lld elements, X has %lld channels", k,
+            node.input(static_cast<int>(k)).c_str(), static_cast<long long>(d[0].const_value()),
+            static_cast<long long>(channels.const_value()));
       }
     }
     return emit1(OpType::BatchNormalization, std::move(inputs), {ir::Attr::make_float("epsilon", afloat("epsilon", 1e-5f))})

@@ -161,15 +161,14 @@ namespace {
 // that compiled and then failed Program::load).
 TEST(Compile, RankAboveMaxDimsIsNotSupported) {
   OnnxBuilder b(13);
-  b.input("x", {int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1},
-                int64_t{1}, int64_t{1}, int64_t{2}});
+  b.input("x", {int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1},
+                int64_t{1}, int64_t{2}});
   b.node("Relu", {"x"}, {"y"});
   b.output("y", {});
   auto c = compile_model(b);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error(), Error::NotSupported);
-  EXPECT_STREQ(c.status().message(),
-               "tensor 'x' has rank 9; Tessera tensors have at most 8 dims");
+  EXPECT_STREQ(c.status().message(), "tensor 'x' has rank 9; Tessera tensors have at most 8 dims");
 }
 
 }  // namespace

@@ -601,8 +601,9 @@ TEST(OnnxImport, FuzzRegressionBatchNormParametersMustBeChannelVectors) {
   b.output("y", {});
   auto sized = import_model(b);
   ASSERT_FALSE(sized.ok());
-  EXPECT_NE(std::string(sized.status().message()).find("input 4 ('v') has 3 elements, X has 2 channels"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(sized.status().message()).find("input 4 ('v') has 3 elements, X has 2 channels"),
+      std::string::npos)
       << sized.status().message();
 }
 

@@ -16,7 +16,14 @@ std::vector<uint8_t> npy_with_header(const std::string& dict, size_t data_bytes)
   std::string header = dict;
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
-  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  std::vector<uint8_t> bytes = {0x93,
+                                'N',
+                                'U',
+                                'M',
+                                'P',
+                                'Y',
+                                1,
+                                0,
                                 static_cast<uint8_t>(header.size()),
                                 static_cast<uint8_t>(header.size() >> 8)};
   bytes.insert(bytes.end(), header.begin(), header.end());
@@ -56,11 +63,10 @@ TEST(Npy, FuzzRegressionZeroDimAfterOverflowingDims) {
   EXPECT_EQ(a.error(), Error::InvalidArgument);
   EXPECT_STREQ(a.status().message(), "found.npy: shape overflows");
 
-  Result<NpyArray> b = parse_npy(
-      npy_with_header("{'descr': '<f4', 'fortran_order': False, "
-                      "'shape': (4294967296, 4294967296, 0), }",
-                      0),
-      "b.npy");
+  Result<NpyArray> b = parse_npy(npy_with_header("{'descr': '<f4', 'fortran_order': False, "
+                                                 "'shape': (4294967296, 4294967296, 0), }",
+                                                 0),
+                                 "b.npy");
   ASSERT_FALSE(b.ok());
   EXPECT_STREQ(b.status().message(), "b.npy: shape overflows");
 }

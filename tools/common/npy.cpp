@@ -116,8 +116,9 @@ Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string&
     if (i == 0) return bad(name, "malformed shape");
     dims.remove_prefix(i);
     out.shape.push_back(d);
-    if (d != 0 && (__builtin_mul_overflow(nonzero_numel, static_cast<uint64_t>(d), &nonzero_numel) ||
-                   nonzero_numel > static_cast<uint64_t>(INT64_MAX))) {
+    if (d != 0 &&
+        (__builtin_mul_overflow(nonzero_numel, static_cast<uint64_t>(d), &nonzero_numel) ||
+         nonzero_numel > static_cast<uint64_t>(INT64_MAX))) {
       return bad(name, "shape overflows");
     }
     numel = d == 0 ? 0 : numel * static_cast<uint64_t>(d);
