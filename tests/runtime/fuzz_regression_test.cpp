@@ -37,5 +37,21 @@ TEST(FuzzRegression, MethodWithoutChainLoadsAsAnEmptyMethod) {
   EXPECT_TRUE(method->execute().is_ok());
 }
 
+// A kernel node whose input was an Int value, not a tensor: the loader bound the Int's storage
+// as a Tensor and the Add kernel read through a garbage data pointer (UBSan: misaligned load of
+// 0xbebebebebebebebe). The verifier now requires kernel inputs and outputs to be tensors.
+TEST(FuzzRegression, KernelInputThatIsNotATensorIsInvalid) {
+  const std::vector<uint8_t> bytes =
+      testing::read_fuzz_input("program_load", "regression-kernel-input-not-a-tensor");
+  ASSERT_FALSE(bytes.empty());
+  testing::AlignedBuffer buffer(bytes);
+  BufferDataLoader loader(buffer.data(), buffer.size());
+  Result<Program> program = Program::load(&loader);
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(program.status().message()).find("is not a tensor"), std::string::npos)
+      << program.status().message();
+}
+
 }  // namespace
 }  // namespace tessera
