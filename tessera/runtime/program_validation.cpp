@@ -220,8 +220,27 @@ Status validate_graph(const fb::Graph* graph, const fb::Program* program, const 
       validate_values(graph->values(), {upper, nsym}, program, 0, /*planned=*/false, where));
   TESSERA_RETURN_IF_ERROR(check_tensor_list(graph->inputs(), graph->values(), "graph input", where));
   TESSERA_RETURN_IF_ERROR(check_tensor_list(graph->outputs(), graph->values(), "graph output", where));
+  // Payload values have no arena slots: the backend gives storage to graph inputs and outputs,
+  // constants, and what nodes write. A node may only read a value one of those defined before
+  // it (a value nothing defines would reach the kernel without data).
+  const uint32_t nv = count(graph->values());
+  std::vector<bool> defined(nv, false);
+  for (uint32_t i = 0; i < count(graph->inputs()); ++i) defined[graph->inputs()->Get(i)] = true;
+  for (uint32_t i = 0; i < count(graph->outputs()); ++i) defined[graph->outputs()->Get(i)] = true;
+  for (uint32_t v = 0; v < nv; ++v) {
+    if (graph->values()->Get(v)->constant() >= 0) defined[v] = true;
+  }
   for (uint32_t i = 0; i < count(graph->nodes()); ++i) {
-    TESSERA_RETURN_IF_ERROR(validate_node(graph->nodes()->Get(i), graph->values(), where));
+    const fb::Node* node = graph->nodes()->Get(i);
+    TESSERA_RETURN_IF_ERROR(validate_node(node, graph->values(), where));
+    for (uint32_t k = 0; k < count(node->inputs()); ++k) {
+      const int32_t v = node->inputs()->Get(k);
+      if (v >= 0 && !defined[static_cast<uint32_t>(v)]) {
+        return invalid(where, "node %u (%s) input %u reads value %d before anything defines it", i,
+                       ir::op_name(node->op()), k, v);
+      }
+    }
+    for (int32_t v : *node->outputs()) defined[static_cast<uint32_t>(v)] = true;
   }
   return Status::ok();
 }

@@ -53,5 +53,22 @@ TEST(FuzzRegression, KernelInputThatIsNotATensorIsInvalid) {
       << program.status().message();
 }
 
+// A delegate payload whose Add node read a value that nothing defines (not a graph input or
+// output, not a constant, no earlier node's output): the portable backend gave it no storage
+// and the kernel read through a null pointer. The verifier now rejects such payloads.
+TEST(FuzzRegression, PayloadNodeReadingAnUndefinedValueIsInvalid) {
+  const std::vector<uint8_t> bytes =
+      testing::read_fuzz_input("program_load", "regression-payload-reads-undefined-value");
+  ASSERT_FALSE(bytes.empty());
+  testing::AlignedBuffer buffer(bytes);
+  BufferDataLoader loader(buffer.data(), buffer.size());
+  Result<Program> program = Program::load(&loader);
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(program.status().message()).find("before anything defines it"),
+            std::string::npos)
+      << program.status().message();
+}
+
 }  // namespace
 }  // namespace tessera
