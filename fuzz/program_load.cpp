@@ -35,7 +35,15 @@ tessera::LoadOptions portable_only() {
 }
 
 void load_and_run(const tessera::Program& program, std::string_view name,
-                  const tessera::LoadOptions& options) {
+                  tessera::LoadOptions options) {
+  // Every symbolic dim at its upper bound (what the arena is planned for), so that methods with
+  // symbols load too.
+  const tessera::fb::Method* m = program.find_method(name);
+  if (m != nullptr && m->symbols() != nullptr) {
+    for (const tessera::fb::Symbol* symbol : *m->symbols()) {
+      (void)options.set_dim(symbol->name()->string_view(), symbol->max());
+    }
+  }
   tessera::HeapMemoryAllocator method_memory(64 * 1024, kMethodMemoryLimit);
   tessera::HeapMemoryAllocator arena(64 * 1024, kArenaLimit);
   tessera::MemoryManager memory(&method_memory, &arena);
