@@ -204,9 +204,15 @@ Status validate_node(const fb::Node* node,
 bool tensor_max_nbytes(const fb::Value* value, uint64_t* out) {
   if (!is_valid_scalar_type(static_cast<int>(value->dtype()))) return false;
   uint64_t n = element_size(static_cast<ScalarType>(value->dtype()));
+  uint64_t nonzero = n;
   for (uint32_t d = 0; d < count(value->dims()); ++d) {
     int64_t dv = value->dims()->Get(d)->value();
-    if (dv < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(dv), &n)) return false;
+    if (dv < 0) return false;
+    if (dv != 0 && (__builtin_mul_overflow(nonzero, static_cast<uint64_t>(dv), &nonzero) ||
+                    nonzero > kMaxArenaBytes)) {
+      return false;
+    }
+    n = dv == 0 ? 0 : n * static_cast<uint64_t>(dv);  // n <= nonzero: no overflow
   }
   *out = n;
   return true;

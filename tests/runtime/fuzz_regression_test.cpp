@@ -70,5 +70,21 @@ TEST(FuzzRegression, PayloadNodeReadingAnUndefinedValueIsInvalid) {
       << program.status().message();
 }
 
+// A tensor with a 0 dim (so 0 bytes, which passed the size check) and other dims whose product
+// overflows int64: Transpose's prepare computed strides over them (UBSan: signed integer
+// overflow). The verifier now bounds the product of the non-zero dims like a tensor's size.
+TEST(FuzzRegression, ZeroSizedTensorWithHugeDimsIsInvalid) {
+  const std::vector<uint8_t> bytes =
+      testing::read_fuzz_input("program_load", "regression-zero-sized-tensor-with-huge-dims");
+  ASSERT_FALSE(bytes.empty());
+  testing::AlignedBuffer buffer(bytes);
+  BufferDataLoader loader(buffer.data(), buffer.size());
+  Result<Program> program = Program::load(&loader);
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(program.status().message()).find("is too large"), std::string::npos)
+      << program.status().message();
+}
+
 }  // namespace
 }  // namespace tessera
