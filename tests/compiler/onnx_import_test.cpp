@@ -607,5 +607,22 @@ TEST(OnnxImport, FuzzRegressionBatchNormParametersMustBeChannelVectors) {
       << sized.status().message();
 }
 
+// Found by the onnx_compile fuzz target: an unsupported attribute value (Resize mode
+// "near%St") was pasted into the error message's printf format, and vsnprintf read a wide
+// string through a garbage pointer. Attribute text is now only ever a %s argument.
+TEST(OnnxImport, FuzzRegressionAttributeTextIsNeverAFormatString) {
+  const std::vector<uint8_t> input =
+      tessera::testing::read_fuzz_input("onnx_compile", "regression-resize-mode-format-string");
+  ASSERT_GT(input.size(), 1u);
+  ImportOptions options;  // the target's mode byte 0: checker on, no dim bounds
+  ASSERT_EQ(input[0], 0);
+  auto g = import_onnx(input.data() + 1, input.size() - 1, options);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::NotSupported);
+  EXPECT_NE(std::string(g.status().message()).find("mode 'near%St' is not supported"),
+            std::string::npos)
+      << g.status().message();
+}
+
 }  // namespace
 }  // namespace tessera::compiler
