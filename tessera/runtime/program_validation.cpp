@@ -323,6 +323,10 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
           return invalid(where, "duplicate delegate id '%s'", del->id()->c_str());
         }
       }
+      // payload_nested_root() dereferences the payload vector: check that it is there first.
+      if (del->payload() == nullptr) {
+        return invalid(where, "delegate '%s' has no payload", del->id()->c_str());
+      }
       const fb::Graph* g = del->payload_nested_root();
       if (g == nullptr) return invalid(where, "delegate '%s' has no payload", del->id()->c_str());
       if (reinterpret_cast<uintptr_t>(del->payload()->data()) % 8 != 0) {

@@ -86,5 +86,20 @@ TEST(FuzzRegression, ZeroSizedTensorWithHugeDimsIsInvalid) {
       << program.status().message();
 }
 
+// A delegate whose payload field is absent: the verifier called the generated
+// payload_nested_root(), which dereferences the payload vector (UBSan: member call on null).
+TEST(FuzzRegression, DelegateWithoutPayloadIsInvalid) {
+  const std::vector<uint8_t> bytes =
+      testing::read_fuzz_input("program_load", "regression-delegate-without-payload");
+  ASSERT_FALSE(bytes.empty());
+  testing::AlignedBuffer buffer(bytes);
+  BufferDataLoader loader(buffer.data(), buffer.size());
+  Result<Program> program = Program::load(&loader);
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(program.status().message()).find("has no payload"), std::string::npos)
+      << program.status().message();
+}
+
 }  // namespace
 }  // namespace tessera
