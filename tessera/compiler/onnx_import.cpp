@@ -1422,6 +1422,16 @@ Status Importer::import_outputs() {
       return Status::error(Error::InvalidProgram, "graph output '%s' is not produced by any node", vi.name().c_str());
     }
     const int v = it->second;
+    // A declared rank must agree with the value's (ONNX's own shape inference, run afterwards,
+    // crashes on a graph output that redeclares an input with another rank). Declared static
+    // dims may differ: exporters get some wrong (see CeilModePooling in the tests).
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape() &&
+        static_cast<size_t>(vi.type().tensor_type().shape().dim_size()) != dims(v).size()) {
+      return Status::error(Error::InvalidProgram,
+                           "graph output '%s' is declared with rank %d, but the value has rank %zu",
+                           vi.name().c_str(), vi.type().tensor_type().shape().dim_size(),
+                           dims(v).size());
+    }
     if (const HostTensor* t = known(v); t && t->is_symbolic()) {
       return Status::error(Error::NotSupported, "graph output '%s' is a shape value that depends on a symbolic dim",
                            vi.name().c_str());

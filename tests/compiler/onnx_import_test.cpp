@@ -624,5 +624,22 @@ TEST(OnnxImport, FuzzRegressionAttributeTextIsNeverAFormatString) {
       << g.status().message();
 }
 
+// Found by the onnx_compile fuzz target: a graph output 'x' naming the [1, 2, 4, 4] input but
+// declared [1, 3]. The importer accepted it, and ONNX's shape inference (run afterwards as a
+// second opinion) crashed on it (SEGV in onnx::convPoolShapeInference, libonnx 1.12; Python's
+// onnx.shape_inference crashes the same way). A declared output shape must now agree.
+TEST(OnnxImport, FuzzRegressionDeclaredOutputShapeMustAgree) {
+  const std::vector<uint8_t> input =
+      tessera::testing::read_fuzz_input("onnx_compile", "regression-output-redeclares-input-rank");
+  ASSERT_GT(input.size(), 1u);
+  ASSERT_EQ(input[0], 0);
+  auto g = import_onnx(input.data() + 1, input.size() - 1, ImportOptions{});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(g.status().message()).find("graph output 'x' is declared with rank 2"),
+            std::string::npos)
+      << g.status().message();
+}
+
 }  // namespace
 }  // namespace tessera::compiler
