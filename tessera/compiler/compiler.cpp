@@ -6,6 +6,7 @@
 #include "tessera/compiler/lower.h"
 #include "tessera/core/tensor.h"
 #include "tessera/ir/op.h"
+#include "tessera/runtime/program.h"
 
 namespace tessera::compiler {
 namespace {
@@ -154,6 +155,14 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
 
   progress(options, "planning memory");
   TESSERA_RETURN_IF_ERROR(m.plan_memory());
+  if (m.arena_size > kMaxArenaBytes) {
+    return Status::error(
+        Error::NotSupported,
+        "the activation arena would need %llu bytes; programs may plan at most %llu "
+        "(lower the bounds of symbolic dims)",
+        static_cast<unsigned long long>(m.arena_size),
+        static_cast<unsigned long long>(kMaxArenaBytes));
+  }
   report.arena_bytes = m.arena_size;
   report.unplanned_bytes = m.unplanned_bytes;
   return out;

@@ -641,5 +641,25 @@ TEST(OnnxImport, FuzzRegressionDeclaredOutputShapeMustAgree) {
       << g.status().message();
 }
 
+// Found by the onnx_compile fuzz target: a model whose activations need a 97 GiB arena compiled
+// into a program Program::load refused (its limit is kMaxArenaBytes). The compiler now refuses
+// it, saying what the arena would need.
+TEST(OnnxImport, FuzzRegressionArenaAboveTheLoaderLimitDoesNotCompile) {
+  const std::vector<uint8_t> input =
+      tessera::testing::read_fuzz_input("onnx_compile", "regression-arena-above-limit");
+  ASSERT_GT(input.size(), 1u);
+  ImportOptions options;
+  if ((input[0] & 1) != 0) options.dims.push_back({"batch", 1, 4});
+  options.check_model = (input[0] & 2) == 0;
+  auto g = import_onnx(input.data() + 1, input.size() - 1, options);
+  ASSERT_OK(g);
+  auto c = compile_graph(std::move(g).value(), {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(), Error::NotSupported);
+  EXPECT_NE(std::string(c.status().message()).find("the activation arena would need"),
+            std::string::npos)
+      << c.status().message();
+}
+
 }  // namespace
 }  // namespace tessera::compiler
