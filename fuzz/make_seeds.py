@@ -4,9 +4,9 @@
 Usage: /usr/bin/python3 fuzz/make_seeds.py TESSERA_COMPILE
 
 TESSERA_COMPILE is a built tools/tessera-compile; it turns the small ONNX models made here into
-the program_load seeds. The seeds are committed; rerun this only to change them (then minimise
-with `scripts/fuzz TARGET 0` style merges, see docs/reliability.md). Each seed is kept small:
-a few channels, a few hundred bytes to a few KB.
+the program_load seeds. The seeds are committed; rerun this only to change them (then merge what
+long runs grew with `build-fuzz/fuzz/TARGET -merge=1 fuzz/corpus/TARGET GROWN_DIR`, see
+docs/reliability.md). Each seed is kept small: a few channels, a few hundred bytes to a few KB.
 """
 
 import os
