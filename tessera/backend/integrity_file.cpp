@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tessera {
@@ -84,16 +85,30 @@ Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const 
     return Status::error(Error::Truncated, "'%s' is truncated (%zu bytes, header needs %zu)",
                          path.c_str(), got, kIntegrityHeaderSize);
   }
+  struct stat st;
+  if (::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(f);
+    return Status::error(Error::AccessFailed, "cannot read '%s': not a regular file", path.c_str());
+  }
+  const uint64_t size_on_disk = static_cast<uint64_t>(st.st_size);
+  const uint64_t on_disk =
+      size_on_disk > kIntegrityHeaderSize ? size_on_disk - kIntegrityHeaderSize : 0;
   std::vector<uint8_t> payload;
+  bool short_file = false;
   if (std::memcmp(header, key.magic, 8) == 0) {
     const uint64_t announced = get_u64(header + 32);
-    // Read one byte more than announced, to tell a longer file from an exact one; a size
-    // beyond what a file can hold is left to the size check below.
-    if (announced < (uint64_t{1} << 40)) payload.resize(static_cast<size_t>(announced) + 1);
+    // Read one byte more than announced, to tell a longer file from an exact one. A size the
+    // file cannot hold is never allocated (a damaged header must not ask for gigabytes): it is
+    // left to the size check below.
+    if (announced > on_disk) {
+      short_file = true;
+    } else {
+      payload.resize(static_cast<size_t>(announced) + 1);
+    }
   }
   const size_t payload_bytes =
       payload.empty() ? 0 : std::fread(payload.data(), 1, payload.size(), f);
-  const bool more = payload.empty() && std::fgetc(f) != EOF;
+  const bool more = payload.empty() && !short_file && std::fgetc(f) != EOF;
   std::fclose(f);
   payload.resize(payload_bytes);
   const uint8_t* h = header;

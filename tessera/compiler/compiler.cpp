@@ -4,7 +4,9 @@
 #include <cstdio>
 
 #include "tessera/compiler/lower.h"
+#include "tessera/core/tensor.h"
 #include "tessera/ir/op.h"
+#include "tessera/runtime/program.h"
 
 namespace tessera::compiler {
 namespace {
@@ -77,6 +79,14 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
   ir::ProgramBuilder& pb = out.program;
   TESSERA_ASSIGN_OR_RETURN(LoweredGraph lowered, lower_graph(graph, pb));
   const ir::Graph& ig = lowered.graph;
+  // What the loader would reject must fail here, not in a program file that never loads.
+  for (const ir::Value& v : ig.values) {
+    if (v.dims.size() > static_cast<size_t>(kMaxDims)) {
+      return Status::error(Error::NotSupported,
+                           "tensor '%s' has rank %zu; Tessera tensors have at most %d dims",
+                           v.name.c_str(), v.dims.size(), kMaxDims);
+    }
+  }
   report.graph_nodes = static_cast<int>(ig.nodes.size());
   report.constants_bytes = pb.constants_bytes();
   report.constants = lowered.constants;
@@ -145,6 +155,14 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
 
   progress(options, "planning memory");
   TESSERA_RETURN_IF_ERROR(m.plan_memory());
+  if (m.arena_size > kMaxArenaBytes) {
+    return Status::error(
+        Error::NotSupported,
+        "the activation arena would need %llu bytes; programs may plan at most %llu "
+        "(lower the bounds of symbolic dims)",
+        static_cast<unsigned long long>(m.arena_size),
+        static_cast<unsigned long long>(kMaxArenaBytes));
+  }
   report.arena_bytes = m.arena_size;
   report.unplanned_bytes = m.unplanned_bytes;
   return out;

@@ -987,7 +987,7 @@ Status Importer::pad() {
     value = t->is_float() ? t->f[0] : static_cast<float>(t->int_at(0).const_value());
   }
   const std::string mode = astr("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") return unsupported_use(("mode '" + mode + "'").c_str());
+  if (mode != "constant" && mode != "reflect" && mode != "edge") return unsupported_use("mode '%s'", mode.c_str());
   for (int64_t p : pads) {
     if (p < 0) return unsupported_use("negative pads");
     if (p > kMaxDimValue) return node_error(Error::InvalidProgram, "pad %lld", static_cast<long long>(p));
@@ -1000,7 +1000,7 @@ Status Importer::pad() {
 Status Importer::resize() {
   TESSERA_ASSIGN_OR_RETURN(int x, need(0));
   const std::string mode = astr("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") return unsupported_use(("mode '" + mode + "'").c_str());
+  if (mode != "nearest" && mode != "linear") return unsupported_use("mode '%s'", mode.c_str());
   if (aint("exclude_outside", 0) != 0) return unsupported_use("exclude_outside=1");
   const std::string ctm = astr("coordinate_transformation_mode", "half_pixel");
   if (ctm == "tf_crop_and_resize") return unsupported_use("coordinate_transformation_mode 'tf_crop_and_resize'");
@@ -1097,7 +1097,7 @@ Status Importer::clip() {
     const int v = in(1 + k);
     if (v < 0) continue;
     const HostTensor* t = known(v);
-    if (!t) return unsupported_use((std::string(names[k]) + " computed at run time").c_str());
+    if (!t) return unsupported_use("%s computed at run time", names[k]);
     if (t->numel() != 1 || t->is_symbolic()) return node_error(Error::InvalidProgram, "%s must be a scalar", names[k]);
     attrs.push_back(ir::Attr::make_float(names[k], static_cast<float>(t->as_double(0))));
   }
@@ -1276,7 +1276,7 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
     ScalarType to;
     bool exact;
     const int64_t onnx_to = aint("to", 0);
-    if (!map_onnx_type(static_cast<int>(onnx_to), &to, &exact)) return unsupported_use(("cast to " + std::string(onnx_type_name(static_cast<int>(onnx_to)))).c_str());
+    if (!map_onnx_type(static_cast<int>(onnx_to), &to, &exact)) return unsupported_use("cast to %s", onnx_type_name(static_cast<int>(onnx_to)));
     if (const HostTensor* t = known(x)) {
       HostTensor out;
       if (cast_tensor(*t, to, &out)) {
@@ -1284,7 +1284,7 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
         return Status::ok();
       }
     }
-    if (!exact) return unsupported_use(("cast to " + std::string(onnx_type_name(static_cast<int>(onnx_to)))).c_str());
+    if (!exact) return unsupported_use("cast to %s", onnx_type_name(static_cast<int>(onnx_to)));
     if (g_.values[x].dtype == to) {
       alias(0, x);
       return Status::ok();
@@ -1334,6 +1334,27 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
     for (size_t k = 0; k < 5; ++k) {
       TESSERA_ASSIGN_OR_RETURN(int v, need(k));
       inputs.push_back(v);
+    }
+    // scale, B, mean and var are [C], C the channel dim of X.
+    if (rank(inputs[0]) < 2) {
+      return node_error(Error::InvalidProgram, "input X has rank %zu, needs at least 2",
+                        rank(inputs[0]));
+    }
+    const SymExpr& channels = dims(inputs[0])[1];
+    for (size_t k = 1; k < 5; ++k) {
+      const std::vector<SymExpr>& d = dims(inputs[k]);
+      if (d.size() != 1) {
+        return node_error(Error::InvalidProgram,
+                          "input %zu ('%s') has rank %zu, must be 1-D [%s] (the channels of X)", k,
+                          node.input(static_cast<int>(k)).c_str(), d.size(),
+                          channels.to_string().c_str());
+      }
+      if (channels.is_const() && d[0].is_const() && d[0].const_value() != channels.const_value()) {
+        return node_error(
+            Error::InvalidProgram, "input %zu ('%s') has %lld elements, X has %lld channels", k,
+            node.input(static_cast<int>(k)).c_str(), static_cast<long long>(d[0].const_value()),
+            static_cast<long long>(channels.const_value()));
+      }
     }
     return emit1(OpType::BatchNormalization, std::move(inputs), {ir::Attr::make_float("epsilon", afloat("epsilon", 1e-5f))})
         .status();
@@ -1401,6 +1422,16 @@ Status Importer::import_outputs() {
       return Status::error(Error::InvalidProgram, "graph output '%s' is not produced by any node", vi.name().c_str());
     }
     const int v = it->second;
+    // A declared rank must agree with the value's (ONNX's own shape inference, run afterwards,
+    // crashes on a graph output that redeclares an input with another rank). Declared static
+    // dims may differ: exporters get some wrong (see CeilModePooling in the tests).
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape() &&
+        static_cast<size_t>(vi.type().tensor_type().shape().dim_size()) != dims(v).size()) {
+      return Status::error(Error::InvalidProgram,
+                           "graph output '%s' is declared with rank %d, but the value has rank %zu",
+                           vi.name().c_str(), vi.type().tensor_type().shape().dim_size(),
+                           dims(v).size());
+    }
     if (const HostTensor* t = known(v); t && t->is_symbolic()) {
       return Status::error(Error::NotSupported, "graph output '%s' is a shape value that depends on a symbolic dim",
                            vi.name().c_str());

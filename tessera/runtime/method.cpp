@@ -141,8 +141,8 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   // Instructions.
   const uint32_t n = count(m->chain());
   uint32_t num_kernels = 0, num_delegates = 0;
-  for (const fb::Instruction* ins : *m->chain()) {
-    (ins->kind() == fb::InstructionKind::Kernel ? num_kernels : num_delegates)++;
+  for (uint32_t i = 0; i < n; ++i) {  // the chain may be absent: an empty method
+    (m->chain()->Get(i)->kind() == fb::InstructionKind::Kernel ? num_kernels : num_delegates)++;
   }
   s->steps = alloc->allocate_array<internal::Step>(n ? n : 1);
   s->kernels = alloc->allocate_array<internal::KernelStep>(num_kernels ? num_kernels : 1);

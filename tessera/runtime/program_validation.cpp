@@ -166,7 +166,10 @@ Status check_tensor_list(const flatbuffers::Vector<int32_t>* list,
   return Status::ok();
 }
 
-Status validate_node(const fb::Node* node, uint32_t num_values, const char* where) {
+Status validate_node(const fb::Node* node,
+                     const flatbuffers::Vector<flatbuffers::Offset<fb::Value>>* values,
+                     const char* where) {
+  const uint32_t num_values = count(values);
   if (node == nullptr) return invalid(where, "kernel instruction without a node");
   if (!ir::is_valid_op(static_cast<int>(node->op()))) {
     return invalid(where, "unknown op %d", static_cast<int>(node->op()));
@@ -183,6 +186,16 @@ Status validate_node(const fb::Node* node, uint32_t num_values, const char* wher
   TESSERA_RETURN_IF_ERROR(check_index_list(node->inputs(), num_values, true, "input", where));
   TESSERA_RETURN_IF_ERROR(check_index_list(node->outputs(), num_values, false, "output", where));
   if (count(node->outputs()) == 0) return invalid(where, "%s node has no outputs", ir::op_name(node->op()));
+  // Kernels take and give tensors only (an Int value's storage is no Tensor).
+  for (uint32_t k = 0; k < count(node->inputs()) + count(node->outputs()); ++k) {
+    const bool is_in = k < count(node->inputs());
+    const uint32_t j = is_in ? k : k - count(node->inputs());
+    const int32_t v = is_in ? node->inputs()->Get(j) : node->outputs()->Get(j);
+    if (v >= 0 && values->Get(static_cast<uint32_t>(v))->kind() != fb::ValueKind::Tensor) {
+      return invalid(where, "%s node %s %u (value %d) is not a tensor", ir::op_name(node->op()),
+                     is_in ? "input" : "output", j, v);
+    }
+  }
   return Status::ok();
 }
 
@@ -191,9 +204,15 @@ Status validate_node(const fb::Node* node, uint32_t num_values, const char* wher
 bool tensor_max_nbytes(const fb::Value* value, uint64_t* out) {
   if (!is_valid_scalar_type(static_cast<int>(value->dtype()))) return false;
   uint64_t n = element_size(static_cast<ScalarType>(value->dtype()));
+  uint64_t nonzero = n;
   for (uint32_t d = 0; d < count(value->dims()); ++d) {
     int64_t dv = value->dims()->Get(d)->value();
-    if (dv < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(dv), &n)) return false;
+    if (dv < 0) return false;
+    if (dv != 0 && (__builtin_mul_overflow(nonzero, static_cast<uint64_t>(dv), &nonzero) ||
+                    nonzero > kMaxArenaBytes)) {
+      return false;
+    }
+    n = dv == 0 ? 0 : n * static_cast<uint64_t>(dv);  // n <= nonzero: no overflow
   }
   *out = n;
   return true;
@@ -205,11 +224,29 @@ Status validate_graph(const fb::Graph* graph, const fb::Program* program, const 
   TESSERA_RETURN_IF_ERROR(validate_symbols(graph->symbols(), where, upper, &nsym));
   TESSERA_RETURN_IF_ERROR(
       validate_values(graph->values(), {upper, nsym}, program, 0, /*planned=*/false, where));
-  uint32_t nv = count(graph->values());
   TESSERA_RETURN_IF_ERROR(check_tensor_list(graph->inputs(), graph->values(), "graph input", where));
   TESSERA_RETURN_IF_ERROR(check_tensor_list(graph->outputs(), graph->values(), "graph output", where));
+  // Payload values have no arena slots: the backend gives storage to graph inputs and outputs,
+  // constants, and what nodes write. A node may only read a value one of those defined before
+  // it (a value nothing defines would reach the kernel without data).
+  const uint32_t nv = count(graph->values());
+  std::vector<bool> defined(nv, false);
+  for (uint32_t i = 0; i < count(graph->inputs()); ++i) defined[graph->inputs()->Get(i)] = true;
+  for (uint32_t i = 0; i < count(graph->outputs()); ++i) defined[graph->outputs()->Get(i)] = true;
+  for (uint32_t v = 0; v < nv; ++v) {
+    if (graph->values()->Get(v)->constant() >= 0) defined[v] = true;
+  }
   for (uint32_t i = 0; i < count(graph->nodes()); ++i) {
-    TESSERA_RETURN_IF_ERROR(validate_node(graph->nodes()->Get(i), nv, where));
+    const fb::Node* node = graph->nodes()->Get(i);
+    TESSERA_RETURN_IF_ERROR(validate_node(node, graph->values(), where));
+    for (uint32_t k = 0; k < count(node->inputs()); ++k) {
+      const int32_t v = node->inputs()->Get(k);
+      if (v >= 0 && !defined[static_cast<uint32_t>(v)]) {
+        return invalid(where, "node %u (%s) input %u reads value %d before anything defines it", i,
+                       ir::op_name(node->op()), k, v);
+      }
+    }
+    for (int32_t v : *node->outputs()) defined[static_cast<uint32_t>(v)] = true;
   }
   return Status::ok();
 }
@@ -270,7 +307,6 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
     TESSERA_RETURN_IF_ERROR(validate_values(method->values(), {upper, nsym}, program,
                                             method->arena_size(), /*planned=*/true, where));
     const auto* values = method->values();
-    const uint32_t nv = count(values);
     TESSERA_RETURN_IF_ERROR(check_tensor_list(method->inputs(), values, "input", where));
     TESSERA_RETURN_IF_ERROR(check_tensor_list(method->outputs(), values, "output", where));
     const uint32_t nd = count(method->delegates());
@@ -286,6 +322,10 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
         if (method->delegates()->Get(k)->id()->string_view() == del->id()->string_view()) {
           return invalid(where, "duplicate delegate id '%s'", del->id()->c_str());
         }
+      }
+      // payload_nested_root() dereferences the payload vector: check that it is there first.
+      if (del->payload() == nullptr) {
+        return invalid(where, "delegate '%s' has no payload", del->id()->c_str());
       }
       const fb::Graph* g = del->payload_nested_root();
       if (g == nullptr) return invalid(where, "delegate '%s' has no payload", del->id()->c_str());
@@ -308,7 +348,7 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
       char iwhere[128];
       std::snprintf(iwhere, sizeof iwhere, "%s instruction %u", where, i);
       if (ins->kind() == fb::InstructionKind::Kernel) {
-        TESSERA_RETURN_IF_ERROR(validate_node(ins->node(), nv, iwhere));
+        TESSERA_RETURN_IF_ERROR(validate_node(ins->node(), values, iwhere));
         for (int32_t o : *ins->node()->outputs()) {
           const fb::Value* v = values->Get(static_cast<uint32_t>(o));
           if (v->kind() == fb::ValueKind::Tensor && (v->constant() >= 0 || v->arena_offset() < 0)) {

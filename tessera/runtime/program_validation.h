@@ -15,7 +15,9 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
 /// A delegate payload graph whose constants index `program`'s constant table.
 Status validate_graph(const fb::Graph* graph, const fb::Program* program, const char* where);
 
-/// Bytes of a tensor value at its dims' stored upper bounds; false on overflow or a bad dtype.
+/// Bytes of a tensor value at its dims' stored upper bounds; false on a bad dtype, a negative dim,
+/// or when the product of its non-zero dims, in bytes, exceeds kMaxArenaBytes (a zero-sized
+/// tensor too: kernels compute strides over every dim, and those must not overflow).
 bool tensor_max_nbytes(const fb::Value* value, uint64_t* out);
 
 }  // namespace tessera::internal

@@ -152,3 +152,24 @@ TEST(Compile, ReportJson) {
 
 }  // namespace
 }  // namespace tessera::compiler
+
+namespace tessera::compiler {
+namespace {
+
+// A program the compiler writes must load: the loader rejects tensors of rank above kMaxDims,
+// so the compiler does too, naming the tensor (the onnx_compile fuzz target found programs
+// that compiled and then failed Program::load).
+TEST(Compile, RankAboveMaxDimsIsNotSupported) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1}, int64_t{1},
+                int64_t{1}, int64_t{2}});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", {});
+  auto c = compile_model(b);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(), Error::NotSupported);
+  EXPECT_STREQ(c.status().message(), "tensor 'x' has rank 9; Tessera tensors have at most 8 dims");
+}
+
+}  // namespace
+}  // namespace tessera::compiler

@@ -9,6 +9,7 @@
 #include "tessera/compiler/graph_dump.h"
 #include "tessera/ir/op.h"
 #include "tests/compiler/test_util.h"
+#include "tests/testing/fuzz_inputs.h"
 
 namespace tessera::compiler {
 namespace {
@@ -568,6 +569,96 @@ TEST(OnnxImport, StructuredMutationsNeverCrash) {
     if (compiled.ok()) (void)compiled->program.build();
   }
   EXPECT_GT(imported, 0);
+}
+
+}  // namespace
+}  // namespace tessera::compiler
+
+namespace tessera::compiler {
+namespace {
+
+// Found by the onnx_compile fuzz target (fuzz/corpus/onnx_compile/regression-*): a
+// BatchNormalization whose variance initializer was [3, 0, 0, 8064, ...] (rank 10, no
+// elements) passed the ONNX checker and import, and compiled into a program Program::load
+// rejected. BatchNormalization's parameters must be [C].
+TEST(OnnxImport, FuzzRegressionBatchNormParametersMustBeChannelVectors) {
+  const std::vector<uint8_t> input =
+      tessera::testing::read_fuzz_input("onnx_compile", "regression-batchnorm-rank10-variance");
+  ASSERT_GT(input.size(), 1u);
+  ImportOptions options;  // the target's mode byte 0: checker on, no dim bounds
+  auto g = import_onnx(input.data() + 1, input.size() - 1, options);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(g.status().message()).find("input 4 ('v') has rank 10, must be 1-D [3]"),
+            std::string::npos)
+      << g.status().message();
+
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{1}, int64_t{2}, int64_t{2}, int64_t{2}});
+  for (const char* p : {"s", "bb", "m"}) b.floats(p, {2}, {1.0f, 1.0f});
+  b.floats("v", {3}, {1.0f, 1.0f, 1.0f});
+  b.node("BatchNormalization", {"x", "s", "bb", "m", "v"}, {"y"});
+  b.output("y", {});
+  auto sized = import_model(b);
+  ASSERT_FALSE(sized.ok());
+  EXPECT_NE(
+      std::string(sized.status().message()).find("input 4 ('v') has 3 elements, X has 2 channels"),
+      std::string::npos)
+      << sized.status().message();
+}
+
+// Found by the onnx_compile fuzz target: an unsupported attribute value (Resize mode
+// "near%St") was pasted into the error message's printf format, and vsnprintf read a wide
+// string through a garbage pointer. Attribute text is now only ever a %s argument.
+TEST(OnnxImport, FuzzRegressionAttributeTextIsNeverAFormatString) {
+  const std::vector<uint8_t> input =
+      tessera::testing::read_fuzz_input("onnx_compile", "regression-resize-mode-format-string");
+  ASSERT_GT(input.size(), 1u);
+  ImportOptions options;  // the target's mode byte 0: checker on, no dim bounds
+  ASSERT_EQ(input[0], 0);
+  auto g = import_onnx(input.data() + 1, input.size() - 1, options);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::NotSupported);
+  EXPECT_NE(std::string(g.status().message()).find("mode 'near%St' is not supported"),
+            std::string::npos)
+      << g.status().message();
+}
+
+// Found by the onnx_compile fuzz target: a graph output 'x' naming the [1, 2, 4, 4] input but
+// declared [1, 3]. The importer accepted it, and ONNX's shape inference (run afterwards as a
+// second opinion) crashed on it (SEGV in onnx::convPoolShapeInference, libonnx 1.12; Python's
+// onnx.shape_inference crashes the same way). A declared output shape must now agree.
+TEST(OnnxImport, FuzzRegressionDeclaredOutputShapeMustAgree) {
+  const std::vector<uint8_t> input =
+      tessera::testing::read_fuzz_input("onnx_compile", "regression-output-redeclares-input-rank");
+  ASSERT_GT(input.size(), 1u);
+  ASSERT_EQ(input[0], 0);
+  auto g = import_onnx(input.data() + 1, input.size() - 1, ImportOptions{});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(g.status().message()).find("graph output 'x' is declared with rank 2"),
+            std::string::npos)
+      << g.status().message();
+}
+
+// Found by the onnx_compile fuzz target: a model whose activations need a 97 GiB arena compiled
+// into a program Program::load refused (its limit is kMaxArenaBytes). The compiler now refuses
+// it, saying what the arena would need.
+TEST(OnnxImport, FuzzRegressionArenaAboveTheLoaderLimitDoesNotCompile) {
+  const std::vector<uint8_t> input =
+      tessera::testing::read_fuzz_input("onnx_compile", "regression-arena-above-limit");
+  ASSERT_GT(input.size(), 1u);
+  ImportOptions options;
+  if ((input[0] & 1) != 0) options.dims.push_back({"batch", 1, 4});
+  options.check_model = (input[0] & 2) == 0;
+  auto g = import_onnx(input.data() + 1, input.size() - 1, options);
+  ASSERT_OK(g);
+  auto c = compile_graph(std::move(g).value(), {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(), Error::NotSupported);
+  EXPECT_NE(std::string(c.status().message()).find("the activation arena would need"),
+            std::string::npos)
+      << c.status().message();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tools/common/npy.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -99,7 +100,9 @@ Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string&
   size_t close = v.find(')');
   if (close == std::string_view::npos) return bad(name, "malformed shape");
   std::string_view dims = v.substr(1, close - 1);
-  uint64_t numel = 1;
+  // The product of the non-zero dims must fit in int64 even when another dim is 0 (as NumPy
+  // requires), so that NpyArray::numel() cannot overflow on the way to 0.
+  uint64_t numel = 1, nonzero_numel = 1;
   while (!dims.empty()) {
     while (!dims.empty() && (dims.front() == ' ' || dims.front() == ',')) dims.remove_prefix(1);
     if (dims.empty()) break;
@@ -113,7 +116,12 @@ Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string&
     if (i == 0) return bad(name, "malformed shape");
     dims.remove_prefix(i);
     out.shape.push_back(d);
-    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel)) return bad(name, "shape overflows");
+    if (d != 0 &&
+        (__builtin_mul_overflow(nonzero_numel, static_cast<uint64_t>(d), &nonzero_numel) ||
+         nonzero_numel > static_cast<uint64_t>(INT64_MAX))) {
+      return bad(name, "shape overflows");
+    }
+    numel = d == 0 ? 0 : numel * static_cast<uint64_t>(d);
   }
   uint64_t nbytes = 0;
   if (__builtin_mul_overflow(numel, element_size(out.dtype), &nbytes)) return bad(name, "shape overflows");

@@ -8,7 +8,6 @@
 
 #include <sys/stat.h>
 
-#include "tessera/backend/integrity_file.h"
 #include "tessera/core/log.h"
 
 namespace tessera::opencl {
@@ -101,6 +100,15 @@ std::string program_cache_path(const std::string& dir, const Device& device,
   return path + file;
 }
 
+IntegrityKey program_cache_key(const Device& device, const std::string& source,
+                               const std::string& build_options) {
+  IntegrityKey key{};
+  std::memcpy(key.magic, kBinaryMagic, sizeof key.magic);
+  key.device = device.fingerprint_hash;
+  key.content = content_key(source, build_options);
+  return key;
+}
+
 Result<ProgramHandle> build_program(const DeviceContext& dc, const std::string& source,
                                     const std::string& build_options,
                                     const ProgramCacheSettings& cache, ProgramBuildInfo* info) {
@@ -109,10 +117,7 @@ Result<ProgramHandle> build_program(const DeviceContext& dc, const std::string& 
   ProgramBuildInfo& out = info ? *info : local;
   out = ProgramBuildInfo();
   const bool use_cache = !cache.dir.empty() && cache.mode != CacheMode::Off;
-  IntegrityKey key{};
-  std::memcpy(key.magic, kBinaryMagic, sizeof key.magic);
-  key.device = dc.device.fingerprint_hash;
-  key.content = content_key(source, build_options);
+  const IntegrityKey key = program_cache_key(dc.device, source, build_options);
   if (use_cache) {
     out.cache_path = program_cache_path(cache.dir, dc.device, source, build_options);
     Result<std::vector<uint8_t>> entry = read_integrity_file(out.cache_path, key);

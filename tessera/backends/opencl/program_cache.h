@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "tessera/backend/integrity_file.h"
 #include "tessera/backends/opencl/cl_util.h"
 #include "tessera/backends/opencl/devices.h"
 #include "tessera/core/result.h"
@@ -33,6 +34,11 @@ struct ProgramBuildInfo {
 /// The cache file a program would use.
 std::string program_cache_path(const std::string& dir, const Device& device,
                                const std::string& source, const std::string& build_options);
+
+/// What a cache entry for (device, source, build options) must match: the entry's magic, the
+/// device fingerprint and the hash of source and options.
+IntegrityKey program_cache_key(const Device& device, const std::string& source,
+                               const std::string& build_options);
 
 /// A built program for `device`. DelegateInvalidCompatibility with the build log when the
 /// source does not compile; DelegateUnavailable for other OpenCL failures.

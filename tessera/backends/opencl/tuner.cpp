@@ -5,7 +5,6 @@
 #include <limits>
 #include <mutex>
 
-#include "tessera/backend/integrity_file.h"
 #include "tessera/core/log.h"
 
 namespace tessera::opencl {
@@ -17,14 +16,6 @@ constexpr size_t kRecordSize = 16;  // key u64, local u32, reserved u32
 std::mutex& file_mutex() {
   static std::mutex m;
   return m;
-}
-
-IntegrityKey tuning_key(const Device& device) {
-  IntegrityKey key{};
-  std::memcpy(key.magic, kTuningMagic, sizeof key.magic);
-  key.device = device.fingerprint_hash;
-  key.content = 0;
-  return key;
 }
 
 // Parses records; false if the payload is not a whole number of them.
@@ -41,7 +32,7 @@ bool parse(const std::vector<uint8_t>& payload, TuningTable* table, size_t* coun
 }
 
 size_t load_locked(const std::string& path, const Device& device, TuningTable* table, bool warn) {
-  Result<std::vector<uint8_t>> payload = read_integrity_file(path, tuning_key(device));
+  Result<std::vector<uint8_t>> payload = read_integrity_file(path, tuning_file_key(device));
   if (!payload.ok()) {
     if (warn && payload.status().code() != Error::NotFound) {
       TESSERA_LOG_WARNING("opencl: tuning file ignored: %s", payload.status().message());
@@ -56,6 +47,14 @@ size_t load_locked(const std::string& path, const Device& device, TuningTable* t
 }
 
 }  // namespace
+
+IntegrityKey tuning_file_key(const Device& device) {
+  IntegrityKey key{};
+  std::memcpy(key.magic, kTuningMagic, sizeof key.magic);
+  key.device = device.fingerprint_hash;
+  key.content = 0;
+  return key;
+}
 
 std::vector<size_t> tuning_candidates(TuningLevel level, size_t max_local) {
   std::vector<size_t> all;
@@ -97,7 +96,7 @@ Status save_tuning_file(const std::string& path, const Device& device, const Tun
     std::memcpy(payload.data() + off + 8, &local, 4);
     off += kRecordSize;
   }
-  return write_integrity_file(path, tuning_key(device), payload);
+  return write_integrity_file(path, tuning_file_key(device), payload);
 }
 
 uint32_t tune_kernel(cl_command_queue queue, cl_kernel kernel, cl_device_id device,

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tessera/backend/integrity_file.h"
 #include "tessera/backends/opencl/devices.h"
 #include "tessera/core/status.h"
 
@@ -23,6 +24,9 @@ using TuningTable = std::unordered_map<uint64_t, uint32_t>;
 
 /// Local sizes to try at `level` (0 = the driver's choice), at most `max_local`.
 std::vector<size_t> tuning_candidates(TuningLevel level, size_t max_local);
+
+/// What a tuning file for `device` must match (its magic and the device fingerprint).
+IntegrityKey tuning_file_key(const Device& device);
 
 /// Reads `path` into `table` (entries already there win). A missing file is silent; any other
 /// problem is logged with TESSERA_LOG_WARNING and the file's entries are ignored. Returns how
