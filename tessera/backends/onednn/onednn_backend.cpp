@@ -12,6 +12,7 @@
 #include "tessera/backends/onednn/graph_builder.h"
 #include "tessera/backends/onednn/options.h"
 #include "tessera/backends/onednn/supports.h"
+#include "tessera/backends/onednn/threading.h"
 #include "tessera/ir/schema.h"
 
 namespace tessera::onednn {
@@ -197,6 +198,9 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
   build.threads = threads > 0 ? static_cast<int>(threads)
                               : static_cast<int>(context.device_info().recommended_threads());
+  // Another backend's CPU thread pool in the same method: one thread (threading.h).
+  build.threads = team_size_with_peers(build.threads, threads > 0, context.cpu_pool_peers(),
+                                       context.delegate_id());
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
@@ -213,6 +217,8 @@ Status OnednnBackend::execute(BackendExecutionContext& context, DelegateHandle* 
 void OnednnBackend::destroy(DelegateHandle* handle) const {
   delete from_handle<Delegate>(handle);
 }
+
+bool OnednnBackend::uses_cpu_thread_pool() const { return true; }
 
 Status OnednnBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
   for (const BackendOption& o : options) {
