@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -58,6 +59,8 @@ struct RunOptions {
   ProfileBuffer* profile = nullptr;
   int repeat = 1;
   std::string delegate_id;  // empty: "<backend>#0"
+  /// BackendInitContext::cpu_pool_peers: other CPU pool backends of the (imagined) method.
+  std::vector<std::string_view> cpu_pool_peers;
 };
 
 /// An initialised delegate with its inputs/outputs, for tests that run it several times.
