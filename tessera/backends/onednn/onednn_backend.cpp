@@ -65,7 +65,9 @@ constexpr OptionSpec kSchema[] = {
         "num_threads", 0, 0, 256, kRuntimeScopes,
         "OpenMP team size for this delegate's primitives, 0 = auto "
         "(DeviceInfo::recommended_threads); set around init and each execute and restored, so "
-        "other delegates and the application's OpenMP use keep theirs"),
+        "other delegates and the application's OpenMP use keep theirs. 1 in a method that also "
+        "has delegates on another CPU thread pool (xnnpack): idle OpenMP workers busy-wait and "
+        "would starve it"),
     OptionSpec::enumeration(
         "precision", "fp32", kPrecisionChoices, OptionScope::Load | OptionScope::Delegate,
         "fp32; bf16 = bf16 weights and activations with fp32 accumulation (needs native bf16: "
