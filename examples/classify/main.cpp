@@ -1,8 +1,9 @@
-// classify: a small application embedding Tessera. It derives backend options from what this
-// machine reports at run time (DeviceInfo: performance cores, caches, OpenCL devices; the
-// battery state from sysfs), loads an image classifier program with them, and prints what the
-// runtime did: the backend that ran each delegate, its effective options and where each value
-// came from, the top-5 classes and the latency.
+// classify: a small application embedding Tessera. It shows what this machine reports at run
+// time (DeviceInfo: usable CPUs, performance cores, caches, battery, thermal state, load, OpenCL
+// devices), loads an image classifier program under the `auto` policy (on battery below 30 %,
+// one thread with sleeping workers; on mains every performance core), and prints what the
+// runtime did: the policy and why, the backend that ran each delegate, its effective options,
+// the values derived for options left at auto with the reason, the top-5 classes and latency.
 //
 //   classify MODEL.tsr [--iterations N] [--cache-dir DIR]
 #include <algorithm>
@@ -10,16 +11,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "tessera/backend/derived_values.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
 #include "tessera/backend/options_map.h"
+#include "tessera/backend/policy.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
 #include "tessera/runtime/load_options.h"
@@ -30,32 +32,7 @@ namespace {
 
 using namespace tessera;
 
-constexpr OptionKey<int64_t> kNumThreads{"num_threads"};
-constexpr OptionKey<bool> kYieldWorkers{"yield_workers"};
 constexpr OptionKey<std::string_view> kCacheDir{"cache_dir"};
-
-struct Battery {
-  bool present = false;
-  bool discharging = false;
-  int percent = 100;
-};
-
-// Reads the first battery under /sys/class/power_supply, if any.
-Battery read_battery() {
-  Battery b;
-  for (int i = 0; i < 4; ++i) {
-    std::string base = "/sys/class/power_supply/BAT" + std::to_string(i) + "/";
-    std::ifstream status(base + "status"), capacity(base + "capacity");
-    if (!status) continue;
-    std::string s;
-    status >> s;
-    b.present = true;
-    b.discharging = s == "Discharging";
-    if (capacity) capacity >> b.percent;
-    break;
-  }
-  return b;
-}
 
 int fail(const Status& st, const char* what) {
   std::fprintf(stderr, "classify: %s: %s (%s)\n", what, st.message(), error_name(st.code()));
@@ -93,6 +70,9 @@ Status load_and_run(const Program& program, const LoadOptions& load, int iterati
   TESSERA_ASSIGN_OR_RETURN(const Tensor* logits, method.get_output(0));
   out->output.assign(logits->data_as<float>(), logits->data_as<float>() + logits->numel());
   if (report) {
+    const PolicyDecision& policy = method.policy();
+    std::printf("  policy %s (%s): %u thread(s) (%s)\n", policy_name(policy.effective),
+                policy.reason, policy.threads, policy.threads_reason);
     for (size_t i = 0; i < method.num_delegates(); ++i) {
       const DelegateInfo& d = method.delegate_info(i);
       std::printf("  delegate %-12s %3zu nodes  ran on '%s'%s%s\n", d.id, d.num_nodes, d.backend,
@@ -106,6 +86,10 @@ Status load_and_run(const Program& program, const LoadOptions& load, int iterati
           if (nl == std::string::npos) break;
           pos = nl + 1;
         }
+      }
+      for (size_t k = 0; d.derived != nullptr && k < d.derived->size(); ++k) {
+        const DerivedValue& v = (*d.derived)[k];
+        std::printf("      %s resolved to %s (%s)\n", v.key, v.value, v.reason);
       }
     }
   }
@@ -141,23 +125,9 @@ int main(int argc, char** argv) {
   // 1. What the machine says, at run time.
   const DeviceInfo& device = DeviceInfo::get();
   std::printf("== this machine (DeviceInfo)\n%s", device.describe(/*with_opencl=*/true).c_str());
-  Battery battery = read_battery();
-  std::printf("battery: %s\n", battery.present ? (std::to_string(battery.percent) + "%" +
-                                                  (battery.discharging ? ", discharging" : ", charging")).c_str()
-                                                : "none (mains power)");
-
-  // 2. Options derived from it. On battery below 30%: one thread, workers yield instead of spin.
-  const bool save_power = battery.present && battery.discharging && battery.percent < 30;
-  const int64_t threads = save_power ? 1 : static_cast<int64_t>(device.recommended_threads());
-  std::printf("\n== derived options\n  xnnpack.num_threads = %lld (%s)\n  xnnpack.yield_workers = %s\n",
-              static_cast<long long>(threads), save_power ? "battery saver" : "performance cores",
-              save_power ? "true" : "false");
-  BackendOptions<4> global;
-  if (Status st = global.set(kNumThreads, threads); !st.is_ok()) return fail(st, "options");
-  if (Status st = global.set(kYieldWorkers, save_power); !st.is_ok()) return fail(st, "options");
-  if (get_backend("xnnpack").ok()) {
-    if (Status st = set_option("xnnpack", global.view()); !st.is_ok()) return fail(st, "set_option");
-  }
+  // 2. Nothing to derive by hand: the options stay at auto, and the load's policy (auto: the
+  // battery, the thermal state and the load of the machine decide it at load time) gives each
+  // backend its values. An application that knows better calls load.set_policy(...).
 
   auto loader = MmapDataLoader::from(path);
   if (!loader.ok()) return fail(loader.status(), path);

@@ -1,5 +1,6 @@
 #include "tessera/backend/context.h"
 
+#include <cstdarg>
 #include <cstdio>
 
 #include "tessera/backend/device_info.h"
@@ -36,6 +37,33 @@ Result<Span<const uint8_t>> BackendInitContext::constant(uint32_t index) const {
                          static_cast<int>(delegate_id().size()), delegate_id().data());
   }
   return params_.constants.fn(params_.constants.context, index);
+}
+
+const PolicyDecision& BackendInitContext::policy() const {
+  if (params_.policy != nullptr) return *params_.policy;
+  // No runtime decision (a backend driven directly, as in unit tests): the default policy on
+  // this context's machine as it was detected, without a load sample.
+  if (!has_fallback_policy_) {
+    fallback_policy_ = decide_policy(default_policy(), device_info());
+    has_fallback_policy_ = true;
+  }
+  return fallback_policy_;
+}
+
+bool BackendInitContext::is_default(std::string_view key) const {
+  const int i = params_.options->find(key);
+  return i < 0 || params_.options->source(static_cast<size_t>(i)) == OptionSource::Default;
+}
+
+void BackendInitContext::report_derived(std::string_view key, std::string_view value,
+                                        const char* reason_fmt, ...) const {
+  if (params_.derived == nullptr) return;
+  char reason[192];
+  va_list args;
+  va_start(args, reason_fmt);
+  std::vsnprintf(reason, sizeof reason, reason_fmt, args);
+  va_end(args);
+  params_.derived->set(key, value, reason);
 }
 
 const DeviceInfo& BackendInitContext::device_info() const {

@@ -7,8 +7,10 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tessera/backend/derived_values.h"
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/option_key.h"
+#include "tessera/backend/policy.h"
 #include "tessera/backend/profile_buffer.h"
 #include "tessera/backend/resolved_options.h"
 #include "tessera/core/memory_allocator.h"
@@ -44,6 +46,10 @@ class BackendInitContext {
     Span<const SymbolValue> symbols;  // concrete values of the program's symbolic dims
     ConstantSource constants;
     const DeviceInfo* device_info = nullptr;  // null: DeviceInfo::get()
+    /// The load's policy decision; null: decide_policy(default_policy(), device_info()).
+    const PolicyDecision* policy = nullptr;
+    /// Where report_derived writes; null: reports are dropped.
+    DerivedValues* derived = nullptr;
     /// The other backends of this Method that use CPU thread pools (see cpu_pool_peers()).
     Span<const std::string_view> cpu_pool_peers;
   };
@@ -76,6 +82,19 @@ class BackendInitContext {
 
   MemoryAllocator* method_allocator() const { return params_.method_allocator; }
   const DeviceInfo& device_info() const;
+  /// The policy this load runs under, with the values derived from it (threads, yielding,
+  /// expensive transforms). Backends derive the options left at `auto` from it.
+  const PolicyDecision& policy() const;
+
+  /// Whether option `key` was left at its schema default (no compile spec, global, load or
+  /// delegate value): a backend may then derive it from the policy and DeviceInfo.
+  bool is_default(std::string_view key) const;
+
+  /// Reports the value the backend actually uses for option `key` whose requested value was
+  /// `auto` (or a derived default), and why; shown as "resolved" by --explain-options and in
+  /// DelegateInfo::derived. The reason is formatted printf-style.
+  void report_derived(std::string_view key, std::string_view value, const char* reason_fmt,
+                      ...) const __attribute__((format(printf, 4, 5)));
   std::string_view backend_name() const { return params_.options->backend(); }
   std::string_view delegate_id() const { return params_.options->delegate_id(); }
   std::string_view method_name() const { return params_.method_name; }
@@ -94,6 +113,8 @@ class BackendInitContext {
 
  private:
   Params params_;
+  mutable PolicyDecision fallback_policy_;  // decided on first use when params_.policy is null
+  mutable bool has_fallback_policy_ = false;
 };
 
 /// What BackendInterface::execute gets, per call. Pointers are borrowed for the call.

@@ -7,9 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <iterator>
 #include <thread>
 
 #include <cpuinfo.h>
+
+#include "tessera/backend/device_probe.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -50,30 +53,6 @@ void copy_text(char* dst, size_t size, const char* src) {
   std::snprintf(dst, size, "%s", src != nullptr ? src : "");
 }
 
-// Number of CPUs in a Linux cpulist file ("0-7,16-23"); 0 if absent or empty.
-uint32_t count_cpulist(const char* path) {
-  std::FILE* f = std::fopen(path, "r");
-  if (f == nullptr) return 0;
-  char text[256] = {};
-  size_t n = std::fread(text, 1, sizeof text - 1, f);
-  std::fclose(f);
-  text[n] = '\0';
-  uint32_t count = 0;
-  for (char* p = text; *p != '\0' && *p != '\n';) {
-    char* end = nullptr;
-    unsigned long first = std::strtoul(p, &end, 10);
-    if (end == p) break;
-    unsigned long last = first;
-    if (*end == '-') {
-      p = end + 1;
-      last = std::strtoul(p, &end, 10);
-    }
-    if (last >= first) count += static_cast<uint32_t>(last - first + 1);
-    p = *end == ',' ? end + 1 : end;
-  }
-  return count;
-}
-
 #if defined(__x86_64__) || defined(__i386__)
 // AMX is newer than the cpuinfo release Debian ships: read CPUID leaf 7 and XCR0 directly.
 void detect_amx(IsaFeatures* isa) {
@@ -91,60 +70,17 @@ void detect_amx(IsaFeatures* isa) {
 }
 #endif
 
-void detect_cpu(DeviceInfo* info) {
-  unsigned hw = std::thread::hardware_concurrency();
-  info->logical_processors = hw > 0 ? hw : 1;
-  info->physical_cores = info->logical_processors;
-  info->performance_cores = info->physical_cores;
+// The live machine's ISA (with the OS's support for the register state) and, as a fallback,
+// its name and vendor, from the cpuinfo library. Core counts come from sysfs, not from it.
+void detect_isa_live(DeviceInfo* info) {
   if (!cpuinfo_initialize()) return;
   info->cpuinfo_ok = true;
-  if (cpuinfo_get_packages_count() > 0)
+  if (info->cpu_name[0] == '\0' && cpuinfo_get_packages_count() > 0) {
     copy_text(info->cpu_name, sizeof info->cpu_name, cpuinfo_get_package(0)->name);
-  info->logical_processors = std::max(1u, cpuinfo_get_processors_count());
-  info->physical_cores = std::max(1u, cpuinfo_get_cores_count());
-
-  uint64_t fastest = 0;
-  uint32_t n = std::min<uint32_t>(cpuinfo_get_clusters_count(), DeviceInfo::kMaxClusters);
-  for (uint32_t i = 0; i < n; ++i) {
-    const cpuinfo_cluster* c = cpuinfo_get_cluster(i);
-    CpuCluster& out = info->clusters[i];
-    out.first_core = c->core_start;
-    out.cores = c->core_count;
-    out.logical_processors = c->processor_count;
-    out.frequency_hz = c->frequency;
-    out.uarch = static_cast<uint32_t>(c->uarch);
-    out.vendor = vendor_name(c->vendor);
-    fastest = std::max(fastest, c->frequency);
   }
-  info->num_clusters = n;
-  // Clusters are "performance" when they run at the top clock; with no clock information every
-  // cluster counts as performance (a homogeneous machine as far as we can tell).
-  info->performance_cores = 0;
-  info->efficiency_cores = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    CpuCluster& c = info->clusters[i];
-    c.performance = fastest == 0 || c.frequency_hz == 0 || c.frequency_hz == fastest;
-    (c.performance ? info->performance_cores : info->efficiency_cores) += c.cores;
+  if (std::strcmp(info->vendor, "unknown") == 0 && cpuinfo_get_clusters_count() > 0) {
+    info->vendor = vendor_name(cpuinfo_get_cluster(0)->vendor);
   }
-  if (info->performance_cores == 0) info->performance_cores = info->physical_cores;
-  // Intel hybrid parts: cpuinfo may report one cluster, but Linux lists the E-cores (no SMT, so
-  // one CPU each) under cpu_atom.
-  if (info->efficiency_cores == 0) {
-    uint32_t atom = count_cpulist("/sys/devices/cpu_atom/cpus");
-    if (atom > 0 && atom < info->physical_cores) {
-      info->efficiency_cores = atom;
-      info->performance_cores = info->physical_cores - atom;
-    }
-  }
-
-  CacheSizes& caches = info->caches;
-  caches.l1d_count = cpuinfo_get_l1d_caches_count();
-  caches.l2_count = cpuinfo_get_l2_caches_count();
-  caches.l3_count = cpuinfo_get_l3_caches_count();
-  if (caches.l1d_count) caches.l1d_bytes = cpuinfo_get_l1d_cache(0)->size;
-  if (caches.l2_count) caches.l2_bytes = cpuinfo_get_l2_cache(0)->size;
-  if (caches.l3_count) caches.l3_bytes = cpuinfo_get_l3_cache(0)->size;
-
   IsaFeatures& isa = info->isa;
 #if CPUINFO_ARCH_X86 || CPUINFO_ARCH_X86_64
   isa.sse4_2 = cpuinfo_has_x86_sse4_2();
@@ -282,10 +218,41 @@ uint32_t OpenClInfo::count_devices(OpenClDeviceType type) const {
   return n;
 }
 
-DeviceInfo DeviceInfo::detect() {
+DeviceProbe DeviceProbe::from_environment() {
+  DeviceProbe probe;
+  if (const char* root = std::getenv("TESSERA_SYSFS_ROOT"); root != nullptr && *root != '\0') {
+    probe.root = root;
+  }
+  return probe;
+}
+
+DeviceInfo DeviceInfo::detect() { return detect(DeviceProbe::from_environment()); }
+
+DeviceInfo DeviceInfo::detect(const DeviceProbe& probe) {
   DeviceInfo info;
-  detect_cpu(&info);
+  internal::probe_cpuinfo_text(probe, &info);
+  if (probe.live()) detect_isa_live(&info);
+  internal::probe_cpus(probe, &info);
+  internal::probe_caches(probe, &info);
+  DeviceProbe no_window = probe;
+  no_window.load_window_ms = 0;  // detection does not wait; a load samples when it decides
+  info.refresh_state(no_window);
   return info;
+}
+
+void DeviceInfo::refresh_state(const DeviceProbe& probe) {
+  // An application may change its affinity or cgroup while it runs (taskset -p, a container's
+  // new quota): the usable CPUs are re-read when either moved.
+  CpuSet now = internal::read_affinity(probe).intersect(online);
+  if (now.count() == 0) now = online;
+  bool moved = internal::read_cpu_quota(probe) != cpu_quota;
+  for (size_t i = 0; i < std::size(now.words); ++i) moved |= now.words[i] != affinity.words[i];
+  if (moved) internal::probe_cpus(probe, this);
+  internal::probe_memory(probe, &memory);
+  internal::probe_power(probe, &power);
+  internal::probe_thermal(probe, &thermal);
+  CpuSet usable = affinity.count() > 0 ? affinity : online;
+  internal::probe_load(probe, usable, &load);
 }
 
 const DeviceInfo& DeviceInfo::get() {
@@ -294,7 +261,103 @@ const DeviceInfo& DeviceInfo::get() {
 }
 
 uint32_t DeviceInfo::recommended_threads() const {
-  return std::max(1u, performance_cores);
+  const uint32_t cores =
+      usable_performance_cores > 0 ? usable_performance_cores : usable_efficiency_cores;
+  return std::max(1u, std::min(cores, usable_cpus));
+}
+
+uint32_t CpuSet::count() const {
+  uint32_t n = 0;
+  for (uint64_t w : words) n += static_cast<uint32_t>(__builtin_popcountll(w));
+  return n;
+}
+
+CpuSet CpuSet::intersect(const CpuSet& other) const {
+  CpuSet out;
+  for (size_t i = 0; i < std::size(words); ++i) out.words[i] = words[i] & other.words[i];
+  return out;
+}
+
+std::string CpuSet::to_list() const {
+  std::string out;
+  for (uint32_t c = 0; c < kMaxCpus;) {
+    if (!has(c)) {
+      ++c;
+      continue;
+    }
+    uint32_t last = c;
+    while (last + 1 < kMaxCpus && has(last + 1)) ++last;
+    if (!out.empty()) out += ',';
+    out += std::to_string(c);
+    if (last > c) out += '-' + std::to_string(last);
+    c = last + 1;
+  }
+  return out;
+}
+
+bool CpuSet::parse_list(std::string_view text, CpuSet* out) {
+  CpuSet set;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  size_t i = 0;
+  auto number = [&](uint32_t* v) {
+    if (i >= text.size() || text[i] < '0' || text[i] > '9') return false;
+    uint64_t n = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      n = n * 10 + static_cast<uint64_t>(text[i++] - '0');
+      if (n >= kMaxCpus) return false;
+    }
+    *v = static_cast<uint32_t>(n);
+    return true;
+  };
+  while (i < text.size()) {
+    uint32_t first = 0, last = 0;
+    if (!number(&first)) return false;
+    last = first;
+    if (i < text.size() && text[i] == '-') {
+      ++i;
+      if (!number(&last) || last < first) return false;
+    }
+    for (uint32_t c = first; c <= last; ++c) set.add(c);
+    if (i < text.size()) {
+      if (text[i] != ',') return false;
+      ++i;
+    }
+  }
+  *out = set;
+  return true;
+}
+
+const char* battery_status_name(BatteryStatus status) {
+  switch (status) {
+    case BatteryStatus::Unknown:
+      return "unknown";
+    case BatteryStatus::Charging:
+      return "charging";
+    case BatteryStatus::Discharging:
+      return "discharging";
+    case BatteryStatus::NotCharging:
+      return "not_charging";
+    case BatteryStatus::Full:
+      return "full";
+  }
+  return "unknown";
+}
+
+bool PowerInfo::on_battery() const {
+  if (mains_online == 1) return false;
+  for (const BatteryInfo& b : battery_list()) {
+    if (b.present && b.status == BatteryStatus::Discharging) return true;
+  }
+  return false;
+}
+
+int32_t PowerInfo::battery_percent() const {
+  int32_t lowest = -1;
+  for (const BatteryInfo& b : battery_list()) {
+    if (!b.present || b.capacity_percent < 0) continue;
+    if (lowest < 0 || b.capacity_percent < lowest) lowest = b.capacity_percent;
+  }
+  return lowest;
 }
 
 const OpenClInfo& DeviceInfo::opencl() const {
@@ -336,62 +399,6 @@ bool DeviceInfo::has_isa(std::string_view name) const {
     if (name == e.name) return isa.*(e.flag);
   }
   return false;
-}
-
-std::string DeviceInfo::describe(bool with_opencl) const {
-  std::string text;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "cpu: %s\ncores: %u logical, %u physical (%u performance, %u efficiency)%s\n",
-                cpu_name[0] ? cpu_name : "unknown", logical_processors, physical_cores,
-                performance_cores, efficiency_cores, cpuinfo_ok ? "" : " [cpuinfo unavailable]");
-  text += line;
-  for (const CpuCluster& c : cluster_list()) {
-    char uarch[32] = "unknown uarch";
-    if (c.uarch != 0) std::snprintf(uarch, sizeof uarch, "uarch 0x%08x", c.uarch);
-    char clock[32] = "unknown clock";
-    if (c.frequency_hz != 0) {
-      std::snprintf(clock, sizeof clock, "%.2f GHz", static_cast<double>(c.frequency_hz) / 1e9);
-    }
-    std::snprintf(line, sizeof line, "  cluster: cores %u-%u, %u threads, %s %s, %s, %s\n",
-                  c.first_core, c.first_core + c.cores - 1, c.logical_processors, c.vendor, uarch,
-                  clock, c.performance ? "performance" : "efficiency");
-    text += line;
-  }
-  std::snprintf(line, sizeof line, "caches: L1d %u KiB x%u, L2 %u KiB x%u, L3 %u KiB x%u\n",
-                caches.l1d_bytes / 1024, caches.l1d_count, caches.l2_bytes / 1024, caches.l2_count,
-                caches.l3_bytes / 1024, caches.l3_count);
-  text += line;
-  text += "isa:";
-  for (const char* f : {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni",
-                        "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16", "neon", "neon_fp16",
-                        "neon_dot", "arm_bf16", "sve", "sve2"}) {
-    if (has_isa(f)) {
-      text += ' ';
-      text += f;
-    }
-  }
-  text += '\n';
-  if (with_opencl) {
-    const OpenClInfo& cl = opencl();
-    if (cl.num_platforms == 0) {
-      text += "opencl: none (";
-      text += cl.error;
-      text += ")\n";
-    }
-    for (const OpenClPlatform& p : cl.platform_list()) {
-      std::snprintf(line, sizeof line, "opencl platform: %s (%s, %s)\n", p.name, p.vendor,
-                    p.version);
-      text += line;
-      for (const OpenClDevice& d : p.device_list()) {
-        std::snprintf(line, sizeof line, "  device: %s [%s], %u compute units, %llu MiB\n", d.name,
-                      opencl_device_type_name(d.type), d.compute_units,
-                      static_cast<unsigned long long>(d.global_memory_bytes >> 20));
-        text += line;
-      }
-    }
-  }
-  return text;
 }
 
 }  // namespace tessera

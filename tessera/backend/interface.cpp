@@ -6,6 +6,8 @@ BackendInterface::~BackendInterface() = default;
 
 const char* BackendInterface::unavailable_reason() const { return ""; }
 
+const char* BackendInterface::derivation_doc() const { return ""; }
+
 Span<const OptionSpec> BackendInterface::option_schema() const {
   return {};
 }

@@ -50,6 +50,11 @@ class BackendInterface {
   /// -1001)"); "" when there is nothing more to say. Storage must outlive the backend. Default: "".
   virtual const char* unavailable_reason() const;
 
+  /// How the backend derives the options left at `auto` from the load's policy and DeviceInfo,
+  /// in a sentence or a few (docs/options.md prints it under the backend's table). Must be
+  /// static text. Default: "" (nothing derived).
+  virtual const char* derivation_doc() const;
+
   /// Every option the backend accepts. Must return the same static array on every call.
   /// Default: no options.
   virtual Span<const OptionSpec> option_schema() const;

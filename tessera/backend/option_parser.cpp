@@ -30,6 +30,24 @@ Status at(std::string_view source, Position pos, const Status& s) {
   return s.with_prefix(prefix);
 }
 
+// Labels `option` with where it was read: `source`, and `line` unless 0 ("--option",
+// "options.toml:3"). A source too long for the label keeps its end (".../options.toml:3").
+void set_origin(std::string_view source, size_t line, BackendOption* option) {
+  char suffix[24] = {};
+  if (line > 0) std::snprintf(suffix, sizeof suffix, ":%zu", line);
+  const size_t suffix_length = std::strlen(suffix);
+  char label[kMaxOptionOriginLength + 1];
+  if (source.size() + suffix_length <= kMaxOptionOriginLength) {
+    std::snprintf(label, sizeof label, "%.*s%s", static_cast<int>(source.size()), source.data(),
+                  suffix);
+  } else {
+    const size_t keep = kMaxOptionOriginLength - 3 - suffix_length;
+    std::snprintf(label, sizeof label, "...%.*s%s", static_cast<int>(keep),
+                  source.data() + source.size() - keep, suffix);
+  }
+  (void)option->set_origin(label);  // fits by construction
+}
+
 // Unknown backends and keys are skipped with a warning in lenient mode. True if skipped.
 bool skip_in_lenient(const Status& located, Validation validation) {
   if (validation == Validation::Lenient && (located.code() == Error::OptionUnknownKey ||
@@ -187,6 +205,7 @@ Status parse_entry(std::string_view text, Position pos, OptionScope scope, std::
     Status located = at(source, at_value ? value_pos : key_pos, s);
     return skip_in_lenient(located, validation) ? Status::ok() : located;
   }
+  set_origin(source, 0, &option);
   out->add(effective, target, option);
   return Status::ok();
 }
@@ -293,6 +312,7 @@ Status parse_toml_table(const toml::table& root, std::string_view source, Parsed
           if (skip_in_lenient(located, validation)) continue;
           return located;
         }
+        set_origin(source, position_of(key.source()).line, &option);
         out->add(scope, target, option);
       }
     }

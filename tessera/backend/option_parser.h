@@ -3,6 +3,9 @@
 // registered backend's schema; errors give the source, line and column:
 //   options.toml:3:14: xnnpack: option 'num_threads' expects int, got string "four"
 //   TESSERA_OPTIONS:1:23: opencl: option 'device_type' = 'tpu' is not one of: cpu, gpu
+// Every parsed option carries its origin (BackendOption::origin): the source name for flags and
+// variables ("--option", "TESSERA_OPTIONS"), the file and line for TOML ("options.toml:3"), so
+// reports can say which front end set a value.
 // Heap use is fine here: this is configuration, not the execute path.
 #pragma once
 
@@ -53,7 +56,8 @@ struct ParsedOptions {
 
 /// Parses one "backend.key=value" (or "<delegate id>.key=value") at `scope` into `out`. At Load
 /// scope a target containing '#' ("xnnpack#0") is a delegate id and goes to the delegate scope.
-/// `source` names the input in error messages ("--option", "TESSERA_OPTIONS").
+/// `source` names the input in error messages ("--option", "TESSERA_OPTIONS") and is the
+/// option's origin label (its end, if longer than kMaxOptionOriginLength).
 /// Errors: OptionParseError (syntax), OptionUnknownBackend, and the validate_option errors;
 /// unknown backends and keys warn and are skipped under Validation::Lenient. On error `out` is
 /// unchanged.
@@ -76,8 +80,8 @@ Status parse_options_from_environment(Validation validation, ParsedOptions* out,
 
 /// Parses TOML text with tables [global.<backend>], [load.<backend>], [delegate."<id>"] and
 /// [execute.<backend>]. TOML types must match the schema (an integer is accepted for a double
-/// option; an enum is a string naming a choice). `source_name` prefixes error positions. All or
-/// nothing.
+/// option; an enum is a string naming a choice). `source_name` prefixes error positions; each
+/// option's origin is "<source_name>:<line of its key>". All or nothing.
 Status parse_options_toml(std::string_view text, std::string_view source_name,
                           Validation validation, ParsedOptions* out);
 

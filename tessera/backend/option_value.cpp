@@ -86,6 +86,17 @@ Status BackendOption::set_enum(std::string_view choice, int index) {
   return Status::ok();
 }
 
+Status BackendOption::set_origin(std::string_view origin) {
+  if (origin.size() > kMaxOptionOriginLength) {
+    return Status::error(Error::OptionTooLong,
+                         "option '%s': origin '%.*s...' has %zu characters; at most %zu allowed",
+                         key_, 40, origin.data(), origin.size(), kMaxOptionOriginLength);
+  }
+  if (!origin.empty()) std::memcpy(origin_, origin.data(), origin.size());
+  origin_[origin.size()] = '\0';
+  return Status::ok();
+}
+
 bool BackendOption::same_value(const BackendOption& other) const {
   if (type_ != other.type_) return false;
   switch (type_) {

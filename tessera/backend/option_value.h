@@ -16,10 +16,14 @@ namespace tessera {
 
 /// Longest string (or enum choice) value a BackendOption can hold.
 inline constexpr size_t kMaxOptionStringLength = 255;
+/// Longest origin label a BackendOption can hold (see BackendOption::set_origin).
+inline constexpr size_t kMaxOptionOriginLength = 47;
 
 /// A key and a value of one of the OptionTypes. Strings and enum choices are copied into the
 /// option's own storage, so an option never borrows. Enum values are stored by choice name (plus
-/// the choice index once validated against a schema). Trivially copyable.
+/// the choice index once validated against a schema). An option may carry an origin label that
+/// says where its value was written (a front end, a file and line); copies keep it, and reports
+/// show it beside the scope. Trivially copyable.
 class BackendOption {
  public:
   /// An option with an empty key and the value `false`.
@@ -39,6 +43,14 @@ class BackendOption {
   /// Stores `value` as type T (see OptionTypeOf). Fails like the setters above.
   template <OptionValueType T>
   Status set_value(const T& value);
+
+  /// Labels where the value came from, for reports ("--option", "TESSERA_OPTIONS",
+  /// "options.toml:3", or any name an application chooses); empty (the default) means the C++
+  /// API. Not part of the value: same_value() ignores it. OptionTooLong (the option is
+  /// unchanged) if longer than kMaxOptionOriginLength.
+  Status set_origin(std::string_view origin);
+  /// The origin label; empty if none was given. Views this option's storage.
+  std::string_view origin() const { return origin_; }
 
   std::string_view key() const { return {key_, key_length_}; }
   const char* key_c_str() const { return key_; }
@@ -98,6 +110,7 @@ class BackendOption {
     int32_t enum_index;
   } scalar_ = {false};
   char string_[kMaxOptionStringLength + 1] = {};
+  char origin_[kMaxOptionOriginLength + 1] = {};  // NUL-terminated
 };
 
 /// Builds an option in one call, e.g. make_option(kNumThreads, 4). Fails like BackendOption's

@@ -84,6 +84,17 @@ class BackendOptions {
     return Status::ok();
   }
 
+  /// Labels every option set so far with `origin` (see BackendOption::set_origin), e.g. the
+  /// settings file an application read them from. All or nothing; OptionTooLong if too long.
+  Status set_origin(std::string_view origin) {
+    if (origin.size() > kMaxOptionOriginLength) {
+      BackendOption probe;
+      return probe.set_origin(origin);  // the error
+    }
+    for (size_t i = 0; i < size_; ++i) (void)options_[i].set_origin(origin);
+    return Status::ok();
+  }
+
   /// The option with `key`, or nullptr.
   const BackendOption* find(std::string_view key) const {
     for (size_t i = 0; i < size_; ++i) {

@@ -137,8 +137,10 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
       if (out->source(i) == OptionSource::Default) {
         out->assign(i, *locked, locked_source);
       } else {
-        char where[48];
-        std::snprintf(where, sizeof where, "the %s value", option_source_name(out->source(i)));
+        char source[80];
+        char where[96];
+        std::snprintf(where, sizeof where, "the %s value",
+                      format_option_source(out->source(i), out->origin(i), source, sizeof source));
         return detail::init_only_locked_status(*entry, schema[i], out->option(i), where);
       }
     }
@@ -200,11 +202,13 @@ Status check_delegate_options(const DelegateOptionsMap& map, Span<const Delegate
 std::string explain_options(const ResolvedOptions& options) {
   std::string text;
   char value[300];
-  char line[400];
+  char source[80];
+  char line[480];
   for (size_t i = 0; i < options.size(); ++i) {
     options.option(i).format_value(value, sizeof value);
+    format_option_source(options.source(i), options.origin(i), source, sizeof source);
     std::snprintf(line, sizeof line, "%s  %s = %s  (%s)\n", options.delegate_id().data(),
-                  options.option(i).key_c_str(), value, option_source_name(options.source(i)));
+                  options.option(i).key_c_str(), value, source);
     text += line;
   }
   return text;

@@ -47,7 +47,8 @@ struct DelegateTarget {
 Status check_delegate_options(const DelegateOptionsMap& map, Span<const DelegateTarget> delegates,
                               Validation validation);
 
-/// One line per option: "xnnpack#0  num_threads = 4  (load)". For tools (--explain-options).
+/// One line per option: "xnnpack#0  num_threads = 4  (load (--option))", the origin in
+/// parentheses when the value has one. For tools (--explain-options).
 std::string explain_options(const ResolvedOptions& options);
 
 }  // namespace tessera

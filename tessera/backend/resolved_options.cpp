@@ -26,6 +26,18 @@ const char* option_source_name(OptionSource source) {
   return "?";
 }
 
+const char* format_option_source(OptionSource source, std::string_view origin, char* buf,
+                                 size_t size) {
+  if (size == 0) return buf;
+  if (origin.empty()) {
+    std::snprintf(buf, size, "%s", option_source_name(source));
+  } else {
+    std::snprintf(buf, size, "%s (%.*s)", option_source_name(source),
+                  static_cast<int>(origin.size()), origin.data());
+  }
+  return buf;
+}
+
 Status ResolvedOptions::reset(std::string_view backend, std::string_view delegate_id,
                               Span<const OptionSpec> schema) {
   if (schema.size() > kCapacity) {

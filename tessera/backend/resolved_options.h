@@ -1,5 +1,6 @@
 // ResolvedOptions: the effective options of one delegate, one entry per schema option, each with
-// the scope its value came from. Fixed capacity; lookups never touch the heap.
+// the scope its value came from and the origin label its value carried (the front end, file
+// and line). Fixed capacity; lookups never touch the heap.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,11 @@ enum class OptionSource : uint8_t { Default, CompileSpec, Global, Load, Delegate
 
 /// Lower-case name: "default", "compile_spec", "global", "load", "delegate", "execute".
 const char* option_source_name(OptionSource source);
+
+/// The source for reports: "load", or with a non-empty `origin` "load (options.toml:3)". Writes
+/// into `buf` (always terminated, truncated if short) and returns it.
+const char* format_option_source(OptionSource source, std::string_view origin, char* buf,
+                                 size_t size);
 
 /// Trivially copyable and destructible, so a runtime may keep one per delegate in its method
 /// allocator. Built by resolve_options(); the schema it refers to belongs to the backend.
@@ -67,6 +73,9 @@ class ResolvedOptions {
   size_t size() const { return size_; }
   const BackendOption& option(size_t i) const { return options_[i]; }
   OptionSource source(size_t i) const { return sources_[i]; }
+  /// Origin label of entry `i` (BackendOption::origin); empty for defaults, compile specs and
+  /// values an application set without one.
+  std::string_view origin(size_t i) const { return options_[i].origin(); }
   const OptionSpec& spec(size_t i) const { return schema_[i]; }
   Span<const OptionSpec> schema() const { return schema_; }
   std::string_view backend() const { return {backend_, backend_length_}; }

@@ -7,6 +7,7 @@
 namespace tessera {
 
 class ResolvedOptions;
+class DerivedValues;
 
 struct DelegateInfo {
   char id[64] = {};                 // e.g. "xnnpack#0"
@@ -17,6 +18,9 @@ struct DelegateInfo {
   char reason[512] = {};
   /// Effective options of the backend that runs it; in the method allocator.
   const ResolvedOptions* options = nullptr;
+  /// The values the backend derived for options left at `auto`, with reasons; in the method
+  /// allocator. Never null after a successful load.
+  const DerivedValues* derived = nullptr;
   size_t num_nodes = 0;
 };
 

@@ -129,10 +129,11 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
 
   DelegateInfo* info = alloc.make<DelegateInfo>();
   ResolvedOptions* resolved = alloc.make<ResolvedOptions>();
+  DerivedValues* derived = alloc.make<DerivedValues>();
   const uint32_t nargs = count(ins->inputs()) + count(ins->outputs());
   EValue** args = alloc.allocate_array<EValue*>(nargs ? nargs : 1);
   SymbolValue* symbols = alloc.allocate_array<SymbolValue>(s->num_symbols ? s->num_symbols : 1);
-  if (!info || !resolved || !args || !symbols) {
+  if (!info || !resolved || !derived || !args || !symbols) {
     return Status::error(Error::MemoryAllocationFailed,
                          "method allocator exhausted loading delegate '%s'", d->id()->c_str());
   }
@@ -238,6 +239,10 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     params.method_name = method->name()->string_view();
     params.symbols = {symbols, s->num_symbols};
     params.constants = {program_constant, const_cast<Program*>(&program)};
+    params.device_info = s->device;
+    params.policy = s->policy;
+    derived->clear();  // a failed candidate's reports do not carry over
+    params.derived = derived;
     BackendInitContext ctx(params);
     FreeableBuffer payload(d->payload()->data(), d->payload()->size());
     auto handle = b->init(ctx, &payload, use_specs);
@@ -257,6 +262,7 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     }
     copy_str(info->backend, sizeof info->backend, name);
     info->options = resolved;
+    info->derived = derived;
     *out = DelegateStep{};
     out->backend = b;
     out->handle = *handle;

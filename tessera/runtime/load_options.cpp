@@ -1,5 +1,7 @@
 #include "tessera/runtime/load_options.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace tessera {
@@ -16,7 +18,67 @@ Status copy_name(std::string_view name, char (&out)[LoadOptions::kMaxName], cons
   return Status::ok();
 }
 
+// Checks `shape` for set_input_shape; `what` names the input ("input 'x'", "input 0").
+Status check_shape(Span<const int64_t> shape, const char* what) {
+  if (shape.size() > static_cast<size_t>(kMaxDims)) {
+    return Status::error(Error::InvalidArgument, "%s: shape has rank %zu; at most %d", what,
+                         shape.size(), kMaxDims);
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0) {
+      char sizes[160];
+      return Status::error(Error::InvalidArgument, "%s: shape %s has a negative size at dim %zu",
+                           what, format_sizes(shape, sizes, sizeof sizes), d);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+Status LoadOptions::set_input_shape(std::string_view name, Span<const int64_t> shape) {
+  char what[kMaxName + 16];
+  std::snprintf(what, sizeof what, "input '%.*s'",
+                static_cast<int>(std::min<size_t>(name.size(), kMaxName)), name.data());
+  InputShape entry{};
+  TESSERA_RETURN_IF_ERROR(copy_name(name, entry.name, "input"));
+  TESSERA_RETURN_IF_ERROR(check_shape(shape, what));
+  for (size_t i = 0; i < num_input_shapes_; ++i) {
+    if (name == input_shapes_[i].name) {
+      return Status::error(Error::InvalidArgument, "the shape of %s is given twice", what);
+    }
+  }
+  if (num_input_shapes_ == kMaxInputShapes) {
+    return Status::error(Error::InvalidArgument, "more than %zu input shapes given",
+                         kMaxInputShapes);
+  }
+  entry.index = -1;
+  entry.rank = shape.size();
+  std::copy(shape.begin(), shape.end(), entry.sizes);
+  input_shapes_[num_input_shapes_++] = entry;
+  return Status::ok();
+}
+
+Status LoadOptions::set_input_shape(size_t index, Span<const int64_t> shape) {
+  char what[48];
+  std::snprintf(what, sizeof what, "input %zu", index);
+  TESSERA_RETURN_IF_ERROR(check_shape(shape, what));
+  for (size_t i = 0; i < num_input_shapes_; ++i) {
+    if (input_shapes_[i].index == static_cast<int64_t>(index)) {
+      return Status::error(Error::InvalidArgument, "the shape of %s is given twice", what);
+    }
+  }
+  if (num_input_shapes_ == kMaxInputShapes) {
+    return Status::error(Error::InvalidArgument, "more than %zu input shapes given",
+                         kMaxInputShapes);
+  }
+  InputShape entry{};
+  entry.index = static_cast<int64_t>(index);
+  entry.rank = shape.size();
+  std::copy(shape.begin(), shape.end(), entry.sizes);
+  input_shapes_[num_input_shapes_++] = entry;
+  return Status::ok();
+}
 
 Status LoadOptions::set_dim(std::string_view name, int64_t value) {
   for (size_t i = 0; i < num_dims_; ++i) {

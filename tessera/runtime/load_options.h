@@ -1,14 +1,18 @@
-// LoadOptions: what the application decides at load time: symbolic dim values, backend options
-// per backend and per delegate, retargeting and an explicit fallback chain. Fixed capacity; no
-// heap. The option maps are borrowed and must outlive the load_method() call only.
+// LoadOptions: what the application decides at load time: symbolic dim values (given, or taken
+// from the shapes of the inputs it will pass), backend options per backend and per delegate,
+// retargeting and an explicit fallback chain. Fixed capacity; no heap. The option maps are
+// borrowed and must outlive the load_method() call only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
+#include "tessera/backend/policy.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 
@@ -17,16 +21,25 @@ inline constexpr size_t kMaxDelegatesPerMethod = 64;
 
 class LoadBackendOptionsMap;
 class DelegateOptionsMap;
+struct DeviceInfo;
 
 struct LoadOptions {
   static constexpr size_t kMaxDims = 16;
   static constexpr size_t kMaxRetargets = 8;
   static constexpr size_t kMaxFallback = 8;
   static constexpr size_t kMaxName = 32;
+  static constexpr size_t kMaxInputShapes = 16;
 
   struct DimValue {
     char name[kMaxName];
     int64_t value;
+  };
+  /// The shape an input will have, by name (`index` is -1) or by position (`name` is empty).
+  struct InputShape {
+    char name[kMaxName];
+    int64_t index;
+    size_t rank;
+    int64_t sizes[tessera::kMaxDims];
   };
   struct Retarget {
     char from[kMaxName];
@@ -36,6 +49,23 @@ struct LoadOptions {
   /// Gives symbol `name` (such as "batch") its value for this load. Checked against the
   /// program's bounds at load. Errors: InvalidArgument (empty/over-long name, duplicate, full).
   Status set_dim(std::string_view name, int64_t value);
+  /// Declares the shape input `name` will have (the tensor later given to Method::set_input).
+  /// At load, each symbolic dim the program's input has as a plain symbol ("batch" in [batch, 4])
+  /// and that set_dim did not give takes its size from this shape, checked against the program's
+  /// bounds; every size is then checked against the program's input (constants, expressions such
+  /// as 2*batch, and the rank). A set_dim value, or another input, giving a symbol a different
+  /// value is an error naming both. Errors here: InvalidArgument (empty or over-long name, a rank
+  /// over tessera::kMaxDims (8), a negative size, the same input twice, more than kMaxInputShapes);
+  /// on error nothing changes. An unknown input name fails at load (NotFound).
+  Status set_input_shape(std::string_view name, Span<const int64_t> shape);
+  Status set_input_shape(std::string_view name, std::initializer_list<int64_t> shape) {
+    return set_input_shape(name, Span<const int64_t>(shape.begin(), shape.size()));
+  }
+  /// As above, for the input at position `index` of the method (0 for the first).
+  Status set_input_shape(size_t index, Span<const int64_t> shape);
+  Status set_input_shape(size_t index, std::initializer_list<int64_t> shape) {
+    return set_input_shape(index, Span<const int64_t>(shape.begin(), shape.size()));
+  }
   /// Runs delegates compiled for backend `from` on backend `to`.
   Status add_retarget(std::string_view from, std::string_view to);
   /// Backends to try, in order, when a delegate's backend is unavailable or its init fails.
@@ -47,6 +77,7 @@ struct LoadOptions {
   /// The backend delegates of `backend` run on (itself unless retargeted).
   std::string_view retarget_of(std::string_view backend) const;
   Span<const DimValue> dims() const { return {dims_, num_dims_}; }
+  Span<const InputShape> input_shapes() const { return {input_shapes_, num_input_shapes_}; }
   size_t fallback_size() const { return num_fallback_; }
   std::string_view fallback(size_t i) const { return fallback_[i]; }
 
@@ -55,10 +86,25 @@ struct LoadOptions {
   const DelegateOptionsMap* delegate_options = nullptr;
   /// Unknown option keys warn and are skipped instead of failing the load (version skew).
   bool lenient_options = false;
+  /// What this load optimises for; unset: default_policy() (initially Policy::Auto). Backends
+  /// derive the options left at `auto` from it (see docs/options.md, "Policies").
+  Policy policy = Policy::Auto;
+  bool has_policy = false;
+  /// Sets `policy` (and has_policy).
+  void set_policy(Policy p) {
+    policy = p;
+    has_policy = true;
+  }
+  /// The machine the policy is decided on; null: this machine now (DeviceInfo::get() with its
+  /// power, thermal and load state re-read). Tests and simulations pass a fixture's. Borrowed:
+  /// must outlive the Method.
+  const DeviceInfo* device_info = nullptr;
 
  private:
   DimValue dims_[kMaxDims] = {};
   size_t num_dims_ = 0;
+  InputShape input_shapes_[kMaxInputShapes] = {};
+  size_t num_input_shapes_ = 0;
   Retarget retargets_[kMaxRetargets] = {};
   size_t num_retargets_ = 0;
   char fallback_[kMaxFallback][kMaxName] = {};

@@ -6,6 +6,7 @@
 #include "tessera/core/heap_allocator.h"
 #include "tessera/ir/shape_expr.h"
 #include "tessera/runtime/delegate_runner.h"
+#include "tessera/runtime/dim_resolution.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method_state.h"
 #include "tessera/runtime/program.h"
@@ -32,44 +33,7 @@ Status resolve_symbols(const fb::Method* m, const LoadOptions& options, MemoryAl
   s->num_symbols = n;
   s->symbol_values = alloc.allocate_array<int64_t>(n ? n : 1);
   if (!s->symbol_values) return no_memory("symbols", n * sizeof(int64_t));
-  for (const LoadOptions::DimValue& d : options.dims()) {
-    bool known = false;
-    for (uint32_t i = 0; i < n; ++i) known |= m->symbols()->Get(i)->name()->string_view() == d.name;
-    if (!known) {
-      char names[128] = {};
-      size_t pos = 0;
-      for (uint32_t i = 0; i < n && pos < sizeof names; ++i) {
-        int w = std::snprintf(names + pos, sizeof names - pos, "%s'%s'", i ? ", " : "",
-                              m->symbols()->Get(i)->name()->c_str());
-        if (w > 0) pos += static_cast<size_t>(w);
-      }
-      return Status::error(Error::InvalidArgument, "method '%s' has no symbolic dim '%s' (it has %s)",
-                           m->name()->c_str(), d.name, n ? names : "none");
-    }
-  }
-  for (uint32_t i = 0; i < n; ++i) {
-    const fb::Symbol* sym = m->symbols()->Get(i);
-    int64_t v = 0;
-    if (!options.find_dim(sym->name()->string_view(), &v)) {
-      if (sym->min() != sym->max()) {
-        return Status::error(Error::InvalidArgument,
-                             "symbolic dim '%s' needs a value between %lld and %lld: set it in "
-                             "LoadOptions (tessera-run --dim %s=N)",
-                             sym->name()->c_str(), static_cast<long long>(sym->min()),
-                             static_cast<long long>(sym->max()), sym->name()->c_str());
-      }
-      v = sym->min();
-    }
-    if (v < sym->min() || v > sym->max()) {
-      return Status::error(Error::InvalidArgument,
-                           "symbolic dim '%s' = %lld is outside the bounds [%lld, %lld] the "
-                           "program was compiled for",
-                           sym->name()->c_str(), static_cast<long long>(v),
-                           static_cast<long long>(sym->min()), static_cast<long long>(sym->max()));
-    }
-    s->symbol_values[i] = v;
-  }
-  return Status::ok();
+  return internal::resolve_dims(m, options, Span<int64_t>(s->symbol_values, n));
 }
 
 }  // namespace
@@ -139,6 +103,17 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
 
   TESSERA_RETURN_IF_ERROR(resolve_symbols(m, options, *alloc, s));
   TESSERA_RETURN_IF_ERROR(internal::check_method_options(m, options));
+
+  // The policy, decided once for every delegate of this load. A method without delegates has
+  // nothing to derive: it keeps the default decision without reading the machine's state.
+  s->policy = alloc->make<PolicyDecision>();
+  if (!s->policy) return no_memory("policy decision", sizeof(PolicyDecision));
+  s->device = options.device_info;
+  if (count(m->delegates()) > 0) {
+    const Policy requested = options.has_policy ? options.policy : default_policy();
+    *s->policy = options.device_info != nullptr ? decide_policy(requested, *options.device_info)
+                                                : decide_policy_now(requested);
+  }
 
   // The activation arena.
   s->arena_size = m->arena_size();
@@ -276,11 +251,19 @@ Status Method::set_input(size_t index, const Tensor& value) {
   bool same = value.dim() == dst->dim();
   for (int d = 0; same && d < dst->dim(); ++d) same = value.size(d) == dst->size(d);
   if (!same) {
-    char want[96], got[96];
-    return Status::error(Error::ShapeMismatch, "input %zu ('%.*s') has shape %s, got %s", index,
-                         static_cast<int>(input_name(index).size()), input_name(index).data(),
-                         format_sizes(dst->sizes(), want, sizeof want),
-                         format_sizes(value.sizes(), got, sizeof got));
+    char want[96], got[96], symbols[128];
+    const fb::Method* m = state_->method;
+    internal::describe_symbols_of(
+        m, m->values()->Get(m->inputs()->Get(static_cast<uint32_t>(index))),
+        {state_->symbol_values, state_->num_symbols}, symbols, sizeof symbols);
+    return Status::error(Error::ShapeMismatch, "input %zu ('%.*s') has shape %s, got %s%s%s%s",
+                         index, static_cast<int>(input_name(index).size()),
+                         input_name(index).data(), format_sizes(dst->sizes(), want, sizeof want),
+                         format_sizes(value.sizes(), got, sizeof got),
+                         symbols[0] ? " (the method was loaded with " : "", symbols,
+                         symbols[0] ? "; load it with LoadOptions::set_input_shape or set_dim for "
+                                      "another shape)"
+                                    : "");
   }
   if (!value.is_default_dim_order()) {
     return Status::error(Error::NotSupported, "input %zu: only row-major tensors are accepted", index);
@@ -321,6 +304,7 @@ Result<int64_t> Method::symbol_value(std::string_view name) const {
 size_t Method::num_delegates() const { return state_->num_delegates; }
 const DelegateInfo& Method::delegate_info(size_t index) const { return *state_->delegates[index].info; }
 size_t Method::arena_bytes() const { return state_->arena_size; }
+const PolicyDecision& Method::policy() const { return *state_->policy; }
 size_t Method::num_instructions() const { return state_->num_steps; }
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string_view>
 
+#include "tessera/backend/policy.h"
 #include "tessera/core/evalue.h"
 #include "tessera/core/memory_manager.h"
 #include "tessera/core/result.h"
@@ -64,6 +65,9 @@ class Method {
   /// Delegates in chain order, with the backend that runs each and its effective options.
   size_t num_delegates() const;
   const DelegateInfo& delegate_info(size_t index) const;
+
+  /// The policy this Method was loaded under and the values derived from it.
+  const PolicyDecision& policy() const;
 
   size_t arena_bytes() const;
   size_t num_instructions() const;

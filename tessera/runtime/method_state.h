@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "tessera/backend/policy.h"
 #include "tessera/core/evalue.h"
 #include "tessera/core/memory_manager.h"
 #include "tessera/kernels/portable/kernel.h"
@@ -55,6 +56,8 @@ struct MethodState {
   uint32_t num_symbols;
   uint8_t* arena;
   uint64_t arena_size;
+  PolicyDecision* policy;       // decided once for the load
+  const DeviceInfo* device;     // the machine it was decided on (null: DeviceInfo::get())
 };
 
 }  // namespace tessera::internal

@@ -67,7 +67,8 @@ TEST_F(Contexts, InitContextSymbolsConstantsAndDevice) {
     return Span<const uint8_t>(kWeights);
   };
   DeviceInfo fake;
-  fake.performance_cores = 6;
+  fake.usable_cpus = 8;
+  fake.usable_performance_cores = 6;
   params.device_info = &fake;
   BackendInitContext ctx(params);
 
@@ -79,6 +80,18 @@ TEST_F(Contexts, InitContextSymbolsConstantsAndDevice) {
   EXPECT_EQ(ctx.constant(0)->size(), 3u);
   EXPECT_EQ(ctx.constant(5).error(), Error::NotFound);
   EXPECT_EQ(ctx.device_info().recommended_threads(), 6u);
+  // Without a runtime decision, the policy is latency on the given machine.
+  EXPECT_EQ(ctx.policy().effective, Policy::Latency);
+  EXPECT_EQ(ctx.policy().threads, 6u);
+  DerivedValues derived;
+  params.derived = &derived;
+  BackendInitContext reporting(params);
+  reporting.report_derived("num_threads", "6", "auto: %u cores", 6u);
+  ASSERT_NE(derived.find("num_threads"), nullptr);
+  EXPECT_STREQ(derived.find("num_threads")->value, "6");
+  EXPECT_STREQ(derived.find("num_threads")->reason, "auto: 6 cores");
+  EXPECT_FALSE(reporting.is_default("num_threads"));  // set at load scope
+  EXPECT_TRUE(reporting.is_default("weight_cache"));
 
   BackendInitContext::Params bare;
   bare.options = &resolved_;

@@ -147,6 +147,42 @@ TEST(BackendOptions, ErrorsLeaveTheListUnchanged) {
   EXPECT_EQ(*opts.get(kCacheDir), "old");
 }
 
+TEST(BackendOption, OriginIsALabelBesideTheValue) {
+  BackendOption o;
+  ASSERT_OK(o.set_key("num_threads"));
+  o.set_int(4);
+  EXPECT_EQ(o.origin(), "");  // set through the API without one
+  ASSERT_OK(o.set_origin("settings.json"));
+  EXPECT_EQ(o.origin(), "settings.json");
+  BackendOption copy = o;
+  EXPECT_EQ(copy.origin(), "settings.json");
+  copy.set_int(5);  // a new value keeps the label; the caller relabels if it wants
+  EXPECT_EQ(copy.origin(), "settings.json");
+  BackendOption plain;
+  ASSERT_OK(plain.set_key("num_threads"));
+  plain.set_int(4);
+  EXPECT_TRUE(plain.same_value(o));  // not part of the value
+  Status long_origin = o.set_origin(std::string(kMaxOptionOriginLength + 1, 'o'));
+  EXPECT_EQ(long_origin.code(), Error::OptionTooLong);
+  EXPECT_EQ(o.origin(), "settings.json");
+  ASSERT_OK(o.set_origin(std::string(kMaxOptionOriginLength, 'o')));
+  EXPECT_EQ(o.origin().size(), kMaxOptionOriginLength);
+  ASSERT_OK(o.set_origin(""));
+  EXPECT_EQ(o.origin(), "");
+}
+
+TEST(BackendOptions, SetOriginLabelsEveryOption) {
+  BackendOptions<4> opts;
+  ASSERT_OK(opts.set(kNumThreads, 2));
+  ASSERT_OK(opts.set(kCacheDir, "/tmp"));
+  EXPECT_EQ(opts.set_origin(std::string(kMaxOptionOriginLength + 1, 'o')).code(),
+            Error::OptionTooLong);
+  EXPECT_EQ(opts.find("num_threads")->origin(), "");
+  ASSERT_OK(opts.set_origin("app settings"));
+  EXPECT_EQ(opts.find("num_threads")->origin(), "app settings");
+  EXPECT_EQ(opts.find("cache_dir")->origin(), "app settings");
+}
+
 TEST(BackendOptions, NoHeapStorageIsPartOfTheObject) {
   static_assert(std::is_trivially_copyable_v<BackendOption>);
   static_assert(sizeof(BackendOptions<4>) >= 4 * sizeof(BackendOption));

@@ -297,5 +297,64 @@ TEST_F(Parser, MergeLaterSourcesWinAndConvert) {
   EXPECT_EQ(r.get(kDeviceType)->index, 0);
 }
 
+// Every parsed value carries the front end it came from, and the origin survives merging,
+// the load maps, the global store and resolution, so reports can name it.
+TEST_F(Parser, OriginsNameTheFrontEnd) {
+  ParsedOptions p;
+  ASSERT_OK(
+      parse_options_env("xnnpack.num_threads=2;opencl.device_type=gpu", Validation::Strict, &p));
+  EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->origin(), "TESSERA_OPTIONS");
+  ASSERT_OK(parse_options_toml(kToml, "options.toml", Validation::Strict, &p));
+  EXPECT_EQ(find(p.global, "xnnpack", "num_threads")->origin(), "options.toml:3");
+  EXPECT_EQ(find(p.global, "xnnpack", "perf_mode")->origin(), "options.toml:4");
+  EXPECT_EQ(find(p.load, "opencl", "device_type")->origin(), "options.toml:7");  // the file won
+  EXPECT_EQ(find(p.delegate, "xnnpack#1", "num_threads")->origin(), "options.toml:12");
+  EXPECT_EQ(find(p.execute, "xnnpack", "batch_hint")->origin(), "options.toml:15");
+  EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->origin(), "TESSERA_OPTIONS");
+  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=3", OptionScope::Load, Validation::Strict,
+                                    "--option", &p));
+  ASSERT_OK(parse_option_assignment("xnnpack#0.num_threads=5", OptionScope::Delegate,
+                                    Validation::Strict, "--delegate-option", &p));
+  ASSERT_OK(parse_option_assignment("xnnpack.ratio=0.25", OptionScope::Global, Validation::Strict,
+                                    "--global-option", &p));
+  EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->origin(), "--option");
+  EXPECT_EQ(find(p.delegate, "xnnpack#0", "num_threads")->origin(), "--delegate-option");
+  EXPECT_EQ(find(p.global, "xnnpack", "ratio")->origin(), "--global-option");
+
+  // A long file name keeps its end and the line.
+  ParsedOptions deep;
+  const std::string path = "/very/long/directory/name/for/the/configuration/of/tessera.toml";
+  ASSERT_OK(
+      parse_options_toml("[load.xnnpack]\nnum_threads = 1\n", path, Validation::Strict, &deep));
+  std::string_view origin = find(deep.load, "xnnpack", "num_threads")->origin();
+  EXPECT_EQ(origin.size(), kMaxOptionOriginLength);
+  EXPECT_EQ(origin.substr(0, 3), "...");
+  EXPECT_EQ(origin.substr(origin.size() - 15), "/tessera.toml:2") << origin;
+
+  // Through the maps, the global store and resolution.
+  LoadBackendOptionsMap load;
+  DelegateOptionsMap delegates;
+  ASSERT_OK(p.to_load_maps(&load, &delegates));
+  ASSERT_OK(p.apply_global());
+  ResolvedOptions r;
+  ASSERT_OK(resolve_options("xnnpack", xnnpack_.backend(), "xnnpack#0", {}, &load, &delegates,
+                            Validation::Strict, &r));
+  auto origin_of = [&](const char* key) { return r.origin(static_cast<size_t>(r.find(key))); };
+  EXPECT_EQ(origin_of("num_threads"), "--delegate-option");
+  EXPECT_EQ(origin_of("ratio"), "--global-option");
+  EXPECT_EQ(origin_of("perf_mode"), "options.toml:4");
+  EXPECT_EQ(origin_of("weight_cache"), "");  // default
+  std::string explained = explain_options(r);
+  EXPECT_NE(explained.find("xnnpack#0  num_threads = 5  (delegate (--delegate-option))"),
+            std::string::npos)
+      << explained;
+  EXPECT_NE(explained.find("xnnpack#0  perf_mode = throughput  (global (options.toml:4))"),
+            std::string::npos)
+      << explained;
+  EXPECT_NE(explained.find("xnnpack#0  weight_cache = true  (default)\n"), std::string::npos)
+      << explained;
+  ASSERT_OK(reset_backend_options("xnnpack"));
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -7,6 +7,7 @@
 #include "tessera/backend/context.h"
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/global_options.h"
+#include "tessera/backend/options.h"
 #include "tessera/backend/resolution.h"
 #include "tests/backend/test_support.h"
 
@@ -109,6 +110,44 @@ TEST_F(Resolution, EachKeyKeepsItsOwnSource) {
   EXPECT_NE(explained.find("xnnpack#0  cache_dir = \"/cache\"  (load)"), std::string::npos)
       << explained;
   EXPECT_NE(explained.find("xnnpack#0  perf_mode = throughput  (delegate)"), std::string::npos);
+  ASSERT_OK(reset_backend_options("xnnpack"));
+}
+
+// Values from the C++ API have no origin (reports say plain "load"), unless the caller labels
+// them; compile specs and defaults have none.
+TEST_F(Resolution, OriginsAreCarriedFromEachScope) {
+  const CompileSpec specs[] = {{"weight_cache", "false"}};
+  BackendOptions<2> global;
+  ASSERT_OK(global.set(kRatio, 0.75));
+  ASSERT_OK(global.set_origin("device profile"));
+  ASSERT_OK(set_option("xnnpack", global.view()));
+  LoadBackendOptionsMap load;
+  ASSERT_OK(load.set("xnnpack", kCacheDir, "/cache"));
+  BackendOption labelled;
+  ASSERT_OK(labelled.set_key("num_threads"));
+  labelled.set_int(3);
+  ASSERT_OK(labelled.set_origin("settings.json:7"));
+  DelegateOptionsMap delegates;
+  ASSERT_OK(delegates.set_options("xnnpack#0", Span<const BackendOption>(&labelled, 1)));
+  ResolvedOptions r;
+  ASSERT_OK(resolve("xnnpack#0", specs, &load, &delegates, &r));
+  auto origin_of = [&](const char* key) { return r.origin(static_cast<size_t>(r.find(key))); };
+  EXPECT_EQ(origin_of("weight_cache"), "");
+  EXPECT_EQ(origin_of("ratio"), "device profile");
+  EXPECT_EQ(origin_of("cache_dir"), "");
+  EXPECT_EQ(origin_of("num_threads"), "settings.json:7");
+  EXPECT_EQ(origin_of("perf_mode"), "");
+  std::string explained = explain_options(r);
+  EXPECT_NE(explained.find("cache_dir = \"/cache\"  (load)\n"), std::string::npos) << explained;
+  EXPECT_NE(explained.find("ratio = 0.75  (global (device profile))"), std::string::npos);
+  EXPECT_NE(explained.find("num_threads = 3  (delegate (settings.json:7))"), std::string::npos);
+  EXPECT_NE(explained.find("weight_cache = false  (compile_spec)"), std::string::npos);
+  char buf[32];
+  EXPECT_STREQ(format_option_source(OptionSource::Execute, "options.toml:12", buf, sizeof buf),
+               "execute (options.toml:12)");
+  EXPECT_STREQ(format_option_source(OptionSource::Load, "", buf, sizeof buf), "load");
+  EXPECT_STREQ(format_option_source(OptionSource::Load, "a-very-long-origin-label", buf, 12),
+               "load (a-ver");
   ASSERT_OK(reset_backend_options("xnnpack"));
 }
 

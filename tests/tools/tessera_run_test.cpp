@@ -35,6 +35,9 @@ class TesseraRun : public ::testing::Test {
     ASSERT_TRUE(testing::add_relu_mul_program().write(dir_ + "/kernels.tsr").is_ok());
     ASSERT_TRUE(testing::add_relu_mul_program(true).write(dir_ + "/symbolic.tsr").is_ok());
     ASSERT_TRUE(testing::delegate_chain_program({"portable"}).write(dir_ + "/delegate.tsr").is_ok());
+    ASSERT_TRUE(testing::delegate_chain_program({"xnnpack", "onednn"})
+                    .write(dir_ + "/cpu_backends.tsr")
+                    .is_ok());
     // An input file: x = float32[2, 4].
     tools::NpyArray x;
     x.dtype = ScalarType::Float32;
@@ -73,7 +76,7 @@ TEST_F(TesseraRun, JsonReport) {
   for (const char* key : {"\"program\":", "\"method\":\"forward\"", "\"load_ms\":", "\"latency_ms\":{\"min\":",
                           "\"median\":", "\"iterations\":3", "\"outputs\":[{\"name\":\"v0\",\"dtype\":\"float32\",\"shape\":[2,4]",
                           "\"delegates\":[{\"id\":\"portable#0\",\"backend\":\"portable\",\"requested_backend\":\"portable\"",
-                          "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"default\"}"}) {
+                          "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"default\",\"origin\":null}"}) {
     EXPECT_CONTAINS(r.out, key);
   }
 }
@@ -113,6 +116,44 @@ TEST_F(TesseraRun, SymbolicDims) {
   RunResult bad = run(dir_ + "/symbolic.tsr --dim batch=x");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_CONTAINS(bad.err, "--dim 'batch=x' is not NAME=INTEGER");
+}
+
+// An --input file's shape gives the symbolic dims it fixes; --dim may agree but not contradict.
+TEST_F(TesseraRun, DimsFromTheInputFiles) {
+  RunResult inferred = run(dir_ + "/symbolic.tsr --input x=" + dir_ + "/x.npy");  // [2, 4]
+  ASSERT_EQ(inferred.exit_code, 0) << inferred.err;
+  EXPECT_CONTAINS(inferred.out, "output   y float32 [2, 4]");
+  RunResult by_index = run(dir_ + "/symbolic.tsr --input 0=" + dir_ + "/x.npy --dim batch=2");
+  ASSERT_EQ(by_index.exit_code, 0) << by_index.err;
+  EXPECT_CONTAINS(by_index.out, "output   y float32 [2, 4]");
+
+  RunResult contradiction = run(dir_ + "/symbolic.tsr --dim batch=1 --input x=" + dir_ + "/x.npy");
+  EXPECT_EQ(contradiction.exit_code, 1);
+  EXPECT_CONTAINS(contradiction.err,
+                  "symbolic dim 'batch' is set to 1 (LoadOptions::set_dim; tessera-run --dim "
+                  "batch=1), but input 'x' has shape [2, 4], whose dim 0 makes it 2");
+
+  tools::NpyArray big;
+  big.dtype = ScalarType::Float32;
+  big.shape = {9, 4};
+  big.data.assign(sizeof(float) * 36, 0);
+  ASSERT_TRUE(tools::write_npy(dir_ + "/x9.npy", big).is_ok());
+  RunResult bounds = run(dir_ + "/symbolic.tsr --input x=" + dir_ + "/x9.npy");
+  EXPECT_EQ(bounds.exit_code, 1);
+  EXPECT_CONTAINS(bounds.err,
+                  "symbolic dim 'batch' = 9 (dim 0 of input 'x', shape [9, 4]) is outside the "
+                  "bounds [1, 8] the program was compiled for");
+
+  tools::NpyArray deep;
+  deep.dtype = ScalarType::Float32;
+  deep.shape = {2, 4, 1};
+  deep.data.assign(sizeof(float) * 8, 0);
+  ASSERT_TRUE(tools::write_npy(dir_ + "/x3.npy", deep).is_ok());
+  RunResult rank = run(dir_ + "/kernels.tsr --input x=" + dir_ + "/x3.npy");
+  EXPECT_EQ(rank.exit_code, 1);
+  EXPECT_CONTAINS(rank.err,
+                  "input 'x' has rank 2 in the program ([2, 4]); the given shape [2, 4, 1] has "
+                  "rank 3");
 }
 
 TEST_F(TesseraRun, ErrorsAreClearAndNeverCrash) {
@@ -159,9 +200,78 @@ TEST_F(TesseraRun, ListAndExplainOptions) {
   RunResult explain = run(dir_ + "/delegate.tsr --explain-options --execute-option portable.profile=true");
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_CONTAINS(explain.out, "delegate portable#0: 1 node(s) on 'portable'");
-  EXPECT_CONTAINS(explain.out, "profile");
+  EXPECT_CONTAINS(explain.out, "(execute (--execute-option))");
   RunResult retarget = run(dir_ + "/delegate.tsr --explain-options --retarget portable=portable");
   EXPECT_EQ(retarget.exit_code, 0) << retarget.err;
+}
+
+// The line of `text` that starts with `prefix`, or "".
+std::string line_of(const std::string& text, const std::string& prefix) {
+  size_t at = text.find("\n" + prefix);
+  if (at == std::string::npos) return "";
+  size_t end = text.find('\n', at + 1);
+  return text.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+}
+
+// Each option's source names the front end that set it: the variable, the file and line, or the
+// flag; the JSON entries carry it as "origin".
+TEST_F(TesseraRun, ExplainNamesTheFrontEndOfEachOption) {
+  RunResult list = run("--list-options");
+  if (list.out.find("\nxnnpack\n") == std::string::npos) GTEST_SKIP() << "xnnpack not available";
+  ASSERT_TRUE(testing::delegate_chain_program({"xnnpack"}).write(dir_ + "/xnnpack.tsr").is_ok());
+  std::ofstream(dir_ + "/origins.toml") << "[global.xnnpack]\n"
+                                           "sparse_inference = false\n"
+                                           "[load.xnnpack]\n"
+                                           "yield_workers = true\n"
+                                           "[execute.xnnpack]\n"
+                                           "profile = false\n";
+  // From the test's directory, so the file's name is short: "origins.toml:4".
+  const std::string env = "cd " + dir_ +
+                          " && TESSERA_OPTIONS='xnnpack.fp16_inference=false;"
+                          "xnnpack.num_threads=2'";
+  const std::string args =
+      dir_ + "/xnnpack.tsr --options-file origins.toml --option xnnpack.num_threads=1";
+  RunResult text = run(args + " --explain-options", env);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_CONTAINS(line_of(text.out, "  num_threads "), "= 1                (load (--option))");
+  EXPECT_CONTAINS(line_of(text.out, "  fp16_inference "), "(load (TESSERA_OPTIONS))");
+  EXPECT_CONTAINS(line_of(text.out, "  yield_workers "),
+                  "= true             (load (origins.toml:4))");
+  EXPECT_CONTAINS(line_of(text.out, "  sparse_inference "), "(global (origins.toml:2))");
+  EXPECT_CONTAINS(line_of(text.out, "  profile "), "(execute (origins.toml:6))");
+
+  RunResult json = run(args + " --json", env);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_CONTAINS(
+      json.out,
+      "{\"key\":\"num_threads\",\"value\":\"1\",\"source\":\"load\",\"origin\":\"--option\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"fp16_inference\",\"value\":\"false\",\"source\":\"load\",\"origin\":"
+                  "\"TESSERA_OPTIONS\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"yield_workers\",\"value\":\"true\",\"source\":\"load\",\"origin\":"
+                  "\"origins.toml:4\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"sparse_inference\",\"value\":\"false\",\"source\":\"global\","
+                  "\"origin\":\"origins.toml:2\"}");
+  EXPECT_CONTAINS(json.out,
+                  "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"execute\",\"origin\":"
+                  "\"origins.toml:6\"}");
+
+  RunResult flags =
+      run(dir_ +
+          "/xnnpack.tsr --explain-options --global-option xnnpack.sparse_inference=false "
+          "--delegate-option xnnpack#0.yield_workers=true");
+  ASSERT_EQ(flags.exit_code, 0) << flags.err;
+  EXPECT_CONTAINS(line_of(flags.out, "  sparse_inference "), "(global (--global-option))");
+  EXPECT_CONTAINS(line_of(flags.out, "  yield_workers "), "(delegate (--delegate-option))");
+  // Left at its default and derived by the backend: the resolved value, then what was asked.
+  EXPECT_CONTAINS(line_of(flags.out, "  num_threads "), "; requested 0, default)");
+  RunResult plain = run(dir_ + "/xnnpack.tsr --json");
+  EXPECT_CONTAINS(
+      plain.out,
+      "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null,"
+      "\"resolved\":");
 }
 
 TEST_F(TesseraRun, ProfileTurnsOnEachUsedBackendsProfiling) {
@@ -213,6 +323,77 @@ TEST_F(TesseraRun, NoOpenClDevice) {
   EXPECT_CONTAINS(falls_back.out,
                   "delegate opencl#0: 1 node(s) on 'portable' (compiled for 'opencl')");
   EXPECT_CONTAINS(falls_back.out, "why: 'opencl' is not available on this machine");
+}
+
+// The scenario the project started from: the same program on a phone on battery at 15 % loads
+// with 1 thread and sleeping workers; on mains with its performance cores; and says why. The
+// phone is a fixture tree (tests/backend/machines) DeviceInfo reads through TESSERA_SYSFS_ROOT.
+std::string machine_env(const char* name) {
+  return std::string("TESSERA_SYSFS_ROOT=") + TESSERA_MACHINES_DIR + "/" + name;
+}
+
+TEST_F(TesseraRun, PolicyOnAPhoneOnBatteryAndOnMains) {
+  RunResult battery = run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_battery"));
+  ASSERT_EQ(battery.exit_code, 0) << battery.err;
+  EXPECT_CONTAINS(battery.out, "policy   power_saver (auto: on battery at 15% (below 30%)); threads 1");
+  EXPECT_CONTAINS(battery.out, "workers sleep between runs, no load-time-expensive transforms");
+  EXPECT_CONTAINS(battery.out,
+                  "  num_threads              = 1                (auto: 1 thread of 4, policy "
+                  "power_saver (auto); requested 0, default)");
+  EXPECT_CONTAINS(battery.out, "  yield_workers            = true             (auto: workers sleep");
+  EXPECT_CONTAINS(battery.out,
+                  "  conv_algorithm           = direct           (auto: policy power_saver avoids");
+
+  RunResult mains = run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_mains"));
+  ASSERT_EQ(mains.exit_code, 0) << mains.err;
+  EXPECT_CONTAINS(mains.out, "policy   latency (auto: latency (not on battery, below thermal trips)); threads 4");
+  EXPECT_CONTAINS(mains.out,
+                  "  num_threads              = 4                (auto: 4 usable performance "
+                  "cores, policy latency (auto); requested 0, default)");
+  EXPECT_CONTAINS(mains.out, "  yield_workers            = false            (auto: workers spin");
+
+  // An explicit policy wins over the battery.
+  RunResult forced = run(dir_ + "/cpu_backends.tsr --explain-options --policy latency",
+                         machine_env("arm_phone_battery"));
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_CONTAINS(forced.out, "policy   latency (latency (requested)); threads 4");
+}
+
+TEST_F(TesseraRun, ResolvedValuesInJson) {
+  RunResult r = run(dir_ + "/cpu_backends.tsr --json", machine_env("arm_phone_battery"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "\"policy\":{\"requested\":\"auto\",\"effective\":\"power_saver\"");
+  EXPECT_CONTAINS(r.out, "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null,\"resolved\":\"1\","
+                         "\"reason\":\"auto: 1 thread of 4, policy power_saver (auto)\"}");
+  // Values the user set carry no resolved entry.
+  RunResult set = run(dir_ + "/cpu_backends.tsr --json --option xnnpack.num_threads=3",
+                      machine_env("arm_phone_battery"));
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_CONTAINS(set.out, "{\"key\":\"num_threads\",\"value\":\"3\",\"source\":\"load\",\"origin\":\"--option\"}");
+}
+
+TEST_F(TesseraRun, PolicyNameIsChecked) {
+  RunResult r = run(dir_ + "/cpu_backends.tsr --policy fastest");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "--policy: unknown policy 'fastest' (expected auto, latency, balanced or power_saver)");
+}
+
+TEST_F(TesseraRun, DeviceInfoTextAndJson) {
+  RunResult text = run("--device-info", machine_env("amd_vm"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_CONTAINS(text.out, "cpu: AMD EPYC (amd)");
+  EXPECT_CONTAINS(text.out, "cpus: 2 online (0-1), 2 usable by this process");
+  EXPECT_CONTAINS(text.out, "caches (cpuid): L1d 48 KiB x2, L2 1024 KiB x2");
+  RunResult json = run("--device-info --json", machine_env("laptop_battery_low"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_CONTAINS(json.out, "\"usable_cpus\": 8");
+  EXPECT_CONTAINS(json.out, "\"capacity_percent\": 15");
+  EXPECT_CONTAINS(json.out, "\"on_battery\": true");
+  // The live machine: whatever it is, a coherent report.
+  RunResult live = run("--device-info");
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_CONTAINS(live.out, "usable by this process");
+  EXPECT_EQ(live.out.find("4294967295"), std::string::npos);
 }
 
 }  // namespace

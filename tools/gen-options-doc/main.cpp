@@ -65,7 +65,31 @@ std::string generate() {
       << "another value afterwards fails with `InvalidState`. Unknown keys, wrong types, values out "
          "of range,\n"
       << "unknown choices and wrong scopes are errors (or, for unknown keys in lenient mode, "
-         "warnings).\n\n";
+         "warnings).\n\n"
+      << "## Policies and derived values\n\n"
+      << "Every load runs under a policy: `LoadOptions::set_policy`, `tessera-run --policy NAME`, "
+         "or the process-wide\n"
+      << "`set_default_policy` (initially `auto`). The runtime decides it once per load from "
+         "`DeviceInfo` (usable CPUs,\n"
+      << "clusters, power supplies, platform profile, thermal trips, load from other processes) "
+         "and every backend\n"
+      << "derives the options left at `auto` (or 0) from that decision:\n\n"
+      << "| Policy | Threads | Workers between runs | Load-time-expensive transforms |\n"
+      << "| --- | --- | --- | --- |\n"
+      << "| `latency` | the physical performance cores in the affinity mask, bounded by the "
+         "cgroup CPU quota | spin | yes |\n"
+      << "| `balanced` | as latency | sleep | yes |\n"
+      << "| `power_saver` | 1 | sleep | no (e.g. no Winograd) |\n"
+      << "| `auto` (default) | `power_saver` when discharging below 30 %, in a power-saving "
+         "platform profile or past a passive thermal trip; otherwise `latency`, less the CPUs "
+         "other processes keep busy (then workers sleep) | | |\n\n"
+      << "The value a backend actually used is reported with its reason: `tessera-run "
+         "--explain-options` prints\n"
+      << "`num_threads = 2 (auto: 2 usable performance cores, policy latency (auto); requested 0, "
+         "default)`, `--json`\n"
+      << "adds `resolved` and `reason` to the option's entry, and applications read "
+         "`DelegateInfo::derived`. Each\n"
+      << "backend's rules are under its table.\n\n";
   for (const std::string& name : registered_backends()) {
     auto b = get_backend(name);
     if (!b.ok()) continue;
@@ -88,6 +112,9 @@ std::string generate() {
           << " | " << escape(s.doc) << " |\n";
     }
     out << "\n";
+    if (const char* derivation = (*b)->derivation_doc(); derivation != nullptr && *derivation) {
+      out << "Derived values: " << derivation << "\n\n";
+    }
   }
   return out.str();
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backend/device_info.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/profile_buffer.h"
 #include "tessera/backend/registry.h"
@@ -66,6 +67,7 @@ Status add_profile_switches(const Method& method, ExecuteOptions* execute) {
       BackendOption option;
       TESSERA_RETURN_IF_ERROR(option.set_key(key));
       TESSERA_RETURN_IF_ERROR(option.set_value<bool>(true));
+      TESSERA_RETURN_IF_ERROR(option.set_origin("--profile"));
       TESSERA_RETURN_IF_ERROR(execute->set_options(name, Span<const BackendOption>(&option, 1)));
     }
   }
@@ -141,9 +143,16 @@ int run(int argc, char** argv) {
     print_option_schemas(stdout);
     return 0;
   }
+  if (option_cli.device_info) {
+    const DeviceInfo& device = DeviceInfo::get();
+    std::printf("%s\n", json ? device.to_json(/*with_opencl=*/true).c_str()
+                             : device.describe(/*with_opencl=*/true).c_str());
+    return 0;
+  }
   if (program_path.empty()) {
     std::fprintf(stderr,
-                 "tessera-run: a program file is required (only --list-options runs without one)\n"
+                 "tessera-run: a program file is required (only --list-options and "
+                 "--device-info run without one)\n"
                  "Run with --help for more information.\n");
     return 1;
   }
@@ -153,40 +162,69 @@ int run(int argc, char** argv) {
   if (!loader.ok()) return fail(loader.status(), "load");
   auto program = Program::load(&*loader);
   if (!program.ok()) return fail(program.status(), program_path.c_str());
+  auto t_inputs0 = std::chrono::steady_clock::now();
+
+  // Input files, read before the load: their shapes give the symbolic dims they fix.
+  struct InputFile {
+    size_t index;
+    std::string path;
+    NpyArray array;
+  };
+  std::vector<InputFile> input_files;
+  if (const fb::Method* m = program->find_method(method_name); m != nullptr && !inputs.empty()) {
+    const size_t num_inputs = m->inputs() ? m->inputs()->size() : 0;
+    auto input_name = [&](size_t i) -> std::string {
+      const fb::Value* v = m->values()->Get(m->inputs()->Get(static_cast<uint32_t>(i)));
+      return v->name() ? v->name()->str() : std::string();
+    };
+    for (const std::string& spec : inputs) {
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return fail(
+            Status::error(Error::InvalidArgument, "'%s' is not NAME=FILE.npy", spec.c_str()),
+            "--input");
+      }
+      std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+      size_t index = num_inputs;
+      for (size_t i = 0; i < num_inputs; ++i) {
+        if (input_name(i) == name) index = i;
+      }
+      if (index == num_inputs && std::all_of(name.begin(), name.end(), ::isdigit) &&
+          name.size() < 10) {
+        index = std::stoul(name);
+      }
+      if (index >= num_inputs) {
+        std::string names;
+        for (size_t i = 0; i < num_inputs; ++i) names += (i ? ", '" : "'") + input_name(i) + "'";
+        return fail(Status::error(Error::NotFound, "method '%s' has no input '%s' (inputs: %s)",
+                                  method_name.c_str(), name.c_str(), names.c_str()),
+                    "--input");
+      }
+      auto array = read_npy(path);
+      if (!array.ok()) return fail(array.status(), "--input");
+      Status st = options_state.load_.set_input_shape(index, array->shape);
+      if (!st.is_ok()) return fail(st, path.c_str());
+      input_files.push_back(InputFile{index, path, std::move(*array)});
+    }
+  }
+  auto t_method0 = std::chrono::steady_clock::now();
   auto method = program->load_method(method_name, nullptr, options_state.load_options());
   if (!method.ok()) return fail(method.status(), "load_method");
-  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load0).count();
+  // Program and method load, without the time reading the input files.
+  double load_ms = std::chrono::duration<double, std::milli>(
+                       t_inputs0 - t_load0 + std::chrono::steady_clock::now() - t_method0)
+                       .count();
   if (profile) {
     if (Status st = add_profile_switches(*method, &options_state.execute_); !st.is_ok()) return fail(st, "--profile");
   }
 
-  // Inputs.
+  // Inputs: the files, then deterministic values for the rest.
   std::mt19937 rng(0);
   std::vector<bool> given(method->inputs_size(), false);
-  for (const std::string& spec : inputs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return fail(Status::error(Error::InvalidArgument, "'%s' is not NAME=FILE.npy", spec.c_str()), "--input");
-    }
-    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    size_t index = method->inputs_size();
-    for (size_t i = 0; i < method->inputs_size(); ++i) {
-      if (method->input_name(i) == name) index = i;
-    }
-    if (index == method->inputs_size() && std::all_of(name.begin(), name.end(), ::isdigit)) {
-      index = std::stoul(name);
-    }
-    if (index >= method->inputs_size()) {
-      std::string names;
-      for (size_t i = 0; i < method->inputs_size(); ++i) names += (i ? ", '" : "'") + std::string(method->input_name(i)) + "'";
-      return fail(Status::error(Error::NotFound, "method '%s' has no input '%s' (inputs: %s)",
-                                method_name.c_str(), name.c_str(), names.c_str()), "--input");
-    }
-    auto array = read_npy(path);
-    if (!array.ok()) return fail(array.status(), "--input");
-    Tensor t(array->dtype, array->shape, array->data.data());
-    if (Status st = method->set_input(index, t); !st.is_ok()) return fail(st, path.c_str());
-    given[index] = true;
+  for (InputFile& f : input_files) {
+    Tensor t(f.array.dtype, f.array.shape, f.array.data.data());
+    if (Status st = method->set_input(f.index, t); !st.is_ok()) return fail(st, f.path.c_str());
+    given[f.index] = true;
   }
   for (size_t i = 0; i < method->inputs_size(); ++i) {
     if (given[i]) continue;
@@ -280,8 +318,10 @@ int run(int argc, char** argv) {
       w.end_object();
     }
     w.end_array();
+    w.key("policy");
+    write_policy_json(*method, w);
     w.key("delegates");
-    write_delegates_json(*method, w);
+    write_delegates_json(*method, w, options_state.execute_options());
     if (profile) {
       w.key("profile").begin_array();
       for (const ProfileRow& r : profile_rows) {
@@ -301,7 +341,8 @@ int run(int argc, char** argv) {
                 program_path.c_str(), method_name.c_str(), method->num_instructions(),
                 method->arena_bytes(), load_ms);
     if (option_cli.explain_options || method->num_delegates() > 0) {
-      print_delegates(*method, option_cli.explain_options, stdout);
+      if (method->num_delegates() > 0) print_policy(*method, stdout);
+      print_delegates(*method, option_cli.explain_options, stdout, options_state.execute_options());
     }
     for (const OutInfo& o : outs) {
       std::printf("output   %s %s [", o.name.c_str(), o.dtype.c_str());

@@ -5,11 +5,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "tessera/backend/derived_values.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/option_parser.h"
+#include "tessera/backend/policy.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
 #include "tessera/backend/resolved_options.h"
+#include "tessera/runtime/delegate_info.h"
 #include "tessera/runtime/method.h"
 #include "tools/common/json_writer.h"
 
@@ -42,6 +45,21 @@ std::string spec_range(const OptionSpec& s) {
   return "";
 }
 
+// What a delegate's option `k` is in each execute call: `execute`'s value if it sets the key for
+// the delegate's backend, else the load-time one.
+struct PerCallOption {
+  const BackendOption* option;
+  OptionSource source;
+};
+
+PerCallOption per_call(const DelegateInfo& d, size_t k, const ExecuteOptions& execute) {
+  PerCallOption p{&d.options->option(k), d.options->source(k)};
+  for (const BackendOption& e : execute.get_options(d.backend)) {
+    if (e.key() == p.option->key()) p = {&e, OptionSource::Execute};
+  }
+  return p;
+}
+
 }  // namespace
 
 void RunOptionsCli::add_to(CLI::App& app) {
@@ -55,7 +73,14 @@ void RunOptionsCli::add_to(CLI::App& app) {
   app.add_option("--retarget", retarget, "FROM=TO: run delegates compiled for FROM on TO");
   app.add_flag("--lenient-options", lenient, "Warn about and skip unknown option keys");
   app.add_flag("--list-options", list_options, "Print every registered backend's option schema");
-  app.add_flag("--explain-options", explain_options, "Print each delegate's effective options and sources");
+  app.add_flag("--explain-options", explain_options,
+               "Print each delegate's effective options, their sources and the values derived "
+               "for options left at auto");
+  app.add_option("--policy", policy,
+                 "Load policy: auto (default), latency, balanced or power_saver; backends derive "
+                 "the options left at auto from it");
+  app.add_flag("--device-info", device_info,
+               "Print what Tessera detects on this machine (with --json: as JSON) and exit");
 }
 
 Status RunOptionsCli::apply(RunOptionsState* state) const {
@@ -100,6 +125,11 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
                                                       std::string_view(r).substr(eq + 1)));
   }
   if (!fallback.empty()) TESSERA_RETURN_IF_ERROR(state->load_.set_fallback(fallback));
+  if (!policy.empty()) {
+    Result<Policy> p = parse_policy(policy);
+    if (!p.ok()) return p.status().with_prefix("--policy");
+    state->load_.set_policy(*p);
+  }
   TESSERA_RETURN_IF_ERROR(parsed.to_load_maps(&state->backend_options_, &state->delegate_options_));
   TESSERA_RETURN_IF_ERROR(parsed.to_execute_options(&state->execute_));
   TESSERA_RETURN_IF_ERROR(parsed.apply_global(validation));
@@ -138,7 +168,7 @@ void print_option_schemas(FILE* out) {
   }
 }
 
-void print_delegates(const Method& method, bool explain, FILE* out) {
+void print_delegates(const Method& method, bool explain, FILE* out, const ExecuteOptions& execute) {
   for (size_t i = 0; i < method.num_delegates(); ++i) {
     const DelegateInfo& d = method.delegate_info(i);
     std::fprintf(out, "delegate %s: %zu node(s) on '%s'", d.id, d.num_nodes, d.backend);
@@ -149,15 +179,24 @@ void print_delegates(const Method& method, bool explain, FILE* out) {
     if (d.reason[0] != '\0') std::fprintf(out, "  why: %s\n", d.reason);
     if (explain && d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {
-        std::fprintf(out, "  %-24s = %-16s (%s)\n", d.options->spec(k).key,
-                     value_string(d.options->option(k)).c_str(),
-                     option_source_name(d.options->source(k)));
+        PerCallOption p = per_call(d, k, execute);
+        const char* key = d.options->spec(k).key;
+        char source[96];
+        format_option_source(p.source, p.option->origin(), source, sizeof source);
+        const DerivedValue* derived = d.derived != nullptr ? d.derived->find(key) : nullptr;
+        if (derived != nullptr) {
+          std::fprintf(out, "  %-24s = %-16s (%s; requested %s, %s)\n", key, derived->value,
+                       derived->reason, value_string(*p.option).c_str(), source);
+        } else {
+          std::fprintf(out, "  %-24s = %-16s (%s)\n", key, value_string(*p.option).c_str(),
+                       source);
+        }
       }
     }
   }
 }
 
-void write_delegates_json(const Method& method, JsonWriter& w) {
+void write_delegates_json(const Method& method, JsonWriter& w, const ExecuteOptions& execute) {
   w.begin_array();
   for (size_t i = 0; i < method.num_delegates(); ++i) {
     const DelegateInfo& d = method.delegate_info(i);
@@ -170,10 +209,22 @@ void write_delegates_json(const Method& method, JsonWriter& w) {
     w.key("options").begin_array();
     if (d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {
+        PerCallOption p = per_call(d, k, execute);
         w.begin_object();
         w.key("key").value(d.options->spec(k).key);
-        w.key("value").value(value_string(d.options->option(k)));
-        w.key("source").value(option_source_name(d.options->source(k)));
+        w.key("value").value(value_string(*p.option));
+        w.key("source").value(option_source_name(p.source));
+        if (p.option->origin().empty()) {
+          w.key("origin").null();
+        } else {
+          w.key("origin").value(p.option->origin());
+        }
+        if (d.derived != nullptr) {
+          if (const DerivedValue* derived = d.derived->find(d.options->spec(k).key)) {
+            w.key("resolved").value(derived->value);
+            w.key("reason").value(derived->reason);
+          }
+        }
         w.end_object();
       }
     }
@@ -181,6 +232,27 @@ void write_delegates_json(const Method& method, JsonWriter& w) {
     w.end_object();
   }
   w.end_array();
+}
+
+void print_policy(const Method& method, FILE* out) {
+  const PolicyDecision& p = method.policy();
+  std::fprintf(out, "policy   %s (%s); threads %u (%s), workers %s%s\n",
+               policy_name(p.effective), p.reason, p.threads, p.threads_reason,
+               p.yield_workers ? "sleep between runs" : "spin between runs",
+               p.expensive_load_transforms ? "" : ", no load-time-expensive transforms");
+}
+
+void write_policy_json(const Method& method, JsonWriter& w) {
+  const PolicyDecision& p = method.policy();
+  w.begin_object();
+  w.key("requested").value(policy_name(p.requested));
+  w.key("effective").value(policy_name(p.effective));
+  w.key("reason").value(p.reason);
+  w.key("threads").value(static_cast<long long>(p.threads));
+  w.key("threads_reason").value(p.threads_reason);
+  w.key("yield_workers").value(p.yield_workers);
+  w.key("expensive_load_transforms").value(p.expensive_load_transforms);
+  w.end_object();
 }
 
 }  // namespace tessera::tools

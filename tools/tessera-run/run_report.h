@@ -38,8 +38,8 @@ class RunOptionsState {
 
 struct RunOptionsCli {
   std::vector<std::string> load, global, delegate, execute, dims, retarget;
-  std::string options_file, fallback;
-  bool list_options = false, explain_options = false, lenient = false;
+  std::string options_file, fallback, policy;
+  bool list_options = false, explain_options = false, lenient = false, device_info = false;
 
   void add_to(CLI::App& app);
   /// Parses every flag, the options file and TESSERA_OPTIONS; sets global options. On error
@@ -51,9 +51,18 @@ struct RunOptionsCli {
 /// init-only, doc.
 void print_option_schemas(FILE* out);
 /// One block per delegate: backend, requested backend, why it moved, and (with `explain`) each
-/// effective option with its source.
-void print_delegates(const Method& method, bool explain, FILE* out);
-/// The JSON array of delegates: id, backend, requested_backend, reason, options [{key, value, source}].
-void write_delegates_json(const Method& method, JsonWriter& w);
+/// effective option with its source and origin ("load (options.toml:3)"), and for a value the
+/// backend derived, the resolved value and why; a key `execute` sets for the delegate's backend
+/// shows that per-call value ("execute (--execute-option)").
+void print_delegates(const Method& method, bool explain, FILE* out,
+                     const ExecuteOptions& execute = ExecuteOptions::none());
+/// The JSON array of delegates: id, backend, requested_backend, reason, options [{key, value,
+/// source, origin (the front end, file and line, or null), and for a value the backend derived:
+/// resolved, reason}], as print_delegates.
+void write_delegates_json(const Method& method, JsonWriter& w,
+                          const ExecuteOptions& execute = ExecuteOptions::none());
+/// The load's policy decision, as a line of text and as a JSON object.
+void print_policy(const Method& method, FILE* out);
+void write_policy_json(const Method& method, JsonWriter& w);
 
 }  // namespace tessera::tools

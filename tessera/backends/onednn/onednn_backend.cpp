@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 #include "tessera/backend/context.h"
@@ -45,7 +46,8 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::enumeration(
         "conv_algorithm", "auto", kConvAlgorithmChoices, OptionScope::Load | OptionScope::Delegate,
         "How float32 3x3 convolutions with stride 1, no dilation and no groups are computed. "
-        "auto = Winograd (F(2x2,3x3): 2.25x fewer multiplications, 1.1-1.7x faster on ResNet-18's "
+        "auto = direct under the power_saver policy (no load-time weight transform), else "
+        "Winograd (F(2x2,3x3): 2.25x fewer multiplications, 1.1-1.7x faster on ResNet-18's "
         "layers here, rounding differs from direct by about 1e-6 relative) where it is faster "
         "and cheap to set up: from 16 input and 32 output channels and 14x14 outputs on, where "
         "oneDNN has a Winograd kernel for the convolution (avx512_core; some paddings and shapes "
@@ -63,8 +65,9 @@ constexpr OptionSpec kSchema[] = {
         .init_only(),
     OptionSpec::integer(
         "num_threads", 0, 0, 256, kRuntimeScopes,
-        "OpenMP team size for this delegate's primitives, 0 = auto "
-        "(DeviceInfo::recommended_threads); set around init and each execute and restored, so "
+        "OpenMP team size for this delegate's primitives, 0 = auto: derived from the load's "
+        "policy (latency: the usable performance cores, fewer when other processes keep CPUs "
+        "busy; power_saver: 1); set around init and each execute and restored, so "
         "other delegates and the application's OpenMP use keep theirs. 1 in a method that also "
         "has delegates on another CPU thread pool (xnnpack): idle OpenMP workers busy-wait and "
         "would starve it"),
@@ -158,6 +161,10 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
   build.conv_algorithm = algorithm.name == "direct"     ? ConvAlgorithm::Direct
                          : algorithm.name == "winograd" ? ConvAlgorithm::Winograd
                                                         : ConvAlgorithm::Auto;
+  const PolicyDecision& policy = context.policy();
+  const bool auto_direct =
+      build.conv_algorithm == ConvAlgorithm::Auto && !policy.expensive_load_transforms;
+  if (auto_direct) build.conv_algorithm = ConvAlgorithm::Direct;
   build.winograd_kernels = winograd_kernels_available();
   TESSERA_ASSIGN_OR_RETURN(std::string_view cache_dir, context.get(kCacheDir));
   TESSERA_ASSIGN_OR_RETURN(EnumValue cache_mode, context.get(kCacheMode));
@@ -196,16 +203,43 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
     // (vdpbf16ps) run at half the float32 FMA rate (bench/roofline measures both: 88 against
     // 176 GFLOP/s a core here), so bf16 would cost accuracy and time.
     build.bf16 = precision.name == "bf16" ? native : native && amx_bf16_available();
+    if (precision.name == "auto") {
+      context.report_derived("precision", build.bf16 ? "bf16" : "fp32",
+                             build.bf16 ? "auto: AMX bf16 tiles present"
+                             : !native  ? "auto: no native bf16 arithmetic (avx512_bf16/AMX)"
+                                        : "auto: native bf16 without AMX runs dot products at half "
+                                          "the fp32 FMA rate");
+    }
   }
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
-  build.threads = threads > 0 ? static_cast<int>(threads)
-                              : static_cast<int>(context.device_info().recommended_threads());
+  build.threads = threads > 0 ? static_cast<int>(threads) : static_cast<int>(policy.threads);
   // Another backend's CPU thread pool in the same method: one thread (threading.h).
-  build.threads = team_size_with_peers(build.threads, threads > 0, context.cpu_pool_peers(),
-                                       context.delegate_id());
+  const int team = team_size_with_peers(build.threads, threads > 0, context.cpu_pool_peers(),
+                                        context.delegate_id());
+  if (team != build.threads) {
+    context.report_derived("num_threads", std::to_string(team),
+                           "%s: the method also runs another backend's CPU thread pool (idle "
+                           "OpenMP workers busy-wait and would starve it), so 1 instead of %d",
+                           threads > 0 ? "set" : "auto", build.threads);
+  } else if (threads == 0) {
+    context.report_derived("num_threads", std::to_string(build.threads), "auto: %s",
+                           policy.threads_reason);
+  }
+  build.threads = team;
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
+  if (auto_direct) {
+    context.report_derived("conv_algorithm", "direct",
+                           "auto: policy %s avoids Winograd's load-time weight transform",
+                           policy_name(policy.effective));
+  } else if (algorithm.name == "auto") {
+    context.report_derived("conv_algorithm",
+                           (*delegate)->winograd_convs > 0 ? "winograd+direct" : "direct",
+                           "auto: Winograd for %zu float32 3x3 convolution(s) with >= 16 input "
+                           "and 32 output channels and 14x14 outputs, direct elsewhere",
+                           (*delegate)->winograd_convs);
+  }
   payload->free();
   return to_handle(std::move(delegate).value().release());
 }
@@ -248,6 +282,15 @@ Status OnednnBackend::get_option(BackendOptionContext&, Span<BackendOption> opti
     }
   }
   return Status::ok();
+}
+
+const char* OnednnBackend::derivation_doc() const {
+  return "`num_threads` = 0 takes the policy's thread count (as for xnnpack: the usable "
+         "performance cores under `latency`, fewer under `auto` when other processes keep CPUs "
+         "busy, 1 under `power_saver`). `conv_algorithm` = auto is `direct` under "
+         "`power_saver` (no Winograd weight transform at load), else Winograd where measured "
+         "faster. `precision` = auto is bf16 only with AMX bf16 tiles. Each is reported as a "
+         "resolved value with the reason.";
 }
 
 bool winograd_kernels_available() {

@@ -19,6 +19,7 @@ class OnednnBackend final : public BackendInterface {
   /// True when oneDNN sees a CPU engine. Does not fix oneDNN's ISA.
   bool is_available() const override;
   Span<const OptionSpec> option_schema() const override;
+  const char* derivation_doc() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
   /// `payload` is an fb::Graph FlatBuffer; it is verified, lowered, and freed before returning.

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/graph_payload.h"
@@ -22,13 +23,15 @@ namespace {
 constexpr OptionSpec kSchema[] = {
     OptionSpec::integer(
         "num_threads", 0, 0, 256, kInitScopes,
-        "Worker threads, 0 = auto (DeviceInfo::recommended_threads, the performance cores). "
+        "Worker threads, 0 = auto: derived from the load's policy (latency: the usable "
+        "performance cores, fewer when other processes keep CPUs busy; power_saver: 1). "
         "Global: sizes one pool shared by delegates that do not override it (changes apply to "
         "later loads); load, delegate or compile spec: the delegate gets its own pool"),
     OptionSpec::boolean(
         "yield_workers", false, kInitScopes,
         "XNN_FLAG_YIELD_WORKERS: pool workers yield to the OS after each run instead of "
-        "spinning (saves power, slower wake-up)"),
+        "spinning (saves power, slower wake-up). Left unset, derived from the load's policy: "
+        "false under latency, true under balanced, power_saver or busy CPUs"),
     OptionSpec::boolean(
         "sparse_inference", false, kInitScopes,
         "XNN_FLAG_HINT_SPARSE_INFERENCE: lets XNNPACK run NCHW sparse kernels where 1x1 "
@@ -65,6 +68,15 @@ Span<const OptionSpec> XnnpackBackend::option_schema() const {
   return kSchema;
 }
 
+const char* XnnpackBackend::derivation_doc() const {
+  return "`num_threads` = 0 takes the policy's thread count: under `latency` the physical "
+         "performance cores in the process's affinity mask, bounded by its cgroup CPU quota; "
+         "under `auto` the same, less the CPUs other processes keep busy (sampled at load); "
+         "under `power_saver` 1. `yield_workers`, when not set at any scope, is false under "
+         "`latency` and true under `balanced`, `power_saver`, or `auto` with busy CPUs. Both "
+         "are reported as resolved values with the reason.";
+}
+
 bool XnnpackBackend::supports_op(const OpView& op) const {
   if (op.node == nullptr || op.graph == nullptr) return false;
   return xnnpack_supports(*static_cast<const fb::Graph*>(op.graph),
@@ -84,8 +96,12 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
   const int index = context.options().find(kNumThreads.view());
   const OptionSource source =
       index >= 0 ? context.options().source(static_cast<size_t>(index)) : OptionSource::Default;
-  const size_t workers =
-      threads > 0 ? static_cast<size_t>(threads) : context.device_info().recommended_threads();
+  const PolicyDecision& policy = context.policy();
+  const size_t workers = threads > 0 ? static_cast<size_t>(threads) : policy.threads;
+  if (threads == 0) {
+    context.report_derived("num_threads", std::to_string(workers), "auto: %s",
+                           policy.threads_reason);
+  }
   BuildOptions build;
   if (source == OptionSource::Default || source == OptionSource::Global) {
     TESSERA_ASSIGN_OR_RETURN(build.pool, pools_.shared(workers));
@@ -93,6 +109,12 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
     TESSERA_ASSIGN_OR_RETURN(build.pool, ThreadPools::create(workers));
   }
   TESSERA_ASSIGN_OR_RETURN(bool yield, read_bool(context, kYieldWorkers));
+  if (context.is_default(kYieldWorkers.view())) {
+    yield = policy.yield_workers;
+    context.report_derived("yield_workers", yield ? "true" : "false", "auto: %s",
+                           yield ? "workers sleep between runs under this policy"
+                                 : "workers spin between runs under this policy");
+  }
   TESSERA_ASSIGN_OR_RETURN(bool sparse, read_bool(context, kSparseInference));
   TESSERA_ASSIGN_OR_RETURN(bool fp16, read_bool(context, kFp16Inference));
   build.runtime_flags = (yield ? XNN_FLAG_YIELD_WORKERS : 0u) |

@@ -15,6 +15,7 @@ class XnnpackBackend final : public BackendInterface {
   /// True once xnn_initialize succeeded (called once per process, thread-safe).
   bool is_available() const override;
   Span<const OptionSpec> option_schema() const override;
+  const char* derivation_doc() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it (the
   /// compiler's in-memory IR is checked with xnnpack_supports() in supports.h).
   bool supports_op(const OpView& op) const override;

@@ -142,6 +142,9 @@ Status Session::init(const GraphCase& c, const RunOptions& options) {
   params.cpu_pool_peers = {options.cpu_pool_peers.data(), options.cpu_pool_peers.size()};
   params.symbols = symbols;
   params.constants = ConstantSource{constant_bytes, const_cast<GraphCase*>(&c)};
+  params.policy = options.policy;
+  derived_.clear();
+  params.derived = &derived_;
   BackendInitContext context(params);
   FreeableBuffer payload(payload_.data(), payload_.size());
   TESSERA_ASSIGN_OR_RETURN(handle_, backend_->init(context, &payload, options.compile_specs));

@@ -59,6 +59,8 @@ struct RunOptions {
   ProfileBuffer* profile = nullptr;
   int repeat = 1;
   std::string delegate_id;  // empty: "<backend>#0"
+  /// The load's policy decision as the runtime would pass it; null: the context's fallback.
+  const PolicyDecision* policy = nullptr;
   /// BackendInitContext::cpu_pool_peers: other CPU pool backends of the (imagined) method.
   std::vector<std::string_view> cpu_pool_peers;
 };
@@ -78,12 +80,15 @@ class Session {
   Status run(const std::vector<Floats>& inputs, std::vector<Floats>* outputs,
              const ExecuteOptions* execute = nullptr, ProfileBuffer* profile = nullptr);
   DelegateHandle* handle() const { return handle_; }
+  /// What the backend reported deriving at init (BackendInitContext::report_derived).
+  const DerivedValues& derived() const { return derived_; }
 
  private:
   const char* backend_name_;
   BackendInterface* backend_ = nullptr;
   DelegateHandle* handle_ = nullptr;
   ResolvedOptions resolved_;
+  DerivedValues derived_;
   std::vector<uint8_t> payload_;
   const GraphCase* case_ = nullptr;
   std::vector<Floats> in_data_, out_data_;

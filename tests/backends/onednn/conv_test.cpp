@@ -4,6 +4,8 @@
 // instantiated here.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "harness.h"
 #include "tessera/backend/options.h"
 #include "tessera/backends/onednn/options.h"
@@ -187,6 +189,49 @@ TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
       wino_impl |= step.find("wino") != std::string::npos;
     EXPECT_EQ(wino_impl, cases[i].kernel) << "case " << i;
   }
+}
+
+TEST(OnednnConvAlgorithm, PowerSaverPolicyKeepsAutoDirectAndSaysWhy) {
+  // A convolution auto would compute with Winograd (where oneDNN has the kernels): under the
+  // power_saver policy it stays direct, as the weight transform is expensive at load.
+  const GraphCase g = conv_case({1, 32, 28, 28, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, 77);
+  PolicyDecision saver;
+  saver.effective = Policy::PowerSaver;
+  saver.threads = 1;
+  saver.yield_workers = true;
+  saver.expensive_load_transforms = false;
+  std::snprintf(saver.reason, sizeof saver.reason, "auto: on battery at 15%% (below 30%%)");
+  std::snprintf(saver.threads_reason, sizeof saver.threads_reason, "1 thread of 4");
+  RunOptions o;
+  o.policy = &saver;
+  Session s;
+  ASSERT_TRUE(s.init(g, o).is_ok());
+  EXPECT_EQ(s.summary().winograd_convs, 0u);
+  EXPECT_EQ(s.summary().threads, 1);
+  ASSERT_NE(s.derived().find("conv_algorithm"), nullptr);
+  EXPECT_STREQ(s.derived().find("conv_algorithm")->value, "direct");
+  EXPECT_STREQ(s.derived().find("conv_algorithm")->reason,
+               "auto: policy power_saver avoids Winograd's load-time weight transform");
+  ASSERT_NE(s.derived().find("num_threads"), nullptr);
+  EXPECT_STREQ(s.derived().find("num_threads")->value, "1");
+  std::vector<Floats> in = random_inputs(g, 5), out;
+  ASSERT_TRUE(s.run(in, &out).is_ok());
+  auto want = run_portable(g, in);
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE(close(out, *want));
+
+  // Under latency, auto keeps its shape rule and reports how many convolutions it took.
+  PolicyDecision latency;
+  latency.threads = 2;
+  RunOptions lo;
+  lo.policy = &latency;
+  Session l;
+  ASSERT_TRUE(l.init(g, lo).is_ok());
+  EXPECT_EQ(l.summary().winograd_convs, winograd_kernels_available() ? 1u : 0u);
+  EXPECT_EQ(l.summary().threads, 2);
+  ASSERT_NE(l.derived().find("conv_algorithm"), nullptr);
+  EXPECT_STREQ(l.derived().find("conv_algorithm")->value,
+               winograd_kernels_available() ? "winograd+direct" : "direct");
 }
 
 TEST(OnednnConvAlgorithm, OtherConvolutionsStayDirect) {

@@ -4,6 +4,7 @@
 
 #include <xnnpack.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "harness.h"
@@ -44,6 +45,55 @@ TEST_F(XnnpackOptions, DefaultSharesOnePoolOfRecommendedSize) {
   ASSERT_TRUE(b.init(c).is_ok());
   EXPECT_EQ(a.summary().threads, DeviceInfo::get().recommended_threads());
   EXPECT_EQ(a.summary().pool, b.summary().pool);
+}
+
+PolicyDecision decision(Policy effective, uint32_t threads, bool yield) {
+  PolicyDecision d;
+  d.requested = Policy::Auto;
+  d.effective = effective;
+  d.threads = threads;
+  d.yield_workers = yield;
+  d.expensive_load_transforms = effective != Policy::PowerSaver;
+  std::snprintf(d.threads_reason, sizeof d.threads_reason, "%u from the test's policy", threads);
+  return d;
+}
+
+TEST_F(XnnpackOptions, AutoValuesFollowThePolicyAndAreReported) {
+  const GraphCase c = small_conv();
+  const PolicyDecision saver = decision(Policy::PowerSaver, 1, true);
+  RunOptions on_saver;
+  on_saver.policy = &saver;
+  Session a;
+  ASSERT_TRUE(a.init(c, on_saver).is_ok());
+  EXPECT_EQ(a.summary().threads, 1u);
+  EXPECT_NE(a.summary().runtime_flags & XNN_FLAG_YIELD_WORKERS, 0u);
+  ASSERT_NE(a.derived().find("num_threads"), nullptr);
+  EXPECT_STREQ(a.derived().find("num_threads")->value, "1");
+  EXPECT_STREQ(a.derived().find("num_threads")->reason, "auto: 1 from the test's policy");
+  ASSERT_NE(a.derived().find("yield_workers"), nullptr);
+  EXPECT_STREQ(a.derived().find("yield_workers")->value, "true");
+
+  const PolicyDecision latency = decision(Policy::Latency, 3, false);
+  RunOptions on_latency;
+  on_latency.policy = &latency;
+  Session b;
+  ASSERT_TRUE(b.init(c, on_latency).is_ok());
+  EXPECT_EQ(b.summary().threads, 3u);
+  EXPECT_EQ(b.summary().runtime_flags & XNN_FLAG_YIELD_WORKERS, 0u);
+  EXPECT_STREQ(b.derived().find("yield_workers")->value, "false");
+
+  // Values the application set are not derived, and nothing is reported for them.
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kNumThreads, 2).is_ok());
+  ASSERT_TRUE(load.set("xnnpack", kYieldWorkers, false).is_ok());
+  RunOptions explicit_values;
+  explicit_values.policy = &saver;
+  explicit_values.load = &load;
+  Session e;
+  ASSERT_TRUE(e.init(c, explicit_values).is_ok());
+  EXPECT_EQ(e.summary().threads, 2u);
+  EXPECT_EQ(e.summary().runtime_flags & XNN_FLAG_YIELD_WORKERS, 0u);
+  EXPECT_EQ(e.derived().size(), 0u);
 }
 
 TEST_F(XnnpackOptions, LoadAndDelegateScopesGetOwnPools) {

@@ -1,0 +1,57 @@
+// Load policies: what a load optimises for (latency, balance, power), and the decision that
+// turns a policy and the machine's state (DeviceInfo) into the values backends derive for
+// options left at `auto`: thread counts, yielding workers, load-time-expensive transforms.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "tessera/core/result.h"
+
+namespace tessera {
+
+struct DeviceInfo;
+
+enum class Policy : uint8_t {
+  Auto,        // power_saver on low battery, a power-saving profile or past a thermal trip;
+               // latency otherwise, with fewer threads when other processes keep CPUs busy
+  Latency,     // every usable performance core, workers spin between runs
+  Balanced,    // every usable performance core, workers sleep between runs
+  PowerSaver,  // one thread, workers sleep, no load-time-expensive transforms (Winograd)
+};
+
+/// "auto", "latency", "balanced", "power_saver".
+const char* policy_name(Policy policy);
+/// Parses a policy name; InvalidArgument listing the names otherwise.
+Result<Policy> parse_policy(std::string_view name);
+
+/// The process-wide policy of loads that set none (initially Auto). Thread-safe.
+void set_default_policy(Policy policy);
+Policy default_policy();
+
+/// Battery level below which `auto` saves power (percent, while discharging).
+inline constexpr int32_t kAutoPowerSaverBatteryPercent = 30;
+
+/// What a load runs under, decided once per load and read by every backend's init.
+struct PolicyDecision {
+  Policy requested = Policy::Auto;
+  Policy effective = Policy::Latency;
+  char reason[192] = {};  // why `effective`, e.g. "auto: on battery at 15% (below 30%)"
+  /// The value of num_threads = 0 for CPU backends, and why.
+  uint32_t threads = 1;
+  char threads_reason[192] = {};
+  /// Workers sleep between runs instead of spinning (XNNPACK's yield_workers, OpenMP passive).
+  bool yield_workers = false;
+  /// Load-time-expensive transforms (oneDNN's Winograd weight transform) are allowed.
+  bool expensive_load_transforms = true;
+};
+
+/// Decides for `requested` on `device` (its power, thermal and load fields as they are: refresh
+/// them first for current values). Pure: no I/O.
+PolicyDecision decide_policy(Policy requested, const DeviceInfo& device);
+
+/// Decides on this machine now: DeviceInfo::get() with its power, thermal and load state
+/// re-read (the CPU load is sampled only for `auto` on more than one usable CPU).
+PolicyDecision decide_policy_now(Policy requested);
+
+}  // namespace tessera

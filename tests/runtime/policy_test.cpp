@@ -1,0 +1,103 @@
+// The load's policy, end to end through Program::load_method: decided once per load on the
+// machine the caller names (here fixture trees), read by the backends, and reported back.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "tessera/backend/derived_values.h"
+#include "tessera/backend/device_info.h"
+#include "tests/testing/machines.h"
+#include "tessera/backend/policy.h"
+#include "tessera/runtime/data_loader.h"
+#include "tessera/runtime/load_options.h"
+#include "tessera/runtime/method.h"
+#include "tessera/runtime/program.h"
+#include "tests/testing/test_programs.h"
+
+namespace tessera {
+namespace {
+
+using testing::machine;
+
+class PolicyLoad : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto bytes = testing::delegate_chain_program({"xnnpack", "portable"}).build();
+    ASSERT_TRUE(bytes.ok());
+    buffer_ = std::make_unique<testing::AlignedBuffer>(*bytes);
+    loader_ = std::make_unique<BufferDataLoader>(buffer_->data(), buffer_->size());
+    auto p = Program::load(loader_.get());
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    program_ = std::make_unique<Program>(std::move(*p));
+  }
+  std::unique_ptr<testing::AlignedBuffer> buffer_;
+  std::unique_ptr<BufferDataLoader> loader_;
+  std::unique_ptr<Program> program_;
+};
+
+const DerivedValue& derived(const Method& m, const char* key) {
+  static const DerivedValue none{};
+  const DelegateInfo& d = m.delegate_info(0);
+  if (d.derived == nullptr || d.derived->find(key) == nullptr) return none;
+  return *d.derived->find(key);
+}
+
+// The seed's scenario: a phone on battery at 15 % loads with 1 thread and sleeping workers; on
+// mains with all its performance cores; the delegate report says why.
+TEST_F(PolicyLoad, PhoneOnBatteryThenOnMains) {
+  const DeviceInfo battery = machine("arm_phone_battery");
+  LoadOptions on_battery;
+  on_battery.device_info = &battery;
+  auto a = program_->load_method("forward", nullptr, on_battery);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->policy().effective, Policy::PowerSaver);
+  EXPECT_STREQ(a->policy().reason, "auto: on battery at 15% (below 30%)");
+  EXPECT_STREQ(derived(*a, "num_threads").value, "1");
+  EXPECT_STREQ(derived(*a, "num_threads").reason, "auto: 1 thread of 4, policy power_saver (auto)");
+  EXPECT_STREQ(derived(*a, "yield_workers").value, "true");
+  ASSERT_TRUE(a->execute().is_ok());
+
+  const DeviceInfo mains = machine("arm_phone_mains");
+  LoadOptions on_mains;
+  on_mains.device_info = &mains;
+  auto b = program_->load_method("forward", nullptr, on_mains);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->policy().effective, Policy::Latency);
+  EXPECT_STREQ(derived(*b, "num_threads").value, "4");
+  EXPECT_STREQ(derived(*b, "yield_workers").value, "false");
+
+  // The application's explicit policy wins over the battery.
+  LoadOptions forced = on_battery;
+  forced.set_policy(Policy::Latency);
+  auto c = program_->load_method("forward", nullptr, forced);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->policy().effective, Policy::Latency);
+  EXPECT_STREQ(derived(*c, "num_threads").value, "4");
+}
+
+TEST_F(PolicyLoad, ProcessDefaultPolicyAppliesToLoadsThatSetNone) {
+  const DeviceInfo mains = machine("arm_phone_mains");
+  set_default_policy(Policy::PowerSaver);
+  LoadOptions o;
+  o.device_info = &mains;
+  auto m = program_->load_method("forward", nullptr, o);
+  set_default_policy(Policy::Auto);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->policy().requested, Policy::PowerSaver);
+  EXPECT_STREQ(derived(*m, "num_threads").value, "1");
+}
+
+TEST_F(PolicyLoad, ThisMachineByDefault) {
+  auto m = program_->load_method("forward", nullptr, LoadOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_GE(m->policy().threads, 1u);
+  EXPECT_LE(m->policy().threads, DeviceInfo::get().usable_cpus);
+  EXPECT_NE(m->policy().threads_reason[0], '\0');
+  // The portable delegate derives nothing, and says so by an empty list.
+  ASSERT_NE(m->delegate_info(1).derived, nullptr);
+  EXPECT_EQ(m->delegate_info(1).derived->size(), 0u);
+}
+
+}  // namespace
+}  // namespace tessera
