@@ -7,8 +7,8 @@
 
 namespace tessera::onednn {
 
-int team_size_with_peers(int requested, bool explicit_request,
-                         Span<const std::string_view> peers, std::string_view delegate_id) {
+int team_size_with_peers(int requested, bool explicit_request, Span<const std::string_view> peers,
+                         std::string_view delegate_id) {
   if (peers.empty() || requested <= 1) return requested;
   std::string names;
   for (std::string_view p : peers) {
@@ -24,10 +24,10 @@ int team_size_with_peers(int requested, bool explicit_request,
         "--retarget xnnpack=onednn); further delegates are not reported",
         static_cast<int>(delegate_id.size()), delegate_id.data(), requested, names.c_str());
   } else {
-    TESSERA_LOG_INFO("onednn: delegate '%.*s': 1 thread instead of %d: its method also runs the "
-                     "thread pool of %s",
-                     static_cast<int>(delegate_id.size()), delegate_id.data(), requested,
-                     names.c_str());
+    TESSERA_LOG_INFO(
+        "onednn: delegate '%.*s': 1 thread instead of %d: its method also runs the "
+        "thread pool of %s",
+        static_cast<int>(delegate_id.size()), delegate_id.data(), requested, names.c_str());
   }
   return 1;
 }

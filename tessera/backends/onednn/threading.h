@@ -20,7 +20,7 @@ namespace tessera::onednn {
 /// `requested` when `peers` is empty, else 1. `explicit_request`: the value was set by the
 /// application or program rather than left at auto; capping it logs a warning (once per
 /// process) naming the peers and what to do instead, capping auto logs at info level.
-int team_size_with_peers(int requested, bool explicit_request,
-                         Span<const std::string_view> peers, std::string_view delegate_id);
+int team_size_with_peers(int requested, bool explicit_request, Span<const std::string_view> peers,
+                         std::string_view delegate_id);
 
 }  // namespace tessera::onednn

@@ -195,13 +195,13 @@ void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t col
 
 }  // namespace
 
-void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s,
-                  pthreadpool_t pool, uint32_t pool_flags) {
+void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool,
+                  uint32_t pool_flags) {
   transpose(in, out, n, c, s, pool, pool_flags);
 }
 
-void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s,
-                  pthreadpool_t pool, uint32_t pool_flags) {
+void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool,
+                  uint32_t pool_flags) {
   transpose(in, out, n, s, c, pool, pool_flags);
 }
 

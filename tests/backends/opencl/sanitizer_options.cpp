@@ -36,5 +36,7 @@
 #endif
 
 #if defined(TESSERA_TEST_ASAN)
-extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0"; }
+extern "C" const char* __asan_default_options() {
+  return "intercept_tls_get_addr=0";
+}
 #endif
