@@ -50,6 +50,8 @@ class BackendInitContext {
     const PolicyDecision* policy = nullptr;
     /// Where report_derived writes; null: reports are dropped.
     DerivedValues* derived = nullptr;
+    /// The other backends of this Method that use CPU thread pools (see cpu_pool_peers()).
+    Span<const std::string_view> cpu_pool_peers;
   };
 
   explicit BackendInitContext(const Params& params) : params_(params) {}
@@ -96,6 +98,13 @@ class BackendInitContext {
   std::string_view backend_name() const { return params_.options->backend(); }
   std::string_view delegate_id() const { return params_.options->delegate_id(); }
   std::string_view method_name() const { return params_.method_name; }
+
+  /// The other backends of this Method whose delegates run on CPU thread pools of their own
+  /// (BackendInterface::uses_cpu_thread_pool), by name, e.g. {"onednn"} for an xnnpack delegate
+  /// of a Method partitioned between xnnpack and onednn. Empty when no other pool shares the
+  /// CPUs with this backend's during the Method's execution. A backend with a pool reads it to
+  /// keep the pools from oversubscribing the CPUs (docs/usage.md, "Threads").
+  Span<const std::string_view> cpu_pool_peers() const { return params_.cpu_pool_peers; }
 
   /// Declares that the backend has now created its shared state: from here on its init-only
   /// options are locked at their current effective values. Idempotent (the first reason is

@@ -23,6 +23,8 @@ Result<Payload> BackendInterface::preprocess(const SubgraphView&, Span<const Com
 
 void BackendInterface::destroy(DelegateHandle*) const {}
 
+bool BackendInterface::uses_cpu_thread_pool() const { return false; }
+
 Status BackendInterface::set_option(BackendOptionContext&, Span<const BackendOption>) {
   return Status::ok();
 }

@@ -82,6 +82,12 @@ class BackendInterface {
   /// Releases a handle returned by init. Default: nothing.
   virtual void destroy(DelegateHandle* handle) const;
 
+  /// Whether the backend runs its delegates on CPU worker threads of its own (a thread pool or
+  /// an OpenMP team). When a Method has delegates on two such backends, the runtime names the
+  /// others to each at init (BackendInitContext::cpu_pool_peers) so that their pools do not
+  /// oversubscribe the CPUs. Default: false.
+  virtual bool uses_cpu_thread_pool() const;
+
   /// Hook called with global options after the framework validated them (Global scope, all of
   /// one set_option call). Return an error to reject the whole set. Called with the backend's
   /// option lock held: must not call set_option/get_option. Default: accept.

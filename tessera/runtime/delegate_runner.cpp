@@ -103,8 +103,24 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
   return Status::ok();
 }
 
+CpuPoolBackends cpu_pool_backends(const fb::Method* method, const LoadOptions& options) {
+  CpuPoolBackends pools;
+  for (uint32_t i = 0; i < count(method->delegates()); ++i) {
+    const std::string_view name =
+        options.retarget_of(method->delegates()->Get(i)->backend()->string_view());
+    bool seen = false;
+    for (size_t j = 0; j < pools.size; ++j) seen |= pools.names[j] == name;
+    if (seen || pools.size == CpuPoolBackends::kMax) continue;
+    // An unknown backend fails its delegate's load later, with its own error.
+    auto backend = get_backend(name);
+    if (backend.ok() && (*backend)->uses_cpu_thread_pool()) pools.names[pools.size++] = name;
+  }
+  return pools;
+}
+
 Status load_delegate(const Program& program, const fb::Method* method, const fb::Instruction* ins,
-                     const LoadOptions& options, MethodState* s, DelegateStep* out) {
+                     const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
+                     DelegateStep* out) {
   MemoryAllocator& alloc = *s->allocator;
   const fb::Delegate* d = method->delegates()->Get(static_cast<uint32_t>(ins->delegate()));
   const fb::Graph* graph = d->payload_nested_root();
@@ -208,7 +224,16 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     TESSERA_RETURN_IF_ERROR(resolve_options(name, *b, d->id()->string_view(), use_specs,
                                             options.backend_options, options.delegate_options,
                                             validation, resolved));
+    // The other CPU pools of this method (the chosen backend's own excluded).
+    std::string_view peers[CpuPoolBackends::kMax];
+    size_t npeers = 0;
+    if (b->uses_cpu_thread_pool()) {
+      for (size_t p = 0; p < pools.size; ++p) {
+        if (pools.names[p] != name) peers[npeers++] = pools.names[p];
+      }
+    }
     BackendInitContext::Params params;
+    params.cpu_pool_peers = {peers, npeers};
     params.method_allocator = &alloc;
     params.options = resolved;
     params.method_name = method->name()->string_view();

@@ -1,6 +1,9 @@
 // Internal: loading, running and destroying a Method's delegates, and the execute loop.
 #pragma once
 
+#include <cstddef>
+#include <string_view>
+
 #include "tessera/core/status.h"
 #include "tessera/ir/schema.h"
 #include "tessera/runtime/method_state.h"
@@ -14,10 +17,22 @@ struct LoadOptions;
 
 namespace tessera::internal {
 
+/// The distinct backends, retargets applied, that a Method's delegates are initialised on and
+/// that run CPU thread pools of their own (BackendInterface::uses_cpu_thread_pool). Names are
+/// borrowed from the program and the LoadOptions.
+struct CpuPoolBackends {
+  static constexpr size_t kMax = 8;
+  std::string_view names[kMax];
+  size_t size = 0;
+};
+CpuPoolBackends cpu_pool_backends(const fb::Method* method, const LoadOptions& options);
+
 /// Picks the backend for delegate instruction `ins` (retarget, fallback chain), resolves its
-/// options, and initialises it into `*out`. On failure nothing stays initialised.
+/// options, and initialises it into `*out`, telling it which other backends of `pools` share
+/// the CPUs with it. On failure nothing stays initialised.
 Status load_delegate(const Program& program, const fb::Method* method, const fb::Instruction* ins,
-                     const LoadOptions& options, MethodState* state, DelegateStep* out);
+                     const LoadOptions& options, const CpuPoolBackends& pools, MethodState* state,
+                     DelegateStep* out);
 
 void destroy_delegate(DelegateStep* step);
 

@@ -148,6 +148,8 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   s->kernels = alloc->allocate_array<internal::KernelStep>(num_kernels ? num_kernels : 1);
   s->delegates = alloc->allocate_array<internal::DelegateStep>(num_delegates ? num_delegates : 1);
   if (!s->steps || !s->kernels || !s->delegates) return no_memory("instructions", n * 64);
+  // Backends with CPU thread pools are told which others share the CPUs in this method.
+  const internal::CpuPoolBackends pools = internal::cpu_pool_backends(m, options);
 
   for (uint32_t i = 0; i < n; ++i) {
     const fb::Instruction* ins = m->chain()->Get(i);
@@ -182,7 +184,7 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
       internal::DelegateStep& d = s->delegates[s->num_delegates];
       d = internal::DelegateStep{};
       // Counted before init so that a failure part-way destroys what was initialised.
-      TESSERA_RETURN_IF_ERROR(internal::load_delegate(program, m, ins, options, s, &d));
+      TESSERA_RETURN_IF_ERROR(internal::load_delegate(program, m, ins, options, pools, s, &d));
       s->steps[i] = {true, s->num_delegates++};
     }
   }

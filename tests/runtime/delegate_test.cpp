@@ -44,7 +44,13 @@ class DelegateTest : public ::testing::Test {
           -> Result<DelegateHandle*> {
         std::lock_guard<std::mutex> lock(mutex_);
         auto threads = ctx.get(kThreads);
-        inits_.push_back({std::string(name), std::string(ctx.delegate_id()), threads.ok() ? *threads : -1});
+        std::string peers;
+        for (std::string_view peer : ctx.cpu_pool_peers()) {
+          if (!peers.empty()) peers += ',';
+          peers += peer;
+        }
+        inits_.push_back({std::string(name), std::string(ctx.delegate_id()),
+                          threads.ok() ? *threads : -1, peers});
         return to_handle(&g_handle_target);  // nothing to free
       };
       stub->on_execute = [](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
@@ -64,6 +70,7 @@ class DelegateTest : public ::testing::Test {
   struct Init {
     std::string backend, id;
     int64_t threads;
+    std::string cpu_pool_peers;  // comma-separated
   };
   Program load_program(const ir::ProgramBuilder& pb) {
     auto bytes = pb.build();
@@ -279,6 +286,41 @@ TEST_F(DelegateTest, RetargetRunsOnAnotherBackendOrNamesTheMissingOp) {
   EXPECT_STREQ(m2.status().message(),
                "delegate 'stub_a#0' cannot run on backend 'stub_b': it does not support op 'Relu' "
                "(node 'relu0')");
+}
+
+// Backends with CPU thread pools learn which other backends of the same method have one.
+TEST_F(DelegateTest, CpuPoolPeersNameTheMethodsOtherPoolBackends) {
+  Program mixed = load_program(testing::delegate_chain_program({"stub_a", "stub_b", "stub_a"}));
+  Program single = load_program(testing::delegate_chain_program({"stub_a", "stub_a"}));
+  stubs_["stub_a"]->cpu_thread_pool = true;
+  stubs_["stub_b"]->cpu_thread_pool = true;
+  ASSERT_TRUE(mixed.load_method("forward").ok());
+  ASSERT_EQ(inits_.size(), 3u);
+  EXPECT_EQ(inits_[0].cpu_pool_peers, "stub_b");
+  EXPECT_EQ(inits_[1].cpu_pool_peers, "stub_a");
+  EXPECT_EQ(inits_[2].cpu_pool_peers, "stub_b");
+
+  // One pool backend alone: no peers.
+  inits_.clear();
+  ASSERT_TRUE(single.load_method("forward").ok());
+  ASSERT_EQ(inits_.size(), 2u);
+  EXPECT_EQ(inits_[0].cpu_pool_peers, "");
+  EXPECT_EQ(inits_[1].cpu_pool_peers, "");
+
+  // Retargeted onto one backend: the method runs one pool.
+  inits_.clear();
+  LoadOptions retarget;
+  ASSERT_TRUE(retarget.add_retarget("stub_b", "stub_a").is_ok());
+  ASSERT_TRUE(mixed.load_method("forward", nullptr, retarget).ok());
+  ASSERT_EQ(inits_.size(), 3u);
+  for (const Init& init : inits_) EXPECT_EQ(init.cpu_pool_peers, "") << init.id;
+
+  // A backend without a pool is neither told nor named.
+  inits_.clear();
+  stubs_["stub_b"]->cpu_thread_pool = false;
+  ASSERT_TRUE(mixed.load_method("forward").ok());
+  ASSERT_EQ(inits_.size(), 3u);
+  for (const Init& init : inits_) EXPECT_EQ(init.cpu_pool_peers, "") << init.id;
 }
 
 TEST_F(DelegateTest, ExecuteOptionsReachTheBackendPerCall) {

@@ -39,10 +39,12 @@ class StubBackend : public BackendInterface {
   std::function<bool(const OpView&)> on_supports_op;
   std::atomic<bool> available{true};
   std::atomic<const char*> why_unavailable{""};  // static strings only
+  std::atomic<bool> cpu_thread_pool{false};       // what uses_cpu_thread_pool() answers
 
   bool is_available() const override { return available.load(); }
   const char* unavailable_reason() const override { return why_unavailable.load(); }
   Span<const OptionSpec> option_schema() const override { return schema_; }
+  bool uses_cpu_thread_pool() const override { return cpu_thread_pool.load(); }
   bool supports_op(const OpView& op) const override {
     return on_supports_op ? on_supports_op(op) : true;
   }

@@ -13,6 +13,7 @@
 #include "tessera/backends/onednn/graph_builder.h"
 #include "tessera/backends/onednn/options.h"
 #include "tessera/backends/onednn/supports.h"
+#include "tessera/backends/onednn/threading.h"
 #include "tessera/ir/schema.h"
 
 namespace tessera::onednn {
@@ -67,7 +68,9 @@ constexpr OptionSpec kSchema[] = {
         "OpenMP team size for this delegate's primitives, 0 = auto: derived from the load's "
         "policy (latency: the usable performance cores, fewer when other processes keep CPUs "
         "busy; power_saver: 1); set around init and each execute and restored, so "
-        "other delegates and the application's OpenMP use keep theirs"),
+        "other delegates and the application's OpenMP use keep theirs. 1 in a method that also "
+        "has delegates on another CPU thread pool (xnnpack): idle OpenMP workers busy-wait and "
+        "would starve it"),
     OptionSpec::enumeration(
         "precision", "fp32", kPrecisionChoices, OptionScope::Load | OptionScope::Delegate,
         "fp32; bf16 = bf16 weights and activations with fp32 accumulation (needs native bf16: "
@@ -210,10 +213,19 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
   }
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
   build.threads = threads > 0 ? static_cast<int>(threads) : static_cast<int>(policy.threads);
-  if (threads == 0) {
+  // Another backend's CPU thread pool in the same method: one thread (threading.h).
+  const int team = team_size_with_peers(build.threads, threads > 0, context.cpu_pool_peers(),
+                                        context.delegate_id());
+  if (team != build.threads) {
+    context.report_derived("num_threads", std::to_string(team),
+                           "%s: the method also runs another backend's CPU thread pool (idle "
+                           "OpenMP workers busy-wait and would starve it), so 1 instead of %d",
+                           threads > 0 ? "set" : "auto", build.threads);
+  } else if (threads == 0) {
     context.report_derived("num_threads", std::to_string(build.threads), "auto: %s",
                            policy.threads_reason);
   }
+  build.threads = team;
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
@@ -241,6 +253,8 @@ Status OnednnBackend::execute(BackendExecutionContext& context, DelegateHandle* 
 void OnednnBackend::destroy(DelegateHandle* handle) const {
   delete from_handle<Delegate>(handle);
 }
+
+bool OnednnBackend::uses_cpu_thread_pool() const { return true; }
 
 Status OnednnBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
   for (const BackendOption& o : options) {

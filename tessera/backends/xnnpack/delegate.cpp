@@ -16,16 +16,16 @@ OwnedFloats allocate_floats(size_t count) {
   return OwnedFloats(static_cast<float*>(p));
 }
 
-void Conversion::run(const float* in, float* out, pthreadpool_t pool) const {
+void Conversion::run(const float* in, float* out, pthreadpool_t pool, uint32_t pool_flags) const {
   switch (kind) {
     case Kind::Copy:
       if (in != out && numel != 0) std::memcpy(out, in, numel * sizeof(float));
       return;
     case Kind::ToChannelsLast:
-      nchw_to_nhwc(in, out, n, c, s, pool);
+      nchw_to_nhwc(in, out, n, c, s, pool, pool_flags);
       return;
     case Kind::ToIdentity:
-      nhwc_to_nchw(in, out, n, c, s, pool);
+      nhwc_to_nchw(in, out, n, c, s, pool, pool_flags);
       return;
   }
 }
@@ -72,14 +72,14 @@ void concat_rows(void* context, size_t begin, size_t count) {
 
 }  // namespace
 
-void Delegate::concat(const Step& step, pthreadpool_t threads) {
+void Delegate::concat(const Step& step, pthreadpool_t threads, uint32_t pool_flags) {
   ConcatTask task{this, &step, 0};
   for (size_t k = 0; k < step.num_parts; ++k)
     task.row_floats += concat_parts[step.first_part + k].inner;
   if (threads != nullptr && step.outer > 1 && step.outer * task.row_floats >= (size_t{1} << 16)) {
     const size_t tile =
         std::max<size_t>(1, (size_t{1} << 12) / std::max<size_t>(1, task.row_floats));
-    pthreadpool_parallelize_1d_tile_1d(threads, concat_rows, &task, step.outer, tile, 0);
+    pthreadpool_parallelize_1d_tile_1d(threads, concat_rows, &task, step.outer, tile, pool_flags);
   } else {
     concat_rows(&task, 0, step.outer);
   }
@@ -159,6 +159,10 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     return per_node->execute(context, args);
   }
   pthreadpool_t threads = pool.get();
+  // yield_workers: the workers sleep after the conversions and concats this code runs on the
+  // pool too, not only after each runtime's last operator (which XNNPACK flags itself).
+  const uint32_t pool_flags =
+      (runtime_flags & XNN_FLAG_YIELD_WORKERS) != 0 ? PTHREADPOOL_FLAG_YIELD_WORKERS : 0;
 
   for (Buffer& b : buffers) {
     if (b.arg >= 0) b.data = args[static_cast<size_t>(b.arg)]->to_tensor().data_as<float>();
@@ -167,7 +171,7 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
   Clock::time_point start = profile ? Clock::now() : Clock::time_point();
   for (const InputStage& in : inputs) {
     in.conversion.run(args[static_cast<size_t>(in.arg)]->to_tensor().data_as<const float>(),
-                      buffers[static_cast<size_t>(in.buffer)].data, threads);
+                      buffers[static_cast<size_t>(in.buffer)].data, threads, pool_flags);
   }
   if (profile) context.report_event(event_names[event].data(), ms_since(start));
   ++event;
@@ -176,10 +180,10 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     if (step.kind == Step::Kind::Invoke) {
       TESSERA_RETURN_IF_ERROR(invoke(runtimes[static_cast<size_t>(step.runtime)]));
     } else if (step.kind == Step::Kind::Concat) {
-      concat(step, threads);
+      concat(step, threads, pool_flags);
     } else {
       step.conversion.run(buffers[static_cast<size_t>(step.src)].data,
-                          buffers[static_cast<size_t>(step.dst)].data, threads);
+                          buffers[static_cast<size_t>(step.dst)].data, threads, pool_flags);
     }
     if (profile) context.report_event(event_names[event].data(), ms_since(start));
     ++event;
@@ -189,7 +193,7 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     const float* src =
         out.buffer >= 0 ? buffers[static_cast<size_t>(out.buffer)].data : out.constant;
     out.conversion.run(src, args[static_cast<size_t>(out.arg)]->to_tensor().data_as<float>(),
-                       threads);
+                       threads, pool_flags);
   }
   if (profile) context.report_event(event_names[event].data(), ms_since(start));
   return Status::ok();

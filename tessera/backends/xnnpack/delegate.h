@@ -47,7 +47,7 @@ struct Conversion {
   int64_t n = 1, c = 1, s = 1;  // for the transposes
   size_t numel = 0;
 
-  void run(const float* in, float* out, pthreadpool_t pool) const;
+  void run(const float* in, float* out, pthreadpool_t pool, uint32_t pool_flags) const;
 };
 
 /// A tensor held outside the XNNPACK runtimes: a staged input, a value passed between runtimes,
@@ -144,7 +144,7 @@ class Delegate {
 
  private:
   Status invoke(Runtime& runtime);
-  void concat(const Step& step, pthreadpool_t pool);
+  void concat(const Step& step, pthreadpool_t pool, uint32_t pool_flags);
 };
 
 }  // namespace tessera::xnnpack

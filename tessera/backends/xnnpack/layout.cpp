@@ -172,7 +172,7 @@ void transpose_task(void* context, size_t index0, size_t index1) {
 }
 
 void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t cols,
-               pthreadpool_t pool) {
+               pthreadpool_t pool, uint32_t pool_flags) {
   if (rows == 1 || cols == 1) {
     std::copy(in, in + n * rows * cols, out);
     return;
@@ -183,7 +183,7 @@ void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t col
       pthreadpool_get_threads_count(pool) > 1) {
     pthreadpool_parallelize_2d(pool, transpose_task, &task,
                                static_cast<size_t>(n * task.row_blocks),
-                               static_cast<size_t>(column_tiles), 0);
+                               static_cast<size_t>(column_tiles), pool_flags);
     return;
   }
   for (int64_t i = 0; i < n * task.row_blocks; ++i) {
@@ -195,14 +195,14 @@ void transpose(const float* in, float* out, int64_t n, int64_t rows, int64_t col
 
 }  // namespace
 
-void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s,
-                  pthreadpool_t pool) {
-  transpose(in, out, n, c, s, pool);
+void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool,
+                  uint32_t pool_flags) {
+  transpose(in, out, n, c, s, pool, pool_flags);
 }
 
-void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s,
-                  pthreadpool_t pool) {
-  transpose(in, out, n, s, c, pool);
+void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool,
+                  uint32_t pool_flags) {
+  transpose(in, out, n, s, c, pool, pool_flags);
 }
 
 void permute(const float* in, const Dims& in_dims, const int* perm, float* out) {

@@ -49,10 +49,12 @@ Dims physical_dims(const Dims& logical, int rank, Layout layout);
 bool same_memory_order(const Dims& logical, int rank_a, Layout a, int rank_b, Layout b);
 
 /// NCHW -> NHWC over [n, c, s] (s = H * W): out[n][s][c] = in[n][c][s]. `pool` may be null; it
-/// is used for large tensors.
-void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool);
+/// is used for large tensors, with `pool_flags` (PTHREADPOOL_FLAG_*).
+void nchw_to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool,
+                  uint32_t pool_flags = 0);
 /// NHWC -> NCHW over [n, s, c]: out[n][c][s] = in[n][s][c].
-void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool);
+void nhwc_to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t s, pthreadpool_t pool,
+                  uint32_t pool_flags = 0);
 
 /// General permutation for load-time weight reordering: out has dims in[perm[0]], in[perm[1]],
 /// ...; element size 4 bytes. Slow and simple; never on the execute path.

@@ -28,6 +28,9 @@ class XnnpackBackend final : public BackendInterface {
   Status execute(BackendExecutionContext& context, DelegateHandle* handle,
                  Span<EValue*> args) const override;
   void destroy(DelegateHandle* handle) const override;
+  /// True: delegates run on pthreadpools (thread_pools.h). A method that also has onednn
+  /// delegates keeps this pool and runs oneDNN's on one thread (onednn/threading.h).
+  bool uses_cpu_thread_pool() const override;
   /// A new global num_threads drops the shared pool: later loads create one of the new size;
   /// delegates already loaded keep theirs.
   Status set_option(BackendOptionContext& context, Span<const BackendOption> options) override;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -60,6 +61,8 @@ struct RunOptions {
   std::string delegate_id;  // empty: "<backend>#0"
   /// The load's policy decision as the runtime would pass it; null: the context's fallback.
   const PolicyDecision* policy = nullptr;
+  /// BackendInitContext::cpu_pool_peers: other CPU pool backends of the (imagined) method.
+  std::vector<std::string_view> cpu_pool_peers;
 };
 
 /// An initialised delegate with its inputs/outputs, for tests that run it several times.

@@ -69,6 +69,38 @@ TEST(OnednnOptions, NumThreadsPerDelegateRestoresCaller) {
             static_cast<int>(DeviceInfo::get().recommended_threads()));
 }
 
+// Beside another backend's CPU thread pool in the same method, primitives run on one thread
+// (onednn/threading.h), whether num_threads was set or left at auto; alone, as requested.
+TEST(OnednnOptions, OneThreadBesideAnotherCpuPool) {
+  GraphCase g = small_net();
+  LoadBackendOptionsMap load;
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kNumThreads, int64_t{2}).is_ok());
+  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  RunOptions alone;
+  alone.load = &load;
+  Session two;
+  ASSERT_TRUE(two.init(g, alone).is_ok());
+  EXPECT_EQ(summarize_delegate(two.handle()).threads, 2);
+
+  RunOptions mixed = alone;
+  mixed.cpu_pool_peers = {"xnnpack"};
+  Session one;
+  ASSERT_TRUE(one.init(g, mixed).is_ok());
+  EXPECT_EQ(summarize_delegate(one.handle()).threads, 1);
+  std::vector<Floats> out;
+  ASSERT_TRUE(one.run(random_inputs(g, 3), &out).is_ok());
+  auto want = run_portable(g, random_inputs(g, 3));
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE(close(out, *want));
+
+  RunOptions mixed_auto;
+  mixed_auto.cpu_pool_peers = {"xnnpack"};
+  Session auto_threads;
+  ASSERT_TRUE(auto_threads.init(g, mixed_auto).is_ok());
+  EXPECT_EQ(summarize_delegate(auto_threads.handle()).threads, 1);
+}
+
 TEST(OnednnOptions, Profile) {
   GraphCase g = small_net();
   Session s;
