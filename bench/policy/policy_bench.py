@@ -14,7 +14,7 @@ the median over rounds of each round's median latency.
 
 Usage (after building and exporting the fixtures, `ninja -C build model_fixtures`):
   /usr/bin/python3 bench/policy/policy_bench.py --build build [--models a,b] [--rounds 3]
-      [--iterations 30] [--part threads|neighbour|both] [--extra] [--json OUT]
+      [--iterations 30] [--part threads|neighbour|both] [--extra] [--json OUT] [--fixtures DIR]
 """
 import argparse
 import json
@@ -117,10 +117,11 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--part", choices=["threads", "neighbour", "both"], default="both")
     p.add_argument("--json", default="")
+    p.add_argument("--fixtures", default="", help="default: BUILD/fixtures")
     args = p.parse_args()
     args.run = os.path.join(args.build, "tools/tessera-run/tessera-run")
     args.compile = os.path.join(args.build, "tools/tessera-compile/tessera-compile")
-    args.fixtures = os.path.join(args.build, "fixtures")
+    args.fixtures = args.fixtures or os.path.join(args.build, "fixtures")
     args.work = os.path.join(args.build, "bench-policy")
     os.makedirs(args.work, exist_ok=True)
     models = args.models.split(",") if args.models else BASE_MODELS + (EXTRA_MODELS if args.extra else [])

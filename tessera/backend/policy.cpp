@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "tessera/backend/device_info.h"
 
@@ -130,6 +131,15 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
       break;
   }
   return d;
+}
+
+void limit_threads_for_small_methods(uint64_t work_bytes, PolicyDecision* decision) {
+  if (decision->threads <= 1 || work_bytes >= kSmallMethodBytes) return;
+  const size_t used = std::strlen(decision->threads_reason);
+  std::snprintf(decision->threads_reason + used, sizeof decision->threads_reason - used,
+                "; 1 for a small method (%llu KiB of activations and weights)",
+                static_cast<unsigned long long>(work_bytes >> 10));
+  decision->threads = 1;
 }
 
 PolicyDecision decide_policy_now(Policy requested) {

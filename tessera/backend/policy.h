@@ -50,6 +50,17 @@ struct PolicyDecision {
 /// them first for current values). Pure: no I/O.
 PolicyDecision decide_policy(Policy requested, const DeviceInfo& device);
 
+/// Methods whose activations and weights together stay below this many bytes run on one thread:
+/// their operators are so short that waking workers costs more than it saves. Measured with
+/// bench/policy (2 usable CPUs): a 2-layer MLP, a one-layer transformer and a 15-delegate op mix
+/// (4-480 KiB of activations, 20-130 KiB of weights) ran 1.4-5x slower at 2 threads;
+/// ShuffleNetV2 x0.5 (5.7 MiB + 5.2 MiB) and larger gained.
+inline constexpr uint64_t kSmallMethodBytes = uint64_t{1} << 20;
+
+/// Applies kSmallMethodBytes to `decision` for a method of `work_bytes` (activation arena plus
+/// constants): one thread, with the reason appended. No change for larger methods or 1 thread.
+void limit_threads_for_small_methods(uint64_t work_bytes, PolicyDecision* decision);
+
 /// Decides on this machine now: DeviceInfo::get() with its power, thermal and load state
 /// re-read (the CPU load is sampled only for `auto` on more than one usable CPU).
 PolicyDecision decide_policy_now(Policy requested);

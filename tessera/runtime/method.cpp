@@ -113,6 +113,8 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
     const Policy requested = options.has_policy ? options.policy : default_policy();
     *s->policy = options.device_info != nullptr ? decide_policy(requested, *options.device_info)
                                                 : decide_policy_now(requested);
+    limit_threads_for_small_methods(m->arena_size() + program.flatbuffer()->segment_size(),
+                                    s->policy);
   }
 
   // The activation arena.

@@ -95,6 +95,17 @@ TEST(Policy, AffinityAndQuotaBoundTheThreads) {
   EXPECT_STREQ(quota.threads_reason, "1 usable performance core, cpu quota 1.50, policy latency");
 }
 
+TEST(Policy, SmallMethodsRunOnOneThread) {
+  PolicyDecision d = decide_policy(Policy::Latency, machine("amd_vm"));
+  limit_threads_for_small_methods(kSmallMethodBytes, &d);  // not small
+  EXPECT_EQ(d.threads, 2u);
+  limit_threads_for_small_methods(200 * 1024, &d);
+  EXPECT_EQ(d.threads, 1u);
+  EXPECT_STREQ(d.threads_reason,
+               "2 usable performance cores, policy latency; 1 for a small method (200 KiB of "
+               "activations and weights)");
+}
+
 TEST(Policy, AutoLeavesCpusThatOthersKeepBusy) {
   const DeviceInfo busy = machine("busy_neighbour", /*sample_load=*/true);
   const PolicyDecision d = decide_policy(Policy::Auto, busy);

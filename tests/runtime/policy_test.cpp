@@ -23,7 +23,8 @@ using testing::machine;
 class PolicyLoad : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto bytes = testing::delegate_chain_program({"xnnpack", "portable"}).build();
+    // 2 MiB of activations: above kSmallMethodBytes, so the policy's thread count stands.
+    auto bytes = testing::delegate_chain_program({"xnnpack", "portable"}, {}, {512, 1024}).build();
     ASSERT_TRUE(bytes.ok());
     buffer_ = std::make_unique<testing::AlignedBuffer>(*bytes);
     loader_ = std::make_unique<BufferDataLoader>(buffer_->data(), buffer_->size());
@@ -85,6 +86,25 @@ TEST_F(PolicyLoad, ProcessDefaultPolicyAppliesToLoadsThatSetNone) {
   set_default_policy(Policy::Auto);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->policy().requested, Policy::PowerSaver);
+  EXPECT_STREQ(derived(*m, "num_threads").value, "1");
+}
+
+TEST(PolicyLoadSmall, SmallMethodsRunOnOneThread) {
+  auto bytes = testing::delegate_chain_program({"xnnpack"}).build();  // [2, 4]: 32 bytes
+  ASSERT_TRUE(bytes.ok());
+  testing::AlignedBuffer buffer(*bytes);
+  BufferDataLoader loader(buffer.data(), buffer.size());
+  auto program = Program::load(&loader);
+  ASSERT_TRUE(program.ok());
+  const DeviceInfo mains = machine("arm_phone_mains");
+  LoadOptions o;
+  o.device_info = &mains;
+  auto m = program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->policy().threads, 1u);
+  EXPECT_STREQ(m->policy().threads_reason,
+               "4 usable performance cores, policy latency (auto); 1 for a small method (0 KiB of "
+               "activations and weights)");
   EXPECT_STREQ(derived(*m, "num_threads").value, "1");
 }
 

@@ -82,22 +82,25 @@ namespace tessera::testing {
 
 /// forward(x: float32[2, 4]) runs a chain of delegates, one per entry of `backends`, each a
 /// payload graph `Relu` over [2, 4]. Ids are "<backend>#<n>", n counting per backend. Compile
-/// specs for delegate i come from `specs[i]` when given.
+/// specs for delegate i come from `specs[i]` when given. `shape` replaces [2, 4] (a large one
+/// makes a method the policy does not treat as small).
 inline ir::ProgramBuilder delegate_chain_program(
     const std::vector<std::string>& backends,
-    const std::vector<std::vector<ir::CompileSpecDesc>>& specs = {}) {
+    const std::vector<std::vector<ir::CompileSpecDesc>>& specs = {},
+    const std::vector<int64_t>& shape = {2, 4}) {
   ir::ProgramBuilder pb;
   ir::MethodBuilder& m = pb.add_method("forward");
-  int prev = m.add_input("x", ScalarType::Float32, {2, 4});
+  const std::vector<ir::Dim> dims(shape.begin(), shape.end());
+  int prev = m.add_input("x", ScalarType::Float32, dims);
   std::vector<std::pair<std::string, int>> counters;
   for (size_t i = 0; i < backends.size(); ++i) {
     // Appended, not "v" + to_string(i): GCC 12 warns -Wrestrict on that (a false positive).
     std::string value_name = "v";
     value_name += std::to_string(i);
-    int next = m.add_tensor(value_name, ScalarType::Float32, {2, 4});
+    int next = m.add_tensor(value_name, ScalarType::Float32, dims);
     ir::Graph g;
     ir::Value v;
-    v.dims = {2, 4};
+    v.dims = dims;
     g.values = {v, v};
     ir::Node relu;
     relu.op = fb::OpType::Relu;

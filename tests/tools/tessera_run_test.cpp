@@ -35,7 +35,8 @@ class TesseraRun : public ::testing::Test {
     ASSERT_TRUE(testing::add_relu_mul_program().write(dir_ + "/kernels.tsr").is_ok());
     ASSERT_TRUE(testing::add_relu_mul_program(true).write(dir_ + "/symbolic.tsr").is_ok());
     ASSERT_TRUE(testing::delegate_chain_program({"portable"}).write(dir_ + "/delegate.tsr").is_ok());
-    ASSERT_TRUE(testing::delegate_chain_program({"xnnpack", "onednn"})
+    // 2 MiB of activations: not a small method, so the policy's threads stand.
+    ASSERT_TRUE(testing::delegate_chain_program({"xnnpack", "onednn"}, {}, {512, 1024})
                     .write(dir_ + "/cpu_backends.tsr")
                     .is_ok());
     // An input file: x = float32[2, 4].
