@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <iterator>
+#include <mutex>
 #include <thread>
 
 #include <cpuinfo.h>
@@ -226,7 +226,9 @@ DeviceProbe DeviceProbe::from_environment() {
   return probe;
 }
 
-DeviceInfo DeviceInfo::detect() { return detect(DeviceProbe::from_environment()); }
+DeviceInfo DeviceInfo::detect() {
+  return detect(DeviceProbe::from_environment());
+}
 
 DeviceInfo DeviceInfo::detect(const DeviceProbe& probe) {
   DeviceInfo info;

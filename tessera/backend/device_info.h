@@ -94,9 +94,9 @@ struct PowerInfo {
   static constexpr size_t kMaxBatteries = 4;
   uint32_t num_batteries = 0;
   BatteryInfo batteries[kMaxBatteries];
-  int8_t mains_online = -1;          // -1: no mains/USB supply is listed; 0 or 1 otherwise
-  char platform_profile[32] = {};    // /sys/firmware/acpi/platform_profile ("" when absent)
-  bool power_saver = false;          // a power-saving profile is in effect
+  int8_t mains_online = -1;        // -1: no mains/USB supply is listed; 0 or 1 otherwise
+  char platform_profile[32] = {};  // /sys/firmware/acpi/platform_profile ("" when absent)
+  bool power_saver = false;        // a power-saving profile is in effect
 
   Span<const BatteryInfo> battery_list() const { return {batteries, num_batteries}; }
   /// True when some present battery discharges and no mains supply is online.
@@ -107,9 +107,9 @@ struct PowerInfo {
 
 /// The hottest thermal zone and its passive trip point.
 struct ThermalInfo {
-  bool known = false;                 // at least one zone was readable
-  int32_t max_millicelsius = 0;       // hottest zone's temperature
-  char zone_type[32] = {};            // its type ("x86_pkg_temp", "cpu-thermal", ...)
+  bool known = false;                     // at least one zone was readable
+  int32_t max_millicelsius = 0;           // hottest zone's temperature
+  char zone_type[32] = {};                // its type ("x86_pkg_temp", "cpu-thermal", ...)
   int32_t passive_trip_millicelsius = 0;  // that zone's lowest passive trip; 0 = none
   bool passive_trip_exceeded = false;     // some zone is at or past its passive trip
 };
@@ -117,12 +117,12 @@ struct ThermalInfo {
 /// How busy the machine is because of other processes.
 struct LoadInfo {
   bool known = false;
-  uint32_t runnable_tasks = 0;    // /proc/loadavg: running tasks, this process's threads included
+  uint32_t runnable_tasks = 0;  // /proc/loadavg: running tasks, this process's threads included
   double load_average_1m = 0;
   /// CPUs' worth of time other processes used over the sample window, on the CPUs this process
   /// may use (0 = idle machine; 1.0 = one CPU fully busy).
   double busy_cpus = 0;
-  double window_ms = 0;           // length of the sample window; 0 = no window was sampled
+  double window_ms = 0;  // length of the sample window; 0 = no window was sampled
 };
 
 enum class OpenClDeviceType : uint8_t { Cpu, Gpu, Accelerator, Other };
@@ -215,14 +215,14 @@ struct DeviceInfo {
 
   char cpu_name[64] = {};
   const char* vendor = "unknown";
-  uint32_t online_cpus = 1;          // logical CPUs online on the machine
-  uint32_t logical_processors = 1;   // the same (kept for earlier callers)
-  uint32_t physical_cores = 1;       // over the online CPUs
-  uint32_t performance_cores = 1;    // physical cores of performance clusters
+  uint32_t online_cpus = 1;         // logical CPUs online on the machine
+  uint32_t logical_processors = 1;  // the same (kept for earlier callers)
+  uint32_t physical_cores = 1;      // over the online CPUs
+  uint32_t performance_cores = 1;   // physical cores of performance clusters
   uint32_t efficiency_cores = 0;
-  CpuSet online;                     // online CPUs
-  CpuSet affinity;                   // CPUs this process may run on (affinity mask ∩ online)
-  double cpu_quota = 0;              // cgroup CPU bandwidth limit in CPUs; 0 = none
+  CpuSet online;         // online CPUs
+  CpuSet affinity;       // CPUs this process may run on (affinity mask ∩ online)
+  double cpu_quota = 0;  // cgroup CPU bandwidth limit in CPUs; 0 = none
   /// Logical CPUs this process may use: the affinity mask's online CPUs, bounded by the CPU
   /// quota (rounded down, at least 1).
   uint32_t usable_cpus = 1;

@@ -10,10 +10,10 @@
 namespace tessera {
 namespace {
 
-constexpr const char* kIsaNames[] = {"sse4_2",   "avx",       "avx2",     "fma",         "f16c",
-                                     "avx512f",  "avx512bw",  "avx512vnni", "avx512_bf16", "amx_tile",
-                                     "amx_int8", "amx_bf16",  "neon",     "neon_fp16",   "neon_dot",
-                                     "arm_bf16", "sve",       "sve2"};
+constexpr const char* kIsaNames[] = {
+    "sse4_2",   "avx",        "avx2",        "fma",      "f16c",     "avx512f",
+    "avx512bw", "avx512vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16",
+    "neon",     "neon_fp16",  "neon_dot",    "arm_bf16", "sve",      "sve2"};
 
 std::string cache_text(const char* level, uint32_t bytes, uint32_t count) {
   char line[64];
@@ -65,8 +65,8 @@ std::string DeviceInfo::describe(bool with_opencl) const {
         c.cpus.to_list().c_str(), c.usable_cores, clock, capacity,
         c.performance ? "performance" : "efficiency");
   }
-  text += "caches (" + std::string(caches.source) + "): " +
-          cache_text("L1d", caches.l1d_bytes, caches.l1d_count) + ", " +
+  text += "caches (" + std::string(caches.source) +
+          "): " + cache_text("L1d", caches.l1d_bytes, caches.l1d_count) + ", " +
           cache_text("L2", caches.l2_bytes, caches.l2_count) + ", " +
           cache_text("L3", caches.l3_bytes, caches.l3_count) + "\n";
   if (memory.total_bytes > 0) {
@@ -85,7 +85,9 @@ std::string DeviceInfo::describe(bool with_opencl) const {
   }
   text += '\n';
   text += "power: ";
-  text += power.mains_online == 1 ? "mains online" : power.mains_online == 0 ? "mains offline" : "no mains supply listed";
+  text += power.mains_online == 1   ? "mains online"
+          : power.mains_online == 0 ? "mains offline"
+                                    : "no mains supply listed";
   if (power.num_batteries == 0) text += "; no battery";
   for (const BatteryInfo& b : power.battery_list()) {
     if (!b.present) {
@@ -116,8 +118,8 @@ std::string DeviceInfo::describe(bool with_opencl) const {
     text += format_line("load: %u runnable tasks, load average %.2f", load.runnable_tasks,
                         load.load_average_1m);
     if (load.window_ms > 0) {
-      text += format_line(", %.2f CPUs busy with other processes (%.0f ms sample)",
-                          load.busy_cpus, load.window_ms);
+      text += format_line(", %.2f CPUs busy with other processes (%.0f ms sample)", load.busy_cpus,
+                          load.window_ms);
     }
     text += '\n';
   } else {
@@ -195,9 +197,7 @@ std::string DeviceInfo::to_json(bool with_opencl) const {
   json p;
   json batteries = json::array();
   for (const BatteryInfo& b : power.battery_list()) {
-    json o = {{"name", b.name},
-              {"present", b.present},
-              {"status", battery_status_name(b.status)}};
+    json o = {{"name", b.name}, {"present", b.present}, {"status", battery_status_name(b.status)}};
     if (b.capacity_percent >= 0) o["capacity_percent"] = b.capacity_percent;
     batteries.push_back(o);
   }
@@ -217,8 +217,7 @@ std::string DeviceInfo::to_json(bool with_opencl) const {
     j["thermal"] = t;
   }
   if (load.known) {
-    json l = {{"runnable_tasks", load.runnable_tasks},
-              {"load_average_1m", load.load_average_1m}};
+    json l = {{"runnable_tasks", load.runnable_tasks}, {"load_average_1m", load.load_average_1m}};
     if (load.window_ms > 0) {
       l["busy_cpus"] = load.busy_cpus;
       l["window_ms"] = load.window_ms;
@@ -243,8 +242,10 @@ std::string DeviceInfo::to_json(bool with_opencl) const {
                            {"global_memory_bytes", d.global_memory_bytes},
                            {"max_work_group_size", d.max_work_group_size}});
       }
-      platforms.push_back(
-          {{"name", pl.name}, {"vendor", pl.vendor}, {"version", pl.version}, {"devices", devices}});
+      platforms.push_back({{"name", pl.name},
+                           {"vendor", pl.vendor},
+                           {"version", pl.version},
+                           {"devices", devices}});
     }
     o["platforms"] = platforms;
     j["opencl"] = o;

@@ -134,8 +134,8 @@ Cpuid make_cpuid(const DeviceProbe& probe) {
   while (std::getline(lines, line)) {
     if (line.empty() || line[0] == '#') continue;
     Cpuid::Entry e{};
-    if (std::sscanf(line.c_str(), "%x %x %x %x %x %x", &e.leaf, &e.subleaf, &e.regs[0],
-                    &e.regs[1], &e.regs[2], &e.regs[3]) == 6) {
+    if (std::sscanf(line.c_str(), "%x %x %x %x %x %x", &e.leaf, &e.subleaf, &e.regs[0], &e.regs[1],
+                    &e.regs[2], &e.regs[3]) == 6) {
       c.table.push_back(e);
     }
   }
@@ -147,10 +147,10 @@ Cpuid make_cpuid(const DeviceProbe& probe) {
 struct CpuFacts {
   uint32_t cpu = 0;
   uint32_t package = 0;
-  uint32_t core_key = 0;   // the lowest CPU number among its core's hardware threads
-  uint32_t capacity = 0;   // 0 = unknown
-  uint64_t max_khz = 0;    // 0 = unknown
-  int hybrid = -1;         // Intel hybrid: 1 = cpu_core (P), 0 = cpu_atom (E), -1 = not listed
+  uint32_t core_key = 0;  // the lowest CPU number among its core's hardware threads
+  uint32_t capacity = 0;  // 0 = unknown
+  uint64_t max_khz = 0;   // 0 = unknown
+  int hybrid = -1;        // Intel hybrid: 1 = cpu_core (P), 0 = cpu_atom (E), -1 = not listed
   uint64_t class_value = 0;
   bool performance = true;
 };
@@ -205,8 +205,8 @@ double v2_quota(const DeviceProbe& probe, std::string path) {
     if (read_text(probe, "sys/fs/cgroup" + path + (path == "/" ? "" : "/") + "cpu.max", &text)) {
       char max[32] = {};
       unsigned long long period = 0;
-      if (std::sscanf(text.c_str(), "%31s %llu", max, &period) == 2 && std::strcmp(max, "max") != 0 &&
-          period > 0) {
+      if (std::sscanf(text.c_str(), "%31s %llu", max, &period) == 2 &&
+          std::strcmp(max, "max") != 0 && period > 0) {
         double cpus = std::strtod(max, nullptr) / static_cast<double>(period);
         if (cpus > 0 && (best == 0 || cpus < best)) best = cpus;
       }
@@ -281,8 +281,8 @@ double read_cpu_quota(const DeviceProbe& probe) {
     std::string name;
     while (std::getline(names, name, ',')) has_cpu |= name == "cpu";
     if (!has_cpu) continue;
-    for (const char* mount : {"sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpu",
-                              "sys/fs/cgroup/cpuacct,cpu"}) {
+    for (const char* mount :
+         {"sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpu", "sys/fs/cgroup/cpuacct,cpu"}) {
       if (!dir_exists(probe, mount)) continue;
       std::string p = dir_exists(probe, std::string(mount) + path) ? path : "/";
       take(v1_quota(probe, mount, p));
@@ -514,8 +514,7 @@ bool caches_from_sysfs(const DeviceProbe& probe, DeviceInfo* info) {
     }
     uint64_t bytes = parse_cache_size(size);
     if (bytes == 0) continue;
-    set_cache(&info->caches, static_cast<uint32_t>(level), true, bytes, sharing,
-              info->online_cpus);
+    set_cache(&info->caches, static_cast<uint32_t>(level), true, bytes, sharing, info->online_cpus);
     any = true;
   }
   return any;
@@ -536,8 +535,7 @@ bool amd_legacy_caches(const Cpuid& cpuid, std::string_view vendor, DeviceInfo* 
   }
   if (cpuid.query(0x80000006u, 0, r)) {
     if ((r[2] >> 16) != 0) {
-      set_cache(&info->caches, 2, true, uint64_t{r[2] >> 16} * 1024, per_core,
-                info->online_cpus);
+      set_cache(&info->caches, 2, true, uint64_t{r[2] >> 16} * 1024, per_core, info->online_cpus);
       any = true;
     }
     if ((r[3] >> 18) != 0) {
@@ -781,7 +779,8 @@ double busy_cpus_between(const CpuTimes& before, const CpuTimes& after, uint64_t
   uint64_t busy = 0, elapsed = 0;
   uint32_t n = 0;
   for (uint32_t c = 0; c < after.busy.size() && c < before.busy.size(); ++c) {
-    if (!cpus.has(c) || after.total[c] < before.total[c] || after.busy[c] < before.busy[c]) continue;
+    if (!cpus.has(c) || after.total[c] < before.total[c] || after.busy[c] < before.busy[c])
+      continue;
     busy += after.busy[c] - before.busy[c];
     elapsed += after.total[c] - before.total[c];
     ++n;

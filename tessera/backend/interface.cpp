@@ -6,7 +6,9 @@ BackendInterface::~BackendInterface() = default;
 
 const char* BackendInterface::unavailable_reason() const { return ""; }
 
-const char* BackendInterface::derivation_doc() const { return ""; }
+const char* BackendInterface::derivation_doc() const {
+  return "";
+}
 
 Span<const OptionSpec> BackendInterface::option_schema() const {
   return {};
@@ -23,7 +25,9 @@ Result<Payload> BackendInterface::preprocess(const SubgraphView&, Span<const Com
 
 void BackendInterface::destroy(DelegateHandle*) const {}
 
-bool BackendInterface::uses_cpu_thread_pool() const { return false; }
+bool BackendInterface::uses_cpu_thread_pool() const {
+  return false;
+}
 
 Status BackendInterface::set_option(BackendOptionContext&, Span<const BackendOption>) {
   return Status::ok();

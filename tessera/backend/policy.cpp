@@ -55,8 +55,12 @@ Result<Policy> parse_policy(std::string_view name) {
                        static_cast<int>(name.size()), name.data());
 }
 
-void set_default_policy(Policy policy) { g_default_policy.store(policy); }
-Policy default_policy() { return g_default_policy.load(); }
+void set_default_policy(Policy policy) {
+  g_default_policy.store(policy);
+}
+Policy default_policy() {
+  return g_default_policy.load();
+}
 
 PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
   PolicyDecision d;
@@ -87,9 +91,10 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
         std::snprintf(d.reason, sizeof d.reason,
                       "auto: latency, %.1f CPUs busy with other processes", busy);
       } else {
-        std::snprintf(d.reason, sizeof d.reason, "auto: latency (%s%s)",
-                      device.power.on_battery() ? "on battery above the threshold" : "not on battery",
-                      device.thermal.known ? ", below thermal trips" : "");
+        std::snprintf(
+            d.reason, sizeof d.reason, "auto: latency (%s%s)",
+            device.power.on_battery() ? "on battery above the threshold" : "not on battery",
+            device.thermal.known ? ", below thermal trips" : "");
       }
     }
   } else {
@@ -126,8 +131,9 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
       d.threads = 1;
       d.yield_workers = true;
       d.expensive_load_transforms = false;
-      std::snprintf(d.threads_reason, sizeof d.threads_reason, "1 thread of %u, policy power_saver%s",
-                    all, requested == Policy::Auto ? " (auto)" : "");
+      std::snprintf(d.threads_reason, sizeof d.threads_reason,
+                    "1 thread of %u, policy power_saver%s", all,
+                    requested == Policy::Auto ? " (auto)" : "");
       break;
   }
   return d;

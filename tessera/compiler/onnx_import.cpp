@@ -987,7 +987,8 @@ Status Importer::pad() {
     value = t->is_float() ? t->f[0] : static_cast<float>(t->int_at(0).const_value());
   }
   const std::string mode = astr("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") return unsupported_use("mode '%s'", mode.c_str());
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return unsupported_use("mode '%s'", mode.c_str());
   for (int64_t p : pads) {
     if (p < 0) return unsupported_use("negative pads");
     if (p > kMaxDimValue) return node_error(Error::InvalidProgram, "pad %lld", static_cast<long long>(p));
@@ -1276,7 +1277,8 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
     ScalarType to;
     bool exact;
     const int64_t onnx_to = aint("to", 0);
-    if (!map_onnx_type(static_cast<int>(onnx_to), &to, &exact)) return unsupported_use("cast to %s", onnx_type_name(static_cast<int>(onnx_to)));
+    if (!map_onnx_type(static_cast<int>(onnx_to), &to, &exact))
+      return unsupported_use("cast to %s", onnx_type_name(static_cast<int>(onnx_to)));
     if (const HostTensor* t = known(x)) {
       HostTensor out;
       if (cast_tensor(*t, to, &out)) {

@@ -306,7 +306,9 @@ Result<int64_t> Method::symbol_value(std::string_view name) const {
 size_t Method::num_delegates() const { return state_->num_delegates; }
 const DelegateInfo& Method::delegate_info(size_t index) const { return *state_->delegates[index].info; }
 size_t Method::arena_bytes() const { return state_->arena_size; }
-const PolicyDecision& Method::policy() const { return *state_->policy; }
+const PolicyDecision& Method::policy() const {
+  return *state_->policy;
+}
 size_t Method::num_instructions() const { return state_->num_steps; }
 
 }  // namespace tessera

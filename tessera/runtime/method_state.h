@@ -56,8 +56,8 @@ struct MethodState {
   uint32_t num_symbols;
   uint8_t* arena;
   uint64_t arena_size;
-  PolicyDecision* policy;       // decided once for the load
-  const DeviceInfo* device;     // the machine it was decided on (null: DeviceInfo::get())
+  PolicyDecision* policy;    // decided once for the load
+  const DeviceInfo* device;  // the machine it was decided on (null: DeviceInfo::get())
 };
 
 }  // namespace tessera::internal

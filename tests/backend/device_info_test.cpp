@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/backend/device_info.h"
-#include "tests/testing/machines.h"
 #include "tessera/backend/device_probe.h"
+#include "tests/testing/machines.h"
 
 namespace tessera {
 namespace {
@@ -216,10 +216,12 @@ TEST(DeviceInfoParsers, CacheSizesAndStat) {
   EXPECT_EQ(internal::parse_cache_size("512"), 512u);
   EXPECT_EQ(internal::parse_cache_size("K"), 0u);
   EXPECT_EQ(internal::parse_cache_size("12x"), 0u);
-  const internal::CpuTimes a = internal::parse_proc_stat("cpu  1 2 3 4\ncpu0 10 0 10 80 0 0 0 0\n"
-                                                         "cpu1 0 0 0 100 0 0 0 0\nintr 5\n");
-  const internal::CpuTimes b = internal::parse_proc_stat("cpu0 20 0 20 140 0 0 0 0\n"
-                                                         "cpu1 50 0 0 150 0 0 0 0\n");
+  const internal::CpuTimes a = internal::parse_proc_stat(
+      "cpu  1 2 3 4\ncpu0 10 0 10 80 0 0 0 0\n"
+      "cpu1 0 0 0 100 0 0 0 0\nintr 5\n");
+  const internal::CpuTimes b = internal::parse_proc_stat(
+      "cpu0 20 0 20 140 0 0 0 0\n"
+      "cpu1 50 0 0 150 0 0 0 0\n");
   ASSERT_EQ(a.busy.size(), 2u);
   CpuSet both;
   both.add(0);

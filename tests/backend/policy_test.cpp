@@ -4,8 +4,8 @@
 #include <string>
 
 #include "tessera/backend/device_info.h"
-#include "tests/testing/machines.h"
 #include "tessera/backend/policy.h"
+#include "tests/testing/machines.h"
 
 namespace tessera {
 namespace {

@@ -7,12 +7,12 @@
 
 #include "tessera/backend/derived_values.h"
 #include "tessera/backend/device_info.h"
-#include "tests/testing/machines.h"
 #include "tessera/backend/policy.h"
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
+#include "tests/testing/machines.h"
 #include "tests/testing/test_programs.h"
 
 namespace tessera {

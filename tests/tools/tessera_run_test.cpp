@@ -74,10 +74,13 @@ TEST_F(TesseraRun, PrintsOutputsAndLatency) {
 TEST_F(TesseraRun, JsonReport) {
   RunResult r = run(dir_ + "/delegate.tsr --json --iterations 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* key : {"\"program\":", "\"method\":\"forward\"", "\"load_ms\":", "\"latency_ms\":{\"min\":",
-                          "\"median\":", "\"iterations\":3", "\"outputs\":[{\"name\":\"v0\",\"dtype\":\"float32\",\"shape\":[2,4]",
-                          "\"delegates\":[{\"id\":\"portable#0\",\"backend\":\"portable\",\"requested_backend\":\"portable\"",
-                          "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"default\",\"origin\":null}"}) {
+  for (const char* key :
+       {"\"program\":", "\"method\":\"forward\"",
+        "\"load_ms\":", "\"latency_ms\":{\"min\":", "\"median\":", "\"iterations\":3",
+        "\"outputs\":[{\"name\":\"v0\",\"dtype\":\"float32\",\"shape\":[2,4]",
+        "\"delegates\":[{\"id\":\"portable#0\",\"backend\":\"portable\",\"requested_backend\":"
+        "\"portable\"",
+        "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"default\",\"origin\":null}"}) {
     EXPECT_CONTAINS(r.out, key);
   }
 }
@@ -269,10 +272,9 @@ TEST_F(TesseraRun, ExplainNamesTheFrontEndOfEachOption) {
   // Left at its default and derived by the backend: the resolved value, then what was asked.
   EXPECT_CONTAINS(line_of(flags.out, "  num_threads "), "; requested 0, default)");
   RunResult plain = run(dir_ + "/xnnpack.tsr --json");
-  EXPECT_CONTAINS(
-      plain.out,
-      "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null,"
-      "\"resolved\":");
+  EXPECT_CONTAINS(plain.out,
+                  "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null,"
+                  "\"resolved\":");
 }
 
 TEST_F(TesseraRun, ProfileTurnsOnEachUsedBackendsProfiling) {
@@ -334,20 +336,26 @@ std::string machine_env(const char* name) {
 }
 
 TEST_F(TesseraRun, PolicyOnAPhoneOnBatteryAndOnMains) {
-  RunResult battery = run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_battery"));
+  RunResult battery =
+      run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_battery"));
   ASSERT_EQ(battery.exit_code, 0) << battery.err;
-  EXPECT_CONTAINS(battery.out, "policy   power_saver (auto: on battery at 15% (below 30%)); threads 1");
+  EXPECT_CONTAINS(battery.out,
+                  "policy   power_saver (auto: on battery at 15% (below 30%)); threads 1");
   EXPECT_CONTAINS(battery.out, "workers sleep between runs, no load-time-expensive transforms");
   EXPECT_CONTAINS(battery.out,
                   "  num_threads              = 1                (auto: 1 thread of 4, policy "
                   "power_saver (auto); requested 0, default)");
-  EXPECT_CONTAINS(battery.out, "  yield_workers            = true             (auto: workers sleep");
+  EXPECT_CONTAINS(battery.out,
+                  "  yield_workers            = true             (auto: workers sleep");
   EXPECT_CONTAINS(battery.out,
                   "  conv_algorithm           = direct           (auto: policy power_saver avoids");
 
-  RunResult mains = run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_mains"));
+  RunResult mains =
+      run(dir_ + "/cpu_backends.tsr --explain-options", machine_env("arm_phone_mains"));
   ASSERT_EQ(mains.exit_code, 0) << mains.err;
-  EXPECT_CONTAINS(mains.out, "policy   latency (auto: latency (not on battery, below thermal trips)); threads 4");
+  EXPECT_CONTAINS(
+      mains.out,
+      "policy   latency (auto: latency (not on battery, below thermal trips)); threads 4");
   EXPECT_CONTAINS(mains.out,
                   "  num_threads              = 4                (auto: 4 usable performance "
                   "cores, policy latency (auto); requested 0, default)");
@@ -364,19 +372,25 @@ TEST_F(TesseraRun, ResolvedValuesInJson) {
   RunResult r = run(dir_ + "/cpu_backends.tsr --json", machine_env("arm_phone_battery"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "\"policy\":{\"requested\":\"auto\",\"effective\":\"power_saver\"");
-  EXPECT_CONTAINS(r.out, "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null,\"resolved\":\"1\","
-                         "\"reason\":\"auto: 1 thread of 4, policy power_saver (auto)\"}");
+  EXPECT_CONTAINS(r.out,
+                  "{\"key\":\"num_threads\",\"value\":\"0\",\"source\":\"default\",\"origin\":null,"
+                  "\"resolved\":\"1\","
+                  "\"reason\":\"auto: 1 thread of 4, policy power_saver (auto)\"}");
   // Values the user set carry no resolved entry.
   RunResult set = run(dir_ + "/cpu_backends.tsr --json --option xnnpack.num_threads=3",
                       machine_env("arm_phone_battery"));
   ASSERT_EQ(set.exit_code, 0) << set.err;
-  EXPECT_CONTAINS(set.out, "{\"key\":\"num_threads\",\"value\":\"3\",\"source\":\"load\",\"origin\":\"--option\"}");
+  EXPECT_CONTAINS(
+      set.out,
+      "{\"key\":\"num_threads\",\"value\":\"3\",\"source\":\"load\",\"origin\":\"--option\"}");
 }
 
 TEST_F(TesseraRun, PolicyNameIsChecked) {
   RunResult r = run(dir_ + "/cpu_backends.tsr --policy fastest");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_CONTAINS(r.err, "--policy: unknown policy 'fastest' (expected auto, latency, balanced or power_saver)");
+  EXPECT_CONTAINS(
+      r.err,
+      "--policy: unknown policy 'fastest' (expected auto, latency, balanced or power_saver)");
 }
 
 TEST_F(TesseraRun, DeviceInfoTextAndJson) {

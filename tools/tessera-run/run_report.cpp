@@ -188,8 +188,7 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
           std::fprintf(out, "  %-24s = %-16s (%s; requested %s, %s)\n", key, derived->value,
                        derived->reason, value_string(*p.option).c_str(), source);
         } else {
-          std::fprintf(out, "  %-24s = %-16s (%s)\n", key, value_string(*p.option).c_str(),
-                       source);
+          std::fprintf(out, "  %-24s = %-16s (%s)\n", key, value_string(*p.option).c_str(), source);
         }
       }
     }
@@ -236,8 +235,8 @@ void write_delegates_json(const Method& method, JsonWriter& w, const ExecuteOpti
 
 void print_policy(const Method& method, FILE* out) {
   const PolicyDecision& p = method.policy();
-  std::fprintf(out, "policy   %s (%s); threads %u (%s), workers %s%s\n",
-               policy_name(p.effective), p.reason, p.threads, p.threads_reason,
+  std::fprintf(out, "policy   %s (%s); threads %u (%s), workers %s%s\n", policy_name(p.effective),
+               p.reason, p.threads, p.threads_reason,
                p.yield_workers ? "sleep between runs" : "spin between runs",
                p.expensive_load_transforms ? "" : ", no load-time-expensive transforms");
 }

@@ -39,7 +39,7 @@ class StubBackend : public BackendInterface {
   std::function<bool(const OpView&)> on_supports_op;
   std::atomic<bool> available{true};
   std::atomic<const char*> why_unavailable{""};  // static strings only
-  std::atomic<bool> cpu_thread_pool{false};       // what uses_cpu_thread_pool() answers
+  std::atomic<bool> cpu_thread_pool{false};      // what uses_cpu_thread_pool() answers
 
   bool is_available() const override { return available.load(); }
   const char* unavailable_reason() const override { return why_unavailable.load(); }

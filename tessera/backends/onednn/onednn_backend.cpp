@@ -254,7 +254,9 @@ void OnednnBackend::destroy(DelegateHandle* handle) const {
   delete from_handle<Delegate>(handle);
 }
 
-bool OnednnBackend::uses_cpu_thread_pool() const { return true; }
+bool OnednnBackend::uses_cpu_thread_pool() const {
+  return true;
+}
 
 Status OnednnBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
   for (const BackendOption& o : options) {

@@ -139,7 +139,9 @@ void XnnpackBackend::destroy(DelegateHandle* handle) const {
   delete from_handle<Delegate>(handle);
 }
 
-bool XnnpackBackend::uses_cpu_thread_pool() const { return true; }
+bool XnnpackBackend::uses_cpu_thread_pool() const {
+  return true;
+}
 
 Status XnnpackBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
   for (const BackendOption& o : options) {
