@@ -1,11 +1,11 @@
 // DeviceInfo::describe (text) and DeviceInfo::to_json.
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "tessera/backend/device_info.h"
+#include "tessera/core/string_format.h"
 
 namespace tessera {
 namespace {
@@ -16,36 +16,21 @@ constexpr const char* kIsaNames[] = {
     "neon",     "neon_fp16",  "neon_dot",    "arm_bf16", "sve",      "sve2"};
 
 std::string cache_text(const char* level, uint32_t bytes, uint32_t count) {
-  char line[64];
-  if (bytes == 0) {
-    std::snprintf(line, sizeof line, "%s unknown", level);
-  } else {
-    std::snprintf(line, sizeof line, "%s %u KiB x%u", level, bytes / 1024, count);
-  }
-  return line;
-}
-
-std::string format_line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format_line(const char* fmt, ...) {
-  char line[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(line, sizeof line, fmt, args);
-  va_end(args);
-  return line;
+  return bytes == 0 ? string_format("%s unknown", level)
+                    : string_format("%s %u KiB x%u", level, bytes / 1024, count);
 }
 
 }  // namespace
 
 std::string DeviceInfo::describe(bool with_opencl) const {
   std::string text;
-  text += format_line("cpu: %s (%s)\n", cpu_name[0] ? cpu_name : "unknown", vendor);
+  text += string_format("cpu: %s (%s)\n", cpu_name[0] ? cpu_name : "unknown", vendor);
   char quota[48] = "no cpu quota";
   if (cpu_quota > 0) std::snprintf(quota, sizeof quota, "cpu quota %.2f", cpu_quota);
-  text += format_line("cpus: %u online (%s), %u usable by this process (affinity %s; %s)\n",
+  text += string_format("cpus: %u online (%s), %u usable by this process (affinity %s; %s)\n",
                       online_cpus, online.to_list().c_str(), usable_cpus,
                       affinity.to_list().c_str(), quota);
-  text += format_line(
+  text += string_format(
       "cores: %u physical (%u performance, %u efficiency); usable: %u performance, %u "
       "efficiency; recommended threads %u\n",
       physical_cores, performance_cores, efficiency_cores, usable_performance_cores,
@@ -58,7 +43,7 @@ std::string DeviceInfo::describe(bool with_opencl) const {
     }
     char capacity[32] = "unknown capacity";
     if (c.capacity != 0) std::snprintf(capacity, sizeof capacity, "capacity %u", c.capacity);
-    text += format_line(
+    text += string_format(
         "  cluster %u: package %u, cores %u-%u (%u cores, %u threads, cpus %s, %u usable), %s, "
         "%s, %s\n",
         i, c.package, c.first_core, c.first_core + c.cores - 1, c.cores, c.logical_processors,
@@ -70,7 +55,7 @@ std::string DeviceInfo::describe(bool with_opencl) const {
           cache_text("L2", caches.l2_bytes, caches.l2_count) + ", " +
           cache_text("L3", caches.l3_bytes, caches.l3_count) + "\n";
   if (memory.total_bytes > 0) {
-    text += format_line("memory: %.1f GiB total, %.1f GiB available\n",
+    text += string_format("memory: %.1f GiB total, %.1f GiB available\n",
                         static_cast<double>(memory.total_bytes) / (1 << 30),
                         static_cast<double>(memory.available_bytes) / (1 << 30));
   } else {
@@ -91,41 +76,41 @@ std::string DeviceInfo::describe(bool with_opencl) const {
   if (power.num_batteries == 0) text += "; no battery";
   for (const BatteryInfo& b : power.battery_list()) {
     if (!b.present) {
-      text += format_line("; battery %s not present", b.name);
+      text += string_format("; battery %s not present", b.name);
     } else if (b.capacity_percent >= 0) {
-      text += format_line("; battery %s %s at %d%%", b.name, battery_status_name(b.status),
+      text += string_format("; battery %s %s at %d%%", b.name, battery_status_name(b.status),
                           b.capacity_percent);
     } else {
-      text += format_line("; battery %s %s", b.name, battery_status_name(b.status));
+      text += string_format("; battery %s %s", b.name, battery_status_name(b.status));
     }
   }
   if (power.platform_profile[0] != '\0') {
-    text += format_line("; platform profile %s", power.platform_profile);
+    text += string_format("; platform profile %s", power.platform_profile);
   }
   if (power.power_saver) text += " (power saving)";
   text += '\n';
   if (thermal.known) {
-    text += format_line("thermal: %.1f C (%s)", thermal.max_millicelsius / 1000.0,
+    text += string_format("thermal: %.1f C (%s)", thermal.max_millicelsius / 1000.0,
                         thermal.zone_type[0] ? thermal.zone_type : "zone");
     if (thermal.passive_trip_millicelsius > 0) {
-      text += format_line(", passive trip %.1f C", thermal.passive_trip_millicelsius / 1000.0);
+      text += string_format(", passive trip %.1f C", thermal.passive_trip_millicelsius / 1000.0);
     }
     text += thermal.passive_trip_exceeded ? ", passive trip exceeded\n" : "\n";
   } else {
     text += "thermal: unknown\n";
   }
   if (load.known) {
-    text += format_line("load: %u runnable tasks, load average %.2f", load.runnable_tasks,
+    text += string_format("load: %u runnable tasks, load average %.2f", load.runnable_tasks,
                         load.load_average_1m);
     if (load.window_ms > 0) {
-      text += format_line(", %.2f CPUs busy with other processes (%.0f ms sample)", load.busy_cpus,
+      text += string_format(", %.2f CPUs busy with other processes (%.0f ms sample)", load.busy_cpus,
                           load.window_ms);
     }
     text += '\n';
   } else {
     text += "load: unknown\n";
   }
-  if (notes[0] != '\0') text += format_line("sources: %s\n", notes);
+  if (notes[0] != '\0') text += string_format("sources: %s\n", notes);
   if (with_opencl) {
     const OpenClInfo& cl = opencl();
     if (cl.num_platforms == 0) {
@@ -134,9 +119,9 @@ std::string DeviceInfo::describe(bool with_opencl) const {
       text += ")\n";
     }
     for (const OpenClPlatform& p : cl.platform_list()) {
-      text += format_line("opencl platform: %s (%s, %s)\n", p.name, p.vendor, p.version);
+      text += string_format("opencl platform: %s (%s, %s)\n", p.name, p.vendor, p.version);
       for (const OpenClDevice& d : p.device_list()) {
-        text += format_line("  device: %s [%s], %u compute units, %llu MiB\n", d.name,
+        text += string_format("  device: %s [%s], %u compute units, %llu MiB\n", d.name,
                             opencl_device_type_name(d.type), d.compute_units,
                             static_cast<unsigned long long>(d.global_memory_bytes >> 20));
       }

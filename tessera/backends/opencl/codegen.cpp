@@ -1,10 +1,10 @@
 #include "tessera/backends/opencl/codegen.h"
 
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <string_view>
 
+#include "tessera/core/string_format.h"
 #include "tessera/ir/attributes.h"
 
 namespace tessera::opencl {
@@ -12,19 +12,9 @@ namespace {
 
 using Op = fb::OpType;
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
-
 std::string float_literal(float f) {
   if (std::isinf(f)) return f > 0 ? "INFINITY" : "(-INFINITY)";
-  return format("%.9ef", static_cast<double>(f));
+  return string_format("%.9ef", static_cast<double>(f));
 }
 
 // Builds one KernelPlan; holds the node for error messages.
@@ -76,13 +66,13 @@ class Planner {
   }
   // "int i0 = ...; int i1 = ..." from `t` over dims named <prefix><k> (innermost last).
   void decompose(const char* var, const Shape& s, const char* prefix, const char* index) {
-    line(format("int t_ = %s;", var));
+    line(string_format("int t_ = %s;", var));
     for (int d = s.rank - 1; d >= 0; --d) {
-      const std::string p = param(format("%s%d", prefix, d), s.d[d]);
+      const std::string p = param(string_format("%s%d", prefix, d), s.d[d]);
       if (d == 0) {
-        line(format("const int %s%d = t_;", index, d));
+        line(string_format("const int %s%d = t_;", index, d));
       } else {
-        line(format("const int %s%d = t_ %% %s; t_ /= %s;", index, d, p.c_str(), p.c_str()));
+        line(string_format("const int %s%d = t_ %% %s; t_ /= %s;", index, d, p.c_str(), p.c_str()));
       }
     }
   }
@@ -136,7 +126,7 @@ Status Planner::check_values() {
     const fb::Value* value = values->Get(static_cast<uint32_t>(v));
     if (value->kind() != fb::ValueKind::Tensor) return unsupported("non-tensor value");
     if (value->dtype() != fb::ScalarType::Float32) {
-      return unsupported(format("dtype %s (only float32)", fb::EnumNameScalarType(value->dtype())));
+      return unsupported(string_format("dtype %s (only float32)", fb::EnumNameScalarType(value->dtype())));
     }
     if (shape(v).rank > kMaxDims) return unsupported("rank above 8");
     if (shape(v).numel() >= (int64_t{1} << 31)) return unsupported("more than 2^31 elements");
@@ -306,8 +296,8 @@ Status Planner::binary() {
     decompose("gid", out, "od", "i");
     std::string oa = "0", ob = "0";
     for (int d = 0; d < out.rank; ++d) {
-      if (!same0 && strides[0][d] != 0) oa += format(" + i%d * ", d) + param(format("sa%d", d), strides[0][d]);
-      if (!same1 && strides[1][d] != 0) ob += format(" + i%d * ", d) + param(format("sb%d", d), strides[1][d]);
+      if (!same0 && strides[0][d] != 0) oa += string_format(" + i%d * ", d) + param(string_format("sa%d", d), strides[0][d]);
+      if (!same1 && strides[1][d] != 0) ob += string_format(" + i%d * ", d) + param(string_format("sb%d", d), strides[1][d]);
     }
     if (!same0) a = "in0[" + oa + "]";
     if (!same1) b = "in1[" + ob + "]";
@@ -402,7 +392,7 @@ Status Planner::conv() {
   const int64_t ow = (w + win.pl + win.pr - ((kw - 1) * win.dw + 1)) / win.sw + 1;
   const int64_t yh = y.rank == 4 ? y.d[2] : 1;
   if (y.d[0] != n || y.d[1] != m || yh != oh || y.d[y.rank - 1] != ow) {
-    return fail(Error::ShapeMismatch, format("output shape does not match computed [%lld, %lld, %lld, %lld]",
+    return fail(Error::ShapeMismatch, string_format("output shape does not match computed [%lld, %lld, %lld, %lld]",
                                              (long long)n, (long long)m, (long long)oh, (long long)ow).c_str());
   }
   const bool bias = input_value(2) >= 0;
@@ -520,10 +510,10 @@ Status Planner::matmul() {
   line("const int mm = t_ % " + M + "; t_ /= " + M + ";");
   line("int oa = 0, ob = 0;");
   for (int d = rank - 1; d >= 0; --d) {
-    const std::string bd = param(format("bd%d", d), batch.d[d]);
-    line(format("{ const int i = t_ %% %s; t_ /= %s; oa += i * %s; ob += i * %s; }", bd.c_str(),
-                bd.c_str(), param(format("sa%d", d), sa[d]).c_str(),
-                param(format("sb%d", d), sb[d]).c_str()));
+    const std::string bd = param(string_format("bd%d", d), batch.d[d]);
+    line(string_format("{ const int i = t_ %% %s; t_ /= %s; oa += i * %s; ob += i * %s; }", bd.c_str(),
+                bd.c_str(), param(string_format("sa%d", d), sa[d]).c_str(),
+                param(string_format("sb%d", d), sb[d]).c_str()));
   }
   line("const __global float* ap = in0 + oa + mm * " + K + ";");
   line("const __global float* bp = in1 + ob + nn;");
@@ -710,7 +700,7 @@ Status Planner::transpose() {
   bind_input(0);
   decompose("gid", y, "od", "i");
   std::string off = "0";
-  for (int d = 0; d < y.rank; ++d) off += format(" + i%d * ", d) + param(format("xs%d", d), xs[perm[d]]);
+  for (int d = 0; d < y.rank; ++d) off += string_format(" + i%d * ", d) + param(string_format("xs%d", d), xs[perm[d]]);
   line("float v = in0[" + off + "];");
   store();
   return Status::ok();
@@ -742,7 +732,7 @@ Status Planner::concat() {
   for (int j = 0; j < num_inputs(); ++j) {
     bind_input(j);
     const int64_t len = in_shape(j).d[axis];
-    const std::string B = param(format("b%d", j), begin), L = param(format("l%d", j), len);
+    const std::string B = param(string_format("b%d", j), begin), L = param(string_format("l%d", j), len);
     line(std::string(j == 0 ? "" : "else ") + "if (a < " + B + " + " + L + ") v = in" + std::to_string(j) +
          "[(o * " + L + " + (a - " + B + ")) * " + I + " + i];");
     begin += len;
@@ -796,12 +786,12 @@ std::string kernel_source(const KernelPlan& plan, bool specialize) {
   std::string s;
   if (specialize) {
     for (const auto& [name, value] : plan.params) {
-      s += format("#define P_%s %lld\n", name.c_str(), static_cast<long long>(value));
+      s += string_format("#define P_%s %lld\n", name.c_str(), static_cast<long long>(value));
     }
   }
   s += "__kernel void " + plan.name + "(__global float* restrict out0";
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    s += format(", __global const float* restrict in%zu", i);
+    s += string_format(", __global const float* restrict in%zu", i);
   }
   if (!specialize) {
     for (const auto& p : plan.params) s += ", const int P_" + p.first;
