@@ -230,6 +230,19 @@ DeviceInfo DeviceInfo::detect() {
   return detect(DeviceProbe::from_environment());
 }
 
+namespace {
+
+// What changes while a process runs, the usable CPUs aside: memory, power, thermal, load.
+void read_state(const DeviceProbe& probe, DeviceInfo* info) {
+  internal::probe_memory(probe, &info->memory);
+  internal::probe_power(probe, &info->power);
+  internal::probe_thermal(probe, &info->thermal);
+  internal::probe_load(probe, info->affinity.count() > 0 ? info->affinity : info->online,
+                       &info->load);
+}
+
+}  // namespace
+
 DeviceInfo DeviceInfo::detect(const DeviceProbe& probe) {
   DeviceInfo info;
   internal::probe_cpuinfo_text(probe, &info);
@@ -238,7 +251,7 @@ DeviceInfo DeviceInfo::detect(const DeviceProbe& probe) {
   internal::probe_caches(probe, &info);
   DeviceProbe no_window = probe;
   no_window.load_window_ms = 0;  // detection does not wait; a load samples when it decides
-  info.refresh_state(no_window);
+  read_state(no_window, &info);
   return info;
 }
 
@@ -247,14 +260,10 @@ void DeviceInfo::refresh_state(const DeviceProbe& probe) {
   // new quota): the usable CPUs are re-read when either moved.
   CpuSet now = internal::read_affinity(probe).intersect(online);
   if (now.count() == 0) now = online;
-  bool moved = internal::read_cpu_quota(probe) != cpu_quota;
-  for (size_t i = 0; i < std::size(now.words); ++i) moved |= now.words[i] != affinity.words[i];
-  if (moved) internal::probe_cpus(probe, this);
-  internal::probe_memory(probe, &memory);
-  internal::probe_power(probe, &power);
-  internal::probe_thermal(probe, &thermal);
-  CpuSet usable = affinity.count() > 0 ? affinity : online;
-  internal::probe_load(probe, usable, &load);
+  if (now != affinity || internal::read_cpu_quota(probe) != cpu_quota) {
+    internal::probe_cpus(probe, this);
+  }
+  read_state(probe, this);
 }
 
 const DeviceInfo& DeviceInfo::get() {

@@ -27,6 +27,7 @@ struct CpuSet {
   }
   uint32_t count() const;
   CpuSet intersect(const CpuSet& other) const;
+  bool operator==(const CpuSet& other) const = default;
   /// "0-3,8" (Linux cpulist syntax); "" when empty.
   std::string to_list() const;
   /// Parses Linux cpulist syntax ("0-7,16-23"); false on malformed text.

@@ -476,12 +476,13 @@ uint64_t parse_cache_size(std::string_view text) {
 
 namespace {
 
-void set_cache(CacheSizes* caches, uint32_t level, bool data_or_unified, uint64_t bytes,
-               uint32_t sharing, uint32_t online) {
+// Records a data or unified cache (callers skip instruction caches) of `level`.
+void set_cache(CacheSizes* caches, uint32_t level, uint64_t bytes, uint32_t sharing,
+               uint32_t online) {
   if (bytes == 0 || bytes > UINT32_MAX) return;
   sharing = std::max(1u, std::min(sharing, online));
   const uint32_t count = (online + sharing - 1) / sharing;
-  if (level == 1 && data_or_unified) {
+  if (level == 1) {
     caches->l1d_bytes = static_cast<uint32_t>(bytes);
     caches->l1d_count = count;
   } else if (level == 2) {
@@ -514,7 +515,7 @@ bool caches_from_sysfs(const DeviceProbe& probe, DeviceInfo* info) {
     }
     uint64_t bytes = parse_cache_size(size);
     if (bytes == 0) continue;
-    set_cache(&info->caches, static_cast<uint32_t>(level), true, bytes, sharing, info->online_cpus);
+    set_cache(&info->caches, static_cast<uint32_t>(level), bytes, sharing, info->online_cpus);
     any = true;
   }
   return any;
@@ -530,16 +531,16 @@ bool amd_legacy_caches(const Cpuid& cpuid, std::string_view vendor, DeviceInfo* 
   const uint32_t per_core = std::max(1u, info->online_cpus / std::max(1u, info->physical_cores));
   bool any = false;
   if (cpuid.query(0x80000005u, 0, r) && (r[2] >> 24) != 0) {
-    set_cache(&info->caches, 1, true, uint64_t{r[2] >> 24} * 1024, per_core, info->online_cpus);
+    set_cache(&info->caches, 1, uint64_t{r[2] >> 24} * 1024, per_core, info->online_cpus);
     any = true;
   }
   if (cpuid.query(0x80000006u, 0, r)) {
     if ((r[2] >> 16) != 0) {
-      set_cache(&info->caches, 2, true, uint64_t{r[2] >> 16} * 1024, per_core, info->online_cpus);
+      set_cache(&info->caches, 2, uint64_t{r[2] >> 16} * 1024, per_core, info->online_cpus);
       any = true;
     }
     if ((r[3] >> 18) != 0) {
-      set_cache(&info->caches, 3, true, uint64_t{r[3] >> 18} * 512 * 1024, info->online_cpus,
+      set_cache(&info->caches, 3, uint64_t{r[3] >> 18} * 512 * 1024, info->online_cpus,
                 info->online_cpus);
       any = true;
     }
@@ -579,7 +580,7 @@ bool caches_from_cpuid(const Cpuid& cpuid, DeviceInfo* info) {
     const uint64_t partitions = ((r[1] >> 12) & 0x3ff) + 1;
     const uint64_t line = (r[1] & 0xfff) + 1;
     const uint64_t sets = static_cast<uint64_t>(r[2]) + 1;
-    set_cache(&info->caches, level, true, ways * partitions * line * sets, sharing,
+    set_cache(&info->caches, level, ways * partitions * line * sets, sharing,
               info->online_cpus);
     any = true;
   }
@@ -590,18 +591,14 @@ bool caches_from_cpuid(const Cpuid& cpuid, DeviceInfo* info) {
 }  // namespace
 
 void probe_caches(const DeviceProbe& probe, DeviceInfo* info) {
+  // Each reader fills the caches only when it finds some, so one that finds none leaves the
+  // sizes unknown for the next.
   info->caches = CacheSizes{};
   if (caches_from_sysfs(probe, info)) {
     info->caches.source = "sysfs";
-    return;
-  }
-  CacheSizes none;
-  info->caches = none;
-  if (caches_from_cpuid(make_cpuid(probe), info)) {
+  } else if (caches_from_cpuid(make_cpuid(probe), info)) {
     info->caches.source = "cpuid";
-    return;
   }
-  info->caches = none;
 }
 
 void probe_cpuinfo_text(const DeviceProbe& probe, DeviceInfo* info) {
