@@ -16,6 +16,23 @@
 namespace tessera {
 namespace {
 
+// Loads regression input `name` of the program_load corpus: Program::load must refuse it with
+// InvalidProgram and a message containing `needle`.
+::testing::AssertionResult refused_as_invalid(const char* name, const char* needle) {
+  const std::vector<uint8_t> bytes = testing::read_fuzz_input("program_load", name);
+  if (bytes.empty()) return ::testing::AssertionFailure() << "no input " << name;
+  testing::AlignedBuffer buffer(bytes);
+  BufferDataLoader loader(buffer.data(), buffer.size());
+  Result<Program> program = Program::load(&loader);
+  if (program.ok()) return ::testing::AssertionFailure() << name << " loaded";
+  if (program.error() != Error::InvalidProgram ||
+      std::string(program.status().message()).find(needle) == std::string::npos) {
+    return ::testing::AssertionFailure()
+           << name << ": " << error_name(program.error()) << ": " << program.status().message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // A method whose instruction chain is absent (the FlatBuffers field left out, not empty): the
 // loader dereferenced the missing vector (UBSan: reference binding to null pointer).
 TEST(FuzzRegression, MethodWithoutChainLoadsAsAnEmptyMethod) {
@@ -41,64 +58,27 @@ TEST(FuzzRegression, MethodWithoutChainLoadsAsAnEmptyMethod) {
 // as a Tensor and the Add kernel read through a garbage data pointer (UBSan: misaligned load of
 // 0xbebebebebebebebe). The verifier now requires kernel inputs and outputs to be tensors.
 TEST(FuzzRegression, KernelInputThatIsNotATensorIsInvalid) {
-  const std::vector<uint8_t> bytes =
-      testing::read_fuzz_input("program_load", "regression-kernel-input-not-a-tensor");
-  ASSERT_FALSE(bytes.empty());
-  testing::AlignedBuffer buffer(bytes);
-  BufferDataLoader loader(buffer.data(), buffer.size());
-  Result<Program> program = Program::load(&loader);
-  ASSERT_FALSE(program.ok());
-  EXPECT_EQ(program.error(), Error::InvalidProgram);
-  EXPECT_NE(std::string(program.status().message()).find("is not a tensor"), std::string::npos)
-      << program.status().message();
+  EXPECT_TRUE(refused_as_invalid("regression-kernel-input-not-a-tensor", "is not a tensor"));
 }
 
 // A delegate payload whose Add node read a value that nothing defines (not a graph input or
 // output, not a constant, no earlier node's output): the portable backend gave it no storage
 // and the kernel read through a null pointer. The verifier now rejects such payloads.
 TEST(FuzzRegression, PayloadNodeReadingAnUndefinedValueIsInvalid) {
-  const std::vector<uint8_t> bytes =
-      testing::read_fuzz_input("program_load", "regression-payload-reads-undefined-value");
-  ASSERT_FALSE(bytes.empty());
-  testing::AlignedBuffer buffer(bytes);
-  BufferDataLoader loader(buffer.data(), buffer.size());
-  Result<Program> program = Program::load(&loader);
-  ASSERT_FALSE(program.ok());
-  EXPECT_EQ(program.error(), Error::InvalidProgram);
-  EXPECT_NE(std::string(program.status().message()).find("before anything defines it"),
-            std::string::npos)
-      << program.status().message();
+  EXPECT_TRUE(refused_as_invalid("regression-payload-reads-undefined-value", "before anything defines it"));
 }
 
 // A tensor with a 0 dim (so 0 bytes, which passed the size check) and other dims whose product
 // overflows int64: Transpose's prepare computed strides over them (UBSan: signed integer
 // overflow). The verifier now bounds the product of the non-zero dims like a tensor's size.
 TEST(FuzzRegression, ZeroSizedTensorWithHugeDimsIsInvalid) {
-  const std::vector<uint8_t> bytes =
-      testing::read_fuzz_input("program_load", "regression-zero-sized-tensor-with-huge-dims");
-  ASSERT_FALSE(bytes.empty());
-  testing::AlignedBuffer buffer(bytes);
-  BufferDataLoader loader(buffer.data(), buffer.size());
-  Result<Program> program = Program::load(&loader);
-  ASSERT_FALSE(program.ok());
-  EXPECT_EQ(program.error(), Error::InvalidProgram);
-  EXPECT_NE(std::string(program.status().message()).find("is too large"), std::string::npos)
-      << program.status().message();
+  EXPECT_TRUE(refused_as_invalid("regression-zero-sized-tensor-with-huge-dims", "is too large"));
 }
 
 // A delegate whose payload field is absent: the verifier called the generated
 // payload_nested_root(), which dereferences the payload vector (UBSan: member call on null).
 TEST(FuzzRegression, DelegateWithoutPayloadIsInvalid) {
-  const std::vector<uint8_t> bytes =
-      testing::read_fuzz_input("program_load", "regression-delegate-without-payload");
-  ASSERT_FALSE(bytes.empty());
-  testing::AlignedBuffer buffer(bytes);
-  BufferDataLoader loader(buffer.data(), buffer.size());
-  Result<Program> program = Program::load(&loader);
-  ASSERT_FALSE(program.ok());
-  EXPECT_EQ(program.error(), Error::InvalidProgram);
-  EXPECT_NE(std::string(program.status().message()).find("has no payload"), std::string::npos)
-      << program.status().message();
+  EXPECT_TRUE(refused_as_invalid("regression-delegate-without-payload", "has no payload"));
 }
 
 }  // namespace
