@@ -292,6 +292,60 @@ double read_cpu_quota(const DeviceProbe& probe) {
   return best;
 }
 
+// x86's /proc/cpuinfo names each processor's "physical id" and "core id": the topology where
+// sysfs has none (some containers and sandboxes hide /sys/devices/system/cpu/cpu*/topology),
+// and a cross-check where it has. Returns false unless every CPU in `cpus` is described.
+struct CpuinfoTopology {
+  uint32_t package = 0;
+  uint32_t core = 0;
+};
+bool cpuinfo_topology(const DeviceProbe& probe, const std::vector<CpuFacts>& cpus,
+                      std::vector<CpuinfoTopology>* out) {
+  std::string text;
+  if (cpus.empty() || !read_text(probe, "proc/cpuinfo", &text)) return false;
+  out->assign(cpus.size(), CpuinfoTopology{});
+  std::vector<uint8_t> seen(cpus.size(), 0);  // bit 0: physical id, bit 1: core id
+  std::istringstream lines(text);
+  std::string line;
+  int64_t index = -1;  // into `cpus` of the current "processor" block, -1 if not one of them
+  while (std::getline(lines, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string_view key = trim(std::string_view(line).substr(0, colon));
+    const std::string_view value = trim(std::string_view(line).substr(colon + 1));
+    uint32_t number = 0;
+    const bool numeric = !value.empty() && value.size() <= 9 &&
+                         std::all_of(value.begin(), value.end(), [&](char c) {
+                           return c >= '0' && c <= '9';
+                         });
+    if (numeric) {
+      for (char c : value) number = number * 10 + static_cast<uint32_t>(c - '0');
+    }
+    if (key == "processor") {
+      index = -1;
+      for (size_t i = 0; numeric && i < cpus.size(); ++i) {
+        if (cpus[i].cpu == number) index = static_cast<int64_t>(i);
+      }
+    } else if (index >= 0 && numeric && key == "physical id") {
+      (*out)[static_cast<size_t>(index)].package = number;
+      seen[static_cast<size_t>(index)] |= 1;
+    } else if (index >= 0 && numeric && key == "core id") {
+      (*out)[static_cast<size_t>(index)].core = number;
+      seen[static_cast<size_t>(index)] |= 2;
+    }
+  }
+  return std::all_of(seen.begin(), seen.end(), [](uint8_t s) { return s == 3; });
+}
+
+// Distinct cores among `cpus` by their core_key.
+uint32_t count_cores(const std::vector<CpuFacts>& cpus) {
+  std::vector<uint32_t> keys;
+  for (const CpuFacts& f : cpus) {
+    if (std::find(keys.begin(), keys.end(), f.core_key) == keys.end()) keys.push_back(f.core_key);
+  }
+  return static_cast<uint32_t>(keys.size());
+}
+
 void probe_cpus(const DeviceProbe& probe, DeviceInfo* info) {
   info->notes[0] = '\0';
   CpuSet online;
@@ -343,6 +397,30 @@ void probe_cpus(const DeviceProbe& probe, DeviceInfo* info) {
     cpus.push_back(f);
   }
   if (have_topology) add_note(info, "sysfs topology");
+  std::vector<CpuinfoTopology> listed;
+  if (cpuinfo_topology(probe, cpus, &listed)) {
+    // Each CPU's core is named by the lowest CPU listed with the same (physical id, core id).
+    std::vector<CpuFacts> by_cpuinfo = cpus;
+    for (size_t i = 0; i < cpus.size(); ++i) {
+      by_cpuinfo[i].package = listed[i].package;
+      for (size_t j = 0; j <= i; ++j) {
+        if (listed[j].package == listed[i].package && listed[j].core == listed[i].core) {
+          by_cpuinfo[i].core_key = cpus[j].cpu;
+          break;
+        }
+      }
+    }
+    const uint32_t sysfs_cores = count_cores(cpus), cpuinfo_cores = count_cores(by_cpuinfo);
+    if (!have_topology) {
+      cpus = std::move(by_cpuinfo);
+      add_note(info, "topology from /proc/cpuinfo");
+    } else if (sysfs_cores != cpuinfo_cores) {
+      char note[96];
+      std::snprintf(note, sizeof note, "/proc/cpuinfo disagrees: %u cores (sysfs %u, used)",
+                    cpuinfo_cores, sysfs_cores);
+      add_note(info, note);
+    }
+  }
 
   // Classes: Intel's hybrid lists, else kernel capacities, else maximum clocks, else one class.
   uint64_t max_capacity = 0, max_khz = 0, min_capacity = UINT64_MAX, min_khz = UINT64_MAX;

@@ -197,6 +197,30 @@ TEST(DeviceInfoMachines, BusyNeighbourFromTwoStatSamples) {
   EXPECT_GT(refreshed.load.window_ms, 0.0);
 }
 
+TEST(DeviceInfoMachines, TopologyFromCpuinfoWhereSysfsHidesIt) {
+  // No sysfs topology directories: without /proc/cpuinfo's ids every CPU would count as a core.
+  const DeviceInfo info = machine("container_smt");
+  EXPECT_EQ(info.online_cpus, 4u);
+  EXPECT_EQ(info.physical_cores, 2u);
+  EXPECT_EQ(info.usable_performance_cores, 2u);
+  EXPECT_EQ(info.recommended_threads(), 2u);
+  EXPECT_NE(std::string(info.notes).find("topology from /proc/cpuinfo"), std::string::npos)
+      << info.notes;
+  expect_no_zero_core_cluster(info);
+}
+
+TEST(DeviceInfoMachines, CpuinfoThatDisagreesWithSysfsIsNotedNotUsed) {
+  const DeviceInfo info = machine("cpuinfo_disagrees");
+  EXPECT_EQ(info.physical_cores, 4u);
+  EXPECT_NE(std::string(info.notes).find("/proc/cpuinfo disagrees: 2 cores (sysfs 4, used)"),
+            std::string::npos)
+      << info.notes;
+  // The fixtures whose /proc/cpuinfo agrees carry no such note.
+  for (const char* name : {"amd_vm", "intel_hybrid_laptop", "laptop_battery_low"}) {
+    EXPECT_EQ(std::string(machine(name).notes).find("disagrees"), std::string::npos) << name;
+  }
+}
+
 TEST(DeviceInfoParsers, CpuLists) {
   CpuSet set;
   ASSERT_TRUE(CpuSet::parse_list("0-3,8,10-11\n", &set));

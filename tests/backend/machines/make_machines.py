@@ -34,8 +34,11 @@ def cpulist(cpus):
 def machine(name, cpus, model, vendor_id="GenuineIntel", flags="", features="",
             implementer=None, caches=None, cpuid=None, meminfo=(16 << 20, 12 << 20),
             loadavg="0.10 0.20 0.30 1/300 4242", allowed=None, cgroup=None, power=(),
-            profile=None, thermal=(), stat=None, hybrid=None):
-    """cpus: list of dicts {cpu, package, core (siblings list), cluster, capacity, khz}."""
+            profile=None, thermal=(), stat=None, hybrid=None, sysfs_topology=True):
+    """cpus: list of dicts {cpu, package, core (siblings list), cluster, capacity, khz}; on x86
+    /proc/cpuinfo names each CPU's "physical id" and "core id" (the lowest sibling, or the
+    dict's cpuinfo_core when it claims another topology than sysfs); sysfs_topology=False
+    leaves out sysfs's topology directories."""
     root = os.path.join(HERE, name)
     shutil.rmtree(root, ignore_errors=True)
     online = [c["cpu"] for c in cpus]
@@ -43,10 +46,11 @@ def machine(name, cpus, model, vendor_id="GenuineIntel", flags="", features="",
     write(root, "sys/devices/system/cpu/present", cpulist(online))
     for c in cpus:
         base = f"sys/devices/system/cpu/cpu{c['cpu']}"
-        write(root, f"{base}/topology/physical_package_id", str(c.get("package", 0)))
-        write(root, f"{base}/topology/core_cpus_list", cpulist(c["core"]))
-        write(root, f"{base}/topology/thread_siblings_list", cpulist(c["core"]))
-        write(root, f"{base}/topology/cluster_id", str(c.get("cluster", 65535)))
+        if sysfs_topology:
+            write(root, f"{base}/topology/physical_package_id", str(c.get("package", 0)))
+            write(root, f"{base}/topology/core_cpus_list", cpulist(c["core"]))
+            write(root, f"{base}/topology/thread_siblings_list", cpulist(c["core"]))
+            write(root, f"{base}/topology/cluster_id", str(c.get("cluster", 65535)))
         if "capacity" in c:
             write(root, f"{base}/cpu_capacity", str(c["capacity"]))
         if "khz" in c:
@@ -69,6 +73,8 @@ def machine(name, cpus, model, vendor_id="GenuineIntel", flags="", features="",
         else:
             info.append(f"vendor_id\t: {vendor_id}")
             info.append(f"model name\t: {model}")
+            info.append(f"physical id\t: {c.get('package', 0)}")
+            info.append(f"core id\t\t: {c.get('cpuinfo_core', min(c['core']))}")
             info.append(f"flags\t\t: {flags}")
         info.append("")
     write(root, "proc/cpuinfo", "\n".join(info))
@@ -209,3 +215,12 @@ machine("busy_neighbour", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
               "cpu1 600 0 500 4000 0 0 0 0 0 0\n",
               "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n",
               "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n"))
+
+# A 2-core, 4-thread machine in a container that hides sysfs's topology directories: the cores
+# come from /proc/cpuinfo's physical and core ids.
+machine("container_smt", smt_cpus(2, 2), "Container CPU", flags=X86_FLAGS, sysfs_topology=False)
+
+# sysfs says 4 single-thread cores, /proc/cpuinfo pairs them into 2 cores: sysfs is used and
+# the disagreement noted.
+machine("cpuinfo_disagrees", [dict(cpu=c, core=[c], cpuinfo_core=c // 2) for c in range(4)],
+        "Odd CPU", flags=X86_FLAGS)
