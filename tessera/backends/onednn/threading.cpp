@@ -24,7 +24,9 @@ int team_size_with_peers(int requested, bool explicit_request, Span<const std::s
         "--retarget xnnpack=onednn); further delegates are not reported",
         static_cast<int>(delegate_id.size()), delegate_id.data(), requested, names.c_str());
   } else {
-    TESSERA_LOG_INFO(
+    // Debug only: a mixed program logs this for each of its (often dozens of) oneDNN delegates,
+    // and --explain-options and DelegateInfo already carry it as the derived value's reason.
+    TESSERA_LOG_DEBUG(
         "onednn: delegate '%.*s': 1 thread instead of %d: its method also runs the "
         "thread pool of %s",
         static_cast<int>(delegate_id.size()), delegate_id.data(), requested, names.c_str());
