@@ -42,7 +42,8 @@ struct PolicyDecision {
   char threads_reason[192] = {};
   /// Workers sleep between runs instead of spinning (XNNPACK's yield_workers, OpenMP passive).
   bool yield_workers = false;
-  /// Load-time-expensive transforms (oneDNN's Winograd weight transform) are allowed.
+  /// Load-time-expensive work is allowed: oneDNN's Winograd weight transform, OpenCL's local
+  /// work size search.
   bool expensive_load_transforms = true;
 };
 

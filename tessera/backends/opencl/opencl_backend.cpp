@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kDeviceTypes[] = {"any", "gpu", "cpu", "accelerator"};
 constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
-constexpr const char* kTuningLevels[] = {"none", "rapid", "normal", "exhaustive"};
+constexpr const char* kTuningLevels[] = {"auto", "none", "rapid", "normal", "exhaustive"};
 constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
 
 constexpr OptionSpec kSchema[] = {
@@ -38,9 +38,10 @@ constexpr OptionSpec kSchema[] = {
                        "checksum) before use; a bad entry is recompiled with a warning"),
     OptionSpec::enumeration("cache_mode", "readwrite", kCacheModes, kGlobalLoad,
                             "How cache_dir is used: off, read (never written), readwrite"),
-    OptionSpec::enumeration("tuning_level", "none", kTuningLevels, kRuntimeScopes,
+    OptionSpec::enumeration("tuning_level", "auto", kTuningLevels, kRuntimeScopes,
                             "Local work sizes to try per kernel at init: none (driver's "
-                            "choice), rapid (4), normal (8), exhaustive (every power of two)"),
+                            "choice), rapid (4), normal (8), exhaustive (every power of two); "
+                            "auto: derived from the load's policy and tuning_file"),
     OptionSpec::string("tuning_file", "", kGlobalLoad,
                        "File of tuned local work sizes, read at init and rewritten after a "
                        "search (\"\" = in memory only); a kernel found there is not re-tuned"),
@@ -55,6 +56,34 @@ constexpr OptionSpec kSchema[] = {
 template <typename T>
 T pick(int index, std::initializer_list<T> values) {
   return *(values.begin() + (index < 0 ? 0 : index));
+}
+
+// tuning_level = auto: a search costs load time (each kernel run once per candidate size), so
+// it runs only where its result is kept (a tuning_file: paid once per device and shape) and the
+// policy allows load-time work; reported with the reason.
+TuningLevel derive_tuning(const BackendInitContext& context, const std::string& tuning_file) {
+  const PolicyDecision& policy = context.policy();
+  const char* level = "none";
+  TuningLevel tuning = TuningLevel::None;
+  if (!policy.expensive_load_transforms) {
+    context.report_derived("tuning_level", level, "auto: no load-time search under policy %s",
+                           policy_name(policy.effective));
+    return tuning;
+  }
+  if (tuning_file.empty()) {
+    context.report_derived("tuning_level", level,
+                           "auto: no tuning_file to keep a search's result, so every load "
+                           "would repeat it");
+    return tuning;
+  }
+  const bool latency = policy.effective == Policy::Latency;
+  tuning = latency ? TuningLevel::Normal : TuningLevel::Rapid;
+  level = latency ? "normal" : "rapid";
+  context.report_derived("tuning_level", level,
+                         "auto: results kept in tuning_file, searched once per kernel and "
+                         "device; %s sizes under policy %s",
+                         latency ? "8" : "4", policy_name(policy.effective));
+  return tuning;
 }
 
 }  // namespace
@@ -82,6 +111,15 @@ bool OpenClBackend::supports_op(const OpView& op) const {
   const std::vector<Shape> shapes = stored_shapes(*graph);
   NodePlan plan;
   return plan_node(*graph, index, shapes, &plan).is_ok();
+}
+
+const char* OpenClBackend::derivation_doc() const {
+  return "`tuning_level` = auto searches local work sizes only where the result is kept and the "
+         "policy allows load-time work: `none` under `power_saver` (or `auto` choosing it) and "
+         "whenever `tuning_file` is empty (every load would repeat the search); with a "
+         "`tuning_file`, `normal` (8 sizes per kernel) under `latency` and `rapid` (4) under "
+         "`balanced`. Kernels already in the file are not searched again. Reported as a "
+         "resolved value with the reason.";
 }
 
 Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, FreeableBuffer* payload,
@@ -117,9 +155,13 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
   settings.build_options = std::string(build_options);
   settings.cache.dir = std::string(cache_dir);
   settings.cache.mode = pick(cache_mode.index, {CacheMode::Off, CacheMode::Read, CacheMode::ReadWrite});
-  settings.tuning = pick(tuning.index, {TuningLevel::None, TuningLevel::Rapid, TuningLevel::Normal,
-                                        TuningLevel::Exhaustive});
   settings.tuning_file = std::string(tuning_file);
+  if (tuning.index <= 0) {
+    settings.tuning = derive_tuning(context, settings.tuning_file);
+  } else {
+    settings.tuning = pick(tuning.index - 1, {TuningLevel::None, TuningLevel::Rapid,
+                                              TuningLevel::Normal, TuningLevel::Exhaustive});
+  }
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, device, settings);
   if (!delegate.ok()) return for_delegate(context, delegate.status());

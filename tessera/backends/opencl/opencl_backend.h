@@ -21,6 +21,7 @@ class OpenClBackend final : public BackendInterface {
   /// device" when platforms exist but offer no device.
   const char* unavailable_reason() const override;
   Span<const OptionSpec> option_schema() const override;
+  const char* derivation_doc() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
   /// `payload` is an fb::Graph FlatBuffer; it is verified, used and freed before returning.

@@ -187,6 +187,58 @@ TEST(OpenClTuning, SearchOnceThenReadFromFile) {
   EXPECT_EQ(third.summary().tuning_loaded, third.summary().kernels);
 }
 
+PolicyDecision policy_of(Policy effective) {
+  PolicyDecision d;
+  d.effective = effective;
+  d.expensive_load_transforms = effective != Policy::PowerSaver;
+  return d;
+}
+
+TEST(OpenClTuning, AutoLevelFollowsPolicyAndTuningFile) {
+  TempDir dir;
+  GraphCase g = small_net();
+  struct Case {
+    Policy policy;
+    bool with_file;
+    const char* level;
+    const char* reason_part;
+  };
+  const Case cases[] = {
+      {Policy::Latency, true, "normal", "8 sizes under policy latency"},
+      {Policy::Balanced, true, "rapid", "4 sizes under policy balanced"},
+      {Policy::Latency, false, "none", "no tuning_file"},
+      {Policy::PowerSaver, true, "none", "no load-time search under policy power_saver"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    LoadBackendOptionsMap load;  // tuning_level left at its default, auto
+    const std::string file = dir.file("tuning" + std::to_string(n++) + ".bin");
+    if (c.with_file) ASSERT_TRUE(load.set("opencl", kTuningFile, file).is_ok());
+    const PolicyDecision policy = policy_of(c.policy);
+    RunOptions options = with(load);
+    options.policy = &policy;
+    Session s;
+    ASSERT_TRUE(s.init(g, options).is_ok()) << c.level;
+    const DerivedValue* d = s.derived().find("tuning_level");
+    ASSERT_NE(d, nullptr) << c.level;
+    EXPECT_STREQ(d->value, c.level);
+    EXPECT_NE(std::string(d->reason).find(c.reason_part), std::string::npos) << d->reason;
+    // A search ran exactly when a level other than none was derived.
+    EXPECT_EQ(s.summary().tuned, std::string(c.level) == "none" ? 0u : s.summary().kernels)
+        << c.level;
+    EXPECT_TRUE(runs_correctly(s, g));
+  }
+  // A level the application set is used as set and not reported as derived.
+  LoadBackendOptionsMap set = tuning_options(dir.file("set.bin"), "rapid");
+  const PolicyDecision saver = policy_of(Policy::PowerSaver);
+  RunOptions options = with(set);
+  options.policy = &saver;
+  Session s;
+  ASSERT_TRUE(s.init(g, options).is_ok());
+  EXPECT_EQ(s.derived().find("tuning_level"), nullptr);
+  EXPECT_EQ(s.summary().tuned, s.summary().kernels);
+}
+
 TEST(OpenClTuning, BrokenFilesRetuneWithWarning) {
   GraphCase g = small_net();
   for (Damage d : kAllDamage) {
