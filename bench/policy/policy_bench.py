@@ -14,7 +14,7 @@ the median over rounds of each round's median latency.
 
 Usage (after building and exporting the fixtures, `ninja -C build model_fixtures`):
   /usr/bin/python3 bench/policy/policy_bench.py --build build [--models a,b] [--rounds 3]
-      [--iterations 30] [--part threads|neighbour|both] [--extra] [--json OUT] [--fixtures DIR]
+      [--iterations 30] [--min-run-ms 300] [--part threads|neighbour|both] [--extra] [--json OUT] [--fixtures DIR]
 """
 import argparse
 import json
@@ -42,9 +42,9 @@ def compile_model(args, name):
     return out
 
 
-def run_once(args, program, extra, prefix=()):
+def run_once(args, program, extra, prefix=(), iterations=None):
     cmd = list(prefix) + [args.run, program, "--json", "--dim", "batch=1", "--iterations",
-                          str(args.iterations), "--warmup", str(args.warmup)] + list(extra)
+                          str(iterations or args.iterations), "--warmup", str(args.warmup)] + list(extra)
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads(done.stdout)
     threads = sorted({o.get("resolved", o["value"]) for d in report["delegates"]
@@ -52,13 +52,21 @@ def run_once(args, program, extra, prefix=()):
     return report["latency_ms"]["median"], report["policy"], threads
 
 
+def iterations_for(args, program):
+    """Enough iterations for each run to last about --min-run-ms (a model of 1 ms needs a few
+    hundred for its median to settle on a shared VM), at least --iterations."""
+    probe_ms, _, _ = run_once(args, program, [], iterations=5)
+    return max(args.iterations, min(5000, int(args.min_run_ms / max(probe_ms, 1e-3))))
+
+
 def alternate(args, program, variants):
     """variants: {name: extra args}; returns {name: (median of round medians, policy, threads)}."""
     results = {name: [] for name in variants}
     info = {}
+    iterations = iterations_for(args, program)
     for _ in range(args.rounds):
         for name, extra in variants.items():
-            ms, policy, threads = run_once(args, program, extra)
+            ms, policy, threads = run_once(args, program, extra, iterations=iterations)
             results[name].append(ms)
             info[name] = (policy, threads)
     return {name: (statistics.median(v), info[name][0], info[name][1])
@@ -113,7 +121,9 @@ def main():
     p.add_argument("--models", default="")
     p.add_argument("--extra", action="store_true", help="also the slow torchvision set")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--iterations", type=int, default=30)
+    p.add_argument("--iterations", type=int, default=30, help="at least this many per run")
+    p.add_argument("--min-run-ms", type=float, default=300.0,
+                   help="more iterations for fast models, so that each run lasts this long")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--part", choices=["threads", "neighbour", "both"], default="both")
     p.add_argument("--json", default="")
