@@ -87,4 +87,15 @@ OptionSource BackendExecutionContext::source(std::string_view key) const {
   return i < 0 ? OptionSource::Default : resolved_->source(static_cast<size_t>(i));
 }
 
+void BackendExecutionContext::record_event(const char* name, double ms) {
+  const double dur_us = ms * 1000.0;
+  const double start_us = Trace::now_us() - dur_us;
+  if (profile_ != nullptr) profile_->add(name, ms, start_us, delegate_id_);
+  if (Trace::running()) {
+    char detail[80];
+    std::snprintf(detail, sizeof detail, "delegate=%s", delegate_id_ ? delegate_id_ : "?");
+    Trace::record("operator", name ? name : "", start_us, dur_us, detail);
+  }
+}
+
 }  // namespace tessera

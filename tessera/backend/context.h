@@ -17,6 +17,7 @@
 #include "tessera/core/result.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
+#include "tessera/core/trace.h"
 
 namespace tessera {
 
@@ -145,10 +146,14 @@ class BackendExecutionContext {
   /// Where the value get(key) returns comes from; Default for an unknown key.
   OptionSource source(std::string_view key) const;
 
-  /// Records a timed event (name copied) into the caller's ProfileBuffer, if any.
+  /// Records a timed event that ends now (name copied) into the caller's ProfileBuffer, if
+  /// any, with its start time and the delegate's id; and into the running Trace, if any.
   void report_event(const char* name, double ms) {
-    if (profile_ != nullptr) profile_->add(name, ms);
+    if (profile_ != nullptr || Trace::running()) record_event(name, ms);
   }
+  /// The delegate this call runs (borrowed; set by the runtime before execute).
+  void set_delegate_id(const char* id) { delegate_id_ = id; }
+  const char* delegate_id() const { return delegate_id_; }
 
   const ResolvedOptions& options() const { return *resolved_; }
   ExecuteOptionView execute_options() const { return execute_; }
@@ -158,8 +163,11 @@ class BackendExecutionContext {
  private:
   const ResolvedOptions* resolved_;
   ExecuteOptionView execute_;
+  void record_event(const char* name, double ms);
+
   ProfileBuffer* profile_;
   MemoryAllocator* temp_allocator_;
+  const char* delegate_id_ = nullptr;
 };
 
 /// Passed to BackendInterface::set_option/get_option hooks. Holds little now; new fields can

@@ -12,6 +12,12 @@ namespace tessera {
 struct ProfileEvent {
   char name[48];  // copied, truncated to 47 characters
   double ms;
+  /// When it started, on Trace::now_us()'s clock (microseconds; from the running trace's
+  /// start, else from the steady clock's epoch); 0 when the reporter gave none.
+  double start_us;
+  /// The delegate that reported it ("xnnpack#0"), borrowed from the Method (valid while it
+  /// lives); null when unknown.
+  const char* delegate;
 };
 
 class ProfileBuffer {
@@ -20,7 +26,7 @@ class ProfileBuffer {
   explicit ProfileBuffer(Span<ProfileEvent> storage) : storage_(storage) {}
 
   /// Records an event; once the storage is full, counts it in dropped() instead.
-  void add(const char* name, double ms) {
+  void add(const char* name, double ms, double start_us = 0, const char* delegate = nullptr) {
     if (size_ == storage_.size()) {
       ++dropped_;
       return;
@@ -31,6 +37,8 @@ class ProfileBuffer {
     if (n) std::memcpy(e.name, name, n);
     e.name[n] = '\0';
     e.ms = ms;
+    e.start_us = start_us;
+    e.delegate = delegate;
   }
 
   Span<const ProfileEvent> events() const { return {storage_.data(), size_}; }

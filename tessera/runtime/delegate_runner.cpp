@@ -6,6 +6,7 @@
 
 #include "tessera/backend/context.h"
 #include "tessera/core/log.h"
+#include "tessera/core/trace.h"
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
@@ -245,7 +246,13 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     params.derived = derived;
     BackendInitContext ctx(params);
     FreeableBuffer payload(d->payload()->data(), d->payload()->size());
-    auto handle = b->init(ctx, &payload, use_specs);
+    Result<DelegateHandle*> handle = [&] {
+      char detail[48];
+      std::snprintf(detail, sizeof detail, "backend=%.*s", static_cast<int>(name.size()),
+                    name.data());
+      TraceSpan span("init", "init " + d->id()->str(), detail);
+      return b->init(ctx, &payload, use_specs);
+    }();
     if (!handle.ok()) {
       char prefix[96];
       std::snprintf(prefix, sizeof prefix, "delegate '%s' on '%.*s'", d->id()->c_str(),
@@ -291,6 +298,9 @@ void destroy_delegate(DelegateStep* step) {
   step->handle = nullptr;
 }
 
+Status run_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* profile,
+                 bool tracing);
+
 Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* profile) {
   if (options != nullptr && !options->empty()) {
     // Every backend named must run a delegate of this method: nothing is silently ignored.
@@ -306,11 +316,28 @@ Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffe
       }
     }
   }
+  const bool tracing = Trace::running();
+  const double execute_start = tracing ? Trace::now_us() : 0;
+  Status st = run_steps(s, options, profile, tracing);
+  if (tracing) {
+    Trace::record("execute", "execute " + s->method->name()->str(), execute_start,
+                  Trace::now_us() - execute_start, st.is_ok() ? "" : st.message());
+  }
+  return st;
+}
+
+Status run_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* profile,
+                 bool tracing) {
   for (uint32_t i = 0; i < s->num_steps; ++i) {
     const Step& step = s->steps[i];
+    const double step_start = tracing ? Trace::now_us() : 0;
     if (!step.is_delegate) {
       const KernelStep& k = s->kernels[step.index];
       Status st = portable::run_kernel(k.kernel, {k.inputs, k.num_inputs}, {k.outputs, k.num_outputs});
+      if (tracing) {
+        Trace::record("kernel", ir::op_name(k.node->op()), step_start, Trace::now_us() - step_start,
+                      k.node->name() ? k.node->name()->string_view() : std::string_view());
+      }
       if (!st.is_ok()) {
         char prefix[32];  // the kernel's message already names the op and the node
         std::snprintf(prefix, sizeof prefix, "instruction %u", i);
@@ -326,7 +353,13 @@ Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffe
       if (!st.is_ok()) return st.with_prefix(d.info->id);
     }
     BackendExecutionContext ctx(d.options, view, profile);
+    ctx.set_delegate_id(d.info->id);
     Status st = d.backend->execute(ctx, d.handle, {d.args, d.num_args});
+    if (tracing) {
+      char detail[48];
+      std::snprintf(detail, sizeof detail, "backend=%s", d.info->backend);
+      Trace::record("delegate", d.info->id, step_start, Trace::now_us() - step_start, detail);
+    }
     if (!st.is_ok()) {
       char prefix[160];  // fits the longest id (63) and backend name (31)
       std::snprintf(prefix, sizeof prefix, "instruction %u (delegate '%s' on '%s')", i, d.info->id,

@@ -1,5 +1,9 @@
 #include "tessera/runtime/program.h"
 
+#include <string>
+
+#include "tessera/core/trace.h"
+
 #include <cstring>
 
 #include "tessera/ir/program_builder.h"
@@ -15,6 +19,7 @@ constexpr size_t kHeaderBytes = 12;  // size prefix, root offset, identifier
 
 Result<Program> Program::load(const DataLoader* loader) {
   if (loader == nullptr) return Status(Error::InvalidArgument, "Program::load: null loader");
+  TraceSpan span("load", "program load");
   Span<const uint8_t> data = loader->data();
   if (data.size() < kHeaderBytes) {
     return Status::error(Error::Truncated,
@@ -106,6 +111,7 @@ Result<Method> Program::load_method(std::string_view name, MemoryManager* memory
     return Status::error(Error::NotFound, "no method '%.*s' in the program (it has %s)",
                          static_cast<int>(name.size()), name.data(), names);
   }
+  TraceSpan span("load", "method load " + std::string(name));
   return Method::load(*this, m, memory, options);
 }
 

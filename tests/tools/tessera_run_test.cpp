@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/testing/test_programs.h"
 #include "tools/common/npy.h"
 
@@ -83,6 +85,31 @@ TEST_F(TesseraRun, JsonReport) {
         "{\"key\":\"profile\",\"value\":\"false\",\"source\":\"default\",\"origin\":null}"}) {
     EXPECT_CONTAINS(r.out, key);
   }
+}
+
+TEST_F(TesseraRun, TraceFileOpensAsChromeTraceJson) {
+  const std::string trace = dir_ + "/trace.json";
+  RunResult r = run(dir_ + "/cpu_backends.tsr --iterations 2 --warmup 1 --json --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["trace"]["file"], trace);
+  const auto doc = nlohmann::json::parse(slurp(trace));
+  int executes = 0, calls = 0, inits = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    executes += e["cat"] == "execute";
+    calls += e["cat"] == "delegate";
+    inits += e["cat"] == "init";
+  }
+  EXPECT_EQ(executes, 3);  // the warm-up run too
+  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(inits, 2);
+  EXPECT_EQ(report["trace"]["events"].get<int>(), static_cast<int>(doc["traceEvents"].size()) - 2);
+
+  RunResult bad = run(dir_ + "/cpu_backends.tsr --trace /nonexistent-dir/t.json");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_CONTAINS(bad.err, "/nonexistent-dir/t.json");
 }
 
 TEST_F(TesseraRun, NpyInputAndOutputFiles) {

@@ -14,6 +14,7 @@
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/profile_buffer.h"
+#include "tessera/core/trace.h"
 #include "tessera/backend/registry.h"
 #include "tessera/core/log.h"
 #include "tessera/runtime/load_options.h"
@@ -118,6 +119,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> inputs;
   int iterations = 1, warmup = 0;
   bool json = false, profile = false;
+  std::string trace_path;
   // Required unless --list-options, which needs no program.
   app.add_option("program", program_path, "Program file (.tsr)");
   app.add_option("--method", method_name, "Method to run")->capture_default_str();
@@ -126,6 +128,10 @@ int run(int argc, char** argv) {
   app.add_option("--iterations", iterations, "Timed executions")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "Untimed executions first")->check(CLI::Range(0, 1000000));
   app.add_flag("--json", json, "Print one JSON object instead of text");
+  app.add_option("--trace", trace_path,
+                 "Write a Chrome trace-event JSON file (opens in Perfetto): program and method "
+                 "load, each delegate's init, each execute and delegate call, and with "
+                 "--profile each operator or kernel the backends report");
   app.add_flag("--profile", profile,
                "Turn on each backend's execute-scope profiling and print the mean time of every "
                "reported event (operator, primitive or kernel) over the timed iterations");
@@ -157,6 +163,9 @@ int run(int argc, char** argv) {
     return 1;
   }
 
+  if (!trace_path.empty()) {
+    if (Status st = Trace::start(); !st.is_ok()) return fail(st, "--trace");
+  }
   auto t_load0 = std::chrono::steady_clock::now();
   auto loader = MmapDataLoader::from(program_path.c_str());
   if (!loader.ok()) return fail(loader.status(), "load");
@@ -257,6 +266,15 @@ int run(int argc, char** argv) {
       profile_dropped += profile_buffer.dropped();
     }
   }
+  size_t trace_events = 0;
+  if (!trace_path.empty()) {
+    Result<std::vector<TraceEvent>> events = Trace::stop();
+    if (!events.ok()) return fail(events.status(), "--trace");
+    if (Status st = Trace::write_chrome_json(*events, trace_path); !st.is_ok()) {
+      return fail(st, "--trace");
+    }
+    trace_events = events->size();
+  }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
@@ -334,6 +352,12 @@ int run(int argc, char** argv) {
       w.end_array();
       w.key("profile_events_dropped").value(static_cast<long long>(profile_dropped));
     }
+    if (!trace_path.empty()) {
+      w.key("trace").begin_object();
+      w.key("file").value(trace_path);
+      w.key("events").value(static_cast<long long>(trace_events));
+      w.end_object();
+    }
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
@@ -351,6 +375,9 @@ int run(int argc, char** argv) {
     }
     std::printf("latency  min %.3f ms, median %.3f ms, max %.3f ms over %d iteration(s)\n",
                 sorted.front(), median, sorted.back(), iterations);
+    if (!trace_path.empty()) {
+      std::printf("trace    %s (%zu events; open in Perfetto)\n", trace_path.c_str(), trace_events);
+    }
     if (profile) {
       double sum = 0;
       for (const ProfileRow& r : profile_rows) sum += r.total_ms;
