@@ -9,6 +9,30 @@ namespace tessera {
 class ResolvedOptions;
 class DerivedValues;
 
+/// One backend tried by a measured selection.
+struct SelectionCandidate {
+  char backend[32] = {};
+  double median_ms = 0;   // of the timed runs; 0 when it did not run
+  int runs = 0;           // timed runs
+  bool accepted = false;  // ran, and its outputs matched the reference within the tolerance
+  bool chosen = false;
+  /// Why it was rejected or skipped ("outputs differ: max |diff| 0.5 > 1e-4 x max |ref| 2");
+  /// for an accepted candidate, empty, or "reference" for the one the others were compared to.
+  char reason[160] = {};
+};
+
+/// How a delegate's backend was chosen (LoadOptions::selection).
+struct SelectionReport {
+  static constexpr size_t kMaxCandidates = 8;
+  char mode[8] = "fixed";  // "fixed" or "measure"
+  bool cached = false;     // taken from a selection cache (none exists yet: always false)
+  SelectionCandidate candidates[kMaxCandidates];
+  size_t num_candidates = 0;
+  /// One line for people: "measured: onednn 2.10 ms (chosen), xnnpack 3.02 ms; portable
+  /// rejected (outputs differ ...)". Empty under fixed.
+  char summary[320] = {};
+};
+
 struct DelegateInfo {
   char id[64] = {};                 // e.g. "xnnpack#0"
   char backend[32] = {};            // the backend that runs it
@@ -22,6 +46,7 @@ struct DelegateInfo {
   /// allocator. Never null after a successful load.
   const DerivedValues* derived = nullptr;
   size_t num_nodes = 0;
+  SelectionReport selection;
 };
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 #include "tessera/runtime/delegate_runner.h"
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -54,7 +55,8 @@ Result<Span<const uint8_t>> program_constant(void* ctx, uint32_t index) {
   return c;
 }
 
-// Whether `backend` can run every node of `graph`; on the first it cannot, its description.
+}  // namespace
+
 bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,
                   size_t cap) {
   for (uint32_t i = 0; i < count(graph->nodes()); ++i) {
@@ -68,6 +70,8 @@ bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char*
   }
   return true;
 }
+
+namespace {
 
 bool has_execute_keys(Span<const OptionSpec> schema) {
   for (const OptionSpec& s : schema) {
@@ -101,6 +105,20 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
     auto b = get_backend(options.fallback(i));
     if (!b.ok()) return b.status().with_prefix("fallback chain");
   }
+  for (size_t i = 0; i < options.selection_candidates_size(); ++i) {
+    auto b = get_backend(options.selection_candidate(i));
+    if (!b.ok()) return b.status().with_prefix("selection candidates");
+  }
+  if (!(options.selection_tolerance >= 0) || std::isinf(options.selection_tolerance)) {
+    return Status::error(Error::InvalidArgument,
+                         "selection tolerance %g must be a finite number >= 0",
+                         options.selection_tolerance);
+  }
+  if (!(options.selection_budget_ms >= 0) || std::isinf(options.selection_budget_ms)) {
+    return Status::error(Error::InvalidArgument,
+                         "selection budget %g ms must be a finite number >= 0",
+                         options.selection_budget_ms);
+  }
   return Status::ok();
 }
 
@@ -117,6 +135,50 @@ CpuPoolBackends cpu_pool_backends(const fb::Method* method, const LoadOptions& o
     if (backend.ok() && (*backend)->uses_cpu_thread_pool()) pools.names[pools.size++] = name;
   }
   return pools;
+}
+
+Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method,
+                                const fb::Delegate* d, std::string_view name, BackendInterface* b,
+                                Span<const CompileSpec> specs, const CpuPoolBackends& pools,
+                                MethodState* s, Span<const SymbolValue> symbols,
+                                ResolvedOptions* resolved, DerivedValues* derived, bool* fatal) {
+  *fatal = false;
+  // The other CPU pools of this method (the chosen backend's own excluded).
+  std::string_view peers[CpuPoolBackends::kMax];
+  size_t npeers = 0;
+  if (b->uses_cpu_thread_pool()) {
+    for (size_t p = 0; p < pools.size; ++p) {
+      if (pools.names[p] != name) peers[npeers++] = pools.names[p];
+    }
+  }
+  BackendInitContext::Params params;
+  params.cpu_pool_peers = {peers, npeers};
+  params.method_allocator = s->allocator;
+  params.options = resolved;
+  params.method_name = method->name()->string_view();
+  params.symbols = symbols;
+  params.constants = {program_constant, const_cast<Program*>(&program)};
+  params.device_info = s->device;
+  params.policy = s->policy;
+  derived->clear();  // a failed candidate's reports do not carry over
+  params.derived = derived;
+  BackendInitContext ctx(params);
+  FreeableBuffer payload(d->payload()->data(), d->payload()->size());
+  Result<DelegateHandle*> handle = [&] {
+    char detail[48];
+    std::snprintf(detail, sizeof detail, "backend=%.*s", static_cast<int>(name.size()),
+                  name.data());
+    TraceSpan span("init", "init " + d->id()->str(), detail);
+    return b->init(ctx, &payload, specs);
+  }();
+  if (!handle.ok()) return handle;
+  // From the first successful init on, the backend's init-only options are locked.
+  if (Status locked = ctx.mark_backend_initialized(); !locked.is_ok()) {
+    b->destroy(*handle);
+    *fatal = true;
+    return locked.with_prefix(d->id()->c_str());
+  }
+  return handle;
 }
 
 Status load_delegate(const Program& program, const fb::Method* method, const fb::Instruction* ins,
@@ -168,6 +230,17 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     append_reason(info, "retargeted from '%.*s' to '%.*s' by the load options",
                   static_cast<int>(requested.size()), requested.data(),
                   static_cast<int>(candidates[0].size()), candidates[0].data());
+  }
+  // Measured selection: the fastest backend that matches the program's own replaces it (an
+  // explicit retarget wins over measuring).
+  if (options.selection == Selection::Measure && candidates[0] == requested) {
+    const int chosen = measure_candidates(program, method, ins, d, requested, {specs, nspecs},
+                                          options, pools, s, {symbols, s->num_symbols},
+                                          {args, nargs}, info);
+    if (chosen >= 0) {
+      candidates[0] = info->selection.candidates[chosen].backend;
+      if (candidates[0] != requested) append_reason(info, "%s", info->selection.summary);
+    }
   }
   for (size_t i = 0; i < options.fallback_size(); ++i) {
     bool dup = false;
@@ -225,34 +298,11 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     TESSERA_RETURN_IF_ERROR(resolve_options(name, *b, d->id()->string_view(), use_specs,
                                             options.backend_options, options.delegate_options,
                                             validation, resolved));
-    // The other CPU pools of this method (the chosen backend's own excluded).
-    std::string_view peers[CpuPoolBackends::kMax];
-    size_t npeers = 0;
-    if (b->uses_cpu_thread_pool()) {
-      for (size_t p = 0; p < pools.size; ++p) {
-        if (pools.names[p] != name) peers[npeers++] = pools.names[p];
-      }
-    }
-    BackendInitContext::Params params;
-    params.cpu_pool_peers = {peers, npeers};
-    params.method_allocator = &alloc;
-    params.options = resolved;
-    params.method_name = method->name()->string_view();
-    params.symbols = {symbols, s->num_symbols};
-    params.constants = {program_constant, const_cast<Program*>(&program)};
-    params.device_info = s->device;
-    params.policy = s->policy;
-    derived->clear();  // a failed candidate's reports do not carry over
-    params.derived = derived;
-    BackendInitContext ctx(params);
-    FreeableBuffer payload(d->payload()->data(), d->payload()->size());
-    Result<DelegateHandle*> handle = [&] {
-      char detail[48];
-      std::snprintf(detail, sizeof detail, "backend=%.*s", static_cast<int>(name.size()),
-                    name.data());
-      TraceSpan span("init", "init " + d->id()->str(), detail);
-      return b->init(ctx, &payload, use_specs);
-    }();
+    bool fatal = false;
+    Result<DelegateHandle*> handle =
+        init_on(program, method, d, name, b, use_specs, pools, s, {symbols, s->num_symbols},
+                resolved, derived, &fatal);
+    if (fatal) return handle.status();
     if (!handle.ok()) {
       char prefix[96];
       std::snprintf(prefix, sizeof prefix, "delegate '%s' on '%.*s'", d->id()->c_str(),
@@ -261,11 +311,6 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
       append_reason(info, "'%.*s' init failed: %s", static_cast<int>(name.size()), name.data(),
                     handle.status().message());
       continue;
-    }
-    // From the first successful init on, the backend's init-only options are locked.
-    if (Status locked = ctx.mark_backend_initialized(); !locked.is_ok()) {
-      b->destroy(*handle);
-      return locked.with_prefix(d->id()->c_str());
     }
     copy_str(info->backend, sizeof info->backend, name);
     info->options = resolved;

@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <string_view>
 
+#include "tessera/backend/context.h"
+#include "tessera/backend/interface.h"
+#include "tessera/core/result.h"
 #include "tessera/core/status.h"
 #include "tessera/ir/schema.h"
 #include "tessera/runtime/method_state.h"
@@ -12,6 +15,8 @@ namespace tessera {
 class Program;
 class ExecuteOptions;
 class ProfileBuffer;
+class ResolvedOptions;
+class DerivedValues;
 struct LoadOptions;
 }  // namespace tessera
 
@@ -35,6 +40,34 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
                      DelegateStep* out);
 
 void destroy_delegate(DelegateStep* step);
+
+/// Whether `backend` can run every node of `graph`; on the first it cannot, its description
+/// ("op 'Relu' (node 'relu0')") in `missing`.
+bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,
+                  size_t cap);
+
+/// Initialises backend `b` (registered as `name`) on delegate `d` with the already resolved
+/// `resolved` options; `derived` receives what it derives. On success the backend's init-only
+/// options are locked. A failed init returns its error; a failure to lock them (fatal: no other
+/// backend should be tried) sets *fatal.
+Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method,
+                                const fb::Delegate* d, std::string_view name, BackendInterface* b,
+                                Span<const CompileSpec> specs, const CpuPoolBackends& pools,
+                                MethodState* s, Span<const SymbolValue> symbols,
+                                ResolvedOptions* resolved, DerivedValues* derived, bool* fatal);
+
+/// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
+/// `requested` and every candidate backend that can take the delegate, runs each on
+/// deterministic inputs (the delegate's non-constant inputs are overwritten; nothing has run
+/// yet at load), compares its outputs with the first that ran (the reference, normally
+/// `requested`), times it, and destroys them all. Fills info->selection and returns the index
+/// there of the fastest accepted candidate, or -1 when none ran (the caller then loads
+/// `requested` as usual, which reports its error).
+int measure_candidates(const Program& program, const fb::Method* method,
+                       const fb::Instruction* ins, const fb::Delegate* d,
+                       std::string_view requested, Span<const CompileSpec> specs,
+                       const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
+                       Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info);
 
 /// Checks the load options that concern the whole method (load map, delegate map, fallback
 /// chain) once, before any delegate is initialised.

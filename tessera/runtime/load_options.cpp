@@ -111,32 +111,78 @@ Status LoadOptions::add_retarget(std::string_view from, std::string_view to) {
   return Status::ok();
 }
 
-Status LoadOptions::set_fallback(std::string_view list) {
-  char parsed[kMaxFallback][kMaxName] = {};
+namespace {
+
+// Parses "a, b,c" into `parsed` (at most kMaxFallback distinct names); `what` names the list in
+// errors ("fallback chain", "selection candidates").
+Status parse_backend_list(std::string_view list, const char* what,
+                          char (&parsed)[LoadOptions::kMaxFallback][LoadOptions::kMaxName],
+                          size_t* count) {
   size_t n = 0;
   while (!list.empty()) {
     size_t comma = list.find(',');
     std::string_view item = list.substr(0, comma);
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (n == kMaxFallback) {
-      return Status::error(Error::InvalidArgument, "fallback chain longer than %zu", kMaxFallback);
+    if (n == LoadOptions::kMaxFallback) {
+      return Status::error(Error::InvalidArgument, "%s longer than %zu", what,
+                           LoadOptions::kMaxFallback);
     }
-    TESSERA_RETURN_IF_ERROR(copy_name(item, parsed[n], "fallback backend"));
+    TESSERA_RETURN_IF_ERROR(copy_name(item, parsed[n], "backend"));
     for (size_t i = 0; i < n; ++i) {
       if (item == parsed[i]) {
-        return Status::error(Error::InvalidArgument, "backend '%s' appears twice in the fallback chain",
-                             parsed[i]);
+        return Status::error(Error::InvalidArgument, "backend '%s' appears twice in the %s",
+                             parsed[i], what);
       }
     }
     ++n;
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
-    if (list.empty()) return Status(Error::InvalidArgument, "fallback chain ends with a comma");
+    if (list.empty()) return Status::error(Error::InvalidArgument, "%s ends with a comma", what);
   }
+  *count = n;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status LoadOptions::set_fallback(std::string_view list) {
+  char parsed[kMaxFallback][kMaxName] = {};
+  size_t n = 0;
+  TESSERA_RETURN_IF_ERROR(parse_backend_list(list, "fallback chain", parsed, &n));
   std::memcpy(fallback_, parsed, sizeof parsed);
   num_fallback_ = n;
   return Status::ok();
+}
+
+Status LoadOptions::set_selection_candidates(std::string_view list) {
+  char parsed[kMaxFallback][kMaxName] = {};
+  size_t n = 0;
+  TESSERA_RETURN_IF_ERROR(parse_backend_list(list, "selection candidates", parsed, &n));
+  std::memcpy(selection_candidates_, parsed, sizeof parsed);
+  num_selection_candidates_ = n;
+  return Status::ok();
+}
+
+const char* selection_name(Selection selection) {
+  switch (selection) {
+    case Selection::Auto:
+      return "auto";
+    case Selection::Fixed:
+      return "fixed";
+    case Selection::Measure:
+      return "measure";
+  }
+  return "?";
+}
+
+Result<Selection> parse_selection(std::string_view name) {
+  for (Selection s : {Selection::Auto, Selection::Fixed, Selection::Measure}) {
+    if (name == selection_name(s)) return s;
+  }
+  return Status::error(Error::InvalidArgument,
+                       "unknown selection '%.*s' (expected auto, fixed or measure)",
+                       static_cast<int>(name.size() > 64 ? 64 : name.size()), name.data());
 }
 
 bool LoadOptions::find_dim(std::string_view name, int64_t* value) const {

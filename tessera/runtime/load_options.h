@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "tessera/backend/policy.h"
+#include "tessera/core/result.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 #include "tessera/core/tensor.h"
@@ -22,6 +23,18 @@ inline constexpr size_t kMaxDelegatesPerMethod = 64;
 class LoadBackendOptionsMap;
 class DelegateOptionsMap;
 struct DeviceInfo;
+
+/// How each delegate's backend is chosen at load.
+enum class Selection : uint8_t {
+  Auto,     // today: as Fixed (a remembered choice will be used here once a selection cache exists)
+  Fixed,    // the backend the program names (after retargets and the fallback chain)
+  Measure,  // every candidate backend is initialised and timed on the delegate; the fastest
+            // whose outputs match the program's backend within selection_tolerance runs it
+};
+/// "auto", "fixed", "measure".
+const char* selection_name(Selection selection);
+/// Parses a selection name; InvalidArgument listing the names otherwise.
+Result<Selection> parse_selection(std::string_view name);
 
 struct LoadOptions {
   static constexpr size_t kMaxDims = 16;
@@ -95,6 +108,22 @@ struct LoadOptions {
     policy = p;
     has_policy = true;
   }
+  /// How delegates' backends are chosen (see Selection). Under Measure: a candidate whose
+  /// outputs differ from the reference (the program's own backend) by more than
+  /// `selection_tolerance` times max |reference| (float outputs; others must be equal) is
+  /// rejected; after the program's backend, candidates are tried only while the delegate's
+  /// selection has spent less than `selection_budget_ms` (inits and runs).
+  Selection selection = Selection::Auto;
+  double selection_tolerance = 1e-4;
+  double selection_budget_ms = 300.0;
+  /// Under Measure, the backends to try besides the program's own (comma-separated,
+  /// "xnnpack,onednn"); empty: every registered backend that is available. Errors:
+  /// InvalidArgument (an empty or over-long name, more than kMaxFallback); on error nothing
+  /// changes. An unknown name fails the load (OptionUnknownBackend).
+  Status set_selection_candidates(std::string_view comma_separated);
+  size_t selection_candidates_size() const { return num_selection_candidates_; }
+  std::string_view selection_candidate(size_t i) const { return selection_candidates_[i]; }
+
   /// The machine the policy is decided on; null: this machine now (DeviceInfo::get() with its
   /// power, thermal and load state re-read). Tests and simulations pass a fixture's. Borrowed:
   /// must outlive the Method.
@@ -109,6 +138,8 @@ struct LoadOptions {
   size_t num_retargets_ = 0;
   char fallback_[kMaxFallback][kMaxName] = {};
   size_t num_fallback_ = 0;
+  char selection_candidates_[kMaxFallback][kMaxName] = {};
+  size_t num_selection_candidates_ = 0;
 };
 
 }  // namespace tessera

@@ -112,6 +112,36 @@ TEST_F(TesseraRun, TraceFileOpensAsChromeTraceJson) {
   EXPECT_CONTAINS(bad.err, "/nonexistent-dir/t.json");
 }
 
+TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
+  RunResult r = run(dir_ + "/cpu_backends.tsr --json --select measure --select-candidates "
+                           "xnnpack,onednn,portable");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  for (const auto& d : report["delegates"]) {
+    const auto& sel = d["selection"];
+    EXPECT_EQ(sel["mode"], "measure");
+    EXPECT_EQ(sel["cached"], false);
+    ASSERT_EQ(sel["candidates"].size(), 3u) << sel.dump();
+    int chosen = 0;
+    for (const auto& c : sel["candidates"]) {
+      if (c["chosen"] == true) {
+        ++chosen;
+        EXPECT_EQ(c["backend"], d["backend"]);
+        EXPECT_EQ(c["accepted"], true);
+        EXPECT_GT(c["runs"].get<int>(), 0);
+      }
+    }
+    EXPECT_EQ(chosen, 1);
+  }
+  RunResult fixed = run(dir_ + "/cpu_backends.tsr --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  EXPECT_EQ(nlohmann::json::parse(fixed.out)["delegates"][0]["selection"]["mode"], "fixed");
+
+  RunResult bad = run(dir_ + "/cpu_backends.tsr --select fastest");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_CONTAINS(bad.err, "auto, fixed or measure");
+}
+
 TEST_F(TesseraRun, NpyInputAndOutputFiles) {
   tools::NpyArray x;
   x.dtype = ScalarType::Float32;

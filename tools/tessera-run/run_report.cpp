@@ -79,6 +79,21 @@ void RunOptionsCli::add_to(CLI::App& app) {
   app.add_option("--policy", policy,
                  "Load policy: auto (default), latency, balanced or power_saver; backends derive "
                  "the options left at auto from it");
+  app.add_option("--select", select,
+                 "How each delegate's backend is chosen: auto (default; as fixed until a "
+                 "selection cache exists), fixed (the program's), or measure (every backend "
+                 "that can take the delegate is run at load, checked against the program's "
+                 "backend, and the fastest kept)");
+  app.add_option("--select-candidates", select_candidates,
+                 "With --select measure: the backends to try besides the program's "
+                 "(comma-separated; default every available one)");
+  app.add_option("--select-budget-ms", select_budget_ms,
+                 "With --select measure: time per delegate for trying candidates (default 300)")
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--select-tolerance", select_tolerance,
+                 "With --select measure: largest accepted output difference, relative to the "
+                 "reference's max |value| (default 1e-4)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--device-info", device_info,
                "Print what Tessera detects on this machine (with --json: as JSON) and exit");
 }
@@ -130,6 +145,17 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
     if (!p.ok()) return p.status().with_prefix("--policy");
     state->load_.set_policy(*p);
   }
+  if (!select.empty()) {
+    Result<Selection> sel = parse_selection(select);
+    if (!sel.ok()) return sel.status().with_prefix("--select");
+    state->load_.selection = *sel;
+  }
+  if (!select_candidates.empty()) {
+    Status st = state->load_.set_selection_candidates(select_candidates);
+    if (!st.is_ok()) return st.with_prefix("--select-candidates");
+  }
+  if (select_budget_ms >= 0) state->load_.selection_budget_ms = select_budget_ms;
+  if (select_tolerance >= 0) state->load_.selection_tolerance = select_tolerance;
   TESSERA_RETURN_IF_ERROR(parsed.to_load_maps(&state->backend_options_, &state->delegate_options_));
   TESSERA_RETURN_IF_ERROR(parsed.to_execute_options(&state->execute_));
   TESSERA_RETURN_IF_ERROR(parsed.apply_global(validation));
@@ -177,6 +203,13 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
     }
     std::fprintf(out, "\n");
     if (d.reason[0] != '\0') std::fprintf(out, "  why: %s\n", d.reason);
+    if (explain && d.selection.summary[0] != '\0') {
+      std::fprintf(out, "  selection: %s\n", d.selection.summary);
+      for (size_t c = 0; c < d.selection.num_candidates; ++c) {
+        const SelectionCandidate& k = d.selection.candidates[c];
+        if (!k.accepted) std::fprintf(out, "    %s: %s\n", k.backend, k.reason);
+      }
+    }
     if (explain && d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {
         PerCallOption p = per_call(d, k, execute);
@@ -205,6 +238,27 @@ void write_delegates_json(const Method& method, JsonWriter& w, const ExecuteOpti
     w.key("requested_backend").value(d.requested_backend);
     w.key("nodes").value(static_cast<long long>(d.num_nodes));
     w.key("reason").value(d.reason);
+    w.key("selection").begin_object();
+    w.key("mode").value(d.selection.mode);
+    w.key("cached").value(d.selection.cached);
+    w.key("candidates").begin_array();
+    for (size_t c = 0; c < d.selection.num_candidates; ++c) {
+      const SelectionCandidate& k = d.selection.candidates[c];
+      w.begin_object();
+      w.key("backend").value(k.backend);
+      if (k.runs > 0) {
+        w.key("median_ms").value(k.median_ms);
+      } else {
+        w.key("median_ms").null();
+      }
+      w.key("runs").value(k.runs);
+      w.key("accepted").value(k.accepted);
+      w.key("chosen").value(k.chosen);
+      w.key("reason").value(k.reason);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
     w.key("options").begin_array();
     if (d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {

@@ -39,6 +39,10 @@ class RunOptionsState {
 struct RunOptionsCli {
   std::vector<std::string> load, global, delegate, execute, dims, retarget;
   std::string options_file, fallback, policy;
+  std::string select;             // --select: auto, fixed or measure
+  std::string select_candidates;  // --select-candidates: comma-separated backends
+  double select_budget_ms = -1;   // --select-budget-ms; < 0: the LoadOptions default
+  double select_tolerance = -1;   // --select-tolerance; < 0: the LoadOptions default
   bool list_options = false, explain_options = false, lenient = false, device_info = false;
 
   void add_to(CLI::App& app);

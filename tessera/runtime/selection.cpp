@@ -1,0 +1,247 @@
+// Measured selection (LoadOptions::selection == Measure): each candidate backend initialised on
+// the delegate, checked against a reference on the same inputs, timed, and destroyed; the
+// caller then loads the fastest accepted one.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/backend/context.h"
+#include "tessera/backend/derived_values.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backend/resolution.h"
+#include "tessera/backend/resolved_options.h"
+#include "tessera/core/string_format.h"
+#include "tessera/runtime/delegate_runner.h"
+#include "tessera/runtime/load_options.h"
+
+namespace tessera::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTimedRuns = 5;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+void set_text(char* dst, size_t cap, const std::string& text) {
+  std::snprintf(dst, cap, "%s", text.c_str());
+}
+
+// Deterministic data in every non-constant input of the delegate: floats in [-1, 1), other
+// types zero (a safe index for gathers).
+void fill_inputs(const fb::Method* method, const fb::Instruction* ins, Span<EValue*> args) {
+  const uint32_t n = ins->inputs() ? ins->inputs()->size() : 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::Value* v = method->values()->Get(ins->inputs()->Get(i));
+    if (v->constant() >= 0 || !args[i]->is_tensor()) continue;
+    Tensor& t = args[i]->to_tensor();
+    if (t.data() == nullptr || t.nbytes() == 0) continue;
+    if (t.dtype() == ScalarType::Float32) {
+      float* p = t.data_as<float>();
+      uint32_t state = 0x9E3779B9u ^ i;
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        state = state * 1664525u + 1013904223u;
+        p[k] = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+      }
+    } else {
+      std::memset(t.data(), 0, t.nbytes());
+    }
+  }
+}
+
+struct Outputs {
+  std::vector<std::vector<uint8_t>> bytes;
+};
+
+Outputs copy_outputs(Span<EValue*> args, uint32_t num_inputs) {
+  Outputs out;
+  for (size_t i = num_inputs; i < args.size(); ++i) {
+    const Tensor& t = args[i]->to_tensor();
+    const uint8_t* p = static_cast<const uint8_t*>(t.data());
+    out.bytes.emplace_back(p, p + (p ? t.nbytes() : 0));
+  }
+  return out;
+}
+
+// Empty when `got` matches `ref` within `tolerance` x max |ref| (float32) or exactly; else why.
+std::string compare(const Outputs& ref, const Outputs& got, Span<EValue*> args,
+                    uint32_t num_inputs, double tolerance) {
+  for (size_t j = 0; j < ref.bytes.size(); ++j) {
+    const Tensor& t = args[num_inputs + j]->to_tensor();
+    if (ref.bytes[j].size() != got.bytes[j].size()) return "output sizes differ";
+    if (t.dtype() != ScalarType::Float32) {
+      if (ref.bytes[j] != got.bytes[j]) return string_format("output %zu differs", j);
+      continue;
+    }
+    const size_t n = ref.bytes[j].size() / sizeof(float);
+    const float* r = reinterpret_cast<const float*>(ref.bytes[j].data());
+    const float* g = reinterpret_cast<const float*>(got.bytes[j].data());
+    double max_ref = 0, max_diff = 0;
+    for (size_t k = 0; k < n; ++k) {
+      max_ref = std::max(max_ref, static_cast<double>(std::fabs(r[k])));
+      const double diff = std::fabs(static_cast<double>(r[k]) - g[k]);
+      max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
+    }
+    if (max_diff > tolerance * std::max(max_ref, 1.0e-30) && max_diff > 0) {
+      return string_format("outputs differ: output %zu max |diff| %.3g > %.3g x max |ref| %.3g",
+                           j, max_diff, tolerance, max_ref);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+int measure_candidates(const Program& program, const fb::Method* method,
+                       const fb::Instruction* ins, const fb::Delegate* d,
+                       std::string_view requested, Span<const CompileSpec> specs,
+                       const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
+                       Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info) {
+  SelectionReport& report = info->selection;
+  std::snprintf(report.mode, sizeof report.mode, "%s", "measure");
+  const fb::Graph* graph = d->payload_nested_root();
+  const uint32_t num_inputs = ins->inputs() ? ins->inputs()->size() : 0;
+  const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
+
+  // The program's backend first (the reference), then the candidates in the order given, or
+  // every registered backend in the registry's order.
+  std::vector<std::string> names{std::string(requested)};
+  if (options.selection_candidates_size() > 0) {
+    for (size_t i = 0; i < options.selection_candidates_size(); ++i) {
+      names.emplace_back(options.selection_candidate(i));
+    }
+  } else {
+    for (const std::string& n : registered_backends()) names.push_back(n);
+  }
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (size_t i = 1; i < names.size();) {  // drop later repeats of the program's backend
+    if (names[i] == names[0]) {
+      names.erase(names.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+
+  const Clock::time_point start = Clock::now();
+  Outputs reference;
+  bool have_reference = false;
+  int chosen = -1;
+  for (const std::string& name : names) {
+    if (report.num_candidates == SelectionReport::kMaxCandidates) break;
+    SelectionCandidate& c = report.candidates[report.num_candidates++];
+    set_text(c.backend, sizeof c.backend, name);
+    const bool is_requested = name == requested;
+    if (!is_requested && ms_between(start, Clock::now()) >= options.selection_budget_ms) {
+      set_text(c.reason, sizeof c.reason,
+               string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
+      continue;
+    }
+    Result<BackendInterface*> backend = get_backend(name);
+    if (!backend.ok()) {
+      set_text(c.reason, sizeof c.reason, backend.status().message());
+      continue;
+    }
+    BackendInterface* b = *backend;
+    if (!b->is_available()) {
+      set_text(c.reason, sizeof c.reason, "not available on this machine");
+      continue;
+    }
+    char missing[128];
+    if (!supports_all(*b, graph, missing, sizeof missing)) {
+      set_text(c.reason, sizeof c.reason, string_format("does not support %s", missing));
+      continue;
+    }
+    const Span<const CompileSpec> use_specs = is_requested ? specs : Span<const CompileSpec>();
+    auto resolved = std::make_unique<ResolvedOptions>();
+    auto derived = std::make_unique<DerivedValues>();
+    Status st = resolve_options(name, *b, d->id()->string_view(), use_specs,
+                                options.backend_options, options.delegate_options, validation,
+                                resolved.get());
+    if (!st.is_ok()) {
+      set_text(c.reason, sizeof c.reason, string_format("options: %s", st.message()));
+      continue;
+    }
+    bool fatal = false;
+    Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
+                                             symbols, resolved.get(), derived.get(), &fatal);
+    if (!handle.ok()) {
+      set_text(c.reason, sizeof c.reason, string_format("init failed: %s", handle.status().message()));
+      continue;
+    }
+    auto run = [&]() {
+      BackendExecutionContext ctx(resolved.get());
+      ctx.set_delegate_id(info->id);
+      return b->execute(ctx, *handle, args);
+    };
+    fill_inputs(method, ins, args);
+    st = run();  // also the warm-up
+    std::string why;
+    if (!st.is_ok()) {
+      why = string_format("execute failed: %s", st.message());
+    } else if (!have_reference) {
+      reference = copy_outputs(args, num_inputs);
+      have_reference = true;
+      set_text(c.reason, sizeof c.reason, "reference");
+    } else {
+      why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
+                    options.selection_tolerance);
+    }
+    if (why.empty()) {
+      std::vector<double> times;
+      for (int r = 0; r < kTimedRuns; ++r) {
+        const Clock::time_point t0 = Clock::now();
+        st = run();
+        const Clock::time_point t1 = Clock::now();
+        if (!st.is_ok()) {
+          why = string_format("execute failed: %s", st.message());
+          break;
+        }
+        times.push_back(ms_between(t0, t1));
+        if (ms_between(start, t1) >= options.selection_budget_ms && !times.empty()) break;
+      }
+      if (why.empty()) {
+        std::sort(times.begin(), times.end());
+        c.runs = static_cast<int>(times.size());
+        c.median_ms = times[times.size() / 2];
+        c.accepted = true;
+        const int index = static_cast<int>(&c - report.candidates);
+        if (chosen < 0 || c.median_ms < report.candidates[chosen].median_ms) chosen = index;
+      }
+    }
+    if (!why.empty()) set_text(c.reason, sizeof c.reason, why);
+    b->destroy(*handle);
+  }
+
+  // The summary: accepted ones by speed, then the others with why.
+  std::vector<const SelectionCandidate*> accepted, rest;
+  for (size_t i = 0; i < report.num_candidates; ++i) {
+    (report.candidates[i].accepted ? accepted : rest).push_back(&report.candidates[i]);
+  }
+  std::sort(accepted.begin(), accepted.end(),
+            [](const SelectionCandidate* a, const SelectionCandidate* b) {
+              return a->median_ms < b->median_ms;
+            });
+  std::string summary = "measured:";
+  for (size_t i = 0; i < accepted.size(); ++i) {
+    summary += string_format("%s %s %.3g ms%s", i ? "," : "", accepted[i]->backend,
+                             accepted[i]->median_ms, i == 0 ? " (chosen)" : "");
+  }
+  if (accepted.empty()) summary += " nothing ran";
+  for (size_t i = 0; i < rest.size(); ++i) {
+    summary += string_format("%s %s %s", i ? "," : ";", rest[i]->backend,
+                             std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason
+                                                                               : "rejected");
+  }
+  set_text(report.summary, sizeof report.summary, summary);
+  if (chosen >= 0) report.candidates[chosen].chosen = true;
+  return chosen;
+}
+
+}  // namespace tessera::internal
