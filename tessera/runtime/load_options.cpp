@@ -144,24 +144,27 @@ Status parse_backend_list(std::string_view list, const char* what,
   return Status::ok();
 }
 
-}  // namespace
-
-Status LoadOptions::set_fallback(std::string_view list) {
-  char parsed[kMaxFallback][kMaxName] = {};
+// parse_backend_list into `dest` and `*count`, which change only when the whole list is valid.
+Status assign_backend_list(std::string_view list, const char* what,
+                           char (&dest)[LoadOptions::kMaxFallback][LoadOptions::kMaxName],
+                           size_t* count) {
+  char parsed[LoadOptions::kMaxFallback][LoadOptions::kMaxName] = {};
   size_t n = 0;
-  TESSERA_RETURN_IF_ERROR(parse_backend_list(list, "fallback chain", parsed, &n));
-  std::memcpy(fallback_, parsed, sizeof parsed);
-  num_fallback_ = n;
+  TESSERA_RETURN_IF_ERROR(parse_backend_list(list, what, parsed, &n));
+  std::memcpy(dest, parsed, sizeof parsed);
+  *count = n;
   return Status::ok();
 }
 
+}  // namespace
+
+Status LoadOptions::set_fallback(std::string_view list) {
+  return assign_backend_list(list, "fallback chain", fallback_, &num_fallback_);
+}
+
 Status LoadOptions::set_selection_candidates(std::string_view list) {
-  char parsed[kMaxFallback][kMaxName] = {};
-  size_t n = 0;
-  TESSERA_RETURN_IF_ERROR(parse_backend_list(list, "selection candidates", parsed, &n));
-  std::memcpy(selection_candidates_, parsed, sizeof parsed);
-  num_selection_candidates_ = n;
-  return Status::ok();
+  return assign_backend_list(list, "selection candidates", selection_candidates_,
+                             &num_selection_candidates_);
 }
 
 const char* selection_name(Selection selection) {

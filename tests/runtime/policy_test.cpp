@@ -24,17 +24,14 @@ class PolicyLoad : public ::testing::Test {
  protected:
   void SetUp() override {
     // 2 MiB of activations: above kSmallMethodBytes, so the policy's thread count stands.
-    auto bytes = testing::delegate_chain_program({"xnnpack", "portable"}, {}, {512, 1024}).build();
-    ASSERT_TRUE(bytes.ok());
-    buffer_ = std::make_unique<testing::AlignedBuffer>(*bytes);
-    loader_ = std::make_unique<BufferDataLoader>(buffer_->data(), buffer_->size());
-    auto p = Program::load(loader_.get());
-    ASSERT_TRUE(p.ok()) << p.status().message();
-    program_ = std::make_unique<Program>(std::move(*p));
+    auto loaded = testing::load_built_program(
+        testing::delegate_chain_program({"xnnpack", "portable"}, {}, {512, 1024}));
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    loaded_ = std::move(*loaded);
+    program_ = loaded_.program.get();
   }
-  std::unique_ptr<testing::AlignedBuffer> buffer_;
-  std::unique_ptr<BufferDataLoader> loader_;
-  std::unique_ptr<Program> program_;
+  testing::LoadedProgram loaded_;
+  Program* program_ = nullptr;
 };
 
 const DerivedValue& derived(const Method& m, const char* key) {

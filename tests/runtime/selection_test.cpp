@@ -54,16 +54,13 @@ class SelectionTest : public ::testing::Test {
       stubs_[n] = stub;
       ASSERT_TRUE(register_backend(name, std::unique_ptr<BackendInterface>(stub)).is_ok());
     }
-    auto bytes = testing::delegate_chain_program({"sel_slow"}).build();
-    ASSERT_TRUE(bytes.ok());
-    buffer_ = std::make_unique<testing::AlignedBuffer>(*bytes);
-    loader_ = std::make_unique<BufferDataLoader>(buffer_->data(), buffer_->size());
-    auto p = Program::load(loader_.get());
-    ASSERT_TRUE(p.ok()) << p.status().message();
-    program_ = std::make_unique<Program>(std::move(*p));
+    auto loaded = testing::load_built_program(testing::delegate_chain_program({"sel_slow"}));
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    loaded_ = std::move(*loaded);
+    program_ = loaded_.program.get();
   }
   void TearDown() override {
-    program_.reset();
+    loaded_ = testing::LoadedProgram{};
     for (const char* name : kStubs) (void)unregister_backend(name);
   }
 
@@ -83,9 +80,8 @@ class SelectionTest : public ::testing::Test {
   }
 
   std::map<std::string, testing::StubBackend*> stubs_;
-  std::unique_ptr<testing::AlignedBuffer> buffer_;
-  std::unique_ptr<BufferDataLoader> loader_;
-  std::unique_ptr<Program> program_;
+  testing::LoadedProgram loaded_;
+  Program* program_ = nullptr;
 };
 
 TEST_F(SelectionTest, MeasureKeepsTheFastestCandidateThatMatches) {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "tessera/ir/program_builder.h"
+#include "tessera/runtime/data_loader.h"
+#include "tessera/runtime/program.h"
 
 namespace tessera::testing {
 
@@ -29,6 +31,26 @@ class AlignedBuffer {
   size_t size_;
   std::unique_ptr<uint8_t, Free> data_;
 };
+
+/// A built program loaded from an aligned copy in memory, with the copy and the loader it needs.
+struct LoadedProgram {
+  std::unique_ptr<AlignedBuffer> buffer;
+  std::unique_ptr<BufferDataLoader> loader;
+  std::unique_ptr<Program> program;
+};
+
+/// Builds `pb` and loads it; the error of the step that failed.
+inline Result<LoadedProgram> load_built_program(const ir::ProgramBuilder& pb) {
+  Result<std::vector<uint8_t>> bytes = pb.build();
+  if (!bytes.ok()) return bytes.status();
+  LoadedProgram out;
+  out.buffer = std::make_unique<AlignedBuffer>(*bytes);
+  out.loader = std::make_unique<BufferDataLoader>(out.buffer->data(), out.buffer->size());
+  Result<Program> p = Program::load(out.loader.get());
+  if (!p.ok()) return p.status();
+  out.program = std::make_unique<Program>(std::move(*p));
+  return out;
+}
 
 /// forward(x: float32[batch, 4]) = relu(x + bias) * scale, with bias and scale constants.
 /// `symbolic` makes batch a symbol with bounds [1, 8]; otherwise batch is 2.
