@@ -70,7 +70,8 @@ typedef enum tessera_error_code {
   TESSERA_ERROR_OPTION_INVALID_CHOICE = 0x44,
   TESSERA_ERROR_OPTION_WRONG_SCOPE = 0x45,
   TESSERA_ERROR_OPTION_TOO_LONG = 0x46,
-  TESSERA_ERROR_OPTION_PARSE_ERROR = 0x47
+  TESSERA_ERROR_OPTION_PARSE_ERROR = 0x47,
+  TESSERA_ERROR_MAX_ENUM = 0x7fffffff /* makes any int a valid value (codes added later) */
 } tessera_error_code;
 
 /** An error: a code and a message. NULL stands for success everywhere. */
@@ -100,7 +101,8 @@ typedef enum tessera_dtype {
   TESSERA_DTYPE_INT32 = 3,
   TESSERA_DTYPE_INT8 = 4,
   TESSERA_DTYPE_UINT8 = 5,
-  TESSERA_DTYPE_BOOL = 6
+  TESSERA_DTYPE_BOOL = 6,
+  TESSERA_DTYPE_MAX_ENUM = 0x7fffffff /* makes any int a valid value (checked at run time) */
 } tessera_dtype;
 
 /** Lower-case name of a dtype ("float32"); "unknown" for a value that is not one. */
@@ -122,7 +124,8 @@ typedef enum tessera_option_type {
   TESSERA_OPTION_INT = 1,
   TESSERA_OPTION_DOUBLE = 2,
   TESSERA_OPTION_STRING = 3,
-  TESSERA_OPTION_ENUM = 4
+  TESSERA_OPTION_ENUM = 4,
+  TESSERA_OPTION_MAX_ENUM = 0x7fffffff
 } tessera_option_type;
 
 /** Scope bits of tessera_option_spec.scopes (tessera::OptionScope). */
