@@ -94,7 +94,8 @@ static int parse_flags(int argc, char** argv, tessera_load_options* options) {
       }
       st = tessera_set_global_option(a, b, c);
     } else if (strcmp(flag, "--retarget") == 0) {
-      if (!split(value, '.', buf, sizeof buf, &a, NULL, &c)) return usage("--retarget takes FROM=TO");
+      if (!split(value, '.', buf, sizeof buf, &a, NULL, &c))
+        return usage("--retarget takes FROM=TO");
       st = tessera_load_options_add_retarget(options, a, c);
     } else if (strcmp(flag, "--fallback") == 0) {
       st = tessera_load_options_set_fallback(options, value);

@@ -139,11 +139,11 @@ typedef enum tessera_option_type {
 typedef struct tessera_option_spec {
   const char* key;
   tessera_option_type type;
-  const char* default_value; /* as text: "0", "false", "gpu" */
-  int64_t min_int, max_int;       /* TESSERA_OPTION_INT */
-  double min_double, max_double;  /* TESSERA_OPTION_DOUBLE */
-  size_t max_length;              /* TESSERA_OPTION_STRING */
-  const char* const* choices;     /* TESSERA_OPTION_ENUM; num_choices entries */
+  const char* default_value;     /* as text: "0", "false", "gpu" */
+  int64_t min_int, max_int;      /* TESSERA_OPTION_INT */
+  double min_double, max_double; /* TESSERA_OPTION_DOUBLE */
+  size_t max_length;             /* TESSERA_OPTION_STRING */
+  const char* const* choices;    /* TESSERA_OPTION_ENUM; num_choices entries */
   size_t num_choices;
   unsigned scopes; /* TESSERA_SCOPE_* bits */
   int init_only;   /* 1: fixed once the backend initialised its shared state */
@@ -226,8 +226,10 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_delegate_option(
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_dim(tessera_load_options* options,
                                                               const char* name, int64_t value);
 /** Declares the shape input `name` will have; symbolic dims it fixes are taken from it. */
-TESSERA_C_EXPORT tessera_status* tessera_load_options_set_input_shape(
-    tessera_load_options* options, const char* name, const int64_t* dims, size_t rank);
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_input_shape(tessera_load_options* options,
+                                                                      const char* name,
+                                                                      const int64_t* dims,
+                                                                      size_t rank);
 /** Runs delegates compiled for backend `from` on backend `to`. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_add_retarget(tessera_load_options* options,
                                                                    const char* from,
@@ -248,8 +250,7 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_lenient(tessera_load_o
 
 typedef struct tessera_execute_options tessera_execute_options;
 
-TESSERA_C_EXPORT tessera_status* tessera_execute_options_create(
-    tessera_execute_options** options);
+TESSERA_C_EXPORT tessera_status* tessera_execute_options_create(tessera_execute_options** options);
 TESSERA_C_EXPORT void tessera_execute_options_free(tessera_execute_options* options);
 /** A per-call option; only keys the schema marks execute-scoped (OptionWrongScope otherwise). */
 TESSERA_C_EXPORT tessera_status* tessera_execute_options_set_option(
@@ -262,9 +263,9 @@ typedef struct tessera_method tessera_method;
 /** Loads method `name` of `program`; `options` may be NULL (defaults). The options are read
  * during the call only. */
 TESSERA_C_EXPORT tessera_status* tessera_method_load(const tessera_program* program,
-                                                    const char* name,
-                                                    const tessera_load_options* options,
-                                                    tessera_method** method);
+                                                     const char* name,
+                                                     const tessera_load_options* options,
+                                                     tessera_method** method);
 TESSERA_C_EXPORT void tessera_method_free(tessera_method* method);
 
 TESSERA_C_EXPORT tessera_status* tessera_method_input_count(const tessera_method* method,
@@ -273,34 +274,33 @@ TESSERA_C_EXPORT tessera_status* tessera_method_output_count(const tessera_metho
                                                              size_t* count);
 /** Name, dtype and resolved shape of input `index`. NotFound past the end. */
 TESSERA_C_EXPORT tessera_status* tessera_method_input_info(const tessera_method* method,
-                                                           size_t index,
-                                                           tessera_tensor_info* info);
+                                                           size_t index, tessera_tensor_info* info);
 TESSERA_C_EXPORT tessera_status* tessera_method_output_info(const tessera_method* method,
                                                             size_t index,
                                                             tessera_tensor_info* info);
 /** Copies `data` into input `index`. `dtype`, `dims` and `rank` must match the input
  * (InvalidType, ShapeMismatch naming both) and `nbytes` its size (InvalidArgument). */
 TESSERA_C_EXPORT tessera_status* tessera_method_set_input(tessera_method* method, size_t index,
-                                                         tessera_dtype dtype,
-                                                         const int64_t* dims, size_t rank,
-                                                         const void* data, size_t nbytes);
+                                                          tessera_dtype dtype, const int64_t* dims,
+                                                          size_t rank, const void* data,
+                                                          size_t nbytes);
 /** Zero copy: the method's own buffer of input `index` (`*nbytes` bytes), to fill in place.
  * Valid until the method is freed. */
 TESSERA_C_EXPORT tessera_status* tessera_method_input_buffer(tessera_method* method, size_t index,
-                                                            void** data, size_t* nbytes);
+                                                             void** data, size_t* nbytes);
 /** Runs the method; `options` (per-call options) may be NULL. */
 TESSERA_C_EXPORT tessera_status* tessera_method_execute(tessera_method* method,
-                                                       const tessera_execute_options* options);
+                                                        const tessera_execute_options* options);
 /** Output `index` in place; valid until the next execute or tessera_method_free. */
 TESSERA_C_EXPORT tessera_status* tessera_method_output(const tessera_method* method, size_t index,
-                                                      const void** data, size_t* nbytes);
+                                                       const void** data, size_t* nbytes);
 /** Copies output `index` into `buffer`; InvalidArgument if `size` is smaller than the output. */
 TESSERA_C_EXPORT tessera_status* tessera_method_copy_output(const tessera_method* method,
-                                                           size_t index, void* buffer,
-                                                           size_t size);
+                                                            size_t index, void* buffer,
+                                                            size_t size);
 /** Value of symbolic dim `name` this method was loaded with. NotFound for another name. */
 TESSERA_C_EXPORT tessera_status* tessera_method_symbol_value(const tessera_method* method,
-                                                            const char* name, int64_t* value);
+                                                             const char* name, int64_t* value);
 
 /* ---- what the load did ----------------------------------------------------------------- */
 
@@ -330,16 +330,16 @@ typedef struct tessera_delegate_option {
 /** Policy the method was loaded under: effective policy name and the reason. Owned by the
  * method. */
 TESSERA_C_EXPORT tessera_status* tessera_method_policy(const tessera_method* method,
-                                                      const char** policy, const char** reason);
+                                                       const char** policy, const char** reason);
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_count(const tessera_method* method,
-                                                              size_t* count);
+                                                               size_t* count);
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_info(const tessera_method* method,
-                                                             size_t index,
-                                                             tessera_delegate_info* info);
+                                                              size_t index,
+                                                              tessera_delegate_info* info);
 /** Option `option` (0 .. num_options-1) of delegate `delegate`. NotFound past either end. */
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_option(const tessera_method* method,
-                                                               size_t delegate, size_t option,
-                                                               tessera_delegate_option* info);
+                                                                size_t delegate, size_t option,
+                                                                tessera_delegate_option* info);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -140,9 +140,9 @@ Status null_argument(const char* function, const char* name) {
   return Status::error(Error::InvalidArgument, "%s: %s is NULL", function, name);
 }
 
-#define TESSERA_C_REQUIRE(arg)                                          \
-  do {                                                                  \
-    if ((arg) == nullptr) return null_argument(fn, #arg);         \
+#define TESSERA_C_REQUIRE(arg)                            \
+  do {                                                    \
+    if ((arg) == nullptr) return null_argument(fn, #arg); \
   } while (false)
 
 // Strings that must outlive every call (option defaults as text): kept for the process.
@@ -154,7 +154,8 @@ const char* intern(std::string text) {
 }
 
 tessera::Result<tessera::Span<const tessera::OptionSpec>> schema_of(std::string_view backend) {
-  std::shared_ptr<tessera::detail::BackendEntry> entry = tessera::detail::find_backend_entry(backend);
+  std::shared_ptr<tessera::detail::BackendEntry> entry =
+      tessera::detail::find_backend_entry(backend);
   if (!entry) return tessera::detail::unknown_backend_status(backend, Error::OptionUnknownBackend);
   TESSERA_ASSIGN_OR_RETURN(tessera::BackendInterface * b, tessera::get_backend(backend));
   return b->option_schema();
@@ -282,9 +283,13 @@ const char* tessera_error_name(tessera_error_code code) {
   return name;
 }
 
-const char* tessera_version(void) { return TESSERA_VERSION_STRING; }
+const char* tessera_version(void) {
+  return TESSERA_VERSION_STRING;
+}
 
-int tessera_c_abi_version(void) { return TESSERA_C_ABI_VERSION; }
+int tessera_c_abi_version(void) {
+  return TESSERA_C_ABI_VERSION;
+}
 
 const char* tessera_dtype_name(tessera_dtype dtype) {
   if (!tessera::is_valid_scalar_type(static_cast<int>(dtype))) return "unknown";
@@ -311,7 +316,8 @@ tessera_status* tessera_backend_name(size_t index, const char** name) {
   });
 }
 
-tessera_status* tessera_backend_available(const char* backend, int* available, const char** reason) {
+tessera_status* tessera_backend_available(const char* backend, int* available,
+                                          const char** reason) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(backend);
     TESSERA_C_REQUIRE(available);
@@ -368,7 +374,8 @@ tessera_status* tessera_set_global_option(const char* backend, const char* key, 
     TESSERA_C_REQUIRE(key);
     TESSERA_C_REQUIRE(value);
     tessera::BackendOption option;
-    TESSERA_RETURN_IF_ERROR(make_option(backend, key, value, tessera::OptionScope::Global, &option));
+    TESSERA_RETURN_IF_ERROR(
+        make_option(backend, key, value, tessera::OptionScope::Global, &option));
     return tessera::set_option(backend, tessera::Span<const tessera::BackendOption>(&option, 1));
   });
 }
@@ -417,7 +424,9 @@ tessera_status* tessera_device_info_json(int with_opencl, char** json) {
   });
 }
 
-void tessera_string_free(char* string) { std::free(string); }
+void tessera_string_free(char* string) {
+  std::free(string);
+}
 
 // ---- programs -----------------------------------------------------------------------------
 
@@ -459,7 +468,9 @@ tessera_status* tessera_program_load_memory(const void* data, size_t size,
   });
 }
 
-void tessera_program_free(tessera_program* program) { delete program; }
+void tessera_program_free(tessera_program* program) {
+  delete program;
+}
 
 tessera_status* tessera_program_method_count(const tessera_program* program, size_t* count) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
@@ -496,7 +507,9 @@ tessera_status* tessera_load_options_create(tessera_load_options** options) {
   });
 }
 
-void tessera_load_options_free(tessera_load_options* options) { delete options; }
+void tessera_load_options_free(tessera_load_options* options) {
+  delete options;
+}
 
 tessera_status* tessera_load_options_set_option(tessera_load_options* options, const char* backend,
                                                 const char* key, const char* value) {
@@ -508,8 +521,8 @@ tessera_status* tessera_load_options_set_option(tessera_load_options* options, c
     tessera::BackendOption option;
     Status made = make_option(backend, key, value, tessera::OptionScope::Load, &option);
     if (!made.is_ok()) return skipped_leniently(options, made) ? Status::ok() : made;
-    return options->per_backend.set_options(backend,
-                                            tessera::Span<const tessera::BackendOption>(&option, 1));
+    return options->per_backend.set_options(
+        backend, tessera::Span<const tessera::BackendOption>(&option, 1));
   });
 }
 
@@ -531,8 +544,8 @@ tessera_status* tessera_load_options_set_delegate_option(tessera_load_options* o
     Status made = make_option(tessera::backend_of_delegate_id(id), key, value,
                               tessera::OptionScope::Delegate, &option);
     if (!made.is_ok()) return skipped_leniently(options, made) ? Status::ok() : made;
-    return options->per_delegate.set_options(id,
-                                             tessera::Span<const tessera::BackendOption>(&option, 1));
+    return options->per_delegate.set_options(
+        id, tessera::Span<const tessera::BackendOption>(&option, 1));
   });
 }
 
@@ -603,7 +616,9 @@ tessera_status* tessera_execute_options_create(tessera_execute_options** options
   });
 }
 
-void tessera_execute_options_free(tessera_execute_options* options) { delete options; }
+void tessera_execute_options_free(tessera_execute_options* options) {
+  delete options;
+}
 
 tessera_status* tessera_execute_options_set_option(tessera_execute_options* options,
                                                    const char* backend, const char* key,
@@ -614,7 +629,8 @@ tessera_status* tessera_execute_options_set_option(tessera_execute_options* opti
     TESSERA_C_REQUIRE(key);
     TESSERA_C_REQUIRE(value);
     tessera::BackendOption option;
-    TESSERA_RETURN_IF_ERROR(make_option(backend, key, value, tessera::OptionScope::Execute, &option));
+    TESSERA_RETURN_IF_ERROR(
+        make_option(backend, key, value, tessera::OptionScope::Execute, &option));
     return options->options.set_options(backend,
                                         tessera::Span<const tessera::BackendOption>(&option, 1));
   });
@@ -630,7 +646,7 @@ tessera_status* tessera_method_load(const tessera_program* program, const char* 
     TESSERA_C_REQUIRE(method);
     static const tessera::LoadOptions kDefaults;
     auto loaded = program->program->load_method(name, nullptr,
-                                                 options != nullptr ? options->load : kDefaults);
+                                                options != nullptr ? options->load : kDefaults);
     if (!loaded.ok()) return loaded.status();
     auto* m = new tessera_method(std::move(loaded).value());
     try {
@@ -644,7 +660,9 @@ tessera_status* tessera_method_load(const tessera_program* program, const char* 
   });
 }
 
-void tessera_method_free(tessera_method* method) { delete method; }
+void tessera_method_free(tessera_method* method) {
+  delete method;
+}
 
 tessera_status* tessera_method_input_count(const tessera_method* method, size_t* count) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
@@ -742,8 +760,8 @@ tessera_status* tessera_method_execute(tessera_method* method,
   });
 }
 
-tessera_status* tessera_method_output(const tessera_method* method, size_t index,
-                                      const void** data, size_t* nbytes) {
+tessera_status* tessera_method_output(const tessera_method* method, size_t index, const void** data,
+                                      size_t* nbytes) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(method);
     TESSERA_C_REQUIRE(data);
@@ -755,8 +773,8 @@ tessera_status* tessera_method_output(const tessera_method* method, size_t index
   });
 }
 
-tessera_status* tessera_method_copy_output(const tessera_method* method, size_t index,
-                                           void* buffer, size_t size) {
+tessera_status* tessera_method_copy_output(const tessera_method* method, size_t index, void* buffer,
+                                           size_t size) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(method);
     TESSERA_C_REQUIRE(buffer);

@@ -72,7 +72,9 @@ Result<std::string_view> Program::method_name(size_t index) const {
   return program_->methods()->Get(static_cast<uint32_t>(index))->name()->string_view();
 }
 
-uint32_t Program::version() const { return program_->version(); }
+uint32_t Program::version() const {
+  return program_->version();
+}
 
 const fb::Method* Program::find_method(std::string_view name) const {
   for (const fb::Method* m : *program_->methods()) {

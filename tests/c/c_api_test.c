@@ -162,7 +162,8 @@ static void test_backends(void) {
   EXPECT_ERROR(tessera_backend_option_spec("ctset", 0, &spec), TESSERA_ERROR_OPTION_UNKNOWN_BACKEND,
                "ctset");
   EXPECT_ERROR(tessera_backend_option_spec(NULL, 0, &spec), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
-  EXPECT_ERROR(tessera_backend_option_spec("ctest", 0, NULL), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(tessera_backend_option_spec("ctest", 0, NULL), TESSERA_ERROR_INVALID_ARGUMENT,
+               "NULL");
 }
 
 /* The validation errors every option setter shares, through `set` at a scope that accepts
@@ -179,7 +180,8 @@ static void check_option_errors(setter set, void* target) {
   EXPECT_ERROR(set(target, "ctest", "mode", "slow"), TESSERA_ERROR_OPTION_INVALID_CHOICE, "fast");
   EXPECT_ERROR(set(target, "ctest", "label", "123456789"), TESSERA_ERROR_OPTION_TOO_LONG, "label");
   EXPECT_ERROR(set(target, "ctest", "scale", "11.5"), TESSERA_ERROR_OPTION_OUT_OF_RANGE, "scale");
-  EXPECT_ERROR(set(target, "ctest", "profile", "true"), TESSERA_ERROR_OPTION_WRONG_SCOPE, "execute");
+  EXPECT_ERROR(set(target, "ctest", "profile", "true"), TESSERA_ERROR_OPTION_WRONG_SCOPE,
+               "execute");
   EXPECT_ERROR(set(target, "ctset", "threads", "1"), TESSERA_ERROR_OPTION_UNKNOWN_BACKEND,
                "did you mean 'ctest'");
   EXPECT_ERROR(set(target, NULL, "threads", "1"), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
@@ -238,7 +240,8 @@ static void test_global_options(void) {
   EXPECT_OK(tessera_reset_global_options("ctest"));
   EXPECT_OK(tessera_get_global_option("ctest", "threads", buf, sizeof buf));
   CHECK_STR(buf, "0");
-  EXPECT_ERROR(tessera_reset_global_options("ctset"), TESSERA_ERROR_OPTION_UNKNOWN_BACKEND, "ctset");
+  EXPECT_ERROR(tessera_reset_global_options("ctset"), TESSERA_ERROR_OPTION_UNKNOWN_BACKEND,
+               "ctset");
   EXPECT_ERROR(tessera_reset_global_options(NULL), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
 }
 
@@ -392,7 +395,8 @@ static void test_load_options(void) {
                "ends with a comma");
   EXPECT_ERROR(tessera_load_options_set_fallback(options, NULL), TESSERA_ERROR_INVALID_ARGUMENT,
                "chain is NULL");
-  EXPECT_ERROR(tessera_load_options_set_fallback(NULL, "a"), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(tessera_load_options_set_fallback(NULL, "a"), TESSERA_ERROR_INVALID_ARGUMENT,
+               "NULL");
 
   EXPECT_OK(tessera_load_options_set_policy(options, "power_saver"));
   EXPECT_ERROR(tessera_load_options_set_policy(options, "fastest"), TESSERA_ERROR_INVALID_ARGUMENT,
@@ -651,8 +655,10 @@ static void test_delegates(void) {
   CHECK_STR(o.value, "3");
   EXPECT_ERROR(tessera_method_delegate_info(method, 2, &info), TESSERA_ERROR_NOT_FOUND,
                "delegate 2 out of range");
-  EXPECT_ERROR(tessera_method_delegate_info(method, 0, NULL), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
-  EXPECT_ERROR(tessera_method_delegate_info(NULL, 0, &info), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(tessera_method_delegate_info(method, 0, NULL), TESSERA_ERROR_INVALID_ARGUMENT,
+               "NULL");
+  EXPECT_ERROR(tessera_method_delegate_info(NULL, 0, &info), TESSERA_ERROR_INVALID_ARGUMENT,
+               "NULL");
   EXPECT_ERROR(tessera_method_delegate_option(method, 0, 6, &o), TESSERA_ERROR_NOT_FOUND,
                "'ctest#0' has 6");
   EXPECT_ERROR(tessera_method_delegate_option(method, 2, 0, &o), TESSERA_ERROR_NOT_FOUND,

@@ -39,7 +39,8 @@ class CTestBackend final : public BackendInterface {
   bool supports_op(const OpView&) const override { return true; }
   Result<DelegateHandle*> init(BackendInitContext& ctx, FreeableBuffer*,
                                Span<const CompileSpec>) const override {
-    if (ctx.is_default("threads")) ctx.report_derived("threads", "1", "auto: the test backend uses %d", 1);
+    if (ctx.is_default("threads"))
+      ctx.report_derived("threads", "1", "auto: the test backend uses %d", 1);
     return to_handle(new Handle{0});
   }
   Status execute(BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) const override {

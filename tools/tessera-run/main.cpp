@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "tessera/backend/device_info.h"
-#include "tessera/c/tessera.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/profile_buffer.h"
 #include "tessera/backend/registry.h"
+#include "tessera/c/tessera.h"
 #include "tessera/core/log.h"
 #include "tessera/ir/schema.h"
 #include "tessera/runtime/load_options.h"
