@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tessera/core/heap_allocator.h"
+#include "tessera/ir/schema.h"
 #include "tessera/ir/shape_expr.h"
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/dim_resolution.h"

@@ -13,8 +13,11 @@
 #include "tessera/core/result.h"
 #include "tessera/core/span.h"
 #include "tessera/core/tensor.h"
-#include "tessera/ir/schema.h"
 #include "tessera/runtime/delegate_info.h"
+
+namespace tessera::fb {
+struct Method;  // generated (tessera/ir/schema.h); declared only, see program.h
+}  // namespace tessera::fb
 
 namespace tessera {
 

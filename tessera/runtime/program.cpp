@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "tessera/ir/program_builder.h"
+#include "tessera/ir/schema.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program_validation.h"
@@ -74,6 +75,10 @@ Result<std::string_view> Program::method_name(size_t index) const {
                          num_methods());
   }
   return program_->methods()->Get(static_cast<uint32_t>(index))->name()->string_view();
+}
+
+uint32_t Program::version() const {
+  return program_->version();
 }
 
 const fb::Method* Program::find_method(std::string_view name) const {

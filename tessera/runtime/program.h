@@ -9,8 +9,14 @@
 #include "tessera/core/memory_manager.h"
 #include "tessera/core/result.h"
 #include "tessera/core/span.h"
-#include "tessera/ir/schema.h"
 #include "tessera/runtime/data_loader.h"
+
+// The FlatBuffers accessors (tessera/ir/schema.h, generated) are declared only: an application
+// including this header needs neither the generated code nor FlatBuffers.
+namespace tessera::fb {
+struct Program;
+struct Method;
+}  // namespace tessera::fb
 
 namespace tessera {
 
@@ -42,10 +48,11 @@ class Program {
 
   /// Bytes of constant `index` (in the mapped file); empty if out of range.
   Span<const uint8_t> constant(int index) const;
-  /// The verified FlatBuffer root (for tools and backends that read the IR).
+  /// The verified FlatBuffer root (for tools and backends that read the IR; they include
+  /// tessera/ir/schema.h).
   const fb::Program* flatbuffer() const { return program_; }
   const fb::Method* find_method(std::string_view name) const;
-  uint32_t version() const { return program_->version(); }
+  uint32_t version() const;
 
  private:
   Program(Span<const uint8_t> data, const fb::Program* program)

@@ -44,3 +44,16 @@ expect(unknown_backend RC_NONZERO stderr "nosuchbackend" ${m}/relu.onnx -o ${m}/
 expect(spec_backend RC_NONZERO stderr "not among the target backends" ${m}/relu.onnx -o ${m}/x.tsr
        --dim batch=1:2 --backends portable --spec xnnpack.num_threads=2)
 expect(bad_spec RC_NONZERO stderr "BACKEND.KEY=VALUE" ${m}/relu.onnx -o ${m}/x.tsr --dim batch=1:2 --spec nonsense)
+
+# --version, and usage errors: exit 2 naming the flag.
+expect(version RC_ZERO stdout "tessera-compile 0." --version)
+function(expect_usage_error name flag)
+  execute_process(COMMAND ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(FIND "${err}" "${flag}" at)
+  if(NOT rc EQUAL 2 OR at EQUAL -1)
+    message(FATAL_ERROR "${name}: exit ${rc} (want 2), stderr must name ${flag}\nstderr: ${err}")
+  endif()
+  message(STATUS "${name}: ok")
+endfunction()
+expect_usage_error(unknown_flag "--no-such-flag" ${m}/relu.onnx -o ${m}/x.tsr --no-such-flag)
+expect_usage_error(missing_value "--output" ${m}/relu.onnx --output)

@@ -357,8 +357,24 @@ TEST_F(TesseraRun, ListOptionsNeedsNoProgramButRunningDoes) {
   ASSERT_EQ(list.exit_code, 0) << list.err;
   EXPECT_CONTAINS(list.out, "portable");
   RunResult none = run("");
-  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.exit_code, 2);
   EXPECT_CONTAINS(none.err, "tessera-run: a program file is required");
+}
+
+// Usage errors exit 2 and name the flag; --version prints the library's version.
+TEST_F(TesseraRun, VersionAndUsageErrors) {
+  RunResult version = run("--version");
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.out.rfind("tessera-run 0.", 0), 0u) << version.out;  // "tessera-run 0.2.0"
+  RunResult range = run(dir_ + "/kernels.tsr --iterations 0");
+  EXPECT_EQ(range.exit_code, 2);
+  EXPECT_CONTAINS(range.err, "--iterations");
+  RunResult missing_value = run(dir_ + "/kernels.tsr --warmup");
+  EXPECT_EQ(missing_value.exit_code, 2);
+  EXPECT_CONTAINS(missing_value.err, "--warmup");
+  RunResult unknown = run(dir_ + "/kernels.tsr --no-such-flag");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_CONTAINS(unknown.err, "--no-such-flag");
 }
 
 // The ICD loader pointed at an empty vendors directory finds no OpenCL platform: opencl is

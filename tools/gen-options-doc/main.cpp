@@ -10,6 +10,7 @@
 
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/registry.h"
+#include "tessera/c/tessera.h"
 
 namespace {
 
@@ -128,6 +129,10 @@ std::string generate() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("gen-options-doc %s\n", tessera_version());
+    return 0;
+  }
   std::string doc = generate();
   if (argc == 1) {
     std::fputs(doc.c_str(), stdout);
@@ -151,6 +156,9 @@ int main(int argc, char** argv) {
     f << doc;
     return f ? 0 : 1;
   }
-  std::fprintf(stderr, "usage: gen-options-doc [--check FILE | --write FILE]\n");
+  std::fprintf(stderr,
+               "gen-options-doc: unexpected argument '%s'\n"
+               "usage: gen-options-doc [--check FILE | --write FILE | --version]\n",
+               argv[1]);
   return 2;
 }

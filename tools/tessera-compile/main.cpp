@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessera/backend/registry.h"
+#include "tessera/c/tessera.h"
 #include "tessera/compiler/backend_targets.h"
 #include "tessera/compiler/compiler.h"
 #include "tessera/compiler/graph_dump.h"
@@ -74,7 +75,13 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fold-batchnorm", no_fold_bn, "keep BatchNormalization nodes");
   app.add_flag("--no-fuse-activations", no_fusion, "keep Relu/Clip as separate nodes");
   app.add_flag("--no-fuse-patterns", no_patterns, "keep Gelu and LayerNormalization spelled out as exported");
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", std::string("tessera-compile ") + tessera_version());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; a usage error (CLI11's message names the flag) exits 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (list_backends) {
     for (const std::string& name : tessera::registered_backends()) {
       if (name != "portable") std::printf("%s\n", name.c_str());

@@ -16,7 +16,9 @@
 #include "tessera/backend/profile_buffer.h"
 #include "tessera/core/trace.h"
 #include "tessera/backend/registry.h"
+#include "tessera/c/tessera.h"
 #include "tessera/core/log.h"
+#include "tessera/ir/schema.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
@@ -137,10 +139,12 @@ int run(int argc, char** argv) {
                "reported event (operator, primitive or kernel) over the timed iterations");
   RunOptionsCli option_cli;
   option_cli.add_to(app);
+  app.set_version_flag("--version", std::string("tessera-run ") + tessera_version());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; a usage error (CLI11's message names the flag) exits 2.
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   RunOptionsState options_state;
@@ -160,7 +164,7 @@ int run(int argc, char** argv) {
                  "tessera-run: a program file is required (only --list-options and "
                  "--device-info run without one)\n"
                  "Run with --help for more information.\n");
-    return 1;
+    return 2;
   }
 
   if (!trace_path.empty()) {

@@ -1,0 +1,149 @@
+# cmake -P script run by ctest (tests/install/CMakeLists.txt): installs BUILD_DIR into
+# WORK_DIR/prefix, checks what was installed, then builds examples/ against that prefix only:
+# with find_package (CMake) and with pkg-config, and runs them.
+cmake_minimum_required(VERSION 3.25)
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR MAKE_PROGRAM CXX CC GENERATOR VERSION BACKENDS)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "install_test.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+string(REPLACE "," ";" BACKENDS "${BACKENDS}")
+set(prefix ${WORK_DIR}/prefix)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+# Runs a command; fails the test with its output unless it exits 0.
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${ARGN}\n${out}\n${err}")
+  endif()
+  set(run_output "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+function(expect_match what regex text)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: expected to match '${regex}', got:\n${text}")
+  endif()
+endfunction()
+
+# 1. Install.
+run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+string(REGEX MATCH "^([0-9]+)\\.([0-9]+)" _ "${VERSION}")
+set(soversion ${CMAKE_MATCH_1}.${CMAKE_MATCH_2})
+set(expected
+    include/tessera/c/tessera.h include/tessera/runtime/program.h
+    include/tessera/runtime/method.h include/tessera/backend/options.h
+    include/tessera/core/status.h
+    lib/libtessera.so lib/libtessera.so.${soversion} lib/libtessera.so.${VERSION}
+    lib/cmake/Tessera/TesseraConfig.cmake lib/cmake/Tessera/TesseraConfigVersion.cmake
+    lib/cmake/Tessera/TesseraTargets.cmake lib/pkgconfig/tessera.pc
+    bin/tessera-run share/doc/tessera/usage.md share/doc/tessera/options.md)
+foreach(backend IN LISTS BACKENDS)
+  list(APPEND expected lib/pkgconfig/tessera-${backend}.pc)
+endforeach()
+if(HAVE_COMPILE)
+  list(APPEND expected bin/tessera-compile)
+endif()
+foreach(f IN LISTS expected)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "not installed: ${prefix}/${f}")
+  endif()
+endforeach()
+foreach(f include/tessera/ir include/tessera/schema include/tessera/backends
+          include/tessera/backend/graph_payload.h)
+  if(EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "installed but internal (needs generated or third-party headers): ${f}")
+  endif()
+endforeach()
+run("readelf" readelf -d ${prefix}/lib/libtessera.so.${VERSION})
+expect_match("SONAME" "\\(SONAME\\)[^\n]*\\[libtessera\\.so\\.${soversion}\\]" "${run_output}")
+run("installed tessera-run --list-options" ${prefix}/bin/tessera-run --list-options)
+expect_match("tessera-run --list-options" "portable" "${run_output}")
+
+# 2. Every installed header compiles with only the prefix on the include path: no generated
+# FlatBuffers header, no backend's headers. tessera.h also as strict C11.
+file(GLOB_RECURSE headers RELATIVE ${prefix}/include ${prefix}/include/*.h)
+set(all "")
+foreach(h IN LISTS headers)
+  string(APPEND all "#include \"${h}\"\n")
+endforeach()
+file(WRITE ${WORK_DIR}/all_headers.cpp "${all}int main() { return 0; }\n")
+run("installed headers (C++20)" ${CXX} -std=c++20 -Wall -Wextra -Werror -fsyntax-only
+    -I${prefix}/include ${WORK_DIR}/all_headers.cpp)
+# System-wide third-party headers (FlatBuffers, XNNPACK, ...) would compile too: check that every
+# include is a standard header or one of the installed ones.
+foreach(h IN LISTS headers)
+  file(STRINGS ${prefix}/include/${h} includes REGEX "^#include")
+  foreach(line IN LISTS includes)
+    if(line MATCHES "^#include <([a-z_]+|std[a-z]+\\.h)>$")
+      continue()
+    endif()
+    if(line MATCHES "^#include \"(tessera/[a-z_/]+\\.h)\"$" AND EXISTS ${prefix}/include/${CMAKE_MATCH_1})
+      continue()
+    endif()
+    message(FATAL_ERROR "${h}: '${line}' is neither a standard header nor an installed one")
+  endforeach()
+endforeach()
+file(WRITE ${WORK_DIR}/c_header.c "#include \"tessera/c/tessera.h\"\nint main(void) { return 0; }\n")
+run("tessera.h (C11)" ${CC} -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only
+    -I${prefix}/include ${WORK_DIR}/c_header.c)
+
+# 3. Programs to run.
+run("make_test_program" ${MAKE_PROGRAM} ${WORK_DIR}/add.tsr)
+
+# 4. examples/ with find_package(Tessera 0.2 REQUIRED COMPONENTS xnnpack), from the prefix only.
+if("xnnpack" IN_LIST BACKENDS)
+  run("configure examples" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples -B ${WORK_DIR}/examples
+      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
+      -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  file(STRINGS ${WORK_DIR}/examples/CMakeCache.txt tessera_dir REGEX "^Tessera_DIR:")
+  expect_match("Tessera_DIR" "=${prefix}/lib/cmake/Tessera$" "${tessera_dir}")
+  run("build examples" ${CMAKE_COMMAND} --build ${WORK_DIR}/examples -j 2)
+  run("examples: tessera_c_run" ${WORK_DIR}/examples/tessera_c_run ${WORK_DIR}/add.tsr --dim batch=2)
+  expect_match("tessera_c_run" "output y: float32, 32 bytes: 0 0 0.75 0 0 1.5 1.25 0" "${run_output}")
+  run("examples: classify" ${WORK_DIR}/examples/classify ${WORK_DIR}/add.tsr --iterations 1)
+  expect_match("classify" "top-5: " "${run_output}")
+endif()
+
+# 5. The C example with pkg-config alone.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+set(ENV{PKG_CONFIG_PATH} ${prefix}/lib/pkgconfig)
+set(ENV{PKG_CONFIG_LIBDIR} ${prefix}/lib/pkgconfig)
+list(GET BACKENDS -1 last_backend)
+run("pkg-config" ${PKG_CONFIG} --cflags --libs tessera-${last_backend})
+string(STRIP "${run_output}" flags)
+separate_arguments(flags UNIX_COMMAND "${flags}")
+# pkg-config keeps the relocatable prefix unnormalised: .../lib/pkgconfig/../../include.
+expect_match("pkg-config" "^-I${prefix}/[a-z/.]*include;-L${prefix}/[a-z/.]*lib;-ltessera$" "${flags}")
+run("cc with pkg-config" ${CC} -std=c11 ${SOURCE_DIR}/examples/c/run.c ${flags}
+    -Wl,-rpath,${prefix}/lib -o ${WORK_DIR}/c_run_pkgconfig)
+run("pkg-config build: tessera_c_run" ${WORK_DIR}/c_run_pkgconfig ${WORK_DIR}/add.tsr --dim batch=1)
+expect_match("tessera_c_run (pkg-config)" "output y: float32, 16 bytes: 0 0 0.75 0\n" "${run_output}")
+
+# 6. A component that was not built, and a version this is not, fail find_package with a
+# message saying what there is.
+file(WRITE ${WORK_DIR}/missing/CMakeLists.txt
+     "cmake_minimum_required(VERSION 3.25)\nproject(missing LANGUAGES CXX)\n"
+     "find_package(Tessera 0.2 REQUIRED COMPONENTS runtime no_such_backend)\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/missing -B ${WORK_DIR}/missing/build
+                -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "find_package(Tessera COMPONENTS no_such_backend) succeeded")
+endif()
+list(JOIN BACKENDS ", " built)
+string(REGEX REPLACE "[ \n]+" " " err "${err}")
+expect_match("missing component" "has no component no_such_backend: .* built with: ${built}" "${err}")
+file(WRITE ${WORK_DIR}/newer/CMakeLists.txt
+     "cmake_minimum_required(VERSION 3.25)\nproject(newer LANGUAGES CXX)\n"
+     "find_package(Tessera 0.3 REQUIRED)\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/newer -B ${WORK_DIR}/newer/build
+                -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "find_package(Tessera 0.3) accepted version ${VERSION}")
+endif()
+string(REGEX REPLACE "[ \n]+" " " err "${err}")
+expect_match("version" "version: ${VERSION}" "${err}")
+message(STATUS "install test: installed, headers self-contained, examples built and run against ${prefix}")
