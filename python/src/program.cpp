@@ -323,7 +323,7 @@ class PyMethod {
       std::string message = "tessera: input '" + inputs_[i].name + "' takes " + want_name +
                             "; converting the " + have_name + " array (a copy)";
       py::object category = py::module_::import("tessera._errors").attr("DTypeConversionWarning");
-      if (PyErr_WarnEx(category.ptr(), message.c_str(), 2) != 0) throw py::error_already_set();
+      if (PyErr_WarnEx(category.ptr(), message.c_str(), 1) != 0) throw py::error_already_set();
       array = array.attr("astype")(want);
     }
     return np.attr("ascontiguousarray")(array);
@@ -701,11 +701,11 @@ fallback: ["opencl", "xnnpack", "portable"] or "opencl,xnnpack,portable".
 policy: "auto", "latency", "balanced" or "power_saver".
 lenient: unknown option keys warn and are skipped instead of failing.)doc")
       .def("save",
-           [](PyProgram& p, const std::string& path) {
+           [](PyProgram& p, py::object path) {
              p.state->check_open();
              Span<const uint8_t> data = p.state->mmap ? p.state->mmap->data() : p.state->buffer_loader->data();
              py::bytes bytes(reinterpret_cast<const char*>(data.data()), data.size());
-             py::module_::import("pathlib").attr("Path")(path).attr("write_bytes")(bytes);
+             py::module_::import("pathlib").attr("Path")(py::module_::import("os").attr("fspath")(path)).attr("write_bytes")(bytes);
            },
            py::arg("path"), "Writes the program file to `path`.")
       .def("close",

@@ -16,14 +16,14 @@ if os.path.isdir(os.path.join(_build, "python", "tessera")):
 import tessera  # noqa: E402
 
 
-def make_onnx(path, op="Add", dims=("batch", 4), inputs=("x", "y"), dtype=None, opset=17):
+def make_onnx(path, op="Add", dims=("batch", 4), inputs=("x", "y"), dtype=None, out_dtype=None, opset=17):
     """A one-node ONNX model: out = x <op> y, each [batch, 4] (a symbol or int per dim)."""
     import onnx
     from onnx import TensorProto, helper
 
     dtype = TensorProto.FLOAT if dtype is None else dtype
     ins = [helper.make_tensor_value_info(n, dtype, list(dims)) for n in inputs]
-    out = helper.make_tensor_value_info("out", dtype, list(dims))
+    out = helper.make_tensor_value_info("out", dtype if out_dtype is None else out_dtype, list(dims))
     node = helper.make_node(op, list(inputs), ["out"], name="op")
     graph = helper.make_graph([node], "one_op", ins, [out])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
