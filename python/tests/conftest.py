@@ -40,6 +40,29 @@ def add_onnx(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def deep_mlp_onnx(tmp_path_factory):
+    """Path of a 150-layer MLP ([batch, 64] through MatMul + Relu), built without PyTorch: a
+    model whose compile takes a while (for the GIL tests)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, weights, prev = [], [], "x"
+    for i in range(150):
+        weights.append(numpy_helper.from_array((rng.standard_normal((64, 64)) * 0.1).astype(np.float32), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]))
+        nodes.append(helper.make_node("Relu", [f"m{i}"], [f"r{i}"]))
+        prev = f"r{i}"
+    graph = helper.make_graph(nodes, "deep_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["batch", 64])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path_factory.mktemp("onnx") / "deep_mlp.onnx"
+    onnx.save(model, str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="session")
 def add_program(add_onnx, tmp_path_factory):
     """(Program, path of its .tsr): the Add model compiled for xnnpack with batch in 1..8."""
     path = tmp_path_factory.mktemp("tsr") / "add.tsr"
