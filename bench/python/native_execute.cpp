@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     in_data.emplace_back(t->nbytes(), uint8_t{0});
     inputs.emplace_back(t->dtype(), t->sizes(), in_data.back().data());
   }
-  for (size_t i = 0; i < method->outputs_size(); ++i) out_data.emplace_back((*method->get_output(i))->nbytes());
+  for (size_t i = 0; i < method->outputs_size(); ++i)
+    out_data.emplace_back((*method->get_output(i))->nbytes());
 
   auto call = [&] {
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -29,7 +29,8 @@ void bind_compile(py::module_& m) {
         namespace tc = tessera::compiler;
         tc::CompileOptions options;
         options.method_name = method_name;
-        for (const auto& [name, lo, hi] : dims) options.import.dims.push_back(tc::DimBound{name, lo, hi});
+        for (const auto& [name, lo, hi] : dims)
+          options.import.dims.push_back(tc::DimBound{name, lo, hi});
         for (const std::string& s : specs) options.specs.push_back(take(tc::parse_compile_spec(s)));
         options.backends = take(tc::registry_backend_targets(backends));
         const bool from_bytes = py::isinstance<py::bytes>(model);
@@ -39,13 +40,12 @@ void bind_compile(py::module_& m) {
         std::string report;
         {
           py::gil_scoped_release release;
-          Result<tc::CompiledProgram> compiled =
-              from_bytes ? [&]() -> Result<tc::CompiledProgram> {
-                auto graph = tc::import_onnx(data.data(), data.size(), options.import);
-                if (!graph.ok()) return graph.status();
-                return tc::compile_graph(std::move(graph).value(), options);
-              }()
-                         : tc::compile_onnx_file(path, options);
+          Result<tc::CompiledProgram> compiled = from_bytes ? [&]() -> Result<tc::CompiledProgram> {
+            auto graph = tc::import_onnx(data.data(), data.size(), options.import);
+            if (!graph.ok()) return graph.status();
+            return tc::compile_graph(std::move(graph).value(), options);
+          }()
+              : tc::compile_onnx_file(path, options);
           if (compiled.ok()) {
             bytes = compiled->program.build();
             report = tc::report_to_json(compiled->report);
@@ -58,7 +58,8 @@ void bind_compile(py::module_& m) {
         p.compile_report = py::module_::import("json").attr("loads")(report);
         return p;
       },
-      py::arg("model"), py::arg("dims"), py::arg("backends"), py::arg("specs"), py::arg("method") = "forward",
+      py::arg("model"), py::arg("dims"), py::arg("backends"), py::arg("specs"),
+      py::arg("method") = "forward",
       "Compiles an ONNX model (a path, or the serialized model as bytes) into a Program. dims: "
       "[(name, min, max)]; backends: names in order of preference ([] = every CPU backend); specs: "
       "[\"backend.key=value\"].");

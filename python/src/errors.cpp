@@ -16,8 +16,8 @@ void register_errors() {
       const Status& st = e.status();
       py::object make = py::module_::import("tessera._errors").attr("from_status");
       py::object family = e.family() ? py::object(py::str(e.family())) : py::object(py::none());
-      py::object exc = make(static_cast<unsigned>(st.code()), error_name(st.code()),
-                            st.message(), family);
+      py::object exc =
+          make(static_cast<unsigned>(st.code()), error_name(st.code()), st.message(), family);
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     }
   });

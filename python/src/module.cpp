@@ -55,8 +55,11 @@ py::list schema_list(BackendInterface* b) {
         e["choices"] = choices;
         break;
       }
-      case OptionType::String: e["max_length"] = s.max_length; break;
-      case OptionType::Bool: break;
+      case OptionType::String:
+        e["max_length"] = s.max_length;
+        break;
+      case OptionType::Bool:
+        break;
     }
     py::list scopes;
     for (OptionScope scope : {OptionScope::CompileSpec, OptionScope::Global, OptionScope::Load,
@@ -81,102 +84,112 @@ PYBIND11_MODULE(_tessera, m) {
   register_errors();
   m.attr("__version__") = TESSERA_VERSION_STRING;
 
-  m.def("device_info_json",
-        [] {
-          std::string json;
-          {
-            py::gil_scoped_release release;
-            json = DeviceInfo::get().to_json(/*with_opencl=*/true);
-          }
-          return json;
-        },
-        "DeviceInfo of this machine as JSON (the fields of tessera-run --device-info --json).");
+  m.def(
+      "device_info_json",
+      [] {
+        std::string json;
+        {
+          py::gil_scoped_release release;
+          json = DeviceInfo::get().to_json(/*with_opencl=*/true);
+        }
+        return json;
+      },
+      "DeviceInfo of this machine as JSON (the fields of tessera-run --device-info --json).");
 
-  m.def("list_backends",
-        [](bool available_only) {
-          std::vector<std::string> out;
-          for (const std::string& name : registered_backends()) {
-            if (!available_only || (*get_backend(name))->is_available()) out.push_back(name);
-          }
-          return out;
-        },
-        py::kw_only(), py::arg("available_only") = false,
-        "Names of the registered backends, sorted (with available_only: those that can run on this machine).");
+  m.def(
+      "list_backends",
+      [](bool available_only) {
+        std::vector<std::string> out;
+        for (const std::string& name : registered_backends()) {
+          if (!available_only || (*get_backend(name))->is_available()) out.push_back(name);
+        }
+        return out;
+      },
+      py::kw_only(), py::arg("available_only") = false,
+      "Names of the registered backends, sorted (with available_only: those that can run on this "
+      "machine).");
 
-  m.def("backend_available",
-        [](const std::string& name) {
-          BackendInterface* b = backend_or_throw(name);
-          py::dict out;
-          out["available"] = b->is_available();
-          const char* why = b->is_available() ? "" : b->unavailable_reason();
-          out["reason"] = std::string(why ? why : "");
-          return out;
-        },
-        py::arg("backend"));
+  m.def(
+      "backend_available",
+      [](const std::string& name) {
+        BackendInterface* b = backend_or_throw(name);
+        py::dict out;
+        out["available"] = b->is_available();
+        const char* why = b->is_available() ? "" : b->unavailable_reason();
+        out["reason"] = std::string(why ? why : "");
+        return out;
+      },
+      py::arg("backend"));
 
-  m.def("list_options",
-        [](py::object backend) -> py::object {
-          if (!backend.is_none()) return schema_list(backend_or_throw(py::str(backend)));
-          py::dict out;
-          for (const std::string& name : registered_backends()) out[py::str(name)] = schema_list(*get_backend(name));
-          return out;
-        },
-        py::arg("backend") = py::none(),
-        "Option schemas: for one backend a list of dicts (key, type, default, min, max, choices, "
-        "max_length, scopes, init_only, doc); for None a dict of them by backend.");
+  m.def(
+      "list_options",
+      [](py::object backend) -> py::object {
+        if (!backend.is_none()) return schema_list(backend_or_throw(py::str(backend)));
+        py::dict out;
+        for (const std::string& name : registered_backends())
+          out[py::str(name)] = schema_list(*get_backend(name));
+        return out;
+      },
+      py::arg("backend") = py::none(),
+      "Option schemas: for one backend a list of dicts (key, type, default, min, max, choices, "
+      "max_length, scopes, init_only, doc); for None a dict of them by backend.");
 
-  m.def("set_global_option",
-        [](const std::string& backend, const std::string& key, py::handle value) {
-          backend_or_throw(backend);
-          BackendOption option = to_option(backend, key, value);
-          check(set_option(backend, Span<const BackendOption>(&option, 1)));
-        },
-        py::arg("backend"), py::arg("key"), py::arg("value"),
-        "Sets a global (per backend) option; validated against the backend's schema. Init-only "
-        "options fail with StateError once the backend has started.");
+  m.def(
+      "set_global_option",
+      [](const std::string& backend, const std::string& key, py::handle value) {
+        backend_or_throw(backend);
+        BackendOption option = to_option(backend, key, value);
+        check(set_option(backend, Span<const BackendOption>(&option, 1)));
+      },
+      py::arg("backend"), py::arg("key"), py::arg("value"),
+      "Sets a global (per backend) option; validated against the backend's schema. Init-only "
+      "options fail with StateError once the backend has started.");
 
-  m.def("set_global_options",
-        [](py::handle options) {
-          // All validated before any is set, as the runtime's set_option does per backend.
-          std::vector<std::pair<std::string, std::vector<BackendOption>>> by_backend;
-          for_each_option(options, "options", [&](const std::string& target, const BackendOption& o) {
-            backend_or_throw(target);
-            for (auto& entry : by_backend) {
-              if (entry.first == target) {
-                entry.second.push_back(o);
-                return;
-              }
+  m.def(
+      "set_global_options",
+      [](py::handle options) {
+        // All validated before any is set, as the runtime's set_option does per backend.
+        std::vector<std::pair<std::string, std::vector<BackendOption>>> by_backend;
+        for_each_option(options, "options", [&](const std::string& target, const BackendOption& o) {
+          backend_or_throw(target);
+          for (auto& entry : by_backend) {
+            if (entry.first == target) {
+              entry.second.push_back(o);
+              return;
             }
-            by_backend.push_back({target, {o}});
-          });
-          for (auto& [backend, opts] : by_backend) {
-            Result<BackendInterface*> b = get_backend(backend);
-            for (const BackendOption& o : opts) check(validate_option(backend, (*b)->option_schema(), o, OptionScope::Global));
           }
-          for (auto& [backend, opts] : by_backend) {
-            check(set_option(backend, Span<const BackendOption>(opts.data(), opts.size())));
-          }
-        },
-        py::arg("options"), "Sets global options given in either dict form.");
+          by_backend.push_back({target, {o}});
+        });
+        for (auto& [backend, opts] : by_backend) {
+          Result<BackendInterface*> b = get_backend(backend);
+          for (const BackendOption& o : opts)
+            check(validate_option(backend, (*b)->option_schema(), o, OptionScope::Global));
+        }
+        for (auto& [backend, opts] : by_backend) {
+          check(set_option(backend, Span<const BackendOption>(opts.data(), opts.size())));
+        }
+      },
+      py::arg("options"), "Sets global options given in either dict form.");
 
-  m.def("get_global_option",
-        [](const std::string& backend, const std::string& key) {
-          backend_or_throw(backend);
-          BackendOption option;
-          check(option.set_key(key));
-          check(get_option(backend, Span<BackendOption>(&option, 1)));
-          return option_value(option);
-        },
-        py::arg("backend"), py::arg("key"),
-        "The global value of an option: the one set, else the schema default.");
+  m.def(
+      "get_global_option",
+      [](const std::string& backend, const std::string& key) {
+        backend_or_throw(backend);
+        BackendOption option;
+        check(option.set_key(key));
+        check(get_option(backend, Span<BackendOption>(&option, 1)));
+        return option_value(option);
+      },
+      py::arg("backend"), py::arg("key"),
+      "The global value of an option: the one set, else the schema default.");
 
-  m.def("reset_global_options",
-        [](const std::string& backend) {
-          backend_or_throw(backend);
-          check(reset_backend_options(backend));
-        },
-        py::arg("backend"),
-        "Forgets the global options of `backend` (back to the schema defaults).");
+  m.def(
+      "reset_global_options",
+      [](const std::string& backend) {
+        backend_or_throw(backend);
+        check(reset_backend_options(backend));
+      },
+      py::arg("backend"), "Forgets the global options of `backend` (back to the schema defaults).");
 
   bind_program(m);
   bind_compile(m);

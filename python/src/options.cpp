@@ -35,7 +35,8 @@ BackendOption to_option(std::string_view backend, std::string_view key, py::hand
   const OptionSpec* spec = find_spec(backend, key);
   if (py::isinstance<py::bool_>(value)) {
     option.set_bool(value.cast<bool>());
-  } else if (PyLong_Check(value.ptr()) || (PyIndex_Check(value.ptr()) && !PyFloat_Check(value.ptr()))) {
+  } else if (PyLong_Check(value.ptr()) ||
+             (PyIndex_Check(value.ptr()) && !PyFloat_Check(value.ptr()))) {
     // int, or an integer-like such as numpy.int64.
     long long v = 0;
     int overflow = 0;
@@ -43,11 +44,10 @@ BackendOption to_option(std::string_view backend, std::string_view key, py::hand
     if (!as_int) throw py::error_already_set();
     v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
     if (overflow != 0) {
-      throw StatusError(Status::error(Error::OptionOutOfRange,
-                                      "%.*s: option '%.*s': %s does not fit in a 64-bit integer",
-                                      static_cast<int>(backend.size()), backend.data(),
-                                      static_cast<int>(key.size()), key.data(),
-                                      std::string(py::str(value)).c_str()));
+      throw StatusError(Status::error(
+          Error::OptionOutOfRange, "%.*s: option '%.*s': %s does not fit in a 64-bit integer",
+          static_cast<int>(backend.size()), backend.data(), static_cast<int>(key.size()),
+          key.data(), std::string(py::str(value)).c_str()));
     }
     if (spec != nullptr && spec->type == OptionType::Double) {
       option.set_double(static_cast<double>(v));
@@ -77,11 +77,15 @@ BackendOption to_option(std::string_view backend, std::string_view key, py::hand
 
 py::object option_value(const BackendOption& option) {
   switch (option.type()) {
-    case OptionType::Bool: return py::bool_(option.as_bool());
-    case OptionType::Int: return py::int_(option.as_int());
-    case OptionType::Double: return py::float_(option.as_double());
+    case OptionType::Bool:
+      return py::bool_(option.as_bool());
+    case OptionType::Int:
+      return py::int_(option.as_int());
+    case OptionType::Double:
+      return py::float_(option.as_double());
     case OptionType::String:
-    case OptionType::Enum: return py::str(std::string(option.as_string()));
+    case OptionType::Enum:
+      return py::str(std::string(option.as_string()));
   }
   return py::none();
 }
@@ -105,8 +109,8 @@ void for_each_option(py::handle mapping, const char* what,
     if (PyDict_Check(item.second.ptr())) {
       for (auto inner : py::reinterpret_borrow<py::dict>(item.second)) {
         if (!py::isinstance<py::str>(inner.first)) {
-          throw StatusError(Status::error(Error::OptionParseError, "%s[\"%s\"]: key %s is not a str",
-                                          what, name.c_str(),
+          throw StatusError(Status::error(Error::OptionParseError,
+                                          "%s[\"%s\"]: key %s is not a str", what, name.c_str(),
                                           std::string(py::repr(inner.first)).c_str()));
         }
         add(name, to_option(name, inner.first.cast<std::string>(), inner.second));

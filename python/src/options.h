@@ -25,7 +25,8 @@ pybind11::object option_value(const BackendOption& option);
 /// {"xnnpack": {"num_threads": 2}} (mixed is fine), calling `add(target, option)` for each entry
 /// in order. `what` names the argument in errors ("options"). None is empty. Throws OptionError
 /// (OptionParseError) for a key of neither form or a non-mapping argument.
-void for_each_option(pybind11::handle mapping, const char* what,
-                     const std::function<void(const std::string& target, const BackendOption&)>& add);
+void for_each_option(
+    pybind11::handle mapping, const char* what,
+    const std::function<void(const std::string& target, const BackendOption&)>& add);
 
 }  // namespace tessera::python

@@ -37,7 +37,7 @@ struct ProgramState {
   std::unique_ptr<uint8_t, FreeDeleter> buffer;
   std::optional<BufferDataLoader> buffer_loader;
   std::optional<Program> program;
-  std::string source;  // the path, or "<bytes>"
+  std::string source;   // the path, or "<bytes>"
   bool closed = false;  // read and written with the GIL held
 
   void check_open() const {
@@ -53,13 +53,20 @@ namespace {
 
 py::dtype numpy_dtype(ScalarType t) {
   switch (t) {
-    case ScalarType::Float32: return py::dtype::of<float>();
-    case ScalarType::Float16: return py::dtype("float16");
-    case ScalarType::Int64: return py::dtype::of<int64_t>();
-    case ScalarType::Int32: return py::dtype::of<int32_t>();
-    case ScalarType::Int8: return py::dtype::of<int8_t>();
-    case ScalarType::UInt8: return py::dtype::of<uint8_t>();
-    case ScalarType::Bool: return py::dtype::of<bool>();
+    case ScalarType::Float32:
+      return py::dtype::of<float>();
+    case ScalarType::Float16:
+      return py::dtype("float16");
+    case ScalarType::Int64:
+      return py::dtype::of<int64_t>();
+    case ScalarType::Int32:
+      return py::dtype::of<int32_t>();
+    case ScalarType::Int8:
+      return py::dtype::of<int8_t>();
+    case ScalarType::UInt8:
+      return py::dtype::of<uint8_t>();
+    case ScalarType::Bool:
+      return py::dtype::of<bool>();
   }
   return py::dtype::of<float>();
 }
@@ -71,13 +78,20 @@ bool dtype_matches(const py::detail::PyArrayDescr_Proxy* d, ScalarType t) {
   const char kind = d->kind;
   const int size = static_cast<int>(d->elsize);
   switch (t) {
-    case ScalarType::Float32: return kind == 'f' && size == 4;
-    case ScalarType::Float16: return kind == 'f' && size == 2;
-    case ScalarType::Int64: return kind == 'i' && size == 8;
-    case ScalarType::Int32: return kind == 'i' && size == 4;
-    case ScalarType::Int8: return kind == 'i' && size == 1;
-    case ScalarType::UInt8: return kind == 'u' && size == 1;
-    case ScalarType::Bool: return kind == 'b' && size == 1;
+    case ScalarType::Float32:
+      return kind == 'f' && size == 4;
+    case ScalarType::Float16:
+      return kind == 'f' && size == 2;
+    case ScalarType::Int64:
+      return kind == 'i' && size == 8;
+    case ScalarType::Int32:
+      return kind == 'i' && size == 4;
+    case ScalarType::Int8:
+      return kind == 'i' && size == 1;
+    case ScalarType::UInt8:
+      return kind == 'u' && size == 1;
+    case ScalarType::Bool:
+      return kind == 'b' && size == 1;
   }
   return false;
 }
@@ -133,7 +147,8 @@ ValueDesc describe_value(const fb::Method* m, uint32_t value_index) {
   out.dtype = static_cast<ScalarType>(v->dtype());
   const size_t rank = v->dims() ? v->dims()->size() : 0;
   out.shape = py::tuple(rank);
-  for (size_t i = 0; i < rank; ++i) out.shape[i] = dim_object(m, v->dims()->Get(static_cast<uint32_t>(i)));
+  for (size_t i = 0; i < rank; ++i)
+    out.shape[i] = dim_object(m, v->dims()->Get(static_cast<uint32_t>(i)));
   return out;
 }
 
@@ -159,7 +174,9 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")); }
+std::string type_name(py::handle h) {
+  return py::str(py::type::handle_of(h).attr("__name__"));
+}
 
 [[noreturn]] void argument_error(const std::string& message) {
   throw StatusError(Status(Error::InvalidArgument, message));
@@ -175,8 +192,8 @@ class PyMethod {
  public:
   static constexpr size_t kMaxVariants = 4;
 
-  PyMethod(std::shared_ptr<ProgramState> program, std::string name, std::unique_ptr<LoadConfig> config,
-           std::vector<std::string> free_symbols)
+  PyMethod(std::shared_ptr<ProgramState> program, std::string name,
+           std::unique_ptr<LoadConfig> config, std::vector<std::string> free_symbols)
       : program_(std::move(program)),
         name_(std::move(name)),
         config_(std::move(config)),
@@ -184,8 +201,10 @@ class PyMethod {
     const fb::Method* m = fb_method();
     const size_t n_in = m->inputs() ? m->inputs()->size() : 0;
     const size_t n_out = m->outputs() ? m->outputs()->size() : 0;
-    for (size_t i = 0; i < n_in; ++i) inputs_.push_back(describe_value(m, m->inputs()->Get(static_cast<uint32_t>(i))));
-    for (size_t i = 0; i < n_out; ++i) outputs_.push_back(describe_value(m, m->outputs()->Get(static_cast<uint32_t>(i))));
+    for (size_t i = 0; i < n_in; ++i)
+      inputs_.push_back(describe_value(m, m->inputs()->Get(static_cast<uint32_t>(i))));
+    for (size_t i = 0; i < n_out; ++i)
+      outputs_.push_back(describe_value(m, m->outputs()->Get(static_cast<uint32_t>(i))));
   }
 
   /// The first load, with `options` (the configuration plus starting values of the free
@@ -221,13 +240,15 @@ class PyMethod {
       for (auto item : named) {
         std::string key = py::str(item.first);
         size_t index = find_input(key);
-        if (given[index]) argument_error("input '" + key + "' given twice (by position and by name)");
+        if (given[index])
+          argument_error("input '" + key + "' given twice (by position and by name)");
         given[index] = py::reinterpret_borrow<py::object>(item.second);
       }
     }
     for (size_t i = 0; i < n; ++i) {
-      if (!given[i]) argument_error("method '" + name_ + "': input '" + inputs_[i].name + "' (#" +
-                                    std::to_string(i) + ") is missing; inputs: " + input_list());
+      if (!given[i])
+        argument_error("method '" + name_ + "': input '" + inputs_[i].name + "' (#" +
+                       std::to_string(i) + ") is missing; inputs: " + input_list());
     }
     return run_arrays(given, execute);
   }
@@ -242,7 +263,8 @@ class PyMethod {
       py::gil_scoped_release release;
       lock.lock();
       if (closed_) {
-        throw StatusError(Status::error(Error::InvalidState, "method '%s' is closed", name_.c_str()));
+        throw StatusError(
+            Status::error(Error::InvalidState, "method '%s' is closed", name_.c_str()));
       }
       select_variant(tensors);
       for (size_t i = 0; i < n; ++i) {
@@ -282,12 +304,12 @@ class PyMethod {
     if (!ok_as_is) array = convert_input(i, value);
     auto* proxy = py::detail::array_proxy(array.ptr());
     if (proxy->nd > kMaxDims) {
-      throw StatusError(Status::error(Error::ShapeMismatch,
-                                      "input '%s' has rank %d; Tessera tensors have at most %d dims "
-                                      "(the method takes %zu)",
-                                      inputs_[i].name.c_str(), proxy->nd, kMaxDims,
-                                      inputs_[i].shape.size()),
-                        nullptr);
+      throw StatusError(
+          Status::error(Error::ShapeMismatch,
+                        "input '%s' has rank %d; Tessera tensors have at most %d dims "
+                        "(the method takes %zu)",
+                        inputs_[i].name.c_str(), proxy->nd, kMaxDims, inputs_[i].shape.size()),
+          nullptr);
     }
     int64_t sizes[kMaxDims];
     for (int d = 0; d < proxy->nd; ++d) sizes[d] = static_cast<int64_t>(proxy->dimensions[d]);
@@ -303,7 +325,8 @@ class PyMethod {
     try {
       array = np.attr("asarray")(value);
     } catch (py::error_already_set& e) {
-      throw StatusError(Status::error(Error::InvalidType, "input '%s': cannot make an array of a %s: %s",
+      throw StatusError(Status::error(Error::InvalidType,
+                                      "input '%s': cannot make an array of a %s: %s",
                                       inputs_[i].name.c_str(), type_name(value).c_str(), e.what()));
     }
     py::dtype have = py::reinterpret_borrow<py::dtype>(array.attr("dtype"));
@@ -442,9 +465,11 @@ py::list method_names(const PyProgram& p) {
 
 void add_dims(py::handle dims, LoadConfig* config, std::vector<std::string>* given) {
   if (dims.is_none()) return;
-  if (!PyDict_Check(dims.ptr())) argument_error("dims must be a dict such as {\"batch\": 4}, not a " + type_name(dims));
+  if (!PyDict_Check(dims.ptr()))
+    argument_error("dims must be a dict such as {\"batch\": 4}, not a " + type_name(dims));
   for (auto item : py::reinterpret_borrow<py::dict>(dims)) {
-    if (!py::isinstance<py::str>(item.first)) argument_error("dims: key " + std::string(py::repr(item.first)) + " is not a str");
+    if (!py::isinstance<py::str>(item.first))
+      argument_error("dims: key " + std::string(py::repr(item.first)) + " is not a str");
     std::string name = item.first.cast<std::string>();
     if (py::isinstance<py::bool_>(item.second) || !PyIndex_Check(item.second.ptr())) {
       argument_error("dims['" + name + "'] must be an int, not a " + type_name(item.second));
@@ -456,11 +481,14 @@ void add_dims(py::handle dims, LoadConfig* config, std::vector<std::string>* giv
 
 void add_retargets(py::handle retarget, LoadConfig* config) {
   if (retarget.is_none()) return;
-  auto add = [&](const std::string& from, const std::string& to) { check(config->load.add_retarget(from, to)); };
+  auto add = [&](const std::string& from, const std::string& to) {
+    check(config->load.add_retarget(from, to));
+  };
   if (PyDict_Check(retarget.ptr())) {
     for (auto item : py::reinterpret_borrow<py::dict>(retarget)) {
       if (!py::isinstance<py::str>(item.first) || !py::isinstance<py::str>(item.second)) {
-        argument_error("retarget must map backend names to backend names, e.g. {\"xnnpack\": \"portable\"}");
+        argument_error(
+            "retarget must map backend names to backend names, e.g. {\"xnnpack\": \"portable\"}");
       }
       add(item.first.cast<std::string>(), item.second.cast<std::string>());
     }
@@ -476,8 +504,9 @@ void add_retargets(py::handle retarget, LoadConfig* config) {
     }
     return;
   }
-  argument_error("retarget must be a dict {\"xnnpack\": \"portable\"} or a str \"xnnpack=portable\", not a " +
-                 type_name(retarget));
+  argument_error(
+      "retarget must be a dict {\"xnnpack\": \"portable\"} or a str \"xnnpack=portable\", not a " +
+      type_name(retarget));
 }
 
 void set_fallback(py::handle fallback, LoadConfig* config) {
@@ -487,18 +516,21 @@ void set_fallback(py::handle fallback, LoadConfig* config) {
     text = fallback.cast<std::string>();
   } else if (py::isinstance<py::list>(fallback) || py::isinstance<py::tuple>(fallback)) {
     for (py::handle h : fallback) {
-      if (!py::isinstance<py::str>(h)) argument_error("fallback entries must be backend names (str), not a " + type_name(h));
+      if (!py::isinstance<py::str>(h))
+        argument_error("fallback entries must be backend names (str), not a " + type_name(h));
       text += (text.empty() ? "" : ",") + h.cast<std::string>();
     }
   } else {
-    argument_error("fallback must be a list of backend names or a comma-separated str, not a " + type_name(fallback));
+    argument_error("fallback must be a list of backend names or a comma-separated str, not a " +
+                   type_name(fallback));
   }
   check(config->load.set_fallback(text));
 }
 
 std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py::handle options,
-                                      py::handle delegate_options, py::handle dims, py::handle retarget,
-                                      py::handle fallback, py::handle policy, bool lenient) {
+                                      py::handle delegate_options, py::handle dims,
+                                      py::handle retarget, py::handle fallback, py::handle policy,
+                                      bool lenient) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -506,8 +538,8 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
     for (size_t i = 0; i < p.state->program->num_methods(); ++i) {
       names += (i ? ", '" : "'") + std::string(take(p.state->program->method_name(i))) + "'";
     }
-    throw StatusError(Status::error(Error::NotFound, "program has no method '%s' (methods: %s)", name.c_str(),
-                                    names.c_str()));
+    throw StatusError(Status::error(Error::NotFound, "program has no method '%s' (methods: %s)",
+                                    name.c_str(), names.c_str()));
   }
   auto config = std::make_unique<LoadConfig>();
   for_each_option(options, "options", [&](const std::string& target, const BackendOption& o) {
@@ -517,15 +549,18 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
       check(config->backend_options.set_options(target, Span<const BackendOption>(&o, 1)));
     }
   });
-  for_each_option(delegate_options, "delegate_options", [&](const std::string& target, const BackendOption& o) {
-    check(config->delegate_options.set_options(target, Span<const BackendOption>(&o, 1)));
-  });
+  for_each_option(
+      delegate_options, "delegate_options", [&](const std::string& target, const BackendOption& o) {
+        check(config->delegate_options.set_options(target, Span<const BackendOption>(&o, 1)));
+      });
   std::vector<std::string> given_dims;
   add_dims(dims, config.get(), &given_dims);
   add_retargets(retarget, config.get());
   set_fallback(fallback, config.get());
   if (!policy.is_none()) {
-    if (!py::isinstance<py::str>(policy)) argument_error("policy must be a str (auto, latency, balanced, power_saver), not a " + type_name(policy));
+    if (!py::isinstance<py::str>(policy))
+      argument_error("policy must be a str (auto, latency, balanced, power_saver), not a " +
+                     type_name(policy));
     Result<Policy> parsed = parse_policy(policy.cast<std::string>());
     if (!parsed.ok()) throw StatusError(parsed.status());
     config->load.set_policy(*parsed);
@@ -548,7 +583,8 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
       check(initial.set_dim(sym, s->min()));
     }
   }
-  auto method = std::make_unique<PyMethod>(p.state, name, std::move(config), std::move(free_symbols));
+  auto method =
+      std::make_unique<PyMethod>(p.state, name, std::move(config), std::move(free_symbols));
   Status st;
   {
     py::gil_scoped_release release;
@@ -592,7 +628,9 @@ PyProgram PyProgram::from_bytes(const void* data, size_t size, std::string sourc
   state->source = std::move(source);
   const size_t alloc = (size + 63) / 64 * 64;
   state->buffer.reset(static_cast<uint8_t*>(std::aligned_alloc(64, alloc == 0 ? 64 : alloc)));
-  if (!state->buffer) throw StatusError(Status::error(Error::MemoryAllocationFailed, "cannot allocate %zu bytes for the program", size));
+  if (!state->buffer)
+    throw StatusError(Status::error(Error::MemoryAllocationFailed,
+                                    "cannot allocate %zu bytes for the program", size));
   if (size > 0) std::memcpy(state->buffer.get(), data, size);
   state->buffer_loader.emplace(state->buffer.get(), size);
   Result<Program> program = Program::load(&*state->buffer_loader);
@@ -621,7 +659,8 @@ py::dict delegate_dict(const DelegateInfo& d) {
       entry["key"] = std::string(key);
       entry["value"] = option_value(o);
       entry["source"] = std::string(option_source_name(d.options->source(k)));
-      entry["origin"] = o.origin().empty() ? py::object(py::none()) : py::object(py::str(std::string(o.origin())));
+      entry["origin"] = o.origin().empty() ? py::object(py::none())
+                                           : py::object(py::str(std::string(o.origin())));
       const DerivedValue* derived = d.derived != nullptr ? d.derived->find(key) : nullptr;
       entry["resolved"] = derived ? py::object(py::str(derived->value)) : py::object(py::none());
       entry["reason"] = derived ? py::object(py::str(derived->reason)) : py::object(py::none());
@@ -646,16 +685,18 @@ py::dict policy_dict(const PolicyDecision& p) {
 
 ExecuteOptions build_execute_options(py::handle execute_options) {
   ExecuteOptions out;
-  for_each_option(execute_options, "execute_options", [&](const std::string& target, const BackendOption& o) {
-    check(out.set_options(target, Span<const BackendOption>(&o, 1)));
-  });
+  for_each_option(execute_options, "execute_options",
+                  [&](const std::string& target, const BackendOption& o) {
+                    check(out.set_options(target, Span<const BackendOption>(&o, 1)));
+                  });
   return out;
 }
 
 }  // namespace
 
 void bind_program(py::module_& m) {
-  py::class_<PyProgram>(m, "Program", R"doc(A verified Tessera program (.tsr). Immutable once loaded; load_method
+  py::class_<PyProgram>(m, "Program",
+                        R"doc(A verified Tessera program (.tsr). Immutable once loaded; load_method
 may be called any number of times, from any thread.)doc")
       .def_static(
           "load",
@@ -663,33 +704,40 @@ may be called any number of times, from any thread.)doc")
             if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source) ||
                 py::isinstance<py::memoryview>(source)) {
               py::buffer_info info = py::reinterpret_borrow<py::buffer>(source).request();
-              return PyProgram::from_bytes(info.ptr, static_cast<size_t>(info.size * info.itemsize), "<bytes>");
+              return PyProgram::from_bytes(info.ptr, static_cast<size_t>(info.size * info.itemsize),
+                                           "<bytes>");
             }
             py::object fspath = py::module_::import("os").attr("fspath");
             py::object path;
             try {
               path = fspath(source);
             } catch (py::error_already_set&) {
-              argument_error("Program.load takes a path (str or os.PathLike) or bytes, not a " + type_name(source));
+              argument_error("Program.load takes a path (str or os.PathLike) or bytes, not a " +
+                             type_name(source));
             }
-            if (!py::isinstance<py::str>(path)) argument_error("Program.load: give the path as str, not bytes");
+            if (!py::isinstance<py::str>(path))
+              argument_error("Program.load: give the path as str, not bytes");
             return PyProgram::from_path(path.cast<std::string>());
           },
           py::arg("source"),
           "Loads and verifies a program from a file path (memory-mapped) or from bytes (copied).")
       .def_property_readonly("method_names", &method_names, "Names of the program's methods.")
-      .def_property_readonly("compile_report", [](const PyProgram& p) { return p.compile_report; },
-                             "The compiler's report (dict) for a program made by tessera.compile; else None.")
+      .def_property_readonly(
+          "compile_report", [](const PyProgram& p) { return p.compile_report; },
+          "The compiler's report (dict) for a program made by tessera.compile; else None.")
       .def_property_readonly("closed", [](const PyProgram& p) { return p.state->closed; })
       .def(
           "load_method",
-          [](PyProgram& p, const std::string& name, py::object options, py::object delegate_options, py::object dims,
-             py::object retarget, py::object fallback, py::object policy, bool lenient) {
-            return load_method(p, name, options, delegate_options, dims, retarget, fallback, policy, lenient);
+          [](PyProgram& p, const std::string& name, py::object options, py::object delegate_options,
+             py::object dims, py::object retarget, py::object fallback, py::object policy,
+             bool lenient) {
+            return load_method(p, name, options, delegate_options, dims, retarget, fallback, policy,
+                               lenient);
           },
           py::arg("name") = "forward", py::kw_only(), py::arg("options") = py::none(),
-          py::arg("delegate_options") = py::none(), py::arg("dims") = py::none(), py::arg("retarget") = py::none(),
-          py::arg("fallback") = py::none(), py::arg("policy") = py::none(), py::arg("lenient") = false,
+          py::arg("delegate_options") = py::none(), py::arg("dims") = py::none(),
+          py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
+          py::arg("policy") = py::none(), py::arg("lenient") = false,
           R"doc(Loads method `name` and initialises its delegates.
 
 options: load-scope backend options, {"xnnpack.num_threads": 2} or {"xnnpack": {"num_threads": 2}}
@@ -700,18 +748,24 @@ retarget: {"xnnpack": "portable"} or "xnnpack=portable": run delegates compiled 
 fallback: ["opencl", "xnnpack", "portable"] or "opencl,xnnpack,portable".
 policy: "auto", "latency", "balanced" or "power_saver".
 lenient: unknown option keys warn and are skipped instead of failing.)doc")
-      .def("save",
-           [](PyProgram& p, py::object path) {
-             p.state->check_open();
-             Span<const uint8_t> data = p.state->mmap ? p.state->mmap->data() : p.state->buffer_loader->data();
-             py::bytes bytes(reinterpret_cast<const char*>(data.data()), data.size());
-             py::module_::import("pathlib").attr("Path")(py::module_::import("os").attr("fspath")(path)).attr("write_bytes")(bytes);
-           },
-           py::arg("path"), "Writes the program file to `path`.")
-      .def("close",
-           [](PyProgram& p) { p.state->closed = true; },
-           "Closes the program: later calls on it, and on Methods loaded from it, raise StateError.")
-      .def("__enter__", [](PyProgram& p) -> PyProgram& { return p; }, py::return_value_policy::reference)
+      .def(
+          "save",
+          [](PyProgram& p, py::object path) {
+            p.state->check_open();
+            Span<const uint8_t> data =
+                p.state->mmap ? p.state->mmap->data() : p.state->buffer_loader->data();
+            py::bytes bytes(reinterpret_cast<const char*>(data.data()), data.size());
+            py::module_::import("pathlib")
+                .attr("Path")(py::module_::import("os").attr("fspath")(path))
+                .attr("write_bytes")(bytes);
+          },
+          py::arg("path"), "Writes the program file to `path`.")
+      .def(
+          "close", [](PyProgram& p) { p.state->closed = true; },
+          "Closes the program: later calls on it, and on Methods loaded from it, raise StateError.")
+      .def(
+          "__enter__", [](PyProgram& p) -> PyProgram& { return p; },
+          py::return_value_policy::reference)
       .def("__exit__", [](PyProgram& p, py::args) { p.state->closed = true; })
       .def("__repr__", [](const PyProgram& p) {
         if (p.state->closed) return "<tessera.Program " + p.state->source + " (closed)>";
@@ -722,7 +776,8 @@ lenient: unknown option keys warn and are skipped instead of failing.)doc")
         return "<tessera.Program " + p.state->source + " methods: " + names + ">";
       });
 
-  py::class_<PyMethod>(m, "Method", R"doc(A loaded method. Call it with NumPy arrays: method(x), method(x=x) or
+  py::class_<PyMethod>(m, "Method",
+                       R"doc(A loaded method. Call it with NumPy arrays: method(x), method(x=x) or
 method.run([x], execute_options=...). One call at a time per Method (calls from several threads
 are serialised); separate Methods run concurrently.)doc")
       .def("__call__",
@@ -734,7 +789,8 @@ are serialised); separate Methods run concurrently.)doc")
           [](PyMethod& self, py::object inputs, py::object execute_options) {
             ExecuteOptions exec = build_execute_options(execute_options);
             if (PyDict_Check(inputs.ptr())) {
-              return self.call(py::args(py::tuple()), py::reinterpret_borrow<py::kwargs>(inputs), exec);
+              return self.call(py::args(py::tuple()), py::reinterpret_borrow<py::kwargs>(inputs),
+                               exec);
             }
             if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
               return self.call(py::args(py::tuple(inputs)), py::kwargs(), exec);
@@ -746,22 +802,26 @@ are serialised); separate Methods run concurrently.)doc")
 array. `execute_options`: per-call options of execute-scoped keys, in either dict form.
 Returns a list of new arrays.)doc")
       .def_property_readonly("name", [](const PyMethod& self) { return self.name_; })
-      .def_property_readonly("inputs", [](const PyMethod& self) { return self.describe(self.inputs_); },
-                             "TensorInfo(name, dtype, shape) per input; symbolic dims by name.")
-      .def_property_readonly("outputs", [](const PyMethod& self) { return self.describe(self.outputs_); },
-                             "TensorInfo(name, dtype, shape) per output; symbolic dims by name.")
+      .def_property_readonly(
+          "inputs", [](const PyMethod& self) { return self.describe(self.inputs_); },
+          "TensorInfo(name, dtype, shape) per input; symbolic dims by name.")
+      .def_property_readonly(
+          "outputs", [](const PyMethod& self) { return self.describe(self.outputs_); },
+          "TensorInfo(name, dtype, shape) per output; symbolic dims by name.")
       .def_property_readonly(
           "delegates",
           [](const PyMethod& self) {
             const Method& method = self.current();
             py::list out;
-            for (size_t i = 0; i < method.num_delegates(); ++i) out.append(delegate_dict(method.delegate_info(i)));
+            for (size_t i = 0; i < method.num_delegates(); ++i)
+              out.append(delegate_dict(method.delegate_info(i)));
             return out;
           },
           "Per delegate: id, backend, requested_backend, reason, nodes, and options: [{key, value, "
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
           "value left at auto, else None).")
-      .def_property_readonly("policy", [](const PyMethod& self) { return policy_dict(self.current().policy()); })
+      .def_property_readonly(
+          "policy", [](const PyMethod& self) { return policy_dict(self.current().policy()); })
       .def_property_readonly(
           "dims",
           [](const PyMethod& self) {
@@ -783,15 +843,21 @@ Returns a list of new arrays.)doc")
             py::dict out;
             const fb::Method* m = self.fb_method();
             if (m->symbols() != nullptr) {
-              for (const fb::Symbol* s : *m->symbols()) out[py::str(s->name()->str())] = py::make_tuple(s->min(), s->max());
+              for (const fb::Symbol* s : *m->symbols())
+                out[py::str(s->name()->str())] = py::make_tuple(s->min(), s->max());
             }
             return out;
           },
           "Bounds (min, max) of each symbolic dim, as compiled.")
-      .def_property_readonly("arena_bytes", [](const PyMethod& self) { return self.current().arena_bytes(); })
-      .def_property_readonly("closed", [](const PyMethod& self) { return self.closed_ || self.program_->closed; })
-      .def("close", &PyMethod::close, "Releases the method's delegates and memory; later calls raise StateError.")
-      .def("__enter__", [](PyMethod& self) -> PyMethod& { return self; }, py::return_value_policy::reference)
+      .def_property_readonly("arena_bytes",
+                             [](const PyMethod& self) { return self.current().arena_bytes(); })
+      .def_property_readonly(
+          "closed", [](const PyMethod& self) { return self.closed_ || self.program_->closed; })
+      .def("close", &PyMethod::close,
+           "Releases the method's delegates and memory; later calls raise StateError.")
+      .def(
+          "__enter__", [](PyMethod& self) -> PyMethod& { return self; },
+          py::return_value_policy::reference)
       .def("__exit__", [](PyMethod& self, py::args) { self.close(); })
       .def("__repr__", [](const PyMethod& self) {
         return "<tessera.Method '" + self.name_ + "' inputs: " + self.input_list() +
