@@ -98,21 +98,22 @@ PYBIND11_MODULE(_tessera, m) {
 
   m.def(
       "list_backends",
-      [](bool available_only) {
+      [](py::handle available_only_arg) {
+        const bool available_only = bool_arg(available_only_arg, "available_only");
         std::vector<std::string> out;
         for (const std::string& name : registered_backends()) {
           if (!available_only || (*get_backend(name))->is_available()) out.push_back(name);
         }
         return out;
       },
-      py::kw_only(), py::arg("available_only") = false,
+      py::kw_only(), py::arg("available_only") = py::bool_(false),
       "Names of the registered backends, sorted (with available_only: those that can run on this "
       "machine).");
 
   m.def(
       "backend_available",
-      [](const std::string& name) {
-        BackendInterface* b = backend_or_throw(name);
+      [](py::handle name) {
+        BackendInterface* b = backend_or_throw(str_arg(name, "backend"));
         py::dict out;
         out["available"] = b->is_available();
         const char* why = b->is_available() ? "" : b->unavailable_reason();
@@ -124,7 +125,7 @@ PYBIND11_MODULE(_tessera, m) {
   m.def(
       "list_options",
       [](py::object backend) -> py::object {
-        if (!backend.is_none()) return schema_list(backend_or_throw(py::str(backend)));
+        if (!backend.is_none()) return schema_list(backend_or_throw(str_arg(backend, "backend")));
         py::dict out;
         for (const std::string& name : registered_backends())
           out[py::str(name)] = schema_list(*get_backend(name));
@@ -136,7 +137,9 @@ PYBIND11_MODULE(_tessera, m) {
 
   m.def(
       "set_global_option",
-      [](const std::string& backend, const std::string& key, py::handle value) {
+      [](py::handle backend_arg, py::handle key_arg, py::handle value) {
+        const std::string backend = str_arg(backend_arg, "backend");
+        const std::string key = str_arg(key_arg, "key");
         backend_or_throw(backend);
         BackendOption option = to_option(backend, key, value);
         check(set_option(backend, Span<const BackendOption>(&option, 1)));
@@ -173,7 +176,9 @@ PYBIND11_MODULE(_tessera, m) {
 
   m.def(
       "get_global_option",
-      [](const std::string& backend, const std::string& key) {
+      [](py::handle backend_arg, py::handle key_arg) {
+        const std::string backend = str_arg(backend_arg, "backend");
+        const std::string key = str_arg(key_arg, "key");
         backend_or_throw(backend);
         BackendOption option;
         check(option.set_key(key));
@@ -185,7 +190,8 @@ PYBIND11_MODULE(_tessera, m) {
 
   m.def(
       "reset_global_options",
-      [](const std::string& backend) {
+      [](py::handle backend_arg) {
+        const std::string backend = str_arg(backend_arg, "backend");
         backend_or_throw(backend);
         check(reset_backend_options(backend));
       },

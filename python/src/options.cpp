@@ -29,6 +29,22 @@ const OptionSpec* find_spec(std::string_view backend, std::string_view key) {
 
 }  // namespace
 
+std::string str_arg(py::handle value, const char* what) {
+  if (!py::isinstance<py::str>(value)) {
+    std::string type = py::str(py::type::handle_of(value).attr("__name__"));
+    throw StatusError(Status::error(Error::InvalidArgument, "%s must be a str, not a %s", what, type.c_str()));
+  }
+  return value.cast<std::string>();
+}
+
+bool bool_arg(py::handle value, const char* what) {
+  if (!py::isinstance<py::bool_>(value)) {
+    std::string type = py::str(py::type::handle_of(value).attr("__name__"));
+    throw StatusError(Status::error(Error::InvalidArgument, "%s must be a bool, not a %s", what, type.c_str()));
+  }
+  return value.cast<bool>();
+}
+
 BackendOption to_option(std::string_view backend, std::string_view key, py::handle value) {
   BackendOption option;
   check(option.set_key(key));
@@ -41,7 +57,10 @@ BackendOption to_option(std::string_view backend, std::string_view key, py::hand
     long long v = 0;
     int overflow = 0;
     py::object as_int = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
-    if (!as_int) throw py::error_already_set();
+    if (!as_int) {
+      PyErr_Clear();  // such as a NumPy array of floats: not an option value
+      not_a_value(backend, key, value);
+    }
     v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
     if (overflow != 0) {
       throw StatusError(Status::error(
@@ -59,7 +78,8 @@ BackendOption to_option(std::string_view backend, std::string_view key, py::hand
   } else if (py::isinstance<py::str>(value)) {
     std::string s = value.cast<std::string>();
     if (spec != nullptr && spec->type == OptionType::Enum) {
-      check(option.set_enum(s, spec->choice_index(s)).with_prefix(backend));
+      Status st = option.set_enum(s, spec->choice_index(s));
+      if (!st.is_ok()) throw StatusError(st.with_prefix(backend));
     } else {
       Status st = option.set_string(s);
       if (!st.is_ok()) {

@@ -18,6 +18,11 @@ namespace tessera::python {
 /// int, float or str, OptionTooLong for over-long keys or strings.
 BackendOption to_option(std::string_view backend, std::string_view key, pybind11::handle value);
 
+/// `value` as a str argument; ArgumentError (InvalidArgument) naming `what` if it is not a str.
+std::string str_arg(pybind11::handle value, const char* what);
+/// `value` as a bool argument; ArgumentError naming `what` if it is not a bool.
+bool bool_arg(pybind11::handle value, const char* what);
+
 /// The Python value of an option: bool, int, float or str (enum choices as their name).
 pybind11::object option_value(const BackendOption& option);
 

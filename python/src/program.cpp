@@ -728,16 +728,16 @@ may be called any number of times, from any thread.)doc")
       .def_property_readonly("closed", [](const PyProgram& p) { return p.state->closed; })
       .def(
           "load_method",
-          [](PyProgram& p, const std::string& name, py::object options, py::object delegate_options,
+          [](PyProgram& p, py::handle name, py::object options, py::object delegate_options,
              py::object dims, py::object retarget, py::object fallback, py::object policy,
-             bool lenient) {
-            return load_method(p, name, options, delegate_options, dims, retarget, fallback, policy,
-                               lenient);
+             py::handle lenient) {
+            return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
+                               fallback, policy, bool_arg(lenient, "lenient"));
           },
           py::arg("name") = "forward", py::kw_only(), py::arg("options") = py::none(),
           py::arg("delegate_options") = py::none(), py::arg("dims") = py::none(),
           py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
-          py::arg("policy") = py::none(), py::arg("lenient") = false,
+          py::arg("policy") = py::none(), py::arg("lenient") = py::bool_(false),
           R"doc(Loads method `name` and initialises its delegates.
 
 options: load-scope backend options, {"xnnpack.num_threads": 2} or {"xnnpack": {"num_threads": 2}}

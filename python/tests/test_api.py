@@ -162,3 +162,23 @@ def test_error_classes_carry_code_and_message():
         assert e.code == "OptionUnknownKey" and e.code_value == 0x41
         assert str(e) == "xnnpack: unknown option 'num_thread' (did you mean 'num_threads'?)"
         assert "OptionError" in repr(e)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tessera.set_global_option(1, "num_threads", 1),
+    lambda: tessera.set_global_option("xnnpack", None, 1),
+    lambda: tessera.get_global_option("xnnpack", 3),
+    lambda: tessera.reset_global_options(b"xnnpack"),
+    lambda: tessera.list_options(7),
+    lambda: tessera.backend_available(None),
+    lambda: tessera.list_backends(available_only="yes"),
+])
+def test_arguments_of_the_wrong_python_type_are_argument_errors(call):
+    with pytest.raises(tessera.ArgumentError, match="must be a"):
+        call()
+
+
+def test_numpy_arrays_are_not_option_values(restore_xnnpack):
+    with pytest.raises(tessera.OptionError) as e:
+        tessera.set_global_option("xnnpack", "num_threads", np.array([1.5]))
+    assert e.value.code == "OptionTypeMismatch"

@@ -50,6 +50,9 @@ def test_load_rejects_garbage_truncated_and_missing_files(add_program, tmp_path)
     assert e.value.code == "NotFound"
     with pytest.raises(tessera.ArgumentError):
         tessera.Program.load(42)
+    with pytest.raises(tessera.ResourceError) as e:
+        tessera.Program.load(tmp_path)  # a directory
+    assert e.value.code == "AccessFailed"
 
 
 def test_save_round_trips(add_program, tmp_path):
@@ -81,6 +84,10 @@ def test_closed_program_raises_state_error_for_it_and_its_methods(add_program):
 
 def test_unknown_method_is_not_found(add_program):
     program, _ = add_program
+    with pytest.raises(tessera.ArgumentError, match="name must be a str"):
+        program.load_method(0)
+    with pytest.raises(tessera.ArgumentError, match="lenient must be a bool"):
+        program.load_method(lenient="yes")
     with pytest.raises(tessera.NotFoundError, match="no method 'forwrd'.*'forward'"):
         program.load_method("forwrd")
 
