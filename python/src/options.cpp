@@ -32,7 +32,8 @@ const OptionSpec* find_spec(std::string_view backend, std::string_view key) {
 std::string str_arg(py::handle value, const char* what) {
   if (!py::isinstance<py::str>(value)) {
     std::string type = py::str(py::type::handle_of(value).attr("__name__"));
-    throw StatusError(Status::error(Error::InvalidArgument, "%s must be a str, not a %s", what, type.c_str()));
+    throw StatusError(
+        Status::error(Error::InvalidArgument, "%s must be a str, not a %s", what, type.c_str()));
   }
   return value.cast<std::string>();
 }
@@ -40,7 +41,8 @@ std::string str_arg(py::handle value, const char* what) {
 bool bool_arg(py::handle value, const char* what) {
   if (!py::isinstance<py::bool_>(value)) {
     std::string type = py::str(py::type::handle_of(value).attr("__name__"));
-    throw StatusError(Status::error(Error::InvalidArgument, "%s must be a bool, not a %s", what, type.c_str()));
+    throw StatusError(
+        Status::error(Error::InvalidArgument, "%s must be a bool, not a %s", what, type.c_str()));
   }
   return value.cast<bool>();
 }
