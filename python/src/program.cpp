@@ -419,9 +419,21 @@ class PyMethod {
     return true;
   }
 
-  const Method& current() const {
+  /// The current load, with the method's lock held (a call on another thread may replace
+  /// it): taken with the GIL released, so a thread waiting for the lock never holds the GIL.
+  struct Current {
+    std::unique_lock<std::mutex> lock;
+    const Method& method;
+  };
+  Current current() const {
     check_open();
-    return current_->method;
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    {
+      py::gil_scoped_release release;
+      lock.lock();
+    }
+    check_open();
+    return Current{std::move(lock), current_->method};
   }
 
   void close() {
@@ -446,7 +458,7 @@ class PyMethod {
   std::vector<ValueDesc> inputs_, outputs_;
   std::vector<std::unique_ptr<Variant>> variants_;
   Variant* current_ = nullptr;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   bool closed_ = false;
 };
 
@@ -811,7 +823,8 @@ Returns a list of new arrays.)doc")
       .def_property_readonly(
           "delegates",
           [](const PyMethod& self) {
-            const Method& method = self.current();
+            auto current = self.current();
+            const Method& method = current.method;
             py::list out;
             for (size_t i = 0; i < method.num_delegates(); ++i)
               out.append(delegate_dict(method.delegate_info(i)));
@@ -821,11 +834,12 @@ Returns a list of new arrays.)doc")
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
           "value left at auto, else None).")
       .def_property_readonly(
-          "policy", [](const PyMethod& self) { return policy_dict(self.current().policy()); })
+          "policy", [](const PyMethod& self) { return policy_dict(self.current().method.policy()); })
       .def_property_readonly(
           "dims",
           [](const PyMethod& self) {
-            const Method& method = self.current();
+            auto current = self.current();
+            const Method& method = current.method;
             py::dict out;
             const fb::Method* m = self.fb_method();
             if (m->symbols() != nullptr) {
@@ -850,7 +864,7 @@ Returns a list of new arrays.)doc")
           },
           "Bounds (min, max) of each symbolic dim, as compiled.")
       .def_property_readonly("arena_bytes",
-                             [](const PyMethod& self) { return self.current().arena_bytes(); })
+                             [](const PyMethod& self) { return self.current().method.arena_bytes(); })
       .def_property_readonly(
           "closed", [](const PyMethod& self) { return self.closed_ || self.program_->closed; })
       .def("close", &PyMethod::close,

@@ -122,3 +122,30 @@ def test_one_method_called_from_several_threads_is_serialised(add_program):
     for t in threads:
         t.join()
     assert not errors, errors[:1]
+
+
+def test_reading_a_method_while_another_thread_reloads_it_for_new_shapes(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    errors = []
+    stop = threading.Event()
+
+    def caller():
+        try:
+            for k in range(200):
+                batch = 1 + k % 8  # more shapes than the method keeps loads for
+                x = np.ones((batch, 4), np.float32)
+                np.testing.assert_array_equal(method(x, x)[0], 2 * x)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+        finally:
+            stop.set()
+
+    t = threading.Thread(target=caller)
+    t.start()
+    while not stop.is_set():
+        assert 1 <= method.dims["batch"] <= 8
+        assert method.delegates[0]["id"] == "xnnpack#0"
+        assert method.policy["effective"]
+    t.join()
+    assert not errors, errors[:1]
