@@ -834,7 +834,8 @@ Returns a list of new arrays.)doc")
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
           "value left at auto, else None).")
       .def_property_readonly(
-          "policy", [](const PyMethod& self) { return policy_dict(self.current().method.policy()); })
+          "policy",
+          [](const PyMethod& self) { return policy_dict(self.current().method.policy()); })
       .def_property_readonly(
           "dims",
           [](const PyMethod& self) {
@@ -863,8 +864,8 @@ Returns a list of new arrays.)doc")
             return out;
           },
           "Bounds (min, max) of each symbolic dim, as compiled.")
-      .def_property_readonly("arena_bytes",
-                             [](const PyMethod& self) { return self.current().method.arena_bytes(); })
+      .def_property_readonly(
+          "arena_bytes", [](const PyMethod& self) { return self.current().method.arena_bytes(); })
       .def_property_readonly(
           "closed", [](const PyMethod& self) { return self.closed_ || self.program_->closed; })
       .def("close", &PyMethod::close,
