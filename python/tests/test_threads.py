@@ -52,8 +52,8 @@ def test_the_probe_tells_a_held_gil_from_a_released_one():
 def test_execute_releases_the_gil(mobilenet):
     _, program = mobilenet
     method = program.load_method()
-    x = np.random.default_rng(0).standard_normal((2, 3, 224, 224)).astype(np.float32)
-    method(x)  # the load at batch 2 happens here, not in the measured call
+    x = np.random.default_rng(0).standard_normal((4, 3, 224, 224)).astype(np.float32)
+    method(x)  # the load at batch 4 happens here, not in the probed call
     assert runs_without_the_gil(lambda: method(x))
 
 
