@@ -1,0 +1,370 @@
+"""Program.load, load_method with options, running on NumPy arrays, and the error families."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import tessera
+from conftest import make_onnx
+
+
+def xy(batch=2, dtype=np.float32):
+    x = np.arange(batch * 4, dtype=dtype).reshape(batch, 4)
+    return x, np.full((batch, 4), 0.5, dtype=dtype)
+
+
+# --- Program ---------------------------------------------------------------------------------
+
+def test_load_from_path_pathlike_and_bytes(add_program):
+    _, path = add_program
+    for source in (path, os.fspath(path), __import__("pathlib").Path(path)):
+        assert tessera.Program.load(source).method_names == ["forward"]
+    with open(path, "rb") as f:
+        data = f.read()
+    for source in (data, bytearray(data), memoryview(data)):
+        program = tessera.Program.load(source)
+        (out,) = program.load_method()(*xy())
+        np.testing.assert_array_equal(out, xy()[0] + 0.5)
+
+
+def test_load_rejects_an_onnx_file_with_program_error(add_onnx):
+    with pytest.raises(tessera.ProgramError, match="not a Tessera program") as e:
+        tessera.Program.load(add_onnx)
+    assert e.value.code == "InvalidProgram"
+    assert isinstance(e.value, tessera.Error)
+
+
+def test_load_rejects_garbage_truncated_and_missing_files(add_program, tmp_path):
+    _, path = add_program
+    with pytest.raises(tessera.ProgramError):
+        tessera.Program.load(b"\0" * 100)
+    with pytest.raises(tessera.ProgramError):
+        tessera.Program.load(b"")
+    data = open(path, "rb").read()
+    with pytest.raises(tessera.ProgramError):
+        tessera.Program.load(data[: len(data) // 2])
+    with pytest.raises(tessera.NotFoundError) as e:
+        tessera.Program.load(tmp_path / "missing.tsr")
+    assert e.value.code == "NotFound"
+    with pytest.raises(tessera.ArgumentError):
+        tessera.Program.load(42)
+    with pytest.raises(tessera.ResourceError) as e:
+        tessera.Program.load(tmp_path)  # a directory
+    assert e.value.code == "AccessFailed"
+
+
+def test_save_round_trips(add_program, tmp_path):
+    program, path = add_program
+    program.save(tmp_path / "copy.tsr")
+    assert open(tmp_path / "copy.tsr", "rb").read() == open(path, "rb").read()
+
+
+def test_closed_program_raises_state_error_for_it_and_its_methods(add_program):
+    _, path = add_program
+    program = tessera.Program.load(path)
+    method = program.load_method()
+    program.close()
+    assert program.closed and method.closed
+    with pytest.raises(tessera.StateError, match="closed"):
+        program.load_method()
+    with pytest.raises(tessera.StateError):
+        program.method_names
+    with pytest.raises(tessera.StateError):
+        method(*xy())
+    with tessera.Program.load(path) as p2:
+        with p2.load_method() as m2:
+            m2(*xy())
+        with pytest.raises(tessera.StateError):
+            m2(*xy())
+    with pytest.raises(tessera.StateError):
+        p2.load_method()
+
+
+def test_unknown_method_is_not_found(add_program):
+    program, _ = add_program
+    with pytest.raises(tessera.ArgumentError, match="name must be a str"):
+        program.load_method(0)
+    with pytest.raises(tessera.ArgumentError, match="lenient must be a bool"):
+        program.load_method(lenient="yes")
+    with pytest.raises(tessera.NotFoundError, match="no method 'forwrd'.*'forward'"):
+        program.load_method("forwrd")
+
+
+# --- method description ---------------------------------------------------------------------
+
+def test_inputs_outputs_name_symbolic_dims(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    assert [i.name for i in method.inputs] == ["x", "y"]
+    assert method.inputs[0] == tessera.TensorInfo("x", np.dtype(np.float32), ("batch", 4))
+    assert method.outputs == [tessera.TensorInfo("out", np.dtype(np.float32), ("batch", 4))]
+    assert method.symbols == {"batch": (1, 8)}
+    assert method.name == "forward"
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def test_call_forms_positional_named_and_run(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    x, y = xy()
+    want = x + y
+    for out in (method(x, y), method(x, y=y), method(y=y, x=x), method.run([x, y]),
+                method.run((x, y)), method.run({"x": x, "y": y})):
+        assert isinstance(out, list) and len(out) == 1
+        np.testing.assert_array_equal(out[0], want)
+
+
+def test_symbolic_batch_follows_the_inputs(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    assert method.dims == {"batch": 1}
+    for batch in (3, 8, 1, 3, 5, 2, 7):
+        x, y = xy(batch)
+        (out,) = method(x, y)
+        assert out.shape == (batch, 4)
+        assert method.dims == {"batch": batch}
+        np.testing.assert_array_equal(out, x + y)
+
+
+def test_outputs_own_their_memory(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    x, y = xy()
+    (first,) = method(x, y)
+    (second,) = method(x * 2, y)
+    assert first.flags.owndata or first.base is not None and first.base.flags.owndata
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, x + y)
+    first[...] = -1  # writable, and writing it changes nothing the runtime sees
+    (third,) = method(x, y)
+    np.testing.assert_array_equal(third, x + y)
+
+
+def test_non_contiguous_and_list_inputs_are_accepted(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    big = np.arange(32, dtype=np.float32).reshape(4, 8)
+    x = big[:, ::2]  # strided view
+    assert not x.flags.c_contiguous
+    with pytest.warns(tessera.DTypeConversionWarning, match="int64"):
+        (out,) = method(x, [[1, 1, 1, 1]] * 4)  # a nested list of ints: int64, converted
+    np.testing.assert_array_equal(out, x + 1)
+
+
+def test_other_dtypes_convert_with_a_warning(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    x, y = xy(dtype=np.float64)
+    with pytest.warns(tessera.DTypeConversionWarning, match="'x' takes float32"):
+        (out,) = method(x, y.astype(np.float32))
+    np.testing.assert_array_equal(out, (x + y).astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        method(*xy())  # the matching dtype: no warning
+
+
+def test_big_endian_float32_is_converted(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    x, y = xy()
+    with pytest.warns(tessera.DTypeConversionWarning, match=">f4"):
+        (out,) = method(x.astype(">f4"), y)
+    np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.parametrize("bad", [np.array([["a"] * 4] * 2), np.array([[object()] * 4] * 2),
+                                 np.ones((2, 4), np.complex64), "text", None, {"a": 1}])
+def test_unconvertible_inputs_raise_dtype_error(add_program, bad):
+    program, _ = add_program
+    method = program.load_method()
+    with pytest.raises(tessera.DTypeError) as e:
+        method(bad, xy()[1])
+    assert e.value.code == "InvalidType"
+
+
+def test_wrong_rank_and_size_raise_shape_error(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    x, y = xy()
+    with pytest.raises(tessera.ShapeError):
+        method(x.reshape(8), y)
+    with pytest.raises(tessera.ShapeError):
+        method(np.ones((2, 5), np.float32), np.ones((2, 5), np.float32))
+    with pytest.raises(tessera.ShapeError):
+        method(np.ones((2, 4, 1), np.float32), y)
+    with pytest.raises(tessera.ShapeError, match="rank 9"):
+        method(np.ones((1,) * 9, np.float32), y)
+    with pytest.raises(tessera.ShapeError):
+        method(np.ones((0, 4), np.float32), np.ones((0, 4), np.float32))
+    with pytest.raises(tessera.ShapeError, match="outside the bounds"):
+        method(*xy(9))
+    with pytest.raises(tessera.ShapeError):
+        method(*xy(3)[:1], xy(2)[1])  # the two inputs disagree on batch
+    # Still usable afterwards.
+    (out,) = method(x, y)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_fixed_dims_do_not_follow_the_inputs(add_program):
+    program, _ = add_program
+    method = program.load_method(dims={"batch": 4})
+    assert method.dims == {"batch": 4}
+    (out,) = method(*xy(4))
+    assert out.shape == (4, 4)
+    with pytest.raises(tessera.ShapeError) as e:
+        method(*xy(2))
+    assert e.value.code == "ShapeMismatch"
+    with pytest.raises(tessera.ArgumentError, match="outside"):
+        program.load_method(dims={"batch": 9})
+    with pytest.raises(tessera.ArgumentError):
+        program.load_method(dims={"batch": "four"})
+    with pytest.raises(tessera.ArgumentError):
+        program.load_method(dims={"seq": 2})
+
+
+def test_wrong_number_or_names_of_inputs(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    x, y = xy()
+    with pytest.raises(tessera.ArgumentError, match="'y'.*missing"):
+        method(x)
+    with pytest.raises(tessera.ArgumentError, match="takes 2 input"):
+        method(x, y, x)
+    with pytest.raises(tessera.NotFoundError, match="no input 'z'"):
+        method(x, z=y)
+    with pytest.raises(tessera.ArgumentError, match="twice"):
+        method(x, y, x=x)
+
+
+def test_other_input_dtypes_run(tmp_path):
+    from onnx import TensorProto
+
+    path = make_onnx(tmp_path / "less_i64.onnx", op="Less", dims=(2, 3), dtype=TensorProto.INT64,
+                     out_dtype=TensorProto.BOOL)
+    method = tessera.compile(path, backends=["portable"]).load_method()
+    assert method.inputs[0].dtype == np.int64 and method.outputs[0].dtype == np.bool_
+    a = np.arange(6, dtype=np.int64).reshape(2, 3)
+    b = np.full((2, 3), 2, dtype=np.int64)
+    (out,) = method(a, b)
+    assert out.dtype == np.bool_
+    np.testing.assert_array_equal(out, a < b)
+    with pytest.warns(tessera.DTypeConversionWarning):
+        (out,) = method(a.astype(np.int32), b)  # int32 -> int64: safe
+    np.testing.assert_array_equal(out, a < b)
+    with pytest.raises(tessera.DTypeError, match="int64"):
+        method(a.astype(np.float32), b)  # float -> int is not a same-kind cast
+
+
+# --- options ---------------------------------------------------------------------------------
+
+def delegate_options(method, key):
+    (d,) = method.delegates
+    return {o["key"]: o for o in d["options"]}[key]
+
+
+def test_load_options_in_both_dict_forms(add_program):
+    program, _ = add_program
+    for options in ({"xnnpack.num_threads": 2}, {"xnnpack": {"num_threads": 2}}):
+        method = program.load_method(options=options)
+        opt = delegate_options(method, "num_threads")
+        assert (opt["value"], opt["source"]) == (2, "load")
+        np.testing.assert_array_equal(method(*xy())[0], sum(xy()))
+
+
+def test_delegate_report(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    (d,) = method.delegates
+    assert d["id"] == "xnnpack#0"
+    assert d["backend"] == d["requested_backend"] == "xnnpack"
+    assert d["reason"] == ""
+    for o in d["options"]:
+        assert set(o) >= {"key", "value", "source", "resolved", "reason"}
+    opt = delegate_options(method, "num_threads")
+    assert opt["source"] == "default" and opt["value"] == 0
+    assert opt["resolved"] is not None and opt["reason"]  # num_threads=0 is derived at load
+
+
+def test_delegate_options_in_both_forms_and_precedence(add_program):
+    program, _ = add_program
+    for delegate in ({"xnnpack#0.num_threads": 1}, {"xnnpack#0": {"num_threads": 1}}):
+        method = program.load_method(options={"xnnpack": {"num_threads": 2}}, delegate_options=delegate)
+        opt = delegate_options(method, "num_threads")
+        assert (opt["value"], opt["source"]) == (1, "delegate")
+    method = program.load_method(options={"xnnpack#0.num_threads": 3})
+    assert delegate_options(method, "num_threads")["source"] == "delegate"
+
+
+def test_option_errors_at_load(add_program):
+    program, _ = add_program
+    with pytest.raises(tessera.OptionError, match="did you mean 'num_threads'") as e:
+        program.load_method(options={"xnnpack.num_thread": 2})
+    assert e.value.code == "OptionUnknownKey"
+    with pytest.raises(tessera.OptionError) as e:
+        program.load_method(options={"xnnpack.num_threads": "two"})
+    assert e.value.code == "OptionTypeMismatch"
+    with pytest.raises(tessera.OptionError) as e:
+        program.load_method(options={"xnnpack.num_threads": 2.5})
+    assert e.value.code == "OptionTypeMismatch"
+    with pytest.raises(tessera.OptionError) as e:
+        program.load_method(options={"xnnpack.num_threads": True})
+    assert e.value.code == "OptionTypeMismatch"
+    with pytest.raises(tessera.OptionError) as e:
+        program.load_method(options={"xnnpack.num_threads": [2]})
+    assert e.value.code == "OptionTypeMismatch"
+    with pytest.raises(tessera.OptionError) as e:
+        program.load_method(options={"xnnpack.num_threads": 100000})
+    assert e.value.code == "OptionOutOfRange"
+    with pytest.raises(tessera.OptionError) as e:
+        program.load_method(options={"xnnpak.num_threads": 2})
+    assert e.value.code == "OptionUnknownBackend"
+    with pytest.raises(tessera.OptionError) as e:
+        program.load_method(options={"num_threads": 2})
+    assert e.value.code == "OptionParseError"
+    with pytest.raises(tessera.OptionError):
+        program.load_method(options=[("xnnpack.num_threads", 2)])
+    with pytest.raises(tessera.OptionError):
+        program.load_method(options={"xnnpack": {3: 2}})
+
+
+def test_lenient_skips_unknown_keys(add_program):
+    program, _ = add_program
+    method = program.load_method(options={"xnnpack.no_such_key": 1, "xnnpack.num_threads": 1}, lenient=True)
+    assert delegate_options(method, "num_threads")["value"] == 1
+
+
+def test_execute_options(add_program):
+    program, _ = add_program
+    method = program.load_method()
+    x, y = xy()
+    for ex in ({"xnnpack.profile": True}, {"xnnpack": {"profile": True}}):
+        np.testing.assert_array_equal(method.run([x, y], execute_options=ex)[0], x + y)
+    with pytest.raises(tessera.OptionError) as e:
+        method.run([x, y], execute_options={"xnnpack.num_threads": 1})
+    assert e.value.code == "OptionWrongScope"
+    with pytest.raises(tessera.OptionError) as e:
+        method.run([x, y], execute_options={"xnnpack.profil": True})
+    assert e.value.code == "OptionUnknownKey"
+
+
+def test_retarget_fallback_and_policy(add_program):
+    program, _ = add_program
+    for retarget in ({"xnnpack": "portable"}, "xnnpack=portable"):
+        method = program.load_method(retarget=retarget)
+        (d,) = method.delegates
+        assert (d["backend"], d["requested_backend"]) == ("portable", "xnnpack")
+        assert d["reason"]
+        np.testing.assert_array_equal(method(*xy())[0], sum(xy()))
+    method = program.load_method(fallback=["xnnpack", "portable"], policy="power_saver")
+    assert method.policy["effective"] == "power_saver"
+    method = program.load_method(fallback="xnnpack,portable")
+    assert method.delegates[0]["backend"] == "xnnpack"
+    with pytest.raises(tessera.ArgumentError, match="latency"):
+        program.load_method(policy="fastest")
+    with pytest.raises(tessera.ArgumentError):
+        program.load_method(retarget="xnnpack")
+    with pytest.raises(tessera.ArgumentError):
+        program.load_method(fallback=3)
