@@ -1,7 +1,7 @@
 // Delegate: one network loaded into the backend's IRuntime (the DelegateHandle the backend
 // hands out) and its execute. The input and output tensor lists ArmNN takes are built at init;
 // execute only points them at the caller's tensors, and ArmNN copies inputs into its own buffers
-// and results out of them (import was measured and not taken: armnn_backend/README.md).
+// and results out of them (import was measured and not taken: README.md in this folder).
 #pragma once
 
 #include <armnn/IRuntime.hpp>
