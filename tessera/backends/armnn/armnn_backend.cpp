@@ -356,11 +356,11 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
     context.report_derived("backends", ran, "auto: ArmNN here has %s; layers: %s",
                            join(registered, ",").c_str(), detail.c_str());
   } else if (!missing.empty() || ran != join(present)) {
-    context.report_derived("backends", ran, "requested %.*s; %s%s%slayers: %s",
-                           static_cast<int>(backends_text.size()), backends_text.data(),
-                           missing.empty() ? "" : "not loaded here: ",
-                           missing.empty() ? "" : join(missing).c_str(),
-                           missing.empty() ? "" : "; ", detail.c_str());
+    context.report_derived(
+        "backends", ran, "requested %.*s; %s%s%slayers: %s", static_cast<int>(backends_text.size()),
+        backends_text.data(),
+        missing.empty() ? "" : "not loaded here: ", missing.empty() ? "" : join(missing).c_str(),
+        missing.empty() ? "" : "; ", detail.c_str());
   }
   if (context.is_default("num_threads")) {
     context.report_derived("num_threads", "armnn default",

@@ -195,13 +195,13 @@ Result<std::vector<PassThroughOption>> parse_pass_through(std::string_view text)
     }
     if (!backend_known) {
       const std::string_view best = suggest_backend.best();
-      return Status::error(Error::OptionInvalidChoice,
-                           "armnn: backend_option '%.*s': no ArmNN backend '%.*s' takes options%s%.*s%s "
-                           "(backends with options: CpuAcc, GpuAcc)",
-                           static_cast<int>(entry.size()), entry.data(),
-                           static_cast<int>(backend.size()), backend.data(),
-                           best.empty() ? "" : "; did you mean '", static_cast<int>(best.size()),
-                           best.data(), best.empty() ? "" : "'?");
+      return Status::error(
+          Error::OptionInvalidChoice,
+          "armnn: backend_option '%.*s': no ArmNN backend '%.*s' takes options%s%.*s%s "
+          "(backends with options: CpuAcc, GpuAcc)",
+          static_cast<int>(entry.size()), entry.data(), static_cast<int>(backend.size()),
+          backend.data(), best.empty() ? "" : "; did you mean '", static_cast<int>(best.size()),
+          best.data(), best.empty() ? "" : "'?");
     }
     if (known == nullptr) {
       const std::string_view best = suggest_name.best();

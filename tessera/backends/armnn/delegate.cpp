@@ -15,8 +15,7 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
                          id, num_inputs, num_outputs, args.size());
   }
   for (size_t i = 0; i < args.size(); ++i) {
-    const armnn::TensorInfo& info =
-        i < num_inputs ? input_infos[i] : output_infos[i - num_inputs];
+    const armnn::TensorInfo& info = i < num_inputs ? input_infos[i] : output_infos[i - num_inputs];
     const EValue* a = args[i];
     if (a == nullptr || !a->is_tensor() || a->to_tensor().dtype() != ScalarType::Float32 ||
         a->to_tensor().numel() != static_cast<int64_t>(info.GetNumElements()) ||
@@ -38,18 +37,16 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
   try {
     st = runtime->EnqueueWorkload(network, inputs, outputs);
   } catch (const armnn::Exception& e) {
-    return Status::error(Error::DelegateExecutionFailed, "armnn: delegate '%s': %s", id,
-                         e.what());
+    return Status::error(Error::DelegateExecutionFailed, "armnn: delegate '%s': %s", id, e.what());
   }
   if (st != armnn::Status::Success) {
     return Status::error(Error::DelegateExecutionFailed,
                          "armnn: delegate '%s': EnqueueWorkload failed", id);
   }
   if (profiling) {
-    context.report_event("armnn:EnqueueWorkload",
-                         std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - start)
-                             .count());
+    context.report_event("armnn:EnqueueWorkload", std::chrono::duration<double, std::milli>(
+                                                      std::chrono::steady_clock::now() - start)
+                                                      .count());
   }
   return Status::ok();
 }

@@ -34,9 +34,9 @@ class Delegate {
   std::vector<armnn::TensorInfo> output_infos;
   armnn::InputTensors inputs;
   armnn::OutputTensors outputs;
-  std::vector<std::string> preferences;         // the backends option, in order
+  std::vector<std::string> preferences;             // the backends option, in order
   std::map<std::string, size_t> layers_by_backend;  // where ArmNN placed each layer
-  size_t layers = 0;                            // layers of the network before optimisation
+  size_t layers = 0;                                // layers of the network before optimisation
 };
 
 }  // namespace tessera::armnn_backend

@@ -4,10 +4,10 @@
 #include <armnn/Exceptions.hpp>
 
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
 #include <cfloat>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -138,14 +138,16 @@ Status Checker::run() {
     if (val->kind() != fb::ValueKind::Tensor || val->dtype() != fb::ScalarType::Float32) {
       return no("input %d is not a float32 tensor (the backend runs float32 only)", i);
     }
-    if (d(v).size() > kMaxRank) return no("input %d has rank %zu; ArmNN takes up to 5", i, d(v).size());
+    if (d(v).size() > kMaxRank)
+      return no("input %d has rank %zu; ArmNN takes up to 5", i, d(v).size());
   }
   const int y = output_of(node_, 0);
   if (!valid(y)) return no("no output");
   {
     const fb::Value* val = graph_.values()->Get(static_cast<uint32_t>(y));
     if (val->dtype() != fb::ScalarType::Float32) return no("the output is not float32");
-    if (d(y).size() > kMaxRank) return no("the output has rank %zu; ArmNN takes up to 5", d(y).size());
+    if (d(y).size() > kMaxRank)
+      return no("the output has rank %zu; ArmNN takes up to 5", d(y).size());
     if (numel(d(y)) == 0) return no("empty tensors have no ArmNN equivalent");
   }
   const int x = input_of(node_, 0);
@@ -178,7 +180,8 @@ Status Checker::run() {
     case Op::Gemm: {
       const int b = input_of(node_, 1), c = input_of(node_, 2);
       if (d(x).size() != 2) return no("A must be 2-D");
-      if (!is_constant(graph_, b)) return no("B must be a constant (ArmNN's fully connected layer)");
+      if (!is_constant(graph_, b))
+        return no("B must be a constant (ArmNN's fully connected layer)");
       Result<int64_t> ta = attrs.get_int("transA", 0);
       if (!ta.ok() || *ta != 0) return no("transA=1 has no ArmNN fully connected equivalent");
       if (c >= 0) {
@@ -192,8 +195,9 @@ Status Checker::run() {
     case Op::MatMul: {
       const int b = input_of(node_, 1);
       if (!is_constant(graph_, b) || d(b).size() != 2) {
-        return no("B must be a constant 2-D matrix: ArmNN 20.08 has no batched matrix product of "
-                  "two activations");
+        return no(
+            "B must be a constant 2-D matrix: ArmNN 20.08 has no batched matrix product of "
+            "two activations");
       }
       if (d(x).size() < 2) return no("A must have rank 2 or more");
       return Status::ok();
@@ -280,8 +284,9 @@ Status Checker::run() {
       if (!mode.ok() || !ctm.ok() || !nearest.ok()) return no("bad attribute types");
       if (*mode == "nearest") {
         if (*ctm != "asymmetric" || *nearest != "floor") {
-          return no("nearest resizing maps to ArmNN only with asymmetric coordinates and floor "
-                    "rounding");
+          return no(
+              "nearest resizing maps to ArmNN only with asymmetric coordinates and floor "
+              "rounding");
         }
       } else if (*mode == "linear") {
         const bool pytorch_one = *ctm == "pytorch_half_pixel" && (d(y)[2] == 1 || d(y)[3] == 1);
@@ -301,8 +306,9 @@ Status Checker::run() {
         for (size_t k = 2; k < 4; ++k) {
           const double ratio = static_cast<double>(d(y)[k]) / static_cast<double>(d(x)[k]);
           if (std::fabs((*scales)[k] - ratio) > 1e-6 * ratio) {
-            return no("scales differ from the output/input size ratio (ArmNN derives the scale "
-                      "from the sizes)");
+            return no(
+                "scales differ from the output/input size ratio (ArmNN derives the scale "
+                "from the sizes)");
           }
         }
       }
@@ -663,8 +669,8 @@ Result<armnn::IOutputSlot*> Builder::pool(const fb::Node& node) {
     if (pads.size() != 4) pads.assign(4, 0);
     TESSERA_ASSIGN_OR_RETURN(int64_t ceil_mode, attrs.get_int("ceil_mode", 0));
     TESSERA_ASSIGN_OR_RETURN(int64_t include_pad, attrs.get_int("count_include_pad", 0));
-    desc.m_PoolType = node.op() == Op::MaxPool ? armnn::PoolingAlgorithm::Max
-                                                : armnn::PoolingAlgorithm::Average;
+    desc.m_PoolType =
+        node.op() == Op::MaxPool ? armnn::PoolingAlgorithm::Max : armnn::PoolingAlgorithm::Average;
     desc.m_PoolHeight = static_cast<uint32_t>(kernel[0]);
     desc.m_PoolWidth = static_cast<uint32_t>(kernel[1]);
     desc.m_StrideY = static_cast<uint32_t>(strides.size() == 2 ? strides[0] : 1);
@@ -972,15 +978,14 @@ Status Builder::convert(const fb::Node& node) {
     }
     case Op::Resize: {
       TESSERA_ASSIGN_OR_RETURN(std::string_view mode, attrs.get_string("mode", "nearest"));
-      TESSERA_ASSIGN_OR_RETURN(std::string_view ctm, attrs.get_string(
-                                                         "coordinate_transformation_mode",
-                                                         "half_pixel"));
+      TESSERA_ASSIGN_OR_RETURN(std::string_view ctm,
+                               attrs.get_string("coordinate_transformation_mode", "half_pixel"));
       armnn::ResizeDescriptor desc;
       desc.m_DataLayout = armnn::DataLayout::NCHW;
       desc.m_TargetHeight = static_cast<uint32_t>(dy[2]);
       desc.m_TargetWidth = static_cast<uint32_t>(dy[3]);
-      desc.m_Method = mode == "linear" ? armnn::ResizeMethod::Bilinear
-                                       : armnn::ResizeMethod::NearestNeighbor;
+      desc.m_Method =
+          mode == "linear" ? armnn::ResizeMethod::Bilinear : armnn::ResizeMethod::NearestNeighbor;
       desc.m_AlignCorners = ctm == "align_corners";
       desc.m_HalfPixelCenters = ctm == "half_pixel" || ctm == "pytorch_half_pixel";
       TESSERA_ASSIGN_OR_RETURN(armnn::IOutputSlot * in, slot(x));

@@ -13,9 +13,11 @@ INSTANTIATE_TEST_SUITE_P(Conformance, Conv, ::testing::Values(armnn_backend::tes
 INSTANTIATE_TEST_SUITE_P(Conformance, Binary,
                          ::testing::Values(armnn_backend::testing::kBackendName),
                          BackendParamName());
-INSTANTIATE_TEST_SUITE_P(Conformance, Unary, ::testing::Values(armnn_backend::testing::kBackendName),
+INSTANTIATE_TEST_SUITE_P(Conformance, Unary,
+                         ::testing::Values(armnn_backend::testing::kBackendName),
                          BackendParamName());
-INSTANTIATE_TEST_SUITE_P(Conformance, PRelu, ::testing::Values(armnn_backend::testing::kBackendName),
+INSTANTIATE_TEST_SUITE_P(Conformance, PRelu,
+                         ::testing::Values(armnn_backend::testing::kBackendName),
                          BackendParamName());
 
 }  // namespace tessera::backend_testing

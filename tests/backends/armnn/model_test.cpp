@@ -56,15 +56,12 @@ TEST_P(ArmnnModel, MatchesPyTorchOnCpuRef) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ArmnnModel,
-                         ::testing::Values(ModelCase{"mlp", true}, ModelCase{"mlp_op11", true},
-                                           ModelCase{"transformer", true},
-                                           ModelCase{"ops_mix", true},
-                                           ModelCase{"mobilenet_v2", false},
-                                           ModelCase{"resnet18", false}),
-                         [](const ::testing::TestParamInfo<ModelCase>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, ArmnnModel,
+    ::testing::Values(ModelCase{"mlp", true}, ModelCase{"mlp_op11", true},
+                      ModelCase{"transformer", true}, ModelCase{"ops_mix", true},
+                      ModelCase{"mobilenet_v2", false}, ModelCase{"resnet18", false}),
+    [](const ::testing::TestParamInfo<ModelCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace tessera::armnn_backend::testing

@@ -49,7 +49,8 @@ GraphCase gemm_case(int64_t m, int64_t k, int64_t n, bool trans_b, int bias_rank
 }
 
 TEST(ArmnnGemm, Variants) {
-  EXPECT_TRUE(matches_portable(gemm_case(1, 64, 100, true, 1, 1.0f, 1.0f, fb::Activation::None, 1)));
+  EXPECT_TRUE(
+      matches_portable(gemm_case(1, 64, 100, true, 1, 1.0f, 1.0f, fb::Activation::None, 1)));
   EXPECT_TRUE(matches_portable(gemm_case(3, 17, 9, false, 2, 1.0f, 0.5f, fb::Activation::Relu, 2)));
   EXPECT_TRUE(matches_portable(gemm_case(4, 8, 5, false, 0, 2.0f, 1.0f, fb::Activation::None, 3)));
 }
@@ -93,7 +94,8 @@ TEST(ArmnnPool, MaxAndAverage) {
 }
 
 TEST(ArmnnPool, GlobalAverageAndReduceMean) {
-  EXPECT_TRUE(matches_portable(GraphCase::single(Op::GlobalAveragePool, {{2, 5, 7, 7}}, {2, 5, 1, 1})));
+  EXPECT_TRUE(
+      matches_portable(GraphCase::single(Op::GlobalAveragePool, {{2, 5, 7, 7}}, {2, 5, 1, 1})));
   GraphCase g = GraphCase::single(Op::ReduceMean, {{2, 5, 4, 6}}, {2, 5});
   g.graph.nodes[0].attrs.push_back(ir::Attr::make_ints("axes", {2, 3}));
   g.graph.nodes[0].attrs.push_back(ir::Attr::make_int("keepdims", 0));
@@ -158,7 +160,8 @@ TEST(ArmnnNorm, LayerNormalizationComposed) {
   for (int64_t axis : {-1, 1}) {
     GraphCase g;
     int x = g.input({2, 5, 8});
-    const std::vector<int64_t> tail = axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{5, 8};
+    const std::vector<int64_t> tail =
+        axis == -1 ? std::vector<int64_t>{8} : std::vector<int64_t>{5, 8};
     int scale = g.constant(tail);
     int bias = g.constant(tail);
     int y = g.tensor({2, 5, 8});
@@ -184,7 +187,8 @@ TEST(ArmnnResize, LinearAndNearest) {
 }
 
 TEST(ArmnnSupports, RejectionsSayWhy) {
-  EXPECT_NE(rejection(unary_case(Op::Gelu, {2, 8})).find("neither a Gelu activation nor an erf"), std::string::npos)
+  EXPECT_NE(rejection(unary_case(Op::Gelu, {2, 8})).find("neither a Gelu activation nor an erf"),
+            std::string::npos)
       << rejection(unary_case(Op::Gelu, {2, 8}));
   GraphCase mm;
   int a = mm.input({2, 4, 8});

@@ -38,8 +38,8 @@ class Recorder : public CallObserver {
                    const armnn::OptimizerOptions& options) override {
     std::string p;
     for (const armnn::BackendId& id : preferences) p += (p.empty() ? "" : ",") + id.Get();
-    optimized.push_back({p, options.m_ReduceFp32ToFp16, options.m_ReduceFp32ToBf16,
-                         options.m_Debug, options.m_ImportEnabled});
+    optimized.push_back({p, options.m_ReduceFp32ToFp16, options.m_ReduceFp32ToBf16, options.m_Debug,
+                         options.m_ImportEnabled});
   }
 
   struct Optimized {
@@ -222,8 +222,7 @@ TEST(ArmnnOptions, UnavailablePreferredIdFallsBackAndIsReported) {
   Session none;
   Status st = none.init(relu_case(), o);
   EXPECT_EQ(st.code(), Error::DelegateUnavailable);
-  EXPECT_NE(std::string(st.message()).find("which has CpuRef"), std::string::npos)
-      << st.message();
+  EXPECT_NE(std::string(st.message()).find("which has CpuRef"), std::string::npos) << st.message();
 }
 
 TEST(ArmnnOptions, AutoBackendsIsReportedResolved) {
@@ -249,8 +248,8 @@ TEST(ArmnnOptions, ValuesArmnnWouldIgnoreAreRefusedWhenSet) {
       {opt_string("backend_option", "GpuAc.TuningLevel=1"), Error::OptionInvalidChoice,
        "did you mean 'GpuAcc'"},
       {opt_string("backend_option", "GpuAcc.TuningLevel=-1"), Error::OptionOutOfRange, "[0, 3]"},
-      {opt_string("backend_option", "GpuAcc.KernelProfilingEnabled=yes"),
-       Error::OptionTypeMismatch, "takes bool"},
+      {opt_string("backend_option", "GpuAcc.KernelProfilingEnabled=yes"), Error::OptionTypeMismatch,
+       "takes bool"},
       {opt_string("backend_option", "CpuAcc.NumberOfThreads=4"), Error::NotSupported,
        "needs ArmNN 21.05"},
       {opt_string("backend_option", "CpuAcc.FastMathEnabled=true"), Error::NotSupported,
@@ -300,9 +299,9 @@ TEST(ArmnnOptions, OptimizerOptionsArmnn2008CannotTakeAreInitErrors) {
 
 TEST(ArmnnOptions, PassThroughContradictingItsTypedOptionIsRefused) {
   if (backend().has_runtime()) GTEST_SKIP() << "needs a process of its own (ctest runs one)";
-  ASSERT_TRUE(set_global({opt_int("tuning_level", 2),
-                          opt_string("backend_option", "GpuAcc.TuningLevel=3")})
-                  .is_ok());
+  ASSERT_TRUE(
+      set_global({opt_int("tuning_level", 2), opt_string("backend_option", "GpuAcc.TuningLevel=3")})
+          .is_ok());
   Session s;
   Status st = s.init(relu_case());
   EXPECT_EQ(st.code(), Error::InvalidArgument) << st.message();
