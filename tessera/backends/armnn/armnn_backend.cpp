@@ -2,7 +2,6 @@
 
 #include <armnn/BackendOptions.hpp>
 #include <armnn/Exceptions.hpp>
-#include <armnn/IProfiler.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -54,8 +53,9 @@ constexpr OptionSpec kSchema[] = {
                         "default; a nonzero value is an init error with ArmNN 20.08, which "
                         "cannot take it"),
     OptionSpec::boolean("profiling", false, kRuntimeScopes,
-                        "Enable ArmNN's profiler for the delegate's network and report each "
-                        "execute's EnqueueWorkload time as a profile event"),
+                        "Report each execute's EnqueueWorkload time as a profile event "
+                        "(armnn:EnqueueWorkload); ArmNN's own profiler is left off (20.08 keeps "
+                        "its events without bound)"),
     OptionSpec::boolean("reduce_fp32_to_bf16", false, kRuntimeScopes,
                         "OptimizerOptions::m_ReduceFp32ToBf16: run in bfloat16 where the backend "
                         "can; exclusive with reduce_fp32_to_fp16"),
@@ -324,12 +324,10 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
                          delegate->id, e.what());
   }
   delegate->runtime = rt;
+  // ArmNN's own profiler (IRuntime::GetProfiler) keeps every event of every call and 20.08 has
+  // no way to clear it, so a long-running delegate would grow without bound: profiling reports
+  // through the execution context instead.
   delegate->profiling = profiling;
-  if (profiling) {
-    if (std::shared_ptr<armnn::IProfiler> p = rt->GetProfiler(delegate->network)) {
-      p->EnableProfiling(true);
-    }
-  }
   delegate->input_infos = built->input_infos;
   delegate->output_infos = built->output_infos;
   for (size_t i = 0; i < delegate->input_infos.size(); ++i) {
