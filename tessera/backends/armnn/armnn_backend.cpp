@@ -342,13 +342,13 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
   delegate->layers = built->layers;
 
   // Which backends ran the layers, and why the list differs from the request.
-  std::string ran;
-  for (const auto& [backend, count] : delegate->layers_by_backend) {
-    ran += (ran.empty() ? "" : ",") + backend;
-  }
-  std::string detail;
-  for (const auto& [backend, count] : delegate->layers_by_backend) {
-    detail += (detail.empty() ? "" : ", ") + std::to_string(count) + " on " + backend;
+  // In preference order: the backends that got layers, and how many each.
+  std::string ran, detail;
+  for (const std::string& p : preferences) {
+    auto it = delegate->layers_by_backend.find(p);
+    if (it == delegate->layers_by_backend.end()) continue;
+    ran += (ran.empty() ? "" : ",") + p;
+    detail += (detail.empty() ? "" : ", ") + std::to_string(it->second) + " on " + p;
   }
   if (auto_backends) {
     context.report_derived("backends", ran, "auto: ArmNN here has %s; layers: %s",
