@@ -67,8 +67,9 @@ Result<std::vector<BackendTarget>> registry_backend_targets(const std::vector<st
   std::vector<std::string> wanted = names;
   if (wanted.empty()) {
     // An explicit preference, not the registry's alphabetical order: XNNPACK (every CPU), then
-    // oneDNN (x86), then any other CPU backend. "opencl" is a run-time device choice: opt in by
-    // name, or retarget at load.
+    // oneDNN (x86), then any other CPU backend. "opencl" and "armnn" are run-time device choices
+    // (ArmNN's device on x86 is its CpuRef reference implementation): opt in by name, or
+    // retarget at load.
     const std::vector<std::string> registered = registered_backends();
     for (const char* preferred : {"xnnpack", "onednn"}) {
       if (std::find(registered.begin(), registered.end(), preferred) != registered.end()) {
@@ -76,7 +77,7 @@ Result<std::vector<BackendTarget>> registry_backend_targets(const std::vector<st
       }
     }
     for (const std::string& n : registered) {
-      if (n != "portable" && n != "opencl" &&
+      if (n != "portable" && n != "opencl" && n != "armnn" &&
           std::find(wanted.begin(), wanted.end(), n) == wanted.end()) {
         wanted.push_back(n);
       }
