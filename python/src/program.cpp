@@ -16,6 +16,7 @@
 #include "tessera/backend/options_map.h"
 #include "tessera/backend/policy.h"
 #include "tessera/backend/resolved_options.h"
+#include "tessera/ir/schema.h"  // fb::Method: method.h and program.h only declare it
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/delegate_info.h"
 #include "tessera/runtime/load_options.h"
