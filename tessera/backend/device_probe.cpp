@@ -314,10 +314,9 @@ bool cpuinfo_topology(const DeviceProbe& probe, const std::vector<CpuFacts>& cpu
     const std::string_view key = trim(std::string_view(line).substr(0, colon));
     const std::string_view value = trim(std::string_view(line).substr(colon + 1));
     uint32_t number = 0;
-    const bool numeric = !value.empty() && value.size() <= 9 &&
-                         std::all_of(value.begin(), value.end(), [&](char c) {
-                           return c >= '0' && c <= '9';
-                         });
+    const bool numeric =
+        !value.empty() && value.size() <= 9 &&
+        std::all_of(value.begin(), value.end(), [&](char c) { return c >= '0' && c <= '9'; });
     if (numeric) {
       for (char c : value) number = number * 10 + static_cast<uint32_t>(c - '0');
     }

@@ -64,7 +64,9 @@ Result<std::vector<TraceEvent>> Trace::stop() {
   return out;
 }
 
-bool Trace::running() { return g_running.load(std::memory_order_acquire); }
+bool Trace::running() {
+  return g_running.load(std::memory_order_acquire);
+}
 
 double Trace::now_us() {
   const int64_t now = Clock::now().time_since_epoch().count();
@@ -72,8 +74,8 @@ double Trace::now_us() {
   return std::chrono::duration<double, std::micro>(Clock::duration(now - origin)).count();
 }
 
-void Trace::record(std::string_view category, std::string_view name, double start_us,
-                   double dur_us, std::string_view detail) {
+void Trace::record(std::string_view category, std::string_view name, double start_us, double dur_us,
+                   std::string_view detail) {
   if (!running()) return;
   TraceEvent e;
   e.name.assign(name);
@@ -90,19 +92,26 @@ void Trace::record(std::string_view category, std::string_view name, double star
 std::string Trace::to_chrome_json(const std::vector<TraceEvent>& events) {
   const int pid = static_cast<int>(::getpid());
   nlohmann::json list = nlohmann::json::array();
-  list.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+  list.push_back({{"name", "process_name"},
+                  {"ph", "M"},
+                  {"pid", pid},
+                  {"tid", 0},
                   {"args", {{"name", "tessera"}}}});
   std::vector<uint32_t> threads;
   for (const TraceEvent& e : events) {
     if (std::find(threads.begin(), threads.end(), e.tid) == threads.end()) threads.push_back(e.tid);
   }
   for (size_t i = 0; i < threads.size(); ++i) {
-    list.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", threads[i]},
-                    {"args", {{"name", i == 0 ? std::string("main") : "thread " + std::to_string(i)}}}});
+    list.push_back(
+        {{"name", "thread_name"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"tid", threads[i]},
+         {"args", {{"name", i == 0 ? std::string("main") : "thread " + std::to_string(i)}}}});
   }
   for (const TraceEvent& e : events) {
-    nlohmann::json j = {{"name", e.name}, {"cat", e.category}, {"ph", "X"}, {"ts", e.start_us},
-                        {"dur", e.dur_us}, {"pid", pid}, {"tid", e.tid}};
+    nlohmann::json j = {{"name", e.name},  {"cat", e.category}, {"ph", "X"},   {"ts", e.start_us},
+                        {"dur", e.dur_us}, {"pid", pid},        {"tid", e.tid}};
     if (!e.detail.empty()) j["args"] = {{"detail", e.detail}};
     list.push_back(std::move(j));
   }

@@ -22,8 +22,8 @@ struct TraceEvent {
   std::string category;  // "load", "init", "execute", "delegate", "kernel", "operator"
   double start_us = 0;   // steady clock, microseconds since the trace started
   double dur_us = 0;
-  uint32_t tid = 0;      // the recording thread (Linux thread id)
-  std::string detail;    // e.g. "backend=xnnpack", "delegate=xnnpack#0"; may be empty
+  uint32_t tid = 0;    // the recording thread (Linux thread id)
+  std::string detail;  // e.g. "backend=xnnpack", "delegate=xnnpack#0"; may be empty
 };
 
 class Trace {

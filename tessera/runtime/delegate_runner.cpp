@@ -6,11 +6,11 @@
 #include <cstring>
 
 #include "tessera/backend/context.h"
-#include "tessera/core/log.h"
-#include "tessera/core/trace.h"
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
+#include "tessera/core/log.h"
+#include "tessera/core/trace.h"
 #include "tessera/ir/op.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/program.h"
@@ -234,9 +234,9 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
   // Measured selection: the fastest backend that matches the program's own replaces it (an
   // explicit retarget wins over measuring).
   if (options.selection == Selection::Measure && candidates[0] == requested) {
-    const int chosen = measure_candidates(program, method, ins, d, requested, {specs, nspecs},
-                                          options, pools, s, {symbols, s->num_symbols},
-                                          {args, nargs}, info);
+    const int chosen =
+        measure_candidates(program, method, ins, d, requested, {specs, nspecs}, options, pools, s,
+                           {symbols, s->num_symbols}, {args, nargs}, info);
     if (chosen >= 0) {
       candidates[0] = info->selection.candidates[chosen].backend;
       if (candidates[0] != requested) append_reason(info, "%s", info->selection.summary);
@@ -299,9 +299,8 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
                                             options.backend_options, options.delegate_options,
                                             validation, resolved));
     bool fatal = false;
-    Result<DelegateHandle*> handle =
-        init_on(program, method, d, name, b, use_specs, pools, s, {symbols, s->num_symbols},
-                resolved, derived, &fatal);
+    Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
+                                             {symbols, s->num_symbols}, resolved, derived, &fatal);
     if (fatal) return handle.status();
     if (!handle.ok()) {
       char prefix[96];

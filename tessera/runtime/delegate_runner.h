@@ -63,10 +63,10 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
 /// `requested`), times it, and destroys them all. Fills info->selection and returns the index
 /// there of the fastest accepted candidate, or -1 when none ran (the caller then loads
 /// `requested` as usual, which reports its error).
-int measure_candidates(const Program& program, const fb::Method* method,
-                       const fb::Instruction* ins, const fb::Delegate* d,
-                       std::string_view requested, Span<const CompileSpec> specs,
-                       const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
+int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,
+                       const fb::Delegate* d, std::string_view requested,
+                       Span<const CompileSpec> specs, const LoadOptions& options,
+                       const CpuPoolBackends& pools, MethodState* s,
                        Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info);
 
 /// Checks the load options that concern the whole method (load map, delegate map, fallback

@@ -71,8 +71,8 @@ Outputs copy_outputs(Span<EValue*> args, uint32_t num_inputs) {
 }
 
 // Empty when `got` matches `ref` within `tolerance` x max |ref| (float32) or exactly; else why.
-std::string compare(const Outputs& ref, const Outputs& got, Span<EValue*> args,
-                    uint32_t num_inputs, double tolerance) {
+std::string compare(const Outputs& ref, const Outputs& got, Span<EValue*> args, uint32_t num_inputs,
+                    double tolerance) {
   for (size_t j = 0; j < ref.bytes.size(); ++j) {
     const Tensor& t = args[num_inputs + j]->to_tensor();
     if (ref.bytes[j].size() != got.bytes[j].size()) return "output sizes differ";
@@ -90,8 +90,8 @@ std::string compare(const Outputs& ref, const Outputs& got, Span<EValue*> args,
       max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
     }
     if (max_diff > tolerance * std::max(max_ref, 1.0e-30) && max_diff > 0) {
-      return string_format("outputs differ: output %zu max |diff| %.3g > %.3g x max |ref| %.3g",
-                           j, max_diff, tolerance, max_ref);
+      return string_format("outputs differ: output %zu max |diff| %.3g > %.3g x max |ref| %.3g", j,
+                           max_diff, tolerance, max_ref);
     }
   }
   return {};
@@ -99,10 +99,10 @@ std::string compare(const Outputs& ref, const Outputs& got, Span<EValue*> args,
 
 }  // namespace
 
-int measure_candidates(const Program& program, const fb::Method* method,
-                       const fb::Instruction* ins, const fb::Delegate* d,
-                       std::string_view requested, Span<const CompileSpec> specs,
-                       const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
+int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,
+                       const fb::Delegate* d, std::string_view requested,
+                       Span<const CompileSpec> specs, const LoadOptions& options,
+                       const CpuPoolBackends& pools, MethodState* s,
                        Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info) {
   SelectionReport& report = info->selection;
   std::snprintf(report.mode, sizeof report.mode, "%s", "measure");
@@ -161,9 +161,9 @@ int measure_candidates(const Program& program, const fb::Method* method,
     const Span<const CompileSpec> use_specs = is_requested ? specs : Span<const CompileSpec>();
     auto resolved = std::make_unique<ResolvedOptions>();
     auto derived = std::make_unique<DerivedValues>();
-    Status st = resolve_options(name, *b, d->id()->string_view(), use_specs,
-                                options.backend_options, options.delegate_options, validation,
-                                resolved.get());
+    Status st =
+        resolve_options(name, *b, d->id()->string_view(), use_specs, options.backend_options,
+                        options.delegate_options, validation, resolved.get());
     if (!st.is_ok()) {
       set_text(c.reason, sizeof c.reason, string_format("options: %s", st.message()));
       continue;
@@ -172,7 +172,8 @@ int measure_candidates(const Program& program, const fb::Method* method,
     Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
                                              symbols, resolved.get(), derived.get(), &fatal);
     if (!handle.ok()) {
-      set_text(c.reason, sizeof c.reason, string_format("init failed: %s", handle.status().message()));
+      set_text(c.reason, sizeof c.reason,
+               string_format("init failed: %s", handle.status().message()));
       continue;
     }
     auto run = [&]() {
@@ -235,9 +236,9 @@ int measure_candidates(const Program& program, const fb::Method* method,
   }
   if (accepted.empty()) summary += " nothing ran";
   for (size_t i = 0; i < rest.size(); ++i) {
-    summary += string_format("%s %s %s", i ? "," : ";", rest[i]->backend,
-                             std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason
-                                                                               : "rejected");
+    summary += string_format(
+        "%s %s %s", i ? "," : ";", rest[i]->backend,
+        std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason : "rejected");
   }
   set_text(report.summary, sizeof report.summary, summary);
   if (chosen >= 0) report.candidates[chosen].chosen = true;

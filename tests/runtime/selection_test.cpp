@@ -46,8 +46,8 @@ class SelectionTest : public ::testing::Test {
       } else if (n == "sel_picky") {
         stub->on_supports_op = [](const OpView&) { return false; };
       } else if (n == "sel_broken") {
-        stub->on_init = [](BackendInitContext&, FreeableBuffer*, Span<const CompileSpec>)
-            -> Result<DelegateHandle*> {
+        stub->on_init = [](BackendInitContext&, FreeableBuffer*,
+                           Span<const CompileSpec>) -> Result<DelegateHandle*> {
           return Status(Error::DelegateInvalidCompatibility, "no such device today");
         };
       }
@@ -160,8 +160,7 @@ TEST_F(SelectionTest, AnExhaustedBudgetSkipsTheRestAndSaysSo) {
   ASSERT_NE(fast, nullptr);
   EXPECT_FALSE(fast->accepted);
   EXPECT_NE(std::string(fast->reason).find("skipped (budget"), std::string::npos) << fast->reason;
-  EXPECT_NE(std::string(info.selection.summary).find("sel_fast skipped (budget"),
-            std::string::npos)
+  EXPECT_NE(std::string(info.selection.summary).find("sel_fast skipped (budget"), std::string::npos)
       << info.selection.summary;
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 0);
 }

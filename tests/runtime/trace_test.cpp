@@ -43,7 +43,7 @@ std::vector<Span_> complete_events(const json& doc) {
   for (const json& e : doc.at("traceEvents")) {
     if (e.at("ph") != "X") continue;
     Span_ s{e.at("name"), e.at("cat"), e.contains("args") ? e["args"].value("detail", "") : "",
-            e.at("ts"), e.at("dur"), e.at("tid")};
+            e.at("ts"),   e.at("dur"), e.at("tid")};
     out.push_back(s);
   }
   return out;

@@ -113,8 +113,9 @@ TEST_F(TesseraRun, TraceFileOpensAsChromeTraceJson) {
 }
 
 TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
-  RunResult r = run(dir_ + "/cpu_backends.tsr --json --select measure --select-candidates "
-                           "xnnpack,onednn,portable");
+  RunResult r = run(dir_ +
+                    "/cpu_backends.tsr --json --select measure --select-candidates "
+                    "xnnpack,onednn,portable");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);
   for (const auto& d : report["delegates"]) {

@@ -154,7 +154,8 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
   TESSERA_ASSIGN_OR_RETURN(settings.specialize_shapes, context.get(kSpecializeShapes));
   settings.build_options = std::string(build_options);
   settings.cache.dir = std::string(cache_dir);
-  settings.cache.mode = pick(cache_mode.index, {CacheMode::Off, CacheMode::Read, CacheMode::ReadWrite});
+  settings.cache.mode =
+      pick(cache_mode.index, {CacheMode::Off, CacheMode::Read, CacheMode::ReadWrite});
   settings.tuning_file = std::string(tuning_file);
   if (tuning.index <= 0) {
     settings.tuning = derive_tuning(context, settings.tuning_file);
