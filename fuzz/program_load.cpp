@@ -13,6 +13,7 @@
 #include "tessera/core/heap_allocator.h"
 #include "tessera/core/log.h"
 #include "tessera/core/memory_manager.h"
+#include "tessera/ir/schema.h"  // fb::Method and fb::Symbol: method.h and program.h only declare them
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
