@@ -33,6 +33,9 @@ void bind_compile(py::module_& m) {
           options.import.dims.push_back(tc::DimBound{name, lo, hi});
         for (const std::string& s : specs) options.specs.push_back(take(tc::parse_compile_spec(s)));
         options.backends = take(tc::registry_backend_targets(backends));
+        // As tessera-compile: backends not named leave the program selectable (see
+        // docs/usage.md, "Remembered choices").
+        options.selectable = backends.empty();
         const bool from_bytes = py::isinstance<py::bytes>(model);
         std::string data = from_bytes ? model.cast<std::string>() : std::string();
         std::string path = from_bytes ? std::string() : model.cast<std::string>();

@@ -161,6 +161,7 @@ struct LoadConfig {
   LoadOptions load;
   LoadBackendOptionsMap backend_options;
   DelegateOptionsMap delegate_options;
+  std::string selection_cache_dir;  // what load.selection_cache_dir points at, when given
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -543,7 +544,8 @@ void set_fallback(py::handle fallback, LoadConfig* config) {
 std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py::handle options,
                                       py::handle delegate_options, py::handle dims,
                                       py::handle retarget, py::handle fallback, py::handle policy,
-                                      bool lenient) {
+                                      bool lenient, py::handle selection,
+                                      py::handle selection_cache_dir) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -577,6 +579,21 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
     Result<Policy> parsed = parse_policy(policy.cast<std::string>());
     if (!parsed.ok()) throw StatusError(parsed.status());
     config->load.set_policy(*parsed);
+  }
+  if (!selection.is_none()) {
+    if (!py::isinstance<py::str>(selection))
+      argument_error("selection must be a str (auto, fixed, measure), not a " +
+                     type_name(selection));
+    Result<Selection> parsed = parse_selection(selection.cast<std::string>());
+    if (!parsed.ok()) throw StatusError(parsed.status());
+    config->load.selection = *parsed;
+  }
+  if (!selection_cache_dir.is_none()) {
+    if (!py::isinstance<py::str>(selection_cache_dir))
+      argument_error("selection_cache_dir must be a str (\"\" disables the cache), not a " +
+                     type_name(selection_cache_dir));
+    config->selection_cache_dir = selection_cache_dir.cast<std::string>();
+    config->load.selection_cache_dir = config->selection_cache_dir.c_str();
   }
   config->load.lenient_options = lenient;
   config->load.backend_options = &config->backend_options;
@@ -681,6 +698,24 @@ py::dict delegate_dict(const DelegateInfo& d) {
     }
   }
   out["options"] = options;
+  py::dict selection;
+  selection["mode"] = std::string(d.selection.mode);
+  selection["cached"] = d.selection.cached;
+  selection["summary"] = std::string(d.selection.summary);
+  py::list candidates;
+  for (size_t c = 0; c < d.selection.num_candidates; ++c) {
+    const SelectionCandidate& k = d.selection.candidates[c];
+    py::dict entry;
+    entry["backend"] = std::string(k.backend);
+    entry["median_ms"] = k.median_ms;
+    entry["runs"] = k.runs;
+    entry["accepted"] = k.accepted;
+    entry["chosen"] = k.chosen;
+    entry["reason"] = std::string(k.reason);
+    candidates.append(entry);
+  }
+  selection["candidates"] = candidates;
+  out["selection"] = selection;
   return out;
 }
 
@@ -743,14 +778,16 @@ may be called any number of times, from any thread.)doc")
           "load_method",
           [](PyProgram& p, py::handle name, py::object options, py::object delegate_options,
              py::object dims, py::object retarget, py::object fallback, py::object policy,
-             py::handle lenient) {
+             py::handle lenient, py::object selection, py::object selection_cache_dir) {
             return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
-                               fallback, policy, bool_arg(lenient, "lenient"));
+                               fallback, policy, bool_arg(lenient, "lenient"), selection,
+                               selection_cache_dir);
           },
           py::arg("name") = "forward", py::kw_only(), py::arg("options") = py::none(),
           py::arg("delegate_options") = py::none(), py::arg("dims") = py::none(),
           py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
           py::arg("policy") = py::none(), py::arg("lenient") = py::bool_(false),
+          py::arg("selection") = py::none(), py::arg("selection_cache_dir") = py::none(),
           R"doc(Loads method `name` and initialises its delegates.
 
 options: load-scope backend options, {"xnnpack.num_threads": 2} or {"xnnpack": {"num_threads": 2}}
@@ -760,7 +797,11 @@ dims: values of symbolic dims, {"batch": 4}; symbols not given follow the inputs
 retarget: {"xnnpack": "portable"} or "xnnpack=portable": run delegates compiled for one backend on another.
 fallback: ["opencl", "xnnpack", "portable"] or "opencl,xnnpack,portable".
 policy: "auto", "latency", "balanced" or "power_saver".
-lenient: unknown option keys warn and are skipped instead of failing.)doc")
+lenient: unknown option keys warn and are skipped instead of failing.
+selection: "auto" (default), "fixed" or "measure": how each delegate's backend is chosen (a
+    program compiled without backends is measured once per machine and remembered).
+selection_cache_dir: where measured choices are remembered (default ~/.cache/tessera/selection
+    or $XDG_CACHE_HOME's); "" disables it.)doc")
       .def(
           "save",
           [](PyProgram& p, py::object path) {
@@ -831,9 +872,10 @@ Returns a list of new arrays.)doc")
               out.append(delegate_dict(method.delegate_info(i)));
             return out;
           },
-          "Per delegate: id, backend, requested_backend, reason, nodes, and options: [{key, value, "
+          "Per delegate: id, backend, requested_backend, reason, nodes, options: [{key, value, "
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
-          "value left at auto, else None).")
+          "value left at auto, else None), and selection: {mode, cached, summary, candidates: "
+          "[{backend, median_ms, runs, accepted, chosen, reason}]}.")
       .def_property_readonly(
           "policy",
           [](const PyMethod& self) { return policy_dict(self.current().method.policy()); })

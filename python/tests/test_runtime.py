@@ -368,3 +368,33 @@ def test_retarget_fallback_and_policy(add_program):
         program.load_method(retarget="xnnpack")
     with pytest.raises(tessera.ArgumentError):
         program.load_method(fallback=3)
+
+
+def test_selection_auto_measures_once_then_remembers(add_onnx, tmp_path):
+    # Compiled without backends: each delegate may run on xnnpack or onednn; auto measures at
+    # the first load and the second load reads the choice from the cache directory.
+    program = tessera.compile(add_onnx, dims={"batch": (1, 8)})
+    cache = str(tmp_path / "selection")
+    first = program.load_method(selection_cache_dir=cache).delegates[0]
+    assert first["selection"]["mode"] == "measure"
+    assert first["selection"]["cached"] is False
+    assert sorted(c["backend"] for c in first["selection"]["candidates"]) == ["onednn", "xnnpack"]
+    second = program.load_method(selection_cache_dir=cache).delegates[0]
+    assert second["selection"]["cached"] is True
+    assert second["backend"] == first["backend"]
+    fixed = program.load_method(selection="fixed", selection_cache_dir=cache).delegates[0]
+    assert fixed["selection"]["mode"] == "fixed"
+    assert fixed["backend"] == fixed["requested_backend"] == "xnnpack"
+    x = np.ones((2, 4), np.float32)
+    out = program.load_method(selection_cache_dir=cache)(x, x)
+    np.testing.assert_array_equal(out[0], 2 * x)
+
+
+def test_selection_arguments_are_checked(add_program):
+    program, _ = add_program
+    with pytest.raises(tessera.ArgumentError, match="auto, fixed or measure"):
+        program.load_method(selection="fastest")
+    with pytest.raises(tessera.ArgumentError, match="selection must be a str"):
+        program.load_method(selection=1)
+    with pytest.raises(tessera.ArgumentError, match="selection_cache_dir must be a str"):
+        program.load_method(selection_cache_dir=3)

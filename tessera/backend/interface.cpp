@@ -10,6 +10,10 @@ const char* BackendInterface::derivation_doc() const {
   return "";
 }
 
+const char* BackendInterface::build_id() const {
+  return "";
+}
+
 Span<const OptionSpec> BackendInterface::option_schema() const {
   return {};
 }

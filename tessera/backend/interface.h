@@ -55,6 +55,11 @@ class BackendInterface {
   /// static text. Default: "" (nothing derived).
   virtual const char* derivation_doc() const;
 
+  /// What identifies the build of the library the backend runs on ("oneDNN 3.0.0 (hash ...)"),
+  /// so that caches of measured results (the selection cache) are not reused after an upgrade.
+  /// Storage must outlive the backend. Default: "" (nothing beyond Tessera's own version).
+  virtual const char* build_id() const;
+
   /// Every option the backend accepts. Must return the same static array on every call.
   /// Default: no options.
   virtual Span<const OptionSpec> option_schema() const;

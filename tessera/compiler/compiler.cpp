@@ -94,7 +94,10 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
   progress(options, "partitioning");
   std::vector<BackendCandidate> candidates;
   for (const BackendTarget& b : options.backends) candidates.push_back({b.name, b.supports_op});
-  TESSERA_ASSIGN_OR_RETURN(std::vector<Partition> partitions, partition_graph(ig, candidates));
+  PartitionOptions partition_options;
+  partition_options.follow_producers = options.selectable;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Partition> partitions,
+                           partition_graph(ig, candidates, partition_options));
 
   // Method values: those the chain touches. Values inside a delegate stay in its payload.
   std::vector<int> method_index(ig.values.size(), -1);
@@ -132,6 +135,15 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
     d.backend = p.backend;
     d.id = p.backend + "#" + std::to_string(delegate_count[p.backend]++);
     d.compile_specs = specs[p.backend];
+    if (options.selectable) {
+      for (const BackendTarget& t : options.backends) {
+        const bool all = std::all_of(p.nodes.begin(), p.nodes.end(), [&](int i) {
+          return t.supports_op && t.supports_op(ig, ig.nodes[i]);
+        });
+        if (all) d.candidates.push_back(t.name);
+      }
+      if (d.candidates.size() < 2) d.candidates.clear();
+    }
     bool have_payload = false;
     if (target.preprocess) {
       auto payload = target.preprocess(ig, p.nodes, d.compile_specs);
@@ -143,10 +155,11 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
       }
     }
     if (!have_payload) d.payload = ir::encode_graph(sub.graph);
+    if (have_payload) d.candidates.clear();  // a backend's own payload: only it can run it
     for (int v : sub.inputs) d.inputs.push_back(use(v));
     for (int v : sub.outputs) d.outputs.push_back(use(v));
     DelegateReport dr{d.id, d.backend, static_cast<int>(p.nodes.size()), static_cast<int>(d.inputs.size()),
-                      static_cast<int>(d.outputs.size()), d.payload.size()};
+                      static_cast<int>(d.outputs.size()), d.payload.size(), d.candidates};
     report.delegates.push_back(std::move(dr));
     m.add_delegate(std::move(d));
   }

@@ -54,6 +54,10 @@ struct CompileOptions {
   /// Compile specs; each must name a backend of `backends`.
   std::vector<CompileSpecArg> specs;
   std::string method_name = "forward";
+  /// The backends were not pinned by the user (tessera-compile without --backends): each
+  /// delegate records the backends of `backends` that support all its nodes (when there are at
+  /// least two) as fb::Delegate::candidates, so selection=auto at load may measure among them.
+  bool selectable = false;
   /// Called as each stage starts ("importing", "optimizing", ...).
   std::function<void(std::string_view stage)> progress;
 };
@@ -65,6 +69,7 @@ struct DelegateReport {
   int inputs = 0;
   int outputs = 0;
   size_t payload_bytes = 0;
+  std::vector<std::string> candidates;  // see CompileOptions::selectable
 };
 
 struct CompileReport {

@@ -55,12 +55,29 @@ Result<std::vector<Partition>> partition_graph(const ir::Graph& graph,
     }
   }
   std::vector<int> assign(n, -1);
+  // supported[i][b]: backend b takes node i (asked only when follow_producers needs it).
+  std::vector<std::vector<char>> supported(n);
   for (int i = 0; i < n; ++i) {
     for (size_t b = 0; b < backends.size(); ++b) {
-      if (backends[b].supports_op && backends[b].supports_op(graph, graph.nodes[i])) {
-        assign[i] = static_cast<int>(b);
-        break;
+      const bool yes = backends[b].supports_op && backends[b].supports_op(graph, graph.nodes[i]);
+      if (yes && assign[i] < 0) assign[i] = static_cast<int>(b);
+      if (!options.follow_producers && assign[i] >= 0) break;
+      if (options.follow_producers) supported[i].push_back(yes ? 1 : 0);
+    }
+  }
+  if (options.follow_producers) {
+    // In graph (topological) order, so a producer's final backend is known.
+    for (int i = 0; i < n; ++i) {
+      if (assign[i] < 0) continue;
+      int follow = -1;
+      bool same = false;
+      for (int p : pred[i]) {
+        const int b = assign[p];
+        if (b < 0) continue;
+        same = same || b == assign[i];
+        if (supported[i][static_cast<size_t>(b)] && (follow < 0 || b < follow)) follow = b;
       }
+      if (!same && follow >= 0) assign[i] = follow;
     }
   }
 

@@ -1,7 +1,7 @@
 // Partitioner: splits a method graph into delegate subgraphs and portable kernel calls.
 //
 // Each node goes to the first backend (in the given order) whose supports_op accepts it, or to
-// the portable kernels. Nodes of one backend are merged along data edges into connected
+// the portable kernels (with follow_producers: to a producer's backend when that one takes it). Nodes of one backend are merged along data edges into connected
 // subgraphs, as large as possible without creating a cycle between partitions (a partition
 // never needs a value that depends on its own outputs). Partitions come out in an order that
 // respects every data dependency.
@@ -37,6 +37,11 @@ struct PartitionOptions {
   /// Most delegates a method may have (the runtime loads at most 64). Beyond it the smallest
   /// delegates run on the portable kernels instead. 0 = no limit.
   int max_delegates = static_cast<int>(kMaxDelegatesPerMethod);
+  /// A node whose preferred backend none of its producers run on, but which a producer's
+  /// backend also supports, goes to that backend (the earliest in preference among the
+  /// producers'), so that a chain of ops stays in one delegate instead of alternating between
+  /// backends at each op only one of them has. For unpinned (selectable) compiles.
+  bool follow_producers = false;
 };
 
 /// Partitions `graph` (nodes in topological order). With no candidates every node is its own

@@ -142,7 +142,10 @@ flatbuffers::Offset<fb::Method> serialize_method(flatbuffers::FlatBufferBuilder&
     // Nested FlatBuffers need their own alignment inside the outer buffer.
     b.ForceVectorAlignment(d.payload.size(), sizeof(uint8_t), 16);
     auto payload = b.CreateVector(d.payload);
-    delegates.push_back(fb::CreateDelegate(b, id, backend, payload, b.CreateVector(specs)));
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> candidates;
+    if (!d.candidates.empty()) candidates = b.CreateVectorOfStrings(d.candidates);
+    delegates.push_back(
+        fb::CreateDelegate(b, id, backend, payload, b.CreateVector(specs), candidates));
   }
   std::vector<flatbuffers::Offset<fb::Instruction>> chain;
   for (const InstructionDesc& ins : m.chain) {

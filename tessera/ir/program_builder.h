@@ -35,6 +35,8 @@ struct DelegateDesc {
   std::vector<CompileSpecDesc> compile_specs;
   std::vector<int> inputs;   // method values bound to the payload graph's inputs
   std::vector<int> outputs;  // ... and outputs
+  /// Backends that could run it instead of `backend` (fb::Delegate::candidates); empty: pinned.
+  std::vector<std::string> candidates;
 };
 
 struct InstructionDesc {

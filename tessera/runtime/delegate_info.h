@@ -24,12 +24,15 @@ struct SelectionCandidate {
 /// How a delegate's backend was chosen (LoadOptions::selection).
 struct SelectionReport {
   static constexpr size_t kMaxCandidates = 8;
-  char mode[8] = "fixed";  // "fixed" or "measure"
-  bool cached = false;     // taken from a selection cache (none exists yet: always false)
+  char mode[8] = "fixed";  // "fixed" or "measure" (also for a choice read from the cache)
+  /// The choice was read from the selection cache (measured by an earlier load); the
+  /// candidates and summary are those of that measurement.
+  bool cached = false;
   SelectionCandidate candidates[kMaxCandidates];
   size_t num_candidates = 0;
   /// One line for people: "measured: onednn 2.10 ms (chosen), xnnpack 3.02 ms; portable
-  /// rejected (outputs differ ...)". Empty under fixed.
+  /// rejected (outputs differ ...)". Under fixed: empty, or why auto did not measure
+  /// ("fixed: the selection cache is disabled ...").
   char summary[320] = {};
 };
 

@@ -233,10 +233,10 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
   }
   // Measured selection: the fastest backend that matches the program's own replaces it (an
   // explicit retarget wins over measuring).
-  if (options.selection == Selection::Measure && candidates[0] == requested) {
+  if (options.selection != Selection::Fixed && candidates[0] == requested) {
     const int chosen =
-        measure_candidates(program, method, ins, d, requested, {specs, nspecs}, options, pools, s,
-                           {symbols, s->num_symbols}, {args, nargs}, info);
+        select_backend(program, method, ins, d, requested, {specs, nspecs}, options, pools, s,
+                       {symbols, s->num_symbols}, {args, nargs}, info);
     if (chosen >= 0) {
       candidates[0] = info->selection.candidates[chosen].backend;
       if (candidates[0] != requested) append_reason(info, "%s", info->selection.summary);

@@ -69,6 +69,16 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        const CpuPoolBackends& pools, MethodState* s,
                        Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info);
 
+/// LoadOptions::selection for delegate `d` (see Selection): under Fixed, or Auto on a delegate
+/// without recorded candidates, returns -1 (run `requested`). Otherwise the remembered choice
+/// (Auto, from the selection cache) or measure_candidates (then written to the cache); returns
+/// the index in info->selection of the chosen candidate, or -1. Cache problems are warnings.
+int select_backend(const Program& program, const fb::Method* method, const fb::Instruction* ins,
+                   const fb::Delegate* d, std::string_view requested,
+                   Span<const CompileSpec> specs, const LoadOptions& options,
+                   const CpuPoolBackends& pools, MethodState* s, Span<const SymbolValue> symbols,
+                   Span<EValue*> args, DelegateInfo* info);
+
 /// Checks the load options that concern the whole method (load map, delegate map, fallback
 /// chain) once, before any delegate is initialised.
 Status check_method_options(const fb::Method* method, const LoadOptions& options);

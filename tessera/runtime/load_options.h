@@ -26,10 +26,13 @@ struct DeviceInfo;
 
 /// How each delegate's backend is chosen at load.
 enum class Selection : uint8_t {
-  Auto,     // today: as Fixed (a remembered choice will be used here once a selection cache exists)
+  Auto,     // a delegate the compiler left selectable (compiled without --backends): the
+            // remembered choice from the selection cache, else Measure and remember, when a
+            // cache directory is usable, else Fixed; a delegate pinned to its backend: Fixed
   Fixed,    // the backend the program names (after retargets and the fallback chain)
   Measure,  // every candidate backend is initialised and timed on the delegate; the fastest
-            // whose outputs match the program's backend within selection_tolerance runs it
+            // whose outputs match the program's backend within selection_tolerance runs it;
+            // the choice is written to the selection cache (when usable), never read from it
 };
 /// "auto", "fixed", "measure".
 const char* selection_name(Selection selection);
@@ -123,6 +126,13 @@ struct LoadOptions {
   Status set_selection_candidates(std::string_view comma_separated);
   size_t selection_candidates_size() const { return num_selection_candidates_; }
   std::string_view selection_candidate(size_t i) const { return selection_candidates_[i]; }
+  /// Where measured choices are remembered (see Selection). Null: $XDG_CACHE_HOME/tessera/
+  /// selection, else $HOME/.cache/tessera/selection; an empty string: no cache (Auto then runs
+  /// every delegate on its program's backend). Created when missing. A directory that cannot be
+  /// created or written, or a damaged or foreign entry, is a warning and the delegate is
+  /// measured again (Auto) or not remembered (Measure); the load does not fail for it.
+  /// Borrowed: must outlive the load_method() call.
+  const char* selection_cache_dir = nullptr;
 
   /// The machine the policy is decided on; null: this machine now (DeviceInfo::get() with its
   /// power, thermal and load state re-read). Tests and simulations pass a fixture's. Borrowed:

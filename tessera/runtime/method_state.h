@@ -58,6 +58,8 @@ struct MethodState {
   uint64_t arena_size;
   PolicyDecision* policy;    // decided once for the load
   const DeviceInfo* device;  // the machine it was decided on (null: DeviceInfo::get())
+  uint64_t program_hash;     // hash64 of the program's bytes, once the selection cache needs it
+  bool has_program_hash;
 };
 
 }  // namespace tessera::internal

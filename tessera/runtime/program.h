@@ -51,6 +51,8 @@ class Program {
   /// The verified FlatBuffer root (for tools and backends that read the IR; they include
   /// tessera/ir/schema.h).
   const fb::Program* flatbuffer() const { return program_; }
+  /// The program's bytes, as loaded (borrowed from its DataLoader).
+  Span<const uint8_t> bytes() const { return data_; }
   const fb::Method* find_method(std::string_view name) const;
   uint32_t version() const;
 

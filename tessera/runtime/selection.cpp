@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,14 @@
 #include "tessera/core/string_format.h"
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
+#include "tessera/runtime/method_state.h"
+#include "tessera/runtime/program.h"
+#include "tessera/runtime/selection_cache.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/integrity_file.h"
+#include "tessera/backend/policy.h"
+#include "tessera/core/log.h"
+#include "tessera/ir/schema.h"
 
 namespace tessera::internal {
 namespace {
@@ -97,6 +106,28 @@ std::string compare(const Outputs& ref, const Outputs& got, Span<EValue*> args, 
   return {};
 }
 
+
+// The program's backend first (the reference), then the candidates in the order given, else
+// those the compiler recorded for the delegate, else every registered backend (registry order).
+std::vector<std::string> candidate_names(const fb::Delegate* d, std::string_view requested,
+                                         const LoadOptions& options) {
+  std::vector<std::string> names{std::string(requested)};
+  if (options.selection_candidates_size() > 0) {
+    for (size_t i = 0; i < options.selection_candidates_size(); ++i) {
+      names.emplace_back(options.selection_candidate(i));
+    }
+  } else if (d->candidates() != nullptr && d->candidates()->size() > 0) {
+    for (const flatbuffers::String* n : *d->candidates()) names.emplace_back(n->string_view());
+  } else {
+    for (const std::string& n : registered_backends()) names.push_back(n);
+  }
+  std::vector<std::string> unique;
+  for (std::string& n : names) {
+    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(std::move(n));
+  }
+  return unique;
+}
+
 }  // namespace
 
 int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,
@@ -110,24 +141,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   const uint32_t num_inputs = ins->inputs() ? ins->inputs()->size() : 0;
   const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
 
-  // The program's backend first (the reference), then the candidates in the order given, or
-  // every registered backend in the registry's order.
-  std::vector<std::string> names{std::string(requested)};
-  if (options.selection_candidates_size() > 0) {
-    for (size_t i = 0; i < options.selection_candidates_size(); ++i) {
-      names.emplace_back(options.selection_candidate(i));
-    }
-  } else {
-    for (const std::string& n : registered_backends()) names.push_back(n);
-  }
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  for (size_t i = 1; i < names.size();) {  // drop later repeats of the program's backend
-    if (names[i] == names[0]) {
-      names.erase(names.begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      ++i;
-    }
-  }
+  const std::vector<std::string> names = candidate_names(d, requested, options);
 
   const Clock::time_point start = Clock::now();
   Outputs reference;
@@ -242,6 +256,148 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   }
   set_text(report.summary, sizeof report.summary, summary);
   if (chosen >= 0) report.candidates[chosen].chosen = true;
+  return chosen;
+}
+
+namespace {
+
+// Everything a remembered choice depends on besides the machine (see SelectionKey).
+SelectionKey selection_key(const Program& program, const fb::Method* method, const fb::Delegate* d,
+                           std::string_view requested, Span<const CompileSpec> specs,
+                           const LoadOptions& options, MethodState* s,
+                           Span<const SymbolValue> symbols,
+                           const std::vector<std::string>& names) {
+  SelectionKey key;
+  key.set_device(s->device != nullptr ? *s->device : DeviceInfo::get());
+  if (!s->has_program_hash) {
+    s->program_hash = hash64(program.bytes().data(), program.bytes().size());
+    s->has_program_hash = true;
+  }
+  key.add("program", s->program_hash);
+  key.add("method", method->name()->string_view());
+  key.add("delegate", d->id()->string_view());
+  key.add("backend", requested);
+  for (const SymbolValue& v : symbols) key.add(string_format("dim.%.*s", static_cast<int>(v.name.size()), v.name.data()), std::to_string(v.value));
+  key.add("policy", string_format("%s threads=%u yield_workers=%d",
+                                  policy_name(s->policy->effective), s->policy->threads,
+                                  s->policy->yield_workers ? 1 : 0));
+  key.add("selection", string_format("tolerance=%.17g budget_ms=%.17g",
+                                     options.selection_tolerance, options.selection_budget_ms));
+  const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
+  for (const std::string& name : names) {
+    // Each candidate's effective options (global, load and delegate scopes): a change of any
+    // of them may change which is fastest.
+    std::string text;
+    Result<BackendInterface*> b = get_backend(name);
+    if (!b.ok()) {
+      text = "not registered";
+    } else {
+      auto resolved = std::make_unique<ResolvedOptions>();
+      const Span<const CompileSpec> use = name == requested ? specs : Span<const CompileSpec>();
+      Status st = resolve_options(name, **b, d->id()->string_view(), use, options.backend_options,
+                                  options.delegate_options, validation, resolved.get());
+      if (!st.is_ok()) {
+        text = string_format("options error: %s", st.message());
+      } else {
+        char buf[512];
+        for (size_t i = 0; i < resolved->size(); ++i) {
+          const BackendOption& o = resolved->option(i);
+          text += string_format("%s%.*s=%s", i ? " " : "", static_cast<int>(o.key().size()),
+                                o.key().data(), o.format_value(buf, sizeof buf));
+        }
+      }
+    }
+    key.add("candidate." + name, text);
+    if (b.ok()) key.add("build." + name, (*b)->build_id());
+  }
+  return key;
+}
+
+void say_fixed(DelegateInfo* info, const std::string& why) {
+  set_text(info->selection.summary, sizeof info->selection.summary, "fixed: " + why);
+}
+
+}  // namespace
+
+int select_backend(const Program& program, const fb::Method* method, const fb::Instruction* ins,
+                   const fb::Delegate* d, std::string_view requested,
+                   Span<const CompileSpec> specs, const LoadOptions& options,
+                   const CpuPoolBackends& pools, MethodState* s, Span<const SymbolValue> symbols,
+                   Span<EValue*> args, DelegateInfo* info) {
+  const bool is_auto = options.selection == Selection::Auto;
+  const bool selectable = d->candidates() != nullptr && d->candidates()->size() >= 2;
+  if (options.selection == Selection::Fixed || (is_auto && !selectable)) return -1;
+  auto measure = [&]() {
+    return measure_candidates(program, method, ins, d, requested, specs, options, pools, s,
+                              symbols, args, info);
+  };
+  const std::string dir = selection_cache_dir(options.selection_cache_dir);
+  if (dir.empty()) {
+    if (!is_auto) return measure();
+    say_fixed(info, options.selection_cache_dir != nullptr
+                        ? "the selection cache is disabled (selection_cache_dir is empty)"
+                        : "no selection cache directory (neither XDG_CACHE_HOME nor HOME is set)");
+    return -1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    TESSERA_LOG_WARNING("delegate '%s': cannot create the selection cache directory '%s' (%s)%s",
+                        d->id()->c_str(), dir.c_str(), ec.message().c_str(),
+                        is_auto ? ": running it on its program's backend" : ": not remembered");
+    if (!is_auto) return measure();
+    say_fixed(info, "cannot create the selection cache directory " + dir);
+    return -1;
+  }
+  const std::vector<std::string> names = candidate_names(d, requested, options);
+  const SelectionKey key =
+      selection_key(program, method, d, requested, specs, options, s, symbols, names);
+  const std::string path = selection_cache_path(dir, key);
+  // Held while measuring and writing: a second process or thread loading the same delegate
+  // waits, then reads what the first wrote instead of measuring again.
+  SelectionLock lock(path);
+  if (!lock.locked()) {
+    TESSERA_LOG_WARNING("delegate '%s': selection cache not locked (%s)", d->id()->c_str(),
+                        lock.error().c_str());
+  }
+  if (is_auto) {
+    SelectionReport cached;
+    Result<std::string> hit = read_selection(path, key, &cached);
+    if (hit.ok()) {
+      // Still runnable here? (A backend may have been unregistered since.)
+      Result<BackendInterface*> b = get_backend(*hit);
+      char missing[128] = {};
+      std::string stale;
+      if (!b.ok()) {
+        stale = string_format("backend '%s' is not registered", hit->c_str());
+      } else if (!(*b)->is_available()) {
+        stale = string_format("backend '%s' is not available", hit->c_str());
+      } else if (!supports_all(**b, d->payload_nested_root(), missing, sizeof missing)) {
+        stale = string_format("backend '%s' does not support %s", hit->c_str(), missing);
+      }
+      if (stale.empty()) {
+        info->selection = cached;
+        for (size_t i = 0; i < cached.num_candidates; ++i) {
+          if (cached.candidates[i].chosen) return static_cast<int>(i);
+        }
+      }
+      TESSERA_LOG_WARNING("delegate '%s': remembered selection in '%s' no longer applies (%s): "
+                          "measuring again",
+                          d->id()->c_str(), path.c_str(), stale.c_str());
+    } else if (hit.error() != Error::NotFound) {
+      TESSERA_LOG_WARNING("delegate '%s': selection cache entry '%s' is unusable (%s): measuring "
+                          "again",
+                          d->id()->c_str(), path.c_str(), hit.status().message());
+    }
+  }
+  const int chosen = measure();
+  if (chosen >= 0) {
+    Status st = write_selection(dir, path, key, info->selection);
+    if (!st.is_ok()) {
+      TESSERA_LOG_WARNING("delegate '%s': selection not remembered: %s", d->id()->c_str(),
+                          st.message());
+    }
+  }
   return chosen;
 }
 

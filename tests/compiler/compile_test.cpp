@@ -109,6 +109,39 @@ TEST(Compile, DelegatesWithPayloadsAndCompileSpecs) {
   EXPECT_EQ(m->chain()->Get(2)->kind(), fb::InstructionKind::Delegate);
 }
 
+TEST(Compile, SelectableProgramsRecordEachDelegatesCandidates) {
+  // "fake" takes Conv and Add, "wide" also the Softmax: unpinned, each delegate lists the
+  // backends that take all its nodes (when at least two do); pinned, none.
+  BackendTarget wide = fake_target("wide");
+  wide.supports_op = [](const ir::Graph&, const ir::Node& n) {
+    return n.op == fb::OpType::Conv || n.op == fb::OpType::Add || n.op == fb::OpType::Softmax;
+  };
+  CompileOptions options;
+  options.backends = {fake_target(), wide};
+  auto pinned = compile_model(small_cnn(), {{"batch", 1, 4}}, options);
+  ASSERT_OK(pinned);
+  for (const DelegateReport& d : pinned->report.delegates) EXPECT_TRUE(d.candidates.empty()) << d.id;
+
+  options.selectable = true;
+  auto c = compile_model(small_cnn(), {{"batch", 1, 4}}, options);
+  ASSERT_OK(c);
+  auto bytes = c->program.build();
+  ASSERT_OK(bytes);
+  const fb::Method* m = verify(bytes.value())->methods()->Get(0);
+  // Conv on fake (preferred); the Softmax only wide has, and the Add follows it there.
+  ASSERT_EQ(m->delegates()->size(), 2u);
+  const fb::Delegate* conv = m->delegates()->Get(0);
+  EXPECT_EQ(conv->backend()->str(), "fake");
+  ASSERT_NE(conv->candidates(), nullptr);
+  ASSERT_EQ(conv->candidates()->size(), 2u);
+  EXPECT_EQ(conv->candidates()->Get(0)->str(), "fake");
+  EXPECT_EQ(conv->candidates()->Get(1)->str(), "wide");
+  const fb::Delegate* rest = m->delegates()->Get(1);
+  EXPECT_EQ(rest->backend()->str(), "wide");
+  EXPECT_EQ(rest->candidates(), nullptr);  // only wide takes the Softmax: pinned
+  EXPECT_EQ(c->report.delegates[0].candidates, (std::vector<std::string>{"fake", "wide"}));
+}
+
 TEST(Compile, CompileSpecErrors) {
   CompileOptions options;
   options.backends = {fake_target()};

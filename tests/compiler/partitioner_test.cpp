@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -172,6 +173,45 @@ TEST(Partitioner, FirstBackendInOrderWins) {
   ASSERT_EQ(parts->size(), 2u);
   EXPECT_EQ((*parts)[0].backend, "a");
   EXPECT_EQ((*parts)[1].backend, "b");
+}
+
+TEST(Partitioner, FollowProducersKeepsAChainOnTheBackendThatHasEveryOp) {
+  // Conv, Transpose, Conv, Transpose, Conv: "a" (preferred) lacks Transpose, "b" has all. By
+  // preference the chain alternates a, b, a, b, a; following producers it is one "b" delegate
+  // after the first Conv.
+  ir::Graph g = make_graph({OpType::Conv, OpType::Transpose, OpType::Conv, OpType::Transpose, OpType::Conv},
+                           {{-1}, {0}, {1}, {2}, {3}});
+  const std::vector<BackendCandidate> backends = {supporting("a", {OpType::Conv}),
+                                                  supporting("b", {OpType::Conv, OpType::Transpose})};
+  auto fixed = partition_graph(g, backends);
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->size(), 5u);
+  PartitionOptions follow;
+  follow.follow_producers = true;
+  auto parts = partition_graph(g, backends, follow);
+  ASSERT_TRUE(parts.ok());
+  check_partitions(g, *parts);
+  ASSERT_EQ(parts->size(), 2u);
+  EXPECT_EQ((*parts)[0].backend, "a");
+  EXPECT_EQ((*parts)[0].nodes, std::vector<int>{0});
+  EXPECT_EQ((*parts)[1].backend, "b");
+  EXPECT_EQ((*parts)[1].nodes, (std::vector<int>{1, 2, 3, 4}));
+
+  // A node with a producer on its preferred backend keeps it (an Add joining both branches).
+  ir::Graph join = make_graph({OpType::Conv, OpType::Transpose, OpType::Conv, OpType::Add}, {{-1}, {-1}, {1}, {0, 2}});
+  auto joined = partition_graph(join, {supporting("a", {OpType::Conv, OpType::Add}),
+                                       supporting("b", {OpType::Conv, OpType::Transpose, OpType::Add})},
+                                follow);
+  ASSERT_TRUE(joined.ok());
+  check_partitions(join, *joined);
+  for (const Partition& p : *joined) {
+    if (std::find(p.nodes.begin(), p.nodes.end(), 3) != p.nodes.end()) {
+      EXPECT_EQ(p.backend, "a");
+    }
+    if (std::find(p.nodes.begin(), p.nodes.end(), 2) != p.nodes.end()) {
+      EXPECT_EQ(p.backend, "b");
+    }
+  }
 }
 
 TEST(Partitioner, RandomGraphsGiveValidMaximalPartitions) {

@@ -67,6 +67,7 @@ class SelectionTest : public ::testing::Test {
   static LoadOptions measuring(const char* candidates) {
     LoadOptions o;
     o.selection = Selection::Measure;
+    o.selection_cache_dir = "";  // nothing remembered (selection_cache_test covers the cache)
     EXPECT_TRUE(o.set_selection_candidates(candidates).is_ok());
     return o;
   }

@@ -41,6 +41,11 @@ class TesseraRun : public ::testing::Test {
     ASSERT_TRUE(testing::delegate_chain_program({"xnnpack", "onednn"}, {}, {512, 1024})
                     .write(dir_ + "/cpu_backends.tsr")
                     .is_ok());
+    // The same, as tessera-compile writes it without --backends: each delegate may run on
+    // either backend (selection=auto measures once, then remembers).
+    ir::ProgramBuilder selectable = testing::delegate_chain_program({"xnnpack", "onednn"}, {}, {512, 1024});
+    for (ir::DelegateDesc& d : selectable.methods()[0].delegates) d.candidates = {"xnnpack", "onednn"};
+    ASSERT_TRUE(selectable.write(dir_ + "/selectable.tsr").is_ok());
     // An input file: x = float32[2, 4].
     tools::NpyArray x;
     x.dtype = ScalarType::Float32;
@@ -114,8 +119,8 @@ TEST_F(TesseraRun, TraceFileOpensAsChromeTraceJson) {
 
 TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
   RunResult r = run(dir_ +
-                    "/cpu_backends.tsr --json --select measure --select-candidates "
-                    "xnnpack,onednn,portable");
+                    "/cpu_backends.tsr --json --select measure --select-cache '' "
+                    "--select-candidates xnnpack,onednn,portable");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = nlohmann::json::parse(r.out);
   for (const auto& d : report["delegates"]) {
@@ -141,6 +146,37 @@ TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
   RunResult bad = run(dir_ + "/cpu_backends.tsr --select fastest");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_CONTAINS(bad.err, "auto, fixed or measure");
+}
+
+TEST_F(TesseraRun, AutoSelectionMeasuresOnceThenReadsTheSelectionCache) {
+  const std::string cache = dir_ + "/selection-cache";
+  std::system(("rm -rf " + cache).c_str());
+  const std::string args = dir_ + "/selectable.tsr --json --iterations 1 --select-cache " + cache;
+  RunResult first = run(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto a = nlohmann::json::parse(first.out);
+  RunResult second = run(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const auto b = nlohmann::json::parse(second.out);
+  ASSERT_EQ(a["delegates"].size(), 2u);
+  ASSERT_EQ(b["delegates"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& measured = a["delegates"][i];
+    const auto& remembered = b["delegates"][i];
+    EXPECT_EQ(measured["selection"]["mode"], "measure");
+    EXPECT_EQ(measured["selection"]["cached"], false);
+    EXPECT_EQ(remembered["selection"]["cached"], true);
+    EXPECT_EQ(remembered["backend"], measured["backend"]);  // the remembered choice runs
+    EXPECT_EQ(remembered["selection"]["candidates"].size(), 2u);  // and what it was made from
+  }
+  RunResult explain = run(dir_ + "/selectable.tsr --explain-options --iterations 1 --select-cache " + cache);
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_CONTAINS(explain.out + explain.err, "remembered: read from the selection cache");
+
+  // The pinned program (compiled with --backends) is not measured under auto.
+  RunResult pinned = run(dir_ + "/cpu_backends.tsr --json --iterations 1 --select-cache " + cache);
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_EQ(nlohmann::json::parse(pinned.out)["delegates"][0]["selection"]["mode"], "fixed");
 }
 
 TEST_F(TesseraRun, NpyInputAndOutputFiles) {

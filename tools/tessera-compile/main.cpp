@@ -66,7 +66,10 @@ int main(int argc, char** argv) {
   app.add_flag("--list-backends", list_backends, "print the delegate backends built in, one a line, and exit");
   app.add_option("--backends", backends_text,
                  "delegate backends in order of preference, comma-separated; 'portable' alone "
-                 "means kernels only (default: every backend built, then portable)");
+                 "means kernels only (default: xnnpack, then onednn, then any other CPU backend, then "
+                 "portable; the program is then selectable: tessera-run measures which backend "
+                 "runs each delegate fastest once per machine, see --select; naming backends pins "
+                 "them)");
   app.add_option("--dim", dims, "bounds of a symbolic dim: NAME=MIN:MAX (e.g. batch=1:8)");
   app.add_option("--spec", specs, "compile spec for a backend's delegates: BACKEND.KEY=VALUE");
   app.add_flag("--json", json, "print a JSON summary on stdout");
@@ -111,6 +114,9 @@ int main(int argc, char** argv) {
   auto targets = tc::registry_backend_targets(split_list(backends_text));
   if (!targets.ok()) return fail(targets.status());
   options.backends = std::move(targets).value();
+  // Without --backends the program is selectable: delegates record which backends could run
+  // them, and tessera-run's default selection (auto) measures among them once per machine.
+  options.selectable = backends_text.empty();
 
   const bool tty = !quiet && isatty(STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();

@@ -80,10 +80,12 @@ void RunOptionsCli::add_to(CLI::App& app) {
                  "Load policy: auto (default), latency, balanced or power_saver; backends derive "
                  "the options left at auto from it");
   app.add_option("--select", select,
-                 "How each delegate's backend is chosen: auto (default; as fixed until a "
-                 "selection cache exists), fixed (the program's), or measure (every backend "
-                 "that can take the delegate is run at load, checked against the program's "
-                 "backend, and the fastest kept)");
+                 "How each delegate's backend is chosen: auto (default: on a program compiled "
+                 "without --backends, the choice remembered in the selection cache, else measure "
+                 "and remember it; a program compiled with --backends runs them as fixed), fixed "
+                 "(the program's), or measure (every backend that can take the delegate is run "
+                 "at load, checked against the program's backend, the fastest kept and "
+                 "remembered)");
   app.add_option("--select-candidates", select_candidates,
                  "With --select measure: the backends to try besides the program's "
                  "(comma-separated; default every available one)");
@@ -94,6 +96,10 @@ void RunOptionsCli::add_to(CLI::App& app) {
                  "With --select measure: largest accepted output difference, relative to the "
                  "reference's max |value| (default 1e-4)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--select-cache", select_cache,
+                 "Directory of the selection cache (default $XDG_CACHE_HOME/tessera/selection, "
+                 "else ~/.cache/tessera/selection); an empty value disables it")
+      ->each([this](const std::string&) { has_select_cache = true; });
   app.add_flag("--device-info", device_info,
                "Print what Tessera detects on this machine (with --json: as JSON) and exit");
 }
@@ -156,6 +162,10 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
   }
   if (select_budget_ms >= 0) state->load_.selection_budget_ms = select_budget_ms;
   if (select_tolerance >= 0) state->load_.selection_tolerance = select_tolerance;
+  if (has_select_cache) {
+    state->selection_cache_dir_ = select_cache;
+    state->load_.selection_cache_dir = state->selection_cache_dir_.c_str();
+  }
   TESSERA_RETURN_IF_ERROR(parsed.to_load_maps(&state->backend_options_, &state->delegate_options_));
   TESSERA_RETURN_IF_ERROR(parsed.to_execute_options(&state->execute_));
   TESSERA_RETURN_IF_ERROR(parsed.apply_global(validation));
@@ -204,7 +214,8 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
     std::fprintf(out, "\n");
     if (d.reason[0] != '\0') std::fprintf(out, "  why: %s\n", d.reason);
     if (explain && d.selection.summary[0] != '\0') {
-      std::fprintf(out, "  selection: %s\n", d.selection.summary);
+      std::fprintf(out, "  selection: %s%s\n", d.selection.summary,
+                   d.selection.cached ? " (remembered: read from the selection cache)" : "");
       for (size_t c = 0; c < d.selection.num_candidates; ++c) {
         const SelectionCandidate& k = d.selection.candidates[c];
         if (!k.accepted) std::fprintf(out, "    %s: %s\n", k.backend, k.reason);

@@ -34,6 +34,7 @@ class RunOptionsState {
   LoadBackendOptionsMap backend_options_;
   DelegateOptionsMap delegate_options_;
   ExecuteOptions execute_;
+  std::string selection_cache_dir_;  // what load_.selection_cache_dir points at, when set
 };
 
 struct RunOptionsCli {
@@ -43,6 +44,8 @@ struct RunOptionsCli {
   std::string select_candidates;  // --select-candidates: comma-separated backends
   double select_budget_ms = -1;   // --select-budget-ms; < 0: the LoadOptions default
   double select_tolerance = -1;   // --select-tolerance; < 0: the LoadOptions default
+  std::string select_cache;       // --select-cache: the selection cache directory ("" disables)
+  bool has_select_cache = false;
   bool list_options = false, explain_options = false, lenient = false, device_info = false;
 
   void add_to(CLI::App& app);

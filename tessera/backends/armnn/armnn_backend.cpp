@@ -2,6 +2,7 @@
 
 #include <armnn/BackendOptions.hpp>
 #include <armnn/Exceptions.hpp>
+#include <armnn/Version.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -191,6 +192,10 @@ const char* ArmnnBackend::unavailable_reason() const {
 
 Span<const OptionSpec> ArmnnBackend::option_schema() const {
   return kSchema;
+}
+
+const char* ArmnnBackend::build_id() const {
+  return "Arm NN " ARMNN_VERSION;
 }
 
 const char* ArmnnBackend::derivation_doc() const {

@@ -46,6 +46,7 @@ class ArmnnBackend final : public BackendInterface {
   const char* unavailable_reason() const override;
   Span<const OptionSpec> option_schema() const override;
   const char* derivation_doc() const override;
+  const char* build_id() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
   /// Creates the runtime at the first call (from the global init-only options, then marks the

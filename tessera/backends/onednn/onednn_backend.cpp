@@ -286,6 +286,16 @@ Status OnednnBackend::get_option(BackendOptionContext&, Span<BackendOption> opti
   return Status::ok();
 }
 
+const char* OnednnBackend::build_id() const {
+  static const std::string id = []() {
+    const dnnl_version_t* v = dnnl_version();
+    return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch) + " (" + (v->hash ? v->hash : "") + ", cpu runtime " +
+           std::to_string(v->cpu_runtime) + ")";
+  }();
+  return id.c_str();
+}
+
 const char* OnednnBackend::derivation_doc() const {
   return "`num_threads` = 0 takes the policy's thread count (as for xnnpack: the usable "
          "performance cores under `latency`, fewer under `auto` when other processes keep CPUs "

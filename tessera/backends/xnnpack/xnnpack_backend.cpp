@@ -1,5 +1,7 @@
 #include "tessera/backends/xnnpack/xnnpack_backend.h"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
 #include <xnnpack.h>
 
 #include <cstdio>
@@ -75,6 +77,22 @@ const char* XnnpackBackend::derivation_doc() const {
          "under `power_saver` 1. `yield_workers`, when not set at any scope, is false under "
          "`latency` and true under `balanced`, `power_saver`, or `auto` with busy CPUs. Both "
          "are reported as resolved values with the reason.";
+}
+
+const char* XnnpackBackend::build_id() const {
+  // XNNPACK has no version call: the shared library's file (path, size, modification time)
+  // identifies its build.
+  static const std::string id = []() {
+    Dl_info info{};
+    struct stat st{};
+    if (dladdr(reinterpret_cast<void*>(&xnn_initialize), &info) == 0 || info.dli_fname == nullptr ||
+        ::stat(info.dli_fname, &st) != 0) {
+      return std::string("XNNPACK (library file unknown)");
+    }
+    return std::string("XNNPACK ") + info.dli_fname + " " + std::to_string(st.st_size) + " " +
+           std::to_string(static_cast<long long>(st.st_mtime));
+  }();
+  return id.c_str();
 }
 
 bool XnnpackBackend::supports_op(const OpView& op) const {

@@ -16,6 +16,7 @@ class XnnpackBackend final : public BackendInterface {
   bool is_available() const override;
   Span<const OptionSpec> option_schema() const override;
   const char* derivation_doc() const override;
+  const char* build_id() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it (the
   /// compiler's in-memory IR is checked with xnnpack_supports() in supports.h).
   bool supports_op(const OpView& op) const override;

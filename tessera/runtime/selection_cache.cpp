@@ -1,0 +1,217 @@
+// The selection cache (see selection_cache.h).
+#include "tessera/runtime/selection_cache.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/integrity_file.h"
+#include "tessera/core/string_format.h"
+
+#ifndef TESSERA_VERSION_STRING
+#error "TESSERA_VERSION_STRING must be defined by the build"
+#endif
+
+namespace tessera::internal {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'S', 'S', 'E', 'L', '0', '0', '1'};
+
+IntegrityKey integrity_key(const SelectionKey& key) {
+  IntegrityKey k;
+  std::memcpy(k.magic, kMagic, sizeof k.magic);
+  k.device = key.device_hash();
+  k.content = key.full_hash();
+  return k;
+}
+
+void copy_text(char* dst, size_t cap, std::string_view s) {
+  const size_t n = std::min(s.size(), cap - 1);
+  std::memcpy(dst, s.data(), n);
+  dst[n] = '\0';
+}
+
+}  // namespace
+
+std::string selection_cache_dir(const char* option) {
+  if (option != nullptr) return option;  // "" disables
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/') {
+    return std::string(xdg) + "/tessera/selection";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
+    return std::string(home) + "/.cache/tessera/selection";
+  }
+  return {};
+}
+
+void SelectionKey::set_device(const DeviceInfo& device) {
+  device_text_ = string_format("cpu=%s; vendor=%s; usable_cpus=%u; performance_cores=%u; isa=",
+                               device.cpu_name, device.vendor, device.usable_cpus,
+                               device.usable_performance_cores);
+  static constexpr const char* kIsa[] = {
+      "sse4_2",   "avx",      "avx2",     "fma",      "f16c",      "avx512f",
+      "avx512bw", "avx512vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16",
+      "neon",     "neon_fp16", "neon_dot", "arm_bf16", "sve",        "sve2"};
+  bool first = true;
+  for (const char* isa : kIsa) {
+    if (!device.has_isa(isa)) continue;
+    device_text_ += first ? "" : ",";
+    device_text_ += isa;
+    first = false;
+  }
+  device_text_ += "; tessera=" TESSERA_VERSION_STRING;
+  device_hash_ = fnv1a64(device_text_);
+}
+
+void SelectionKey::add(std::string_view name, std::string_view value) {
+  std::string field;
+  field.reserve(name.size() + value.size() + 3);
+  field.append(name).append("=").append(value).append("\n");
+  fields_hash_ = fnv1a64(field.data(), field.size(), fields_hash_);
+  text_ += field;
+}
+
+void SelectionKey::add(std::string_view name, uint64_t value) {
+  add(name, string_format("%016llx", static_cast<unsigned long long>(value)));
+}
+
+uint64_t SelectionKey::full_hash() const { return fnv1a64(device_text_, fields_hash_); }
+
+std::string selection_cache_path(const std::string& dir, const SelectionKey& key) {
+  return dir + string_format("/%016llx.tsel", static_cast<unsigned long long>(key.fields_hash()));
+}
+
+std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionReport& report) {
+  nlohmann::ordered_json j;
+  j["version"] = kSelectionCacheVersion;
+  j["device"] = key.device_text();
+  j["key"] = key.text();
+  j["summary"] = report.summary;
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < report.num_candidates; ++i) {
+    const SelectionCandidate& c = report.candidates[i];
+    candidates.push_back({{"backend", c.backend},
+                          {"median_ms", c.median_ms},
+                          {"runs", c.runs},
+                          {"accepted", c.accepted},
+                          {"chosen", c.chosen},
+                          {"reason", c.reason}});
+  }
+  j["candidates"] = std::move(candidates);
+  const std::string text = j.dump(1);
+  return {text.begin(), text.end()};
+}
+
+Result<std::string> decode_selection(const uint8_t* data, size_t size, SelectionReport* report) {
+  const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, false);
+  auto bad = [](const char* what) {
+    return Status::error(Error::InvalidProgram, "selection cache entry: %s", what);
+  };
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  const auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer()) return bad("no integer 'version'");
+  if (version->get<int64_t>() != kSelectionCacheVersion) {
+    return Status::error(Error::InvalidProgram,
+                         "selection cache entry: version %lld, this build reads %d",
+                         static_cast<long long>(version->get<int64_t>()), kSelectionCacheVersion);
+  }
+  const auto summary = j.find("summary");
+  const auto candidates = j.find("candidates");
+  if (summary == j.end() || !summary->is_string()) return bad("no string 'summary'");
+  if (candidates == j.end() || !candidates->is_array()) return bad("no array 'candidates'");
+  if (candidates->size() > SelectionReport::kMaxCandidates) return bad("too many candidates");
+
+  SelectionReport out;
+  copy_text(out.mode, sizeof out.mode, "measure");
+  out.cached = true;
+  copy_text(out.summary, sizeof out.summary, summary->get_ref<const std::string&>());
+  std::string chosen;
+  for (const nlohmann::json& c : *candidates) {
+    if (!c.is_object()) return bad("a candidate is not an object");
+    const auto backend = c.find("backend"), median = c.find("median_ms"), runs = c.find("runs"),
+               accepted = c.find("accepted"), is_chosen = c.find("chosen"),
+               reason = c.find("reason");
+    if (backend == c.end() || !backend->is_string() || median == c.end() ||
+        !median->is_number() || runs == c.end() || !runs->is_number_integer() ||
+        accepted == c.end() || !accepted->is_boolean() || is_chosen == c.end() ||
+        !is_chosen->is_boolean() || reason == c.end() || !reason->is_string()) {
+      return bad("a candidate lacks backend, median_ms, runs, accepted, chosen or reason");
+    }
+    const std::string& name = backend->get_ref<const std::string&>();
+    if (name.empty() || name.size() >= sizeof(SelectionCandidate::backend)) {
+      return bad("a candidate's backend name is empty or too long");
+    }
+    const double ms = median->get<double>();
+    const int64_t n = runs->get<int64_t>();
+    if (!(ms >= 0) || n < 0 || n > 1000000) return bad("a candidate's median_ms or runs is out of range");
+    SelectionCandidate& k = out.candidates[out.num_candidates++];
+    copy_text(k.backend, sizeof k.backend, name);
+    k.median_ms = ms;
+    k.runs = static_cast<int>(n);
+    k.accepted = accepted->get<bool>();
+    k.chosen = is_chosen->get<bool>();
+    copy_text(k.reason, sizeof k.reason, reason->get_ref<const std::string&>());
+    if (k.chosen) {
+      if (!chosen.empty()) return bad("more than one chosen candidate");
+      if (!k.accepted) return bad("the chosen candidate was not accepted");
+      chosen = name;
+    }
+  }
+  if (chosen.empty()) return bad("no chosen candidate");
+  *report = out;
+  return chosen;
+}
+
+Result<std::string> read_selection(const std::string& path, const SelectionKey& key,
+                                   SelectionReport* report) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<uint8_t> payload,
+                           read_integrity_file(path, integrity_key(key)));
+  return decode_selection(payload.data(), payload.size(), report);
+}
+
+Status write_selection(const std::string& dir, const std::string& path, const SelectionKey& key,
+                       const SelectionReport& report) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::error(Error::AccessFailed, "cannot create selection cache directory '%s': %s",
+                         dir.c_str(), ec.message().c_str());
+  }
+  return write_integrity_file(path, integrity_key(key), encode_selection(key, report));
+}
+
+SelectionLock::SelectionLock(const std::string& path) {
+  const std::string lock_path = path + ".lock";
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    error_ = string_format("cannot open lock file '%s': %s", lock_path.c_str(),
+                           std::strerror(errno));
+    return;
+  }
+  int rc;
+  do {
+    rc = ::flock(fd_, LOCK_EX);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    error_ = string_format("cannot lock '%s': %s", lock_path.c_str(), std::strerror(errno));
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+SelectionLock::~SelectionLock() {
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+}
+
+}  // namespace tessera::internal

@@ -1,0 +1,448 @@
+// The selection cache (LoadOptions::selection = auto on a delegate the compiler left selectable):
+// measured once, remembered, read back on the next load; missed when any key field changes;
+// damaged, foreign or stale entries re-measure with a warning; concurrent loads (threads and
+// processes) measure once and leave one valid entry; an unusable directory is a warning.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/backend/context.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/integrity_file.h"
+#include "tessera/backend/options_map.h"
+#include "tessera/backend/registry.h"
+#include "tessera/backend/testing/stub_backend.h"
+#include "tessera/core/log.h"
+#include "tessera/runtime/load_options.h"
+#include "tessera/runtime/method.h"
+#include "tessera/runtime/program.h"
+#include "tessera/runtime/selection_cache.h"
+#include "tests/testing/test_programs.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr OptionSpec kFastSchema[] = {
+    OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
+};
+constexpr OptionKey<int64_t> kThreads{"num_threads"};
+
+std::mutex g_log_mutex;
+std::vector<std::string> g_warnings;
+
+void capture(LogLevel level, const char* message, void*) {
+  if (level != LogLevel::Warning) return;
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_warnings.emplace_back(message);
+}
+
+Status copy_input(BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
+  std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+              args[0]->to_tensor().nbytes());
+  return Status::ok();
+}
+
+class SelectionCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera_selection_cache_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    slow_ = new testing::StubBackend();
+    slow_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      return copy_input(c, h, args);
+    };
+    fast_ = new testing::StubBackend(kFastSchema);
+    fast_->on_execute = copy_input;
+    ASSERT_TRUE(register_backend("sc_slow", std::unique_ptr<BackendInterface>(slow_)).is_ok());
+    ASSERT_TRUE(register_backend("sc_fast", std::unique_ptr<BackendInterface>(fast_)).is_ok());
+    program_ = load(selectable_program({2, 4}));
+    {
+      std::lock_guard<std::mutex> lock(g_log_mutex);
+      g_warnings.clear();
+    }
+    set_log_sink(capture);
+  }
+  void TearDown() override {
+    set_log_sink(nullptr);
+    loaded_.clear();
+    (void)unregister_backend("sc_slow");
+    (void)unregister_backend("sc_fast");
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // One Relu delegate compiled for sc_slow that sc_fast may also run (as tessera-compile
+  // records it without --backends).
+  static ir::ProgramBuilder selectable_program(std::vector<int64_t> shape) {
+    ir::ProgramBuilder pb = testing::delegate_chain_program({"sc_slow"}, {}, shape);
+    pb.methods()[0].delegates[0].candidates = {"sc_slow", "sc_fast"};
+    return pb;
+  }
+  Program* load(const ir::ProgramBuilder& pb) {
+    auto loaded = testing::load_built_program(pb);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+    loaded_.push_back(std::make_unique<testing::LoadedProgram>(std::move(*loaded)));
+    return loaded_.back()->program.get();
+  }
+
+  LoadOptions auto_options() const {
+    LoadOptions o;
+    o.selection = Selection::Auto;
+    o.selection_cache_dir = dir_.c_str();
+    o.device_info = device_;
+    return o;
+  }
+
+  // Loads and returns delegate 0's info (copied; the method is destroyed).
+  DelegateInfo load_info(const Program* program, const LoadOptions& o) {
+    auto m = program->load_method("forward", nullptr, o);
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    if (!m.ok()) return {};
+    DelegateInfo info = m->delegate_info(0);
+    info.options = nullptr;
+    info.derived = nullptr;
+    return info;
+  }
+
+  std::vector<fs::path> entries() const {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().extension() == ".tsel") out.push_back(e.path());
+    }
+    return out;
+  }
+  static std::string warnings() {
+    std::lock_guard<std::mutex> lock(g_log_mutex);
+    std::string all;
+    for (const std::string& w : g_warnings) all += w + "\n";
+    return all;
+  }
+  static void clear_warnings() {
+    std::lock_guard<std::mutex> lock(g_log_mutex);
+    g_warnings.clear();
+  }
+
+  std::string dir_;
+  const DeviceInfo* device_ = nullptr;  // LoadOptions::device_info of auto_options()
+  testing::StubBackend* slow_ = nullptr;
+  testing::StubBackend* fast_ = nullptr;
+  std::vector<std::unique_ptr<testing::LoadedProgram>> loaded_;
+  Program* program_ = nullptr;
+};
+
+TEST_F(SelectionCacheTest, AutoMeasuresOnceThenReadsTheRememberedChoice) {
+  const DelegateInfo first = load_info(program_, auto_options());
+  EXPECT_STREQ(first.backend, "sc_fast");
+  EXPECT_STREQ(first.selection.mode, "measure");
+  EXPECT_FALSE(first.selection.cached);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_EQ(slow_->init_count(), 1);  // measured once as the reference
+  EXPECT_EQ(fast_->init_count(), 2);  // measured, then initialised to run
+
+  const DelegateInfo second = load_info(program_, auto_options());
+  EXPECT_STREQ(second.backend, "sc_fast");
+  EXPECT_TRUE(second.selection.cached);
+  EXPECT_STREQ(second.selection.mode, "measure");
+  // The candidates it was made from are still listed.
+  ASSERT_EQ(second.selection.num_candidates, 2u);
+  EXPECT_STREQ(second.selection.candidates[0].backend, "sc_slow");
+  EXPECT_TRUE(second.selection.candidates[1].chosen);
+  EXPECT_GT(second.selection.candidates[0].median_ms, second.selection.candidates[1].median_ms);
+  EXPECT_STREQ(second.selection.summary, first.selection.summary);
+  EXPECT_EQ(slow_->init_count(), 1);  // nothing measured again
+  EXPECT_EQ(fast_->init_count(), 3);
+  EXPECT_EQ(warnings(), "");
+
+  // The entry is readable JSON inside the integrity header.
+  std::ifstream f(entries()[0], std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(bytes.find("\"chosen\": true"), std::string::npos);
+  EXPECT_NE(bytes.find("delegate=sc_slow#0"), std::string::npos);
+}
+
+TEST_F(SelectionCacheTest, MeasureAlwaysMeasuresAndRemembers) {
+  LoadOptions o = auto_options();
+  o.selection = Selection::Measure;
+  EXPECT_FALSE(load_info(program_, o).selection.cached);
+  EXPECT_FALSE(load_info(program_, o).selection.cached);
+  EXPECT_EQ(slow_->init_count(), 2);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_TRUE(load_info(program_, auto_options()).selection.cached);  // auto reads it
+}
+
+TEST_F(SelectionCacheTest, APinnedDelegateOrADisabledCacheRunsTheProgramsBackend) {
+  Program* pinned = load(testing::delegate_chain_program({"sc_slow"}));
+  DelegateInfo info = load_info(pinned, auto_options());
+  EXPECT_STREQ(info.backend, "sc_slow");
+  EXPECT_STREQ(info.selection.mode, "fixed");
+  EXPECT_TRUE(entries().empty());
+
+  LoadOptions disabled = auto_options();
+  disabled.selection_cache_dir = "";
+  info = load_info(program_, disabled);
+  EXPECT_STREQ(info.backend, "sc_slow");
+  EXPECT_STREQ(info.selection.mode, "fixed");
+  EXPECT_NE(std::string(info.selection.summary).find("selection cache is disabled"),
+            std::string::npos)
+      << info.selection.summary;
+  EXPECT_EQ(fast_->init_count(), 0);
+
+  // Measure with the cache disabled measures and writes nothing.
+  disabled.selection = Selection::Measure;
+  EXPECT_STREQ(load_info(program_, disabled).backend, "sc_fast");
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(SelectionCacheTest, EachKeyFieldChangeIsAMiss) {
+  // One fixed machine for every load: the live one's load state (which the auto policy's thread
+  // count follows, and the key with it) may change between loads.
+  const DeviceInfo base = DeviceInfo::get();
+  device_ = &base;
+  ASSERT_FALSE(load_info(program_, auto_options()).selection.cached);
+  ASSERT_TRUE(load_info(program_, auto_options()).selection.cached);
+
+  DeviceInfo other_cpu = base;
+  std::snprintf(other_cpu.cpu_name, sizeof other_cpu.cpu_name, "%s", "Another CPU 9000");
+  DeviceInfo other_cores = base;
+  other_cores.usable_cpus += 4;
+  LoadBackendOptionsMap threads;
+  ASSERT_TRUE(threads.set("sc_fast", kThreads, 3).is_ok());
+  Program* other_program = load(selectable_program({4, 4}));
+
+  struct Change {
+    const char* name;
+    const Program* program;
+    std::function<void(LoadOptions&)> apply;
+  };
+  const std::vector<Change> changes = {
+      {"device: cpu name", program_, [&](LoadOptions& o) { o.device_info = &other_cpu; }},
+      {"device: usable cpus", program_, [&](LoadOptions& o) { o.device_info = &other_cores; }},
+      {"program content", other_program, [](LoadOptions&) {}},
+      {"policy", program_, [](LoadOptions& o) { o.set_policy(Policy::PowerSaver); }},
+      {"tolerance", program_, [](LoadOptions& o) { o.selection_tolerance = 1e-3; }},
+      {"budget", program_, [](LoadOptions& o) { o.selection_budget_ms = 100; }},
+      {"a candidate's options", program_, [&](LoadOptions& o) { o.backend_options = &threads; }},
+  };
+  size_t files = entries().size();
+  for (const Change& c : changes) {
+    LoadOptions o = auto_options();
+    c.apply(o);
+    EXPECT_FALSE(load_info(c.program, o).selection.cached) << c.name;
+    EXPECT_TRUE(load_info(c.program, o).selection.cached) << c.name;  // remembered in turn
+    // A new entry, except for a new device: the same file name, the header's device differs.
+    const bool same_file = std::string(c.name).rfind("device", 0) == 0;
+    EXPECT_EQ(entries().size(), files + (same_file ? 0 : 1)) << c.name;
+    files = entries().size();
+  }
+  // The device changes replaced the entry; the original key measures again, with a warning.
+  clear_warnings();
+  EXPECT_FALSE(load_info(program_, auto_options()).selection.cached);
+  EXPECT_NE(warnings().find("unusable"), std::string::npos) << warnings();
+}
+
+TEST_F(SelectionCacheTest, DamagedEntriesMeasureAgainWithAWarning) {
+  ASSERT_FALSE(load_info(program_, auto_options()).selection.cached);
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry = entries()[0];
+  std::string good;
+  {
+    std::ifstream f(entry, std::ios::binary);
+    good.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(good.size(), kIntegrityHeaderSize);
+  // Rewrites the payload with a valid header (size and checksum recomputed), so the damage is
+  // seen by the entry's own checks rather than the checksum.
+  auto with_payload = [&](const std::string& payload) {
+    std::string bytes = good.substr(0, kIntegrityHeaderSize) + payload;
+    const uint64_t size = payload.size(), sum = hash64(payload.data(), payload.size());
+    std::memcpy(&bytes[32], &size, 8);
+    std::memcpy(&bytes[40], &sum, 8);
+    return bytes;
+  };
+  const std::string payload = good.substr(kIntegrityHeaderSize);
+  std::string wrong_version = payload;
+  wrong_version.replace(wrong_version.find("\"version\": 1"), 12, "\"version\": 7");
+  std::string unchosen = payload;
+  for (size_t at; (at = unchosen.find("\"chosen\": true")) != std::string::npos;) {
+    unchosen.replace(at, 14, "\"chosen\":false");
+  }
+  std::string flipped = good;
+  flipped[good.size() - 3] ^= 0x20;
+  std::string other_device = good;
+  other_device[16] ^= 0x01;  // the device fingerprint
+
+  const std::map<std::string, std::pair<std::string, std::string>> cases = {
+      {"truncated", {good.substr(0, good.size() / 2), "fewer payload bytes"}},
+      {"empty", {"", "truncated"}},
+      {"flipped byte", {flipped, "checksum"}},
+      {"other device", {other_device, "device"}},
+      {"wrong version", {with_payload(wrong_version), "version 7"}},
+      {"no chosen candidate", {with_payload(unchosen), "no chosen candidate"}},
+      {"not json", {with_payload("{\"version\": 1, \"summary\": "), "not a JSON object"}},
+  };
+  for (const auto& [name, c] : cases) {
+    {
+      std::ofstream f(entry, std::ios::binary | std::ios::trunc);
+      f.write(c.first.data(), static_cast<std::streamsize>(c.first.size()));
+    }
+    clear_warnings();
+    const DelegateInfo info = load_info(program_, auto_options());
+    EXPECT_FALSE(info.selection.cached) << name;
+    EXPECT_STREQ(info.backend, "sc_fast") << name;  // measured again, and still right
+    const std::string w = warnings();
+    EXPECT_NE(w.find("is unusable"), std::string::npos) << name << ": " << w;
+    EXPECT_NE(w.find(c.second), std::string::npos) << name << ": " << w;
+    EXPECT_TRUE(load_info(program_, auto_options()).selection.cached) << name;  // rewritten
+  }
+}
+
+TEST_F(SelectionCacheTest, AChoiceNoLongerRunnableIsMeasuredAgain) {
+  ASSERT_STREQ(load_info(program_, auto_options()).backend, "sc_fast");
+  fast_->available = false;
+  clear_warnings();
+  const DelegateInfo info = load_info(program_, auto_options());
+  EXPECT_STREQ(info.backend, "sc_slow");
+  EXPECT_FALSE(info.selection.cached);
+  EXPECT_NE(warnings().find("no longer applies (backend 'sc_fast' is not available)"),
+            std::string::npos)
+      << warnings();
+}
+
+TEST_F(SelectionCacheTest, AnUnusableDirectoryIsAWarningNotAFailure) {
+  // A directory below a regular file cannot be created (even by root).
+  const std::string file = dir_ + "/a-file";
+  std::ofstream(file) << "x";
+  const std::string below = file + "/selection";
+  LoadOptions o = auto_options();
+  o.selection_cache_dir = below.c_str();
+  DelegateInfo info = load_info(program_, o);
+  EXPECT_STREQ(info.backend, "sc_slow");
+  EXPECT_STREQ(info.selection.mode, "fixed");
+  EXPECT_NE(warnings().find("cannot create the selection cache directory"), std::string::npos)
+      << warnings();
+
+  o.selection = Selection::Measure;
+  clear_warnings();
+  info = load_info(program_, o);
+  EXPECT_STREQ(info.backend, "sc_fast");
+  EXPECT_NE(warnings().find("not remembered"), std::string::npos) << warnings();
+}
+
+TEST_F(SelectionCacheTest, ConcurrentLoadsInThreadsMeasureOnce) {
+  std::atomic<int> cached{0}, ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&]() {
+      auto m = program_->load_method("forward", nullptr, auto_options());
+      if (!m.ok()) return;
+      ++ok;
+      cached += m->delegate_info(0).selection.cached ? 1 : 0;
+      if (std::strcmp(m->delegate_info(0).backend, "sc_fast") != 0) --ok;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 4);
+  EXPECT_EQ(cached.load(), 3);  // the lock: one measured, the others read its entry
+  EXPECT_EQ(slow_->init_count(), 1);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_TRUE(load_info(program_, auto_options()).selection.cached);
+}
+
+TEST_F(SelectionCacheTest, ConcurrentLoadsInProcessesLeaveOneValidEntry) {
+  // Each child loads once and exits with 0 (measured), 1 (read the entry) or 2 (failed).
+  constexpr int kChildren = 3;
+  pid_t pids[kChildren];
+  for (pid_t& pid : pids) {
+    pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto m = program_->load_method("forward", nullptr, auto_options());
+      if (!m.ok() || std::strcmp(m->delegate_info(0).backend, "sc_fast") != 0) ::_exit(2);
+      ::_exit(m->delegate_info(0).selection.cached ? 1 : 0);
+    }
+  }
+  int measured = 0, read = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_NE(WEXITSTATUS(status), 2);
+    (WEXITSTATUS(status) == 0 ? measured : read) += 1;
+  }
+  EXPECT_EQ(measured, 1);
+  EXPECT_EQ(read, kChildren - 1);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_TRUE(load_info(program_, auto_options()).selection.cached);
+  EXPECT_EQ(slow_->init_count(), 0);  // the parent never measured
+}
+
+TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheReport) {
+  SelectionReport report;
+  std::snprintf(report.summary, sizeof report.summary, "%s", "untouched");
+  const char* bad[] = {
+      "",
+      "[]",
+      "{\"version\": \"1\"}",
+      "{\"version\": 1, \"summary\": \"s\"}",
+      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{}]}",
+      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
+      "\"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "-1, \"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, "
+      "\"runs\": 1, \"accepted\": false, \"chosen\": true, \"reason\": \"\"}]}",
+  };
+  for (const char* text : bad) {
+    Result<std::string> r = internal::decode_selection(
+        reinterpret_cast<const uint8_t*>(text), std::strlen(text), &report);
+    EXPECT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error(), Error::InvalidProgram) << text;
+    EXPECT_STREQ(report.summary, "untouched");
+  }
+  const char* good =
+      "{\"version\": 1, \"summary\": \"measured: a 1 ms (chosen)\", \"candidates\": [{\"backend\": "
+      "\"a\", \"median_ms\": 1, \"runs\": 5, \"accepted\": true, \"chosen\": true, \"reason\": "
+      "\"reference\"}]}";
+  Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(good),
+                                                     std::strlen(good), &report);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, "a");
+  EXPECT_TRUE(report.cached);
+  EXPECT_EQ(report.candidates[0].runs, 5);
+}
+
+TEST(SelectionCacheFormat, TheDefaultDirectoryFollowsXdgThenHome) {
+  EXPECT_EQ(internal::selection_cache_dir("/x"), "/x");
+  EXPECT_EQ(internal::selection_cache_dir(""), "");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_xdg = xdg ? xdg : "";
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(internal::selection_cache_dir(nullptr), "/xdg/tessera/selection");
+  ::unsetenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') {
+    EXPECT_EQ(internal::selection_cache_dir(nullptr), std::string(home) + "/.cache/tessera/selection");
+  }
+  if (xdg != nullptr) ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace tessera
