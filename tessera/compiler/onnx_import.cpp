@@ -482,7 +482,9 @@ Status Importer::check_dim_names() const {
   // for its bound, so a misspelt name is reported as such rather than as a missing bound.
   std::vector<std::string> symbols;
   for (const auto& vi : model_.graph().input()) {
-    if (names_.count(vi.name()) || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+    if (names_.count(vi.name()) || !vi.type().has_tensor_type() ||
+        !vi.type().tensor_type().has_shape())
+      continue;
     for (const auto& dim : vi.type().tensor_type().shape().dim()) {
       if (dim.has_dim_value() || dim.dim_param().empty()) continue;
       if (std::find(symbols.begin(), symbols.end(), dim.dim_param()) == symbols.end()) {
@@ -498,10 +500,12 @@ Status Importer::check_dim_names() const {
       have += (have.empty() ? "'" : ", '") + s + "'";
       suggest.consider(s);
     }
-    const std::string hint = suggest.best().empty() ? "" : "; did you mean '" + std::string(suggest.best()) + "'?";
-    return Status::error(Error::InvalidArgument, "--dim '%s' names no symbolic dim of the model's inputs (%s%s)%s",
-                         b.name.c_str(), have.empty() ? "it has none" : "its symbolic dims: ", have.c_str(),
-                         hint.c_str());
+    const std::string hint =
+        suggest.best().empty() ? "" : "; did you mean '" + std::string(suggest.best()) + "'?";
+    return Status::error(
+        Error::InvalidArgument, "--dim '%s' names no symbolic dim of the model's inputs (%s%s)%s",
+        b.name.c_str(), have.empty() ? "it has none" : "its symbolic dims: ", have.c_str(),
+        hint.c_str());
   }
   return Status::ok();
 }

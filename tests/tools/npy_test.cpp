@@ -81,8 +81,9 @@ std::string float64_file(const std::string& name, const std::vector<double>& val
   const auto* p = reinterpret_cast<const uint8_t*>(values.data());
   bytes.insert(bytes.end(), p, p + values.size() * sizeof(double));
   const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 
@@ -96,7 +97,10 @@ TEST(Npy, Float64IsConvertedToTheDtypeAskedFor) {
   ASSERT_EQ(f32->data.size(), 3 * sizeof(float));
   EXPECT_EQ(reinterpret_cast<const float*>(f32->data.data())[0], 0.5f);
   EXPECT_EQ(reinterpret_cast<const float*>(f32->data.data())[1], -2.0f);
-  EXPECT_EQ(note, path + " is float64; converted to float32 (rounded); save it as float32 to skip the conversion");
+  EXPECT_EQ(
+      note,
+      path +
+          " is float64; converted to float32 (rounded); save it as float32 to skip the conversion");
 
   Result<NpyArray> f16 = read_npy_as(path, ScalarType::Float16, &note);
   ASSERT_TRUE(f16.ok());
@@ -107,13 +111,16 @@ TEST(Npy, Float64IsConvertedToTheDtypeAskedFor) {
   Result<NpyArray> i64 = read_npy_as(whole, ScalarType::Int64, &note);
   ASSERT_TRUE(i64.ok()) << i64.status().message();
   EXPECT_EQ(reinterpret_cast<const int64_t*>(i64->data.data())[1], -7);
-  EXPECT_EQ(note, whole + " is float64; converted to int64 (every value is a whole number); save it as "
-                          "int64 to skip the conversion");
+  EXPECT_EQ(note, whole +
+                      " is float64; converted to int64 (every value is a whole number); save it as "
+                      "int64 to skip the conversion");
   Result<NpyArray> fraction = read_npy_as(path, ScalarType::Int64, &note);
   ASSERT_FALSE(fraction.ok());
-  EXPECT_EQ(fraction.status().message(),
-            path + " is float64 and its element 0 (0.5) is not a whole number in range; the input "
-                   "is int64: save the array with that dtype (numpy.save(path, array.astype(numpy.int64)))");
+  EXPECT_EQ(
+      fraction.status().message(),
+      path +
+          " is float64 and its element 0 (0.5) is not a whole number in range; the input "
+          "is int64: save the array with that dtype (numpy.save(path, array.astype(numpy.int64)))");
   Result<NpyArray> u8 = read_npy_as(whole, ScalarType::UInt8, &note);
   ASSERT_FALSE(u8.ok());
   EXPECT_NE(std::string(u8.status().message()).find("element 1 (-7)"), std::string::npos);
@@ -124,13 +131,15 @@ TEST(Npy, Float64IsConvertedToTheDtypeAskedFor) {
   ints.shape = {1};
   ints.data.resize(4, 0);
   ASSERT_TRUE(write_npy(::testing::TempDir() + "/i32.npy", ints).is_ok());
-  Result<NpyArray> as_read = read_npy_as(::testing::TempDir() + "/i32.npy", ScalarType::Float32, &note);
+  Result<NpyArray> as_read =
+      read_npy_as(::testing::TempDir() + "/i32.npy", ScalarType::Float32, &note);
   ASSERT_TRUE(as_read.ok());
   EXPECT_EQ(as_read->dtype, ScalarType::Int32);
   EXPECT_EQ(note, "");
   Result<NpyArray> refused = read_npy(path);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(std::string(refused.status().message()).find("astype(numpy.float32)"), std::string::npos);
+  EXPECT_NE(std::string(refused.status().message()).find("astype(numpy.float32)"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -110,8 +110,9 @@ TEST_F(TesseraRun, JsonReport) {
   EXPECT_EQ(latency["warmup"], 0);
   EXPECT_EQ(latency["cold"], true);
   ASSERT_EQ(j["outputs"].size(), 1u);
-  EXPECT_EQ(j["outputs"][0], nlohmann::json::parse(
-                                 R"({"name": "v0", "dtype": "float32", "shape": [2, 4], "file": null})"));
+  EXPECT_EQ(j["outputs"][0],
+            nlohmann::json::parse(
+                R"({"name": "v0", "dtype": "float32", "shape": [2, 4], "file": null})"));
   for (const char* key : {"requested", "effective", "reason", "threads", "threads_reason",
                           "yield_workers", "expensive_load_transforms"}) {
     EXPECT_TRUE(j["policy"].contains(key)) << key;
@@ -126,8 +127,9 @@ TEST_F(TesseraRun, JsonReport) {
   EXPECT_EQ(d["selection"]["mode"], "fixed");
   EXPECT_EQ(d["selection"]["cached"], false);
   EXPECT_TRUE(d["selection"]["candidates"].is_array());
-  EXPECT_EQ(d["options"][0], nlohmann::json::parse(
-                                 R"({"key": "profile", "value": "false", "source": "default", "origin": null})"));
+  EXPECT_EQ(d["options"][0],
+            nlohmann::json::parse(
+                R"({"key": "profile", "value": "false", "source": "default", "origin": null})"));
   EXPECT_FALSE(j.contains("profile"));
   EXPECT_FALSE(j.contains("trace"));
 
@@ -140,8 +142,9 @@ TEST_F(TesseraRun, JsonReport) {
 TEST_F(TesseraRun, SingleTimedRunIsLabelledCold) {
   RunResult cold = run(dir_ + "/kernels.tsr");
   ASSERT_EQ(cold.exit_code, 0) << cold.err;
-  EXPECT_CONTAINS(cold.out, " ms, one cold run (first-call costs included; for steady state use e.g. "
-                            "--warmup 3 --iterations 20)");
+  EXPECT_CONTAINS(cold.out,
+                  " ms, one cold run (first-call costs included; for steady state use e.g. "
+                  "--warmup 3 --iterations 20)");
   RunResult several = run(dir_ + "/kernels.tsr --iterations 2");
   EXPECT_CONTAINS(several.out, "over 2 iteration(s), the first of them cold (no --warmup)");
   RunResult warm = run(dir_ + "/kernels.tsr --iterations 2 --warmup 1");
@@ -171,7 +174,8 @@ TEST_F(TesseraRun, JsonErrors) {
       {dir_ + "/kernels.tsr --json --method backward", 1, "NotFound", "no method 'backward'"},
       {dir_ + "/kernels.tsr --json --input x=/nonexistent.npy", 1, "NotFound",
        "--input: cannot open '/nonexistent.npy'"},
-      {dir_ + "/delegate.tsr --json --execute-option portable.profil=true", 1, "", "did you mean 'profile'?"},
+      {dir_ + "/delegate.tsr --json --execute-option portable.profil=true", 1, "",
+       "did you mean 'profile'?"},
       {dir_ + "/kernels.tsr --json --no-such-flag", 2, "UsageError", "--no-such-flag"},
       {dir_ + "/kernels.tsr --iterations 0 --json", 2, "UsageError", "--iterations"},
       {"--json", 2, "UsageError", "a program file is required"},
@@ -199,8 +203,10 @@ TEST_F(TesseraRun, OnnxModelSaysToCompileItFirst) {
   std::ofstream(dir_ + "/my model.onnx") << "\x08\x07\x12\x04onnx";
   RunResult r = run("'" + dir_ + "/my model.onnx'");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_CONTAINS(r.err, "is an ONNX model; tessera-run runs Tessera programs. Compile it first:\n"
-                         "  tessera-compile '" + dir_ + "/my model.onnx' -o '" + dir_ + "/my model.tsr'\n");
+  EXPECT_CONTAINS(r.err,
+                  "is an ONNX model; tessera-run runs Tessera programs. Compile it first:\n"
+                  "  tessera-compile '" +
+                      dir_ + "/my model.onnx' -o '" + dir_ + "/my model.tsr'\n");
   EXPECT_CONTAINS(r.err, "then run '" + dir_ + "/my model.tsr'");
   // A program is a program whatever its name.
   std::system(("cp " + dir_ + "/kernels.tsr " + dir_ + "/named.onnx").c_str());
@@ -220,17 +226,20 @@ TEST_F(TesseraRun, Float64InputIsConvertedWithANote) {
   file += header;
   file.append(reinterpret_cast<const char*>(values), sizeof values);
   std::ofstream(dir_ + "/x64.npy", std::ios::binary) << file;
-  RunResult r = run(dir_ + "/kernels.tsr --input x=" + dir_ + "/x64.npy --output-dir " + dir_ + "/out64");
+  RunResult r =
+      run(dir_ + "/kernels.tsr --input x=" + dir_ + "/x64.npy --output-dir " + dir_ + "/out64");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_CONTAINS(r.err, "tessera-run: note: input 'x': " + dir_ +
-                             "/x64.npy is float64; converted to float32 (rounded); save it as float32 "
-                             "to skip the conversion");
+  EXPECT_CONTAINS(r.err,
+                  "tessera-run: note: input 'x': " + dir_ +
+                      "/x64.npy is float64; converted to float32 (rounded); save it as float32 "
+                      "to skip the conversion");
   auto y = tools::read_npy(dir_ + "/out64/y.npy");
   ASSERT_TRUE(y.ok()) << y.status().message();
   float in[8], want[8];
   for (int i = 0; i < 8; ++i) in[i] = static_cast<float>(values[i]);
   testing::add_relu_mul_reference(in, want, 2);
-  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(reinterpret_cast<const float*>(y->data.data())[i], want[i]);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_FLOAT_EQ(reinterpret_cast<const float*>(y->data.data())[i], want[i]);
 }
 
 TEST_F(TesseraRun, TraceFileOpensAsChromeTraceJson) {
@@ -451,7 +460,6 @@ TEST_F(TesseraRun, ListAndExplainOptions) {
   EXPECT_EQ(retarget.exit_code, 0) << retarget.err;
 }
 
-
 // Each option's source names the front end that set it: the variable, the file and line, or the
 // flag; the JSON entries carry it as "origin".
 TEST_F(TesseraRun, ExplainNamesTheFrontEndOfEachOption) {
@@ -483,19 +491,24 @@ TEST_F(TesseraRun, ExplainNamesTheFrontEndOfEachOption) {
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto report = parse_one_line(json.out);
   EXPECT_EQ(option_of(report, "num_threads"),
-            nlohmann::json::parse(R"({"key": "num_threads", "value": "1", "source": "load", "origin": "--option"})"));
-  EXPECT_EQ(option_of(report, "fp16_inference"),
             nlohmann::json::parse(
-                R"({"key": "fp16_inference", "value": "false", "source": "load", "origin": "TESSERA_OPTIONS"})"));
-  EXPECT_EQ(option_of(report, "yield_workers"),
-            nlohmann::json::parse(
-                R"({"key": "yield_workers", "value": "true", "source": "load", "origin": "origins.toml:4"})"));
-  EXPECT_EQ(option_of(report, "sparse_inference"),
-            nlohmann::json::parse(
-                R"({"key": "sparse_inference", "value": "false", "source": "global", "origin": "origins.toml:2"})"));
-  EXPECT_EQ(option_of(report, "profile"),
-            nlohmann::json::parse(
-                R"({"key": "profile", "value": "false", "source": "execute", "origin": "origins.toml:6"})"));
+                R"({"key": "num_threads", "value": "1", "source": "load", "origin": "--option"})"));
+  EXPECT_EQ(
+      option_of(report, "fp16_inference"),
+      nlohmann::json::parse(
+          R"({"key": "fp16_inference", "value": "false", "source": "load", "origin": "TESSERA_OPTIONS"})"));
+  EXPECT_EQ(
+      option_of(report, "yield_workers"),
+      nlohmann::json::parse(
+          R"({"key": "yield_workers", "value": "true", "source": "load", "origin": "origins.toml:4"})"));
+  EXPECT_EQ(
+      option_of(report, "sparse_inference"),
+      nlohmann::json::parse(
+          R"({"key": "sparse_inference", "value": "false", "source": "global", "origin": "origins.toml:2"})"));
+  EXPECT_EQ(
+      option_of(report, "profile"),
+      nlohmann::json::parse(
+          R"({"key": "profile", "value": "false", "source": "execute", "origin": "origins.toml:6"})"));
 
   RunResult flags =
       run(dir_ +
@@ -631,14 +644,16 @@ TEST_F(TesseraRun, ResolvedValuesInJson) {
   EXPECT_EQ(report["policy"]["requested"], "auto");
   EXPECT_EQ(report["policy"]["effective"], "power_saver");
   EXPECT_EQ(option_of(report, "num_threads"),
-            nlohmann::json::parse(R"j({"key": "num_threads", "value": "0", "source": "default", "origin": null,
+            nlohmann::json::parse(
+                R"j({"key": "num_threads", "value": "0", "source": "default", "origin": null,
                                        "resolved": "1", "reason": "auto: 1 thread of 4, policy power_saver (auto)"})j"));
   // Values the user set carry no resolved entry.
   RunResult set = run(dir_ + "/cpu_backends.tsr --json --option xnnpack.num_threads=3",
                       machine_env("arm_phone_battery"));
   ASSERT_EQ(set.exit_code, 0) << set.err;
   EXPECT_EQ(option_of(parse_one_line(set.out), "num_threads"),
-            nlohmann::json::parse(R"({"key": "num_threads", "value": "3", "source": "load", "origin": "--option"})"));
+            nlohmann::json::parse(
+                R"({"key": "num_threads", "value": "3", "source": "load", "origin": "--option"})"));
 }
 
 TEST_F(TesseraRun, PolicyNameIsChecked) {

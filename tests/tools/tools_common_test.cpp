@@ -37,8 +37,9 @@ TEST(JsonOutput, InvalidUtf8IsReplacedNotThrown) {
 }
 
 TEST(JsonOutput, Errors) {
-  EXPECT_EQ(printed(error_json(Status::error(Error::NotFound, "cannot open '%s'", "x.tsr"), "load")),
-            "{\"error\":{\"code\":\"NotFound\",\"message\":\"load: cannot open 'x.tsr'\"}}\n");
+  EXPECT_EQ(
+      printed(error_json(Status::error(Error::NotFound, "cannot open '%s'", "x.tsr"), "load")),
+      "{\"error\":{\"code\":\"NotFound\",\"message\":\"load: cannot open 'x.tsr'\"}}\n");
   EXPECT_EQ(printed(error_json(kUsageErrorCode, "--warmup needs a value")),
             "{\"error\":{\"code\":\"UsageError\",\"message\":\"--warmup needs a value\"}}\n");
   EXPECT_FALSE(parse_json("{\"a\":").ok());

@@ -44,19 +44,27 @@ bool find_key(std::string_view header, std::string_view key, std::string_view* r
 Result<std::vector<uint8_t>> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(Error::NotFound, "cannot open '%s'", path.c_str());
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
 }
 
 // NumPy's name for a dtype, as in numpy.float32.
 const char* numpy_name(ScalarType dtype) {
   switch (dtype) {
-    case ScalarType::Float32: return "float32";
-    case ScalarType::Float16: return "float16";
-    case ScalarType::Int64: return "int64";
-    case ScalarType::Int32: return "int32";
-    case ScalarType::Int8: return "int8";
-    case ScalarType::UInt8: return "uint8";
-    case ScalarType::Bool: return "bool_";
+    case ScalarType::Float32:
+      return "float32";
+    case ScalarType::Float16:
+      return "float16";
+    case ScalarType::Int64:
+      return "int64";
+    case ScalarType::Int32:
+      return "int32";
+    case ScalarType::Int8:
+      return "int8";
+    case ScalarType::UInt8:
+      return "uint8";
+    case ScalarType::Bool:
+      return "bool_";
   }
   return "?";
 }
@@ -160,7 +168,8 @@ Result<NpyArray> parse(const std::vector<uint8_t>& bytes, const std::string& nam
     numel = d == 0 ? 0 : numel * static_cast<uint64_t>(d);
   }
   uint64_t nbytes = 0;
-  const size_t item_size = float64 != nullptr && *float64 ? sizeof(double) : element_size(out.dtype);
+  const size_t item_size =
+      float64 != nullptr && *float64 ? sizeof(double) : element_size(out.dtype);
   if (__builtin_mul_overflow(numel, item_size, &nbytes)) return bad(name, "shape overflows");
   size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != nbytes) {
@@ -196,11 +205,20 @@ Result<NpyArray> read_npy_as(const std::string& path, ScalarType dtype, std::str
   if (!is_float) {
     double lo = 0, hi = 1;  // Bool
     switch (dtype) {
-      case ScalarType::Int64: std::tie(lo, hi) = std::pair(-0x1p53, 0x1p53); break;  // exact in a double
-      case ScalarType::Int32: std::tie(lo, hi) = std::pair(INT32_MIN, INT32_MAX); break;
-      case ScalarType::Int8: std::tie(lo, hi) = std::pair(INT8_MIN, INT8_MAX); break;
-      case ScalarType::UInt8: std::tie(lo, hi) = std::pair(0, UINT8_MAX); break;
-      default: break;
+      case ScalarType::Int64:
+        std::tie(lo, hi) = std::pair(-0x1p53, 0x1p53);
+        break;  // exact in a double
+      case ScalarType::Int32:
+        std::tie(lo, hi) = std::pair(INT32_MIN, INT32_MAX);
+        break;
+      case ScalarType::Int8:
+        std::tie(lo, hi) = std::pair(INT8_MIN, INT8_MAX);
+        break;
+      case ScalarType::UInt8:
+        std::tie(lo, hi) = std::pair(0, UINT8_MAX);
+        break;
+      default:
+        break;
     }
     for (int64_t i = 0; i < n; ++i) {
       const double v = values[static_cast<size_t>(i)];
@@ -221,18 +239,30 @@ Result<NpyArray> read_npy_as(const std::string& path, ScalarType dtype, std::str
   for (int64_t i = 0; i < n; ++i) {
     const double v = values[static_cast<size_t>(i)];
     switch (dtype) {
-      case ScalarType::Float32: reinterpret_cast<float*>(out)[i] = static_cast<float>(v); break;
-      case ScalarType::Float16: reinterpret_cast<uint16_t*>(out)[i] = float_to_half(static_cast<float>(v)); break;
-      case ScalarType::Int64: reinterpret_cast<int64_t*>(out)[i] = static_cast<int64_t>(v); break;
-      case ScalarType::Int32: reinterpret_cast<int32_t*>(out)[i] = static_cast<int32_t>(v); break;
-      case ScalarType::Int8: reinterpret_cast<int8_t*>(out)[i] = static_cast<int8_t>(v); break;
+      case ScalarType::Float32:
+        reinterpret_cast<float*>(out)[i] = static_cast<float>(v);
+        break;
+      case ScalarType::Float16:
+        reinterpret_cast<uint16_t*>(out)[i] = float_to_half(static_cast<float>(v));
+        break;
+      case ScalarType::Int64:
+        reinterpret_cast<int64_t*>(out)[i] = static_cast<int64_t>(v);
+        break;
+      case ScalarType::Int32:
+        reinterpret_cast<int32_t*>(out)[i] = static_cast<int32_t>(v);
+        break;
+      case ScalarType::Int8:
+        reinterpret_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
+        break;
       case ScalarType::UInt8:
-      case ScalarType::Bool: out[i] = static_cast<uint8_t>(v); break;
+      case ScalarType::Bool:
+        out[i] = static_cast<uint8_t>(v);
+        break;
     }
   }
   *note = path + " is float64; converted to " + scalar_type_name(dtype) +
-          (is_float ? " (rounded)" : " (every value is a whole number)") +
-          "; save it as " + scalar_type_name(dtype) + " to skip the conversion";
+          (is_float ? " (rounded)" : " (every value is a whole number)") + "; save it as " +
+          scalar_type_name(dtype) + " to skip the conversion";
   return array;
 }
 

@@ -22,7 +22,8 @@ size_t terminal_width(int fd) {
   return kDefault;
 }
 
-void append_wrapped(std::string_view text, size_t column, size_t indent, size_t width, std::string* out) {
+void append_wrapped(std::string_view text, size_t column, size_t indent, size_t width,
+                    std::string* out) {
   size_t col = column;
   bool line_empty = true;  // nothing written on this line yet
   auto new_line = [&] {

@@ -15,6 +15,7 @@ size_t terminal_width(int fd);
 /// `column`, the others start with `indent` spaces. Breaks at spaces; a word too long for a
 /// line is split after a '|' or ',' in it, or failing that where the line ends. No trailing
 /// newline.
-void append_wrapped(std::string_view text, size_t column, size_t indent, size_t width, std::string* out);
+void append_wrapped(std::string_view text, size_t column, size_t indent, size_t width,
+                    std::string* out);
 
 }  // namespace tessera::tools

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
     // --help and --version exit 0; a usage error (CLI11's message names the flag) exits 2.
     if (app.exit(e) == 0) return 0;
     // The parse stopped before it may have seen --json: look for it.
-    const bool wants_json = std::any_of(argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--json") == 0; });
+    const bool wants_json = std::any_of(
+        argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--json") == 0; });
     return usage_error(e.what(), wants_json);
   }
   if (list_backends) {

@@ -1,7 +1,7 @@
 // tessera-run: load a program, run a method on .npy inputs (or deterministic ones), report
 // outputs, latency and what each delegate ran on.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -64,9 +64,11 @@ std::string shell_word(const std::string& text) {
 // tessera-compile command that makes a program of it); else "".
 std::string onnx_model_hint(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (ext != ".onnx") return "";
-  const std::string program = shell_word(std::filesystem::path(path).replace_extension(".tsr").string());
+  const std::string program =
+      shell_word(std::filesystem::path(path).replace_extension(".tsr").string());
   return "'" + path + "' is an ONNX model; tessera-run runs Tessera programs. Compile it first:\n" +
          "  tessera-compile " + shell_word(path) + " -o " + program + "\n" +
          "(tessera-compile asks for --dim NAME=MIN:MAX for each symbolic dim), then run " + program;
@@ -161,13 +163,15 @@ int run(int argc, char** argv) {
   bool json = false, profile = false;
   std::string trace_path;
   // Required unless --list-options, which needs no program.
-  app.add_option("program", program_path, "Program file (.tsr; tessera-compile makes one from an .onnx model)");
+  app.add_option("program", program_path,
+                 "Program file (.tsr; tessera-compile makes one from an .onnx model)");
   app.add_option("--method", method_name, "Method to run")->capture_default_str();
   app.add_option("--input", inputs,
                  "NAME=FILE.npy (or INDEX=FILE.npy); repeatable. A float64 array is converted to "
                  "the input's dtype, with a note on stderr. Inputs not given get deterministic "
                  "pseudo-random values");
-  app.add_option("--output-dir", output_dir, "Write each output as NAME.npy here (default: none written)");
+  app.add_option("--output-dir", output_dir,
+                 "Write each output as NAME.npy here (default: none written)");
   app.add_option("--iterations", iterations,
                  "Timed executions. The default, 1 with no --warmup, times a single cold run "
                  "(first-call costs included; the report says so): for steady-state latency use "
@@ -196,10 +200,13 @@ int run(int argc, char** argv) {
     // --help and --version exit 0; a usage error (CLI11's message names the flag) exits 2.
     if (app.exit(e) == 0) return 0;
     // The parse stopped before it may have seen --json: look for it.
-    const bool wants_json = std::any_of(argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--json") == 0; });
+    const bool wants_json = std::any_of(
+        argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--json") == 0; });
     return report_usage_error(e.what(), wants_json);
   }
-  auto fail = [json](const Status& st, const char* context) { return report_error(st, context, json); };
+  auto fail = [json](const Status& st, const char* context) {
+    return report_error(st, context, json);
+  };
 
   RunOptionsState options_state;
   if (Status st = option_cli.apply(&options_state); !st.is_ok()) return fail(st, "options");
@@ -223,7 +230,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (program_path.empty()) {
-    const char* message = "a program file is required (only --list-options and --device-info run without one)";
+    const char* message =
+        "a program file is required (only --list-options and --device-info run without one)";
     std::fprintf(stderr, "tessera-run: %s\nRun with --help for more information.\n", message);
     return report_usage_error(message, json);
   }
@@ -279,11 +287,14 @@ int run(int argc, char** argv) {
                                   method_name.c_str(), name.c_str(), names.c_str()),
                     "--input");
       }
-      const auto dtype = static_cast<ScalarType>(m->values()->Get(m->inputs()->Get(static_cast<uint32_t>(index)))->dtype());
+      const auto dtype = static_cast<ScalarType>(
+          m->values()->Get(m->inputs()->Get(static_cast<uint32_t>(index)))->dtype());
       std::string note;
       auto array = read_npy_as(path, dtype, &note);
       if (!array.ok()) return fail(array.status(), "--input");
-      if (!note.empty()) std::fprintf(stderr, "tessera-run: note: input '%s': %s\n", input_name(index).c_str(), note.c_str());
+      if (!note.empty())
+        std::fprintf(stderr, "tessera-run: note: input '%s': %s\n", input_name(index).c_str(),
+                     note.c_str());
       Status st = options_state.load_.set_input_shape(index, array->shape);
       if (!st.is_ok()) return fail(st, path.c_str());
       input_files.push_back(InputFile{index, path, std::move(*array)});
@@ -386,12 +397,8 @@ int run(int argc, char** argv) {
     report["program"] = program_path;
     report["method"] = method_name;
     report["load_ms"] = load_ms;
-    report["latency_ms"] = {{"min", sorted.front()},
-                            {"median", median},
-                            {"max", sorted.back()},
-                            {"iterations", iterations},
-                            {"warmup", warmup},
-                            {"cold", warmup == 0}};
+    report["latency_ms"] = {{"min", sorted.front()},    {"median", median}, {"max", sorted.back()},
+                            {"iterations", iterations}, {"warmup", warmup}, {"cold", warmup == 0}};
     Json outputs = Json::array();
     for (const OutInfo& o : outs) {
       outputs.push_back({{"name", o.name},
@@ -405,7 +412,8 @@ int run(int argc, char** argv) {
     if (profile) {
       Json rows = Json::array();
       for (const ProfileRow& r : profile_rows) {
-        rows.push_back({{"name", r.name}, {"mean_ms", r.total_ms / iterations}, {"calls", r.count}});
+        rows.push_back(
+            {{"name", r.name}, {"mean_ms", r.total_ms / iterations}, {"calls", r.count}});
       }
       report["profile"] = std::move(rows);
       report["profile_events_dropped"] = profile_dropped;
@@ -426,9 +434,10 @@ int run(int argc, char** argv) {
       std::printf("]%s%s\n", o.file.empty() ? "" : " -> ", o.file.c_str());
     }
     if (iterations == 1 && warmup == 0) {
-      std::printf("latency  %.3f ms, one cold run (first-call costs included; for steady state "
-                  "use e.g. --warmup 3 --iterations 20)\n",
-                  sorted.front());
+      std::printf(
+          "latency  %.3f ms, one cold run (first-call costs included; for steady state "
+          "use e.g. --warmup 3 --iterations 20)\n",
+          sorted.front());
     } else {
       std::printf("latency  min %.3f ms, median %.3f ms, max %.3f ms over %d iteration(s)",
                   sorted.front(), median, sorted.back(), iterations);

@@ -293,10 +293,11 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
     if (d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {
         PerCallOption p = per_call(d, k, execute);
-        Json o = {{"key", d.options->spec(k).key},
-                  {"value", value_string(*p.option)},
-                  {"source", option_source_name(p.source)},
-                  {"origin", p.option->origin().empty() ? Json(nullptr) : Json(p.option->origin())}};
+        Json o = {
+            {"key", d.options->spec(k).key},
+            {"value", value_string(*p.option)},
+            {"source", option_source_name(p.source)},
+            {"origin", p.option->origin().empty() ? Json(nullptr) : Json(p.option->origin())}};
         if (d.derived != nullptr) {
           if (const DerivedValue* derived = d.derived->find(d.options->spec(k).key)) {
             o["resolved"] = derived->value;
