@@ -597,6 +597,27 @@ TEST_F(TesseraRun, NoOpenClDevice) {
   EXPECT_CONTAINS(falls_back.out, "why: 'opencl' is not available on this machine");
 }
 
+// A load step that can take seconds says what it builds and where the result is cached, once:
+// the second load reads the cache and is quiet. Skipped without an OpenCL platform.
+TEST_F(TesseraRun, OpenClFirstBuildSaysWhereItIsCached) {
+  const auto schemas = parse_one_line(run("--list-options --json").out);
+  bool available = false;
+  for (const auto& b : schemas["backends"]) available = available || (b["name"] == "opencl" && b["available"] == true);
+  if (!available) GTEST_SKIP() << "no OpenCL platform";
+  ASSERT_TRUE(testing::delegate_chain_program({"opencl"}).write(dir_ + "/opencl_log.tsr").is_ok());
+  const std::string cache = dir_ + "/opencl_cache";
+  const std::string args = dir_ + "/opencl_log.tsr --option opencl.cache_dir=" + cache;
+  RunResult first = run(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_CONTAINS(first.err, "tessera [info] opencl: building the kernels from source for device '");
+  EXPECT_CONTAINS(first.err, "(can take seconds); the binary will be cached in '" + cache + "/");
+  RunResult second = run(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.err.find("building the kernels"), std::string::npos) << second.err;
+  RunResult uncached = run(dir_ + "/opencl_log.tsr");
+  EXPECT_CONTAINS(uncached.err, "not cached (set opencl.cache_dir to keep the binary)");
+}
+
 // The scenario the project started from: the same program on a phone on battery at 15 % loads
 // with 1 thread and sleeping workers; on mains with its performance cores; and says why. The
 // phone is a fixture tree (tests/backend/machines) DeviceInfo reads through TESSERA_SYSFS_ROOT.
