@@ -602,14 +602,16 @@ TEST_F(TesseraRun, NoOpenClDevice) {
 TEST_F(TesseraRun, OpenClFirstBuildSaysWhereItIsCached) {
   const auto schemas = parse_one_line(run("--list-options --json").out);
   bool available = false;
-  for (const auto& b : schemas["backends"]) available = available || (b["name"] == "opencl" && b["available"] == true);
+  for (const auto& b : schemas["backends"])
+    available = available || (b["name"] == "opencl" && b["available"] == true);
   if (!available) GTEST_SKIP() << "no OpenCL platform";
   ASSERT_TRUE(testing::delegate_chain_program({"opencl"}).write(dir_ + "/opencl_log.tsr").is_ok());
   const std::string cache = dir_ + "/opencl_cache";
   const std::string args = dir_ + "/opencl_log.tsr --option opencl.cache_dir=" + cache;
   RunResult first = run(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_CONTAINS(first.err, "tessera [info] opencl: building the kernels from source for device '");
+  EXPECT_CONTAINS(first.err,
+                  "tessera [info] opencl: building the kernels from source for device '");
   EXPECT_CONTAINS(first.err, "(can take seconds); the binary will be cached in '" + cache + "/");
   RunResult second = run(args);
   ASSERT_EQ(second.exit_code, 0) << second.err;
