@@ -1,6 +1,8 @@
 # tessera-compile as a user sees it: the --json report and --json errors (parsed with
-# string(JSON)), and --dim names checked against the model's symbolic dims.
-# Variables: TOOL, PYTHON, MODELS_SCRIPT (writes relu.onnx: x = float32[batch, 8]), WORK_DIR.
+# string(JSON)), --dim names checked against the model's symbolic dims; and tessera-run's log line
+# during a oneDNN Winograd load.
+# Variables: TOOL, PYTHON, MODELS_SCRIPT (writes relu.onnx: x = float32[batch, 8], and conv.onnx),
+# WORK_DIR, RUN_TOOL (tessera-run, or empty).
 file(MAKE_DIRECTORY ${WORK_DIR})
 execute_process(COMMAND ${PYTHON} ${MODELS_SCRIPT} ${WORK_DIR} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -89,3 +91,31 @@ expect_json_error(misspelt_dim 1 InvalidArgument
 run(unknown_dim 1 ${m}/relu.onnx -o ${m}/x.tsr --dim batch=1:4 --dim seq=1:8)
 expect_contains(unknown_dim "${err}" "--dim 'seq' names no symbolic dim of the model's inputs (its symbolic dims: 'batch')\n")
 message(STATUS "unknown_dim: ok")
+
+# A load step that can take seconds says so and where its result is cached: oneDNN's Winograd
+# weight transform (skipped without the oneDNN backend or its Winograd kernels, avx512_core).
+execute_process(COMMAND ${TOOL} --list-backends OUTPUT_VARIABLE backends)
+if(NOT RUN_TOOL OR NOT backends MATCHES "onednn")
+  message(STATUS "winograd_log: skipped (no tessera-run or no onednn backend)")
+  return()
+endif()
+run(conv_compile 0 ${m}/conv.onnx -o ${m}/conv.tsr --backends onednn -q)
+set(cache ${m}/onednn_cache)
+file(REMOVE_RECURSE ${cache})
+set(run_args ${m}/conv.tsr --option onednn.conv_algorithm=winograd --option onednn.cache_dir=${cache})
+execute_process(COMMAND ${RUN_TOOL} ${run_args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 AND err MATCHES "needs oneDNN's float32 Winograd kernels")
+  message(STATUS "winograd_log: skipped (no Winograd kernels on this CPU)")
+  return()
+elseif(NOT rc EQUAL 0)
+  message(FATAL_ERROR "winograd_log: exit ${rc}\nstderr: ${err}")
+endif()
+expect_contains(winograd_log "${err}"
+                "tessera [info] onednn: transforming 3x3 convolution weights to the Winograd layout")
+expect_contains(winograd_log "${err}" "; cached in '${cache}'")
+execute_process(COMMAND ${RUN_TOOL} ${run_args} RESULT_VARIABLE rc ERROR_VARIABLE err)
+string(FIND "${err}" "Winograd layout" at)
+if(NOT rc EQUAL 0 OR NOT at EQUAL -1)
+  message(FATAL_ERROR "winograd_log: the cached load (exit ${rc}) must be quiet: ${err}")
+endif()
+message(STATUS "winograd_log: ok")
