@@ -203,9 +203,11 @@ void print_option_schemas(FILE* out, size_t width) {
       summary += "; scopes: " + std::string(scopes) + (s.is_init_only ? "; init-only" : "");
       append_wrapped(summary, column, column, width, &text);
       text += '\n';
-      text.append(column, ' ');
-      append_wrapped(s.doc, column, column, width, &text);
-      text += '\n';
+      if (s.doc != nullptr && s.doc[0] != '\0') {
+        text.append(column, ' ');
+        append_wrapped(s.doc, column, column, width, &text);
+        text += '\n';
+      }
     }
     text += '\n';
     std::fputs(text.c_str(), out);
@@ -217,7 +219,8 @@ Json option_schemas_json() {
   for (const std::string& name : registered_backends()) {
     auto b = get_backend(name);
     if (!b.ok()) continue;
-    const char* why = (*b)->is_available() ? nullptr : (*b)->unavailable_reason();
+    const bool available = (*b)->is_available();
+    const char* why = available ? nullptr : (*b)->unavailable_reason();
     Json options = Json::array();
     for (const OptionSpec& s : (*b)->option_schema()) {
       Json scopes = Json::array();
@@ -231,11 +234,11 @@ Json option_schemas_json() {
                          {"range", spec_range(s)},
                          {"scopes", std::move(scopes)},
                          {"init_only", s.is_init_only},
-                         {"doc", s.doc}});
+                         {"doc", s.doc != nullptr ? s.doc : ""}});
     }
     backends.push_back({{"name", name},
-                        {"available", (*b)->is_available()},
-                        {"unavailable_reason", why != nullptr ? Json(why) : Json(nullptr)},
+                        {"available", available},
+                        {"unavailable_reason", available ? Json(nullptr) : Json(why ? why : "")},
                         {"options", std::move(options)}});
   }
   return {{"backends", std::move(backends)}};

@@ -53,8 +53,8 @@ struct RunOptionsCli {
 /// Every registered backend's schema, one aligned entry per option (key; type, default,
 /// range or choices, scopes, init-only; doc), wrapped at `width` columns.
 void print_option_schemas(FILE* out, size_t width);
-/// The same as JSON: {"backends": [{name, available, unavailable_reason, options: [{key, type,
-/// default, range, scopes: [...], init_only, doc}]}]}.
+/// The same as JSON: {"backends": [{name, available, unavailable_reason (null when available),
+/// options: [{key, type, default, range, scopes: [...], init_only, doc}]}]}.
 Json option_schemas_json();
 /// One block per delegate: backend, requested backend, why it moved, and (with `explain`) each
 /// effective option with its source and origin ("load (options.toml:3)"), and for a value the
