@@ -69,8 +69,12 @@ void RunOptionsCli::add_to(CLI::App& app) {
   app.add_option("--delegate-option", delegate, "DELEGATE_ID.KEY=VALUE (e.g. xnnpack#0.num_threads=1)");
   app.add_option("--execute-option", execute, "BACKEND.KEY=VALUE for every execute call");
   app.add_option("--options-file", options_file, "TOML file: [global.B] [load.B] [delegate.\"ID\"] [execute.B]");
-  app.add_option("--dim", dims, "NAME=VALUE for a symbolic dim (e.g. batch=4); repeatable (default: from the --input files' shapes)");
-  app.add_option("--fallback", fallback, "Comma-separated backends to try when a delegate's fails (default: none, the load fails)");
+  app.add_option("--dim", dims,
+                 "NAME=VALUE for a symbolic dim (e.g. batch=4); repeatable (default: from the "
+                 "--input files' shapes)");
+  app.add_option(
+      "--fallback", fallback,
+      "Comma-separated backends to try when a delegate's fails (default: none, the load fails)");
   app.add_option("--retarget", retarget, "FROM=TO: run delegates compiled for FROM on TO");
   app.add_flag("--lenient-options", lenient, "Warn about and skip unknown option keys");
   app.add_flag("--list-options", list_options,
