@@ -141,15 +141,9 @@ def tessera_backends(compile_exe, run_exe):
     listed = subprocess.run([compile_exe, "--list-backends"], check=True, capture_output=True,
                             text=True).stdout.split()
     # The runtime's registry (tessera-run --list-options) tells which can run and their options.
-    opts = subprocess.run([run_exe, "--list-options", os.devnull], capture_output=True,
+    opts = subprocess.run([run_exe, "--list-options", "--json"], check=True, capture_output=True,
                           text=True).stdout
-    schemas, cur = {}, None
-    for line in opts.splitlines():
-        if line and not line.startswith(" "):
-            cur = line.strip()
-            schemas[cur] = []
-        elif cur and line.strip() and not line.strip().startswith("key "):
-            schemas[cur].append(line.split()[0])
+    schemas = {b["name"]: [o["key"] for o in b["options"]] for b in json.loads(opts)["backends"]}
     return [b for b in listed if b != "portable"], schemas
 
 

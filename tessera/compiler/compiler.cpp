@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/compiler/lower.h"
 #include "tessera/core/tensor.h"
 #include "tessera/ir/op.h"
@@ -13,27 +15,6 @@ namespace {
 
 void progress(const CompileOptions& options, std::string_view stage) {
   if (options.progress) options.progress(stage);
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -188,49 +169,44 @@ Result<CompiledProgram> compile_onnx_file(const std::string& path, const Compile
 }
 
 std::string report_to_json(const CompileReport& r) {
-  std::string s = "{\n";
-  s += "  \"method\": " + json_string(r.method) + ",\n";
-  s += "  \"symbols\": [";
-  for (size_t i = 0; i < r.symbols.size(); ++i) {
-    s += (i ? ", " : "") + std::string("{\"name\": ") + json_string(r.symbols[i].name) +
-         ", \"min\": " + std::to_string(r.symbols[i].min) + ", \"max\": " + std::to_string(r.symbols[i].max) + "}";
+  using Json = nlohmann::ordered_json;
+  Json symbols = Json::array();
+  for (const ir::Symbol& sym : r.symbols) {
+    symbols.push_back({{"name", sym.name}, {"min", sym.min}, {"max", sym.max}});
   }
-  s += "],\n";
-  s += "  \"nodes\": " + std::to_string(r.graph_nodes) + ",\n";
-  s += "  \"passes\": {\"constants_folded\": " + std::to_string(r.passes.constants_folded) +
-       ", \"patterns_fused\": " + std::to_string(r.passes.patterns_fused) +
-       ", \"batch_norms_folded\": " + std::to_string(r.passes.batch_norms_folded) +
-       ", \"batch_norms_lowered\": " + std::to_string(r.passes.batch_norms_lowered) +
-       ", \"activations_fused\": " + std::to_string(r.passes.activations_fused) +
-       ", \"dead_nodes_removed\": " + std::to_string(r.passes.dead_nodes_removed) + "},\n";
-  s += "  \"ops_by_backend\": {";
-  bool first_backend = true;
+  Json ops_by_backend = Json::object();
   for (const auto& [backend, ops] : r.ops_by_backend) {
-    s += std::string(first_backend ? "" : ",") + "\n    " + json_string(backend) + ": {";
-    bool first = true;
-    for (const auto& [op, count] : ops) {
-      s += std::string(first ? "" : ", ") + json_string(op) + ": " + std::to_string(count);
-      first = false;
-    }
-    s += "}";
-    first_backend = false;
+    Json counts = Json::object();
+    for (const auto& [op, count] : ops) counts[op] = count;
+    ops_by_backend[backend] = std::move(counts);
   }
-  s += r.ops_by_backend.empty() ? "},\n" : "\n  },\n";
-  s += "  \"delegates\": [";
-  for (size_t i = 0; i < r.delegates.size(); ++i) {
-    const DelegateReport& d = r.delegates[i];
-    s += std::string(i ? "," : "") + "\n    {\"id\": " + json_string(d.id) + ", \"backend\": " + json_string(d.backend) +
-         ", \"nodes\": " + std::to_string(d.nodes) + ", \"inputs\": " + std::to_string(d.inputs) +
-         ", \"outputs\": " + std::to_string(d.outputs) + ", \"payload_bytes\": " + std::to_string(d.payload_bytes) + "}";
+  Json delegates = Json::array();
+  for (const DelegateReport& d : r.delegates) {
+    delegates.push_back({{"id", d.id},
+                         {"backend", d.backend},
+                         {"nodes", d.nodes},
+                         {"inputs", d.inputs},
+                         {"outputs", d.outputs},
+                         {"payload_bytes", d.payload_bytes}});
   }
-  s += r.delegates.empty() ? "],\n" : "\n  ],\n";
-  s += "  \"kernel_instructions\": " + std::to_string(r.kernel_instructions) + ",\n";
-  s += "  \"arena_bytes\": " + std::to_string(r.arena_bytes) + ",\n";
-  s += "  \"unplanned_bytes\": " + std::to_string(r.unplanned_bytes) + ",\n";
-  s += "  \"constants\": " + std::to_string(r.constants) + ",\n";
-  s += "  \"constants_bytes\": " + std::to_string(r.constants_bytes) + "\n";
-  s += "}\n";
-  return s;
+  const Json report = {{"method", r.method},
+                       {"symbols", std::move(symbols)},
+                       {"nodes", r.graph_nodes},
+                       {"passes",
+                        {{"constants_folded", r.passes.constants_folded},
+                         {"patterns_fused", r.passes.patterns_fused},
+                         {"batch_norms_folded", r.passes.batch_norms_folded},
+                         {"batch_norms_lowered", r.passes.batch_norms_lowered},
+                         {"activations_fused", r.passes.activations_fused},
+                         {"dead_nodes_removed", r.passes.dead_nodes_removed}}},
+                       {"ops_by_backend", std::move(ops_by_backend)},
+                       {"delegates", std::move(delegates)},
+                       {"kernel_instructions", r.kernel_instructions},
+                       {"arena_bytes", r.arena_bytes},
+                       {"unplanned_bytes", r.unplanned_bytes},
+                       {"constants", r.constants},
+                       {"constants_bytes", r.constants_bytes}};
+  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace tessera::compiler

@@ -15,6 +15,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "tessera/backend/suggest.h"
 #include "tessera/compiler/evaluate.h"
 #include "tessera/compiler/shape_inference.h"
 #include "tessera/ir/op.h"
@@ -109,6 +110,7 @@ class Importer {
   Status import_tensor(const onnx::TensorProto& t, const std::string& what, HostTensor* out) const;
   Status import_initializers();
   Status import_inputs();
+  Status check_dim_names() const;
   Status import_node(const onnx::NodeProto& node, size_t index);
   Status dispatch_node(const onnx::NodeProto& node, size_t index);
   Status import_outputs();
@@ -221,7 +223,6 @@ class Importer {
   std::unordered_map<std::string, int> names_;
   std::unordered_map<std::string, std::vector<int64_t>> onnx_dims_;  // -1 = unknown
   std::unordered_map<std::string, int> consumers_;
-  std::vector<bool> bound_used_;
   const onnx::NodeProto* node_ = nullptr;
   std::string node_name_;
   int emitted_ = 0;
@@ -414,7 +415,7 @@ Status Importer::import_initializers() {
 }
 
 Status Importer::import_inputs() {
-  bound_used_.assign(options_.dims.size(), false);
+  TESSERA_RETURN_IF_ERROR(check_dim_names());
   for (const auto& vi : model_.graph().input()) {
     if (names_.count(vi.name())) continue;  // an initializer listed as input (IR version < 4)
     if (!vi.type().has_tensor_type()) {
@@ -463,7 +464,6 @@ Status Importer::import_inputs() {
                                "input '%s' dim %d is symbolic ('%s'): bound it with --dim %s=MIN:MAX",
                                vi.name().c_str(), k, name.c_str(), name.c_str());
         }
-        bound_used_[bound] = true;
         const DimBound& b = options_.dims[bound];
         g_.symbols.push_back({name, b.min, b.max});
         sym = static_cast<int>(g_.symbols.size()) - 1;
@@ -474,13 +474,38 @@ Status Importer::import_inputs() {
     g_.inputs.push_back(v);
     names_[vi.name()] = v;
   }
-  for (size_t b = 0; b < options_.dims.size(); ++b) {
-    if (bound_used_[b]) continue;
+  return Status::ok();
+}
+
+Status Importer::check_dim_names() const {
+  // Every --dim must name a symbolic dim (dim_param) of an input; checked before any input asks
+  // for its bound, so a misspelt name is reported as such rather than as a missing bound.
+  std::vector<std::string> symbols;
+  for (const auto& vi : model_.graph().input()) {
+    if (names_.count(vi.name()) || !vi.type().has_tensor_type() ||
+        !vi.type().tensor_type().has_shape())
+      continue;
+    for (const auto& dim : vi.type().tensor_type().shape().dim()) {
+      if (dim.has_dim_value() || dim.dim_param().empty()) continue;
+      if (std::find(symbols.begin(), symbols.end(), dim.dim_param()) == symbols.end()) {
+        symbols.push_back(dim.dim_param());
+      }
+    }
+  }
+  for (const DimBound& b : options_.dims) {
+    if (std::find(symbols.begin(), symbols.end(), b.name) != symbols.end()) continue;
     std::string have;
-    for (const ir::Symbol& s : g_.symbols) have += (have.empty() ? "" : ", ") + s.name;
-    return Status::error(Error::InvalidArgument, "--dim '%s' names no symbolic dim of the model's inputs (%s%s)",
-                         options_.dims[b].name.c_str(), have.empty() ? "it has none" : "its symbolic dims: ",
-                         have.c_str());
+    Suggester suggest(b.name);
+    for (const std::string& s : symbols) {
+      have += (have.empty() ? "'" : ", '") + s + "'";
+      suggest.consider(s);
+    }
+    const std::string hint =
+        suggest.best().empty() ? "" : "; did you mean '" + std::string(suggest.best()) + "'?";
+    return Status::error(
+        Error::InvalidArgument, "--dim '%s' names no symbolic dim of the model's inputs (%s%s)%s",
+        b.name.c_str(), have.empty() ? "it has none" : "its symbolic dims: ", have.c_str(),
+        hint.c_str());
   }
   return Status::ok();
 }

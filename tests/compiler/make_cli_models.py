@@ -22,6 +22,13 @@ def main():
     soft = helper.make_graph([helper.make_node("Softplus", ["x"], ["y"], name="smooth")], "g", [x], [y])
     save(helper.make_model(soft, opset_imports=[helper.make_opsetid("", 13)]),
          os.path.join(out, "unsupported.onnx"))
+    # A 3x3 convolution oneDNN can compute with Winograd (tests/tools: the load's log line).
+    cx = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])
+    cy = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 16, 16])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [32, 16, 3, 3], [((i * 7) % 13 - 6) / 64.0 for i in range(32 * 16 * 9)])
+    conv = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+                             "g", [cx], [cy], initializer=[w])
+    save(helper.make_model(conv, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out, "conv.onnx"))
     with open(os.path.join(out, "garbage.onnx"), "wb") as f:
         f.write(b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a model at all")
     return 0

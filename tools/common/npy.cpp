@@ -1,11 +1,14 @@
 #include "tools/common/npy.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 namespace tessera::tools {
 namespace {
@@ -38,6 +41,34 @@ bool find_key(std::string_view header, std::string_view key, std::string_view* r
   return true;
 }
 
+Result<std::vector<uint8_t>> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::error(Error::NotFound, "cannot open '%s'", path.c_str());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
+}
+
+// NumPy's name for a dtype, as in numpy.float32.
+const char* numpy_name(ScalarType dtype) {
+  switch (dtype) {
+    case ScalarType::Float32:
+      return "float32";
+    case ScalarType::Float16:
+      return "float16";
+    case ScalarType::Int64:
+      return "int64";
+    case ScalarType::Int32:
+      return "int32";
+    case ScalarType::Int8:
+      return "int8";
+    case ScalarType::UInt8:
+      return "uint8";
+    case ScalarType::Bool:
+      return "bool_";
+  }
+  return "?";
+}
+
 }  // namespace
 
 int64_t NpyArray::numel() const {
@@ -53,7 +84,11 @@ const char* npy_descr(ScalarType dtype) {
   return "?";
 }
 
-Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string& name) {
+namespace {
+
+// parse_npy; when `float64` is not null, a float64 array (descr '<f8') is read too, as 8-byte
+// elements in `data` with `dtype` left Float32, and `*float64` says whether it was one.
+Result<NpyArray> parse(const std::vector<uint8_t>& bytes, const std::string& name, bool* float64) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) {
     return bad(name, "not a .npy file (bad magic)");
   }
@@ -87,6 +122,15 @@ Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string&
       out.dtype = e.dtype;
       found = true;
     }
+  }
+  if (descr == "<f8") {
+    if (float64 == nullptr) {
+      return Status::error(Error::InvalidArgument,
+                           "%s: dtype float64 is not supported; save it as float32 "
+                           "(numpy.save(path, array.astype(numpy.float32)))",
+                           name.c_str());
+    }
+    *float64 = found = true;
   }
   if (!found) {
     return Status::error(Error::InvalidArgument,
@@ -124,7 +168,9 @@ Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string&
     numel = d == 0 ? 0 : numel * static_cast<uint64_t>(d);
   }
   uint64_t nbytes = 0;
-  if (__builtin_mul_overflow(numel, element_size(out.dtype), &nbytes)) return bad(name, "shape overflows");
+  const size_t item_size =
+      float64 != nullptr && *float64 ? sizeof(double) : element_size(out.dtype);
+  if (__builtin_mul_overflow(numel, item_size, &nbytes)) return bad(name, "shape overflows");
   size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != nbytes) {
     return Status::error(Error::InvalidArgument,
@@ -135,11 +181,89 @@ Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string&
   return out;
 }
 
+}  // namespace
+
+Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string& name) {
+  return parse(bytes, name, nullptr);
+}
+
 Result<NpyArray> read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::error(Error::NotFound, "cannot open '%s'", path.c_str());
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  TESSERA_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path));
   return parse_npy(bytes, path);
+}
+
+Result<NpyArray> read_npy_as(const std::string& path, ScalarType dtype, std::string* note) {
+  note->clear();
+  TESSERA_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file(path));
+  bool float64 = false;
+  TESSERA_ASSIGN_OR_RETURN(NpyArray array, parse(bytes, path, &float64));
+  if (!float64) return array;
+  const int64_t n = array.numel();
+  std::vector<double> values(static_cast<size_t>(n));
+  if (n > 0) std::memcpy(values.data(), array.data.data(), sizeof(double) * static_cast<size_t>(n));
+  const bool is_float = dtype == ScalarType::Float32 || dtype == ScalarType::Float16;
+  if (!is_float) {
+    double lo = 0, hi = 1;  // Bool
+    switch (dtype) {
+      case ScalarType::Int64:
+        std::tie(lo, hi) = std::pair(-0x1p53, 0x1p53);
+        break;  // exact in a double
+      case ScalarType::Int32:
+        std::tie(lo, hi) = std::pair(INT32_MIN, INT32_MAX);
+        break;
+      case ScalarType::Int8:
+        std::tie(lo, hi) = std::pair(INT8_MIN, INT8_MAX);
+        break;
+      case ScalarType::UInt8:
+        std::tie(lo, hi) = std::pair(0, UINT8_MAX);
+        break;
+      default:
+        break;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = values[static_cast<size_t>(i)];
+      if (!(v >= lo && v <= hi) || v != std::trunc(v)) {
+        return Status::error(Error::InvalidArgument,
+                             "%s is float64 and its element %lld (%g) is not %s; the input is %s: "
+                             "save the array with that dtype (numpy.save(path, "
+                             "array.astype(numpy.%s)))",
+                             path.c_str(), static_cast<long long>(i), v,
+                             dtype == ScalarType::Bool ? "0 or 1" : "a whole number in range",
+                             scalar_type_name(dtype), numpy_name(dtype));
+      }
+    }
+  }
+  array.dtype = dtype;
+  array.data.assign(static_cast<size_t>(n) * element_size(dtype), 0);
+  uint8_t* out = array.data.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = values[static_cast<size_t>(i)];
+    switch (dtype) {
+      case ScalarType::Float32:
+        reinterpret_cast<float*>(out)[i] = static_cast<float>(v);
+        break;
+      case ScalarType::Float16:
+        reinterpret_cast<uint16_t*>(out)[i] = float_to_half(static_cast<float>(v));
+        break;
+      case ScalarType::Int64:
+        reinterpret_cast<int64_t*>(out)[i] = static_cast<int64_t>(v);
+        break;
+      case ScalarType::Int32:
+        reinterpret_cast<int32_t*>(out)[i] = static_cast<int32_t>(v);
+        break;
+      case ScalarType::Int8:
+        reinterpret_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
+        break;
+      case ScalarType::UInt8:
+      case ScalarType::Bool:
+        out[i] = static_cast<uint8_t>(v);
+        break;
+    }
+  }
+  *note = path + " is float64; converted to " + scalar_type_name(dtype) +
+          (is_float ? " (rounded)" : " (every value is a whole number)") + "; save it as " +
+          scalar_type_name(dtype) + " to skip the conversion";
+  return array;
 }
 
 std::vector<uint8_t> encode_npy(const NpyArray& array) {

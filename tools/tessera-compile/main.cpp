@@ -6,8 +6,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,11 +18,13 @@
 #include "tessera/compiler/backend_targets.h"
 #include "tessera/compiler/compiler.h"
 #include "tessera/compiler/graph_dump.h"
+#include "tools/common/json_output.h"
 
 namespace {
 
 using tessera::Status;
 namespace tc = tessera::compiler;
+namespace tt = tessera::tools;
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -35,10 +39,18 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-int fail(const Status& status) {
+// Reports an error on stderr and, with --json, as {"error": ...} on stdout; returns exit status 1.
+int fail(const Status& status, bool json) {
   std::fprintf(stderr, "tessera-compile: error: %s\n", status.message()[0] ? status.message()
                                                                             : tessera::error_name(status.code()));
+  if (json) tt::print_json(tt::error_json(status));
   return 1;
+}
+
+// A usage error: exit status 2, and with --json as {"error": {"code": "UsageError", ...}}.
+int usage_error(const std::string& message, bool json) {
+  if (json) tt::print_json(tt::error_json(tt::kUsageErrorCode, message));
+  return 2;
 }
 
 std::string human_bytes(uint64_t n) {
@@ -72,7 +84,9 @@ int main(int argc, char** argv) {
                  "them)");
   app.add_option("--dim", dims, "bounds of a symbolic dim: NAME=MIN:MAX (e.g. batch=1:8)");
   app.add_option("--spec", specs, "compile spec for a backend's delegates: BACKEND.KEY=VALUE");
-  app.add_flag("--json", json, "print a JSON summary on stdout");
+  app.add_flag("--json", json,
+               "print a JSON summary on stdout (one line); errors too, as {\"error\": {\"code\", "
+               "\"message\"}}");
   app.add_flag("--print-graph", print_graph, "print the optimised graph (ops, shapes, attributes) on stdout");
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
   app.add_flag("--no-fold-batchnorm", no_fold_bn, "keep BatchNormalization nodes");
@@ -83,7 +97,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; a usage error (CLI11's message names the flag) exits 2.
-    return app.exit(e) == 0 ? 0 : 2;
+    if (app.exit(e) == 0) return 0;
+    // The parse stopped before it may have seen --json: look for it.
+    const bool wants_json = std::any_of(
+        argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--json") == 0; });
+    return usage_error(e.what(), wants_json);
   }
   if (list_backends) {
     for (const std::string& name : tessera::registered_backends()) {
@@ -92,8 +110,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (model_opt->count() == 0 || output_opt->count() == 0) {
-    std::fprintf(stderr, "tessera-compile: error: a model and -o OUT.tsr are required (see --help)\n");
-    return 2;
+    const char* message = "a model and -o OUT.tsr are required (see --help)";
+    std::fprintf(stderr, "tessera-compile: error: %s\n", message);
+    return usage_error(message, json);
   }
 
   tc::CompileOptions options;
@@ -103,16 +122,16 @@ int main(int argc, char** argv) {
   options.passes.fuse_patterns = !no_patterns;
   for (const std::string& d : dims) {
     auto bound = tc::parse_dim_bound(d);
-    if (!bound.ok()) return fail(bound.status());
+    if (!bound.ok()) return fail(bound.status(), json);
     options.import.dims.push_back(std::move(bound).value());
   }
   for (const std::string& s : specs) {
     auto spec = tc::parse_compile_spec(s);
-    if (!spec.ok()) return fail(spec.status());
+    if (!spec.ok()) return fail(spec.status(), json);
     options.specs.push_back(std::move(spec).value());
   }
   auto targets = tc::registry_backend_targets(split_list(backends_text));
-  if (!targets.ok()) return fail(targets.status());
+  if (!targets.ok()) return fail(targets.status(), json);
   options.backends = std::move(targets).value();
   // Without --backends the program is selectable: delegates record which backends could run
   // them, and tessera-run's default selection (auto) measures among them once per machine.
@@ -130,15 +149,19 @@ int main(int argc, char** argv) {
   }
   auto compiled = tc::compile_onnx_file(model, options);
   if (tty) std::fprintf(stderr, "\r\033[K");
-  if (!compiled.ok()) return fail(compiled.status());
+  if (!compiled.ok()) return fail(compiled.status(), json);
   if (tty) std::fprintf(stderr, "tessera-compile: writing %s...", output.c_str());
   Status written = compiled->program.write(output);
   if (tty) std::fprintf(stderr, "\r\033[K");
-  if (!written.is_ok()) return fail(written);
+  if (!written.is_ok()) return fail(written, json);
 
   const tc::CompileReport& r = compiled->report;
   if (print_graph) std::fputs(tc::graph_to_string(compiled->graph).c_str(), stdout);
-  if (json) std::fputs(tc::report_to_json(r).c_str(), stdout);
+  if (json) {
+    tessera::Result<tt::Json> report = tt::parse_json(tc::report_to_json(r));
+    if (!report.ok()) return fail(report.status(), json);
+    tt::print_json(*report);
+  }
   if (!quiet) {
     std::string by_backend;
     for (const auto& [backend, ops] : r.ops_by_backend) {

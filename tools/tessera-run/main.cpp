@@ -1,11 +1,13 @@
 // tessera-run: load a program, run a method on .npy inputs (or deterministic ones), report
 // outputs, latency and what each delegate ran on.
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -22,16 +24,54 @@
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
-#include "tools/common/json_writer.h"
+#include "tools/common/json_output.h"
 #include "tools/common/npy.h"
+#include "tools/common/terminal.h"
 #include "tools/tessera-run/run_report.h"
 
 namespace tessera::tools {
 namespace {
 
-int fail(const Status& st, const char* context) {
-  std::fprintf(stderr, "tessera-run: %s: %s (%s)\n", context, st.message(), error_name(st.code()));
+// Reports an error on stderr and, with --json, as {"error": ...} on stdout; returns exit status 1.
+int report_error(Error code, const std::string& message, bool json) {
+  std::fprintf(stderr, "tessera-run: %s (%s)\n", message.c_str(), error_name(code));
+  if (json) print_json(error_json(error_name(code), message));
   return 1;
+}
+
+int report_error(const Status& st, const char* context, bool json) {
+  return report_error(st.code(), std::string(context) + ": " + st.message(), json);
+}
+
+// A usage error: exit status 2, and with --json as {"error": {"code": "UsageError", ...}}.
+int report_usage_error(const std::string& message, bool json) {
+  if (json) print_json(error_json(kUsageErrorCode, message));
+  return 2;
+}
+
+// `text` as one shell word: unchanged if it needs no quoting, else in single quotes.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_-./+=:,@%", c) != nullptr;
+  });
+  if (plain) return text;
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// For a program file that does not load and is named .onnx: what to do instead (the
+// tessera-compile command that makes a program of it); else "".
+std::string onnx_model_hint(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (ext != ".onnx") return "";
+  const std::string program =
+      shell_word(std::filesystem::path(path).replace_extension(".tsr").string());
+  return "'" + path + "' is an ONNX model; tessera-run runs Tessera programs. Compile it first:\n" +
+         "  tessera-compile " + shell_word(path) + " -o " + program + "\n" +
+         "(tessera-compile asks for --dim NAME=MIN:MAX for each symbolic dim), then run " + program;
 }
 
 void fill_deterministic(ScalarType dtype, int64_t numel, std::mt19937& rng, std::vector<uint8_t>* data) {
@@ -123,13 +163,27 @@ int run(int argc, char** argv) {
   bool json = false, profile = false;
   std::string trace_path;
   // Required unless --list-options, which needs no program.
-  app.add_option("program", program_path, "Program file (.tsr)");
+  app.add_option("program", program_path,
+                 "Program file (.tsr; tessera-compile makes one from an .onnx model)");
   app.add_option("--method", method_name, "Method to run")->capture_default_str();
-  app.add_option("--input", inputs, "NAME=FILE.npy (or INDEX=FILE.npy); repeatable");
-  app.add_option("--output-dir", output_dir, "Write each output as NAME.npy here");
-  app.add_option("--iterations", iterations, "Timed executions")->check(CLI::Range(1, 1000000));
-  app.add_option("--warmup", warmup, "Untimed executions first")->check(CLI::Range(0, 1000000));
-  app.add_flag("--json", json, "Print one JSON object instead of text");
+  app.add_option("--input", inputs,
+                 "NAME=FILE.npy (or INDEX=FILE.npy); repeatable. A float64 array is converted to "
+                 "the input's dtype, with a note on stderr. Inputs not given get deterministic "
+                 "pseudo-random values");
+  app.add_option("--output-dir", output_dir,
+                 "Write each output as NAME.npy here (default: none written)");
+  app.add_option("--iterations", iterations,
+                 "Timed executions. The default, 1 with no --warmup, times a single cold run "
+                 "(first-call costs included; the report says so): for steady-state latency use "
+                 "e.g. --warmup 3 --iterations 20")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", warmup, "Untimed executions before the timed ones")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("--json", json,
+               "Print one JSON object on stdout instead of text; errors too, as {\"error\": "
+               "{\"code\", \"message\"}}");
   app.add_option("--trace", trace_path,
                  "Write a Chrome trace-event JSON file (opens in Perfetto): program and method "
                  "load, each delegate's init, each execute and delegate call, and with "
@@ -144,27 +198,42 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; a usage error (CLI11's message names the flag) exits 2.
-    return app.exit(e) == 0 ? 0 : 2;
+    if (app.exit(e) == 0) return 0;
+    // The parse stopped before it may have seen --json: look for it.
+    const bool wants_json = std::any_of(
+        argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--json") == 0; });
+    return report_usage_error(e.what(), wants_json);
   }
+  auto fail = [json](const Status& st, const char* context) {
+    return report_error(st, context, json);
+  };
 
   RunOptionsState options_state;
   if (Status st = option_cli.apply(&options_state); !st.is_ok()) return fail(st, "options");
   if (option_cli.list_options) {
-    print_option_schemas(stdout);
+    if (json) {
+      print_json(option_schemas_json());
+    } else {
+      print_option_schemas(stdout, terminal_width(STDOUT_FILENO));
+    }
     return 0;
   }
   if (option_cli.device_info) {
     const DeviceInfo& device = DeviceInfo::get();
-    std::printf("%s\n", json ? device.to_json(/*with_opencl=*/true).c_str()
-                             : device.describe(/*with_opencl=*/true).c_str());
+    if (!json) {
+      std::printf("%s\n", device.describe(/*with_opencl=*/true).c_str());
+      return 0;
+    }
+    Result<Json> report = parse_json(device.to_json(/*with_opencl=*/true));
+    if (!report.ok()) return fail(report.status(), "--device-info");
+    print_json(*report);
     return 0;
   }
   if (program_path.empty()) {
-    std::fprintf(stderr,
-                 "tessera-run: a program file is required (only --list-options and "
-                 "--device-info run without one)\n"
-                 "Run with --help for more information.\n");
-    return 2;
+    const char* message =
+        "a program file is required (only --list-options and --device-info run without one)";
+    std::fprintf(stderr, "tessera-run: %s\nRun with --help for more information.\n", message);
+    return report_usage_error(message, json);
   }
 
   if (!trace_path.empty()) {
@@ -174,7 +243,12 @@ int run(int argc, char** argv) {
   auto loader = MmapDataLoader::from(program_path.c_str());
   if (!loader.ok()) return fail(loader.status(), "load");
   auto program = Program::load(&*loader);
-  if (!program.ok()) return fail(program.status(), program_path.c_str());
+  if (!program.ok()) {
+    if (std::string hint = onnx_model_hint(program_path); !hint.empty()) {
+      return report_error(Error::InvalidProgram, hint, json);
+    }
+    return fail(program.status(), program_path.c_str());
+  }
   auto t_inputs0 = std::chrono::steady_clock::now();
 
   // Input files, read before the load: their shapes give the symbolic dims they fix.
@@ -213,8 +287,14 @@ int run(int argc, char** argv) {
                                   method_name.c_str(), name.c_str(), names.c_str()),
                     "--input");
       }
-      auto array = read_npy(path);
+      const auto dtype = static_cast<ScalarType>(
+          m->values()->Get(m->inputs()->Get(static_cast<uint32_t>(index)))->dtype());
+      std::string note;
+      auto array = read_npy_as(path, dtype, &note);
       if (!array.ok()) return fail(array.status(), "--input");
+      if (!note.empty())
+        std::fprintf(stderr, "tessera-run: note: input '%s': %s\n", input_name(index).c_str(),
+                     note.c_str());
       Status st = options_state.load_.set_input_shape(index, array->shape);
       if (!st.is_ok()) return fail(st, path.c_str());
       input_files.push_back(InputFile{index, path, std::move(*array)});
@@ -313,57 +393,33 @@ int run(int argc, char** argv) {
   }
 
   if (json) {
-    JsonWriter w;
-    w.begin_object();
-    w.key("program").value(program_path);
-    w.key("method").value(method_name);
-    w.key("load_ms").value(load_ms);
-    w.key("latency_ms").begin_object();
-    w.key("min").value(sorted.front());
-    w.key("median").value(median);
-    w.key("max").value(sorted.back());
-    w.key("iterations").value(iterations);
-    w.end_object();
-    w.key("outputs").begin_array();
+    Json report = Json::object();
+    report["program"] = program_path;
+    report["method"] = method_name;
+    report["load_ms"] = load_ms;
+    report["latency_ms"] = {{"min", sorted.front()},    {"median", median}, {"max", sorted.back()},
+                            {"iterations", iterations}, {"warmup", warmup}, {"cold", warmup == 0}};
+    Json outputs = Json::array();
     for (const OutInfo& o : outs) {
-      w.begin_object();
-      w.key("name").value(o.name);
-      w.key("dtype").value(o.dtype);
-      w.key("shape").begin_array();
-      for (int64_t s : o.shape) w.value(static_cast<long long>(s));
-      w.end_array();
-      if (o.file.empty()) {
-        w.key("file").null();
-      } else {
-        w.key("file").value(o.file);
-      }
-      w.end_object();
+      outputs.push_back({{"name", o.name},
+                         {"dtype", o.dtype},
+                         {"shape", o.shape},
+                         {"file", o.file.empty() ? Json(nullptr) : Json(o.file)}});
     }
-    w.end_array();
-    w.key("policy");
-    write_policy_json(*method, w);
-    w.key("delegates");
-    write_delegates_json(*method, w, options_state.execute_options());
+    report["outputs"] = std::move(outputs);
+    report["policy"] = policy_json(*method);
+    report["delegates"] = delegates_json(*method, options_state.execute_options());
     if (profile) {
-      w.key("profile").begin_array();
+      Json rows = Json::array();
       for (const ProfileRow& r : profile_rows) {
-        w.begin_object();
-        w.key("name").value(r.name);
-        w.key("mean_ms").value(r.total_ms / iterations);
-        w.key("calls").value(static_cast<long long>(r.count));
-        w.end_object();
+        rows.push_back(
+            {{"name", r.name}, {"mean_ms", r.total_ms / iterations}, {"calls", r.count}});
       }
-      w.end_array();
-      w.key("profile_events_dropped").value(static_cast<long long>(profile_dropped));
+      report["profile"] = std::move(rows);
+      report["profile_events_dropped"] = profile_dropped;
     }
-    if (!trace_path.empty()) {
-      w.key("trace").begin_object();
-      w.key("file").value(trace_path);
-      w.key("events").value(static_cast<long long>(trace_events));
-      w.end_object();
-    }
-    w.end_object();
-    std::printf("%s\n", w.str().c_str());
+    if (!trace_path.empty()) report["trace"] = {{"file", trace_path}, {"events", trace_events}};
+    print_json(report);
   } else {
     std::printf("program  %s\nmethod   %s (%zu instructions, arena %zu bytes)\nload     %.3f ms\n",
                 program_path.c_str(), method_name.c_str(), method->num_instructions(),
@@ -377,8 +433,20 @@ int run(int argc, char** argv) {
       for (size_t i = 0; i < o.shape.size(); ++i) std::printf(i ? ", %lld" : "%lld", static_cast<long long>(o.shape[i]));
       std::printf("]%s%s\n", o.file.empty() ? "" : " -> ", o.file.c_str());
     }
-    std::printf("latency  min %.3f ms, median %.3f ms, max %.3f ms over %d iteration(s)\n",
-                sorted.front(), median, sorted.back(), iterations);
+    if (iterations == 1 && warmup == 0) {
+      std::printf(
+          "latency  %.3f ms, one cold run (first-call costs included; for steady state "
+          "use e.g. --warmup 3 --iterations 20)\n",
+          sorted.front());
+    } else {
+      std::printf("latency  min %.3f ms, median %.3f ms, max %.3f ms over %d iteration(s)",
+                  sorted.front(), median, sorted.back(), iterations);
+      if (warmup > 0) {
+        std::printf(" after %d warm-up run(s)\n", warmup);
+      } else {
+        std::printf(", the first of them cold (no --warmup)\n");
+      }
+    }
     if (!trace_path.empty()) {
       std::printf("trace    %s (%zu events; open in Perfetto)\n", trace_path.c_str(), trace_events);
     }

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -14,7 +15,7 @@
 #include "tessera/backend/resolved_options.h"
 #include "tessera/runtime/delegate_info.h"
 #include "tessera/runtime/method.h"
-#include "tools/common/json_writer.h"
+#include "tools/common/terminal.h"
 
 namespace tessera::tools {
 namespace {
@@ -68,11 +69,16 @@ void RunOptionsCli::add_to(CLI::App& app) {
   app.add_option("--delegate-option", delegate, "DELEGATE_ID.KEY=VALUE (e.g. xnnpack#0.num_threads=1)");
   app.add_option("--execute-option", execute, "BACKEND.KEY=VALUE for every execute call");
   app.add_option("--options-file", options_file, "TOML file: [global.B] [load.B] [delegate.\"ID\"] [execute.B]");
-  app.add_option("--dim", dims, "NAME=VALUE for a symbolic dim (e.g. batch=4); repeatable");
-  app.add_option("--fallback", fallback, "Comma-separated backends to try when a delegate's fails");
+  app.add_option("--dim", dims,
+                 "NAME=VALUE for a symbolic dim (e.g. batch=4); repeatable (default: from the "
+                 "--input files' shapes)");
+  app.add_option(
+      "--fallback", fallback,
+      "Comma-separated backends to try when a delegate's fails (default: none, the load fails)");
   app.add_option("--retarget", retarget, "FROM=TO: run delegates compiled for FROM on TO");
   app.add_flag("--lenient-options", lenient, "Warn about and skip unknown option keys");
-  app.add_flag("--list-options", list_options, "Print every registered backend's option schema");
+  app.add_flag("--list-options", list_options,
+               "Print every registered backend's option schema (with --json: as JSON) and exit");
   app.add_flag("--explain-options", explain_options,
                "Print each delegate's effective options, their sources and the values derived "
                "for options left at auto");
@@ -175,33 +181,81 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
   return Status::ok();
 }
 
-void print_option_schemas(FILE* out) {
+void print_option_schemas(FILE* out, size_t width) {
   for (const std::string& name : registered_backends()) {
     auto b = get_backend(name);
     if (!b.ok()) continue;
-    if ((*b)->is_available()) {
-      std::fprintf(out, "%s\n", name.c_str());
-    } else {
+    std::string text = name;
+    if (!(*b)->is_available()) {
       const char* why = (*b)->unavailable_reason();
-      std::fprintf(out, "%s  (not available on this machine%s%s)\n", name.c_str(),
-                   why && why[0] ? ": " : "", why && why[0] ? why : "");
+      const std::string note = std::string("(not available on this machine") +
+                               (why && why[0] ? ": " : "") + (why ? why : "") + ")";
+      text += "  ";
+      append_wrapped(note, text.size(), 4, width, &text);
     }
+    text += '\n';
     Span<const OptionSpec> schema = (*b)->option_schema();
-    if (schema.empty()) {
-      std::fprintf(out, "  (no options)\n\n");
-      continue;
-    }
-    std::fprintf(out, "  %-26s %-7s %-12s %-28s %-34s %s\n", "key", "type", "default", "range/choices", "scopes", "doc");
+    if (schema.empty()) text += "  (no options)\n";
+    // Aligned columns: the key, then its type, default, range and scopes, then the doc, both
+    // wrapped in the second column; a key too long for the first column gets a line of its own.
+    size_t longest = 0;
+    for (const OptionSpec& s : schema) longest = std::max(longest, std::string_view(s.key).size());
+    const size_t column = std::min<size_t>(2 + longest + 2, width / 3);
     for (const OptionSpec& s : schema) {
+      text += "  ";
+      text += s.key;
+      if (2 + std::string_view(s.key).size() + 2 <= column) {
+        text.append(column - 2 - std::string_view(s.key).size(), ' ');
+      } else {
+        text += '\n';
+        text.append(column, ' ');
+      }
       char scopes[96];
       format_scopes(s.scopes, scopes, sizeof scopes);
-      std::string sc = scopes;
-      if (s.is_init_only) sc += " (init-only)";
-      std::fprintf(out, "  %-26s %-7s %-12s %-28s %-34s %s\n", s.key, option_type_name(s.type),
-                   spec_default(s).c_str(), spec_range(s).c_str(), sc.c_str(), s.doc);
+      std::string summary = std::string(option_type_name(s.type)) + ", default " + spec_default(s);
+      if (s.type != OptionType::Bool) summary += ", " + spec_range(s);
+      summary += "; scopes: " + std::string(scopes) + (s.is_init_only ? "; init-only" : "");
+      append_wrapped(summary, column, column, width, &text);
+      text += '\n';
+      if (s.doc != nullptr && s.doc[0] != '\0') {
+        text.append(column, ' ');
+        append_wrapped(s.doc, column, column, width, &text);
+        text += '\n';
+      }
     }
-    std::fprintf(out, "\n");
+    text += '\n';
+    std::fputs(text.c_str(), out);
   }
+}
+
+Json option_schemas_json() {
+  Json backends = Json::array();
+  for (const std::string& name : registered_backends()) {
+    auto b = get_backend(name);
+    if (!b.ok()) continue;
+    const bool available = (*b)->is_available();
+    const char* why = available ? nullptr : (*b)->unavailable_reason();
+    Json options = Json::array();
+    for (const OptionSpec& s : (*b)->option_schema()) {
+      Json scopes = Json::array();
+      for (OptionScope scope : {OptionScope::CompileSpec, OptionScope::Global, OptionScope::Load,
+                                OptionScope::Delegate, OptionScope::Execute}) {
+        if (s.scopes.has(scope)) scopes.push_back(option_scope_name(scope));
+      }
+      options.push_back({{"key", s.key},
+                         {"type", option_type_name(s.type)},
+                         {"default", spec_default(s)},
+                         {"range", spec_range(s)},
+                         {"scopes", std::move(scopes)},
+                         {"init_only", s.is_init_only},
+                         {"doc", s.doc != nullptr ? s.doc : ""}});
+    }
+    backends.push_back({{"name", name},
+                        {"available", available},
+                        {"unavailable_reason", available ? Json(nullptr) : Json(why ? why : "")},
+                        {"options", std::move(options)}});
+  }
+  return {{"backends", std::move(backends)}};
 }
 
 void print_delegates(const Method& method, bool explain, FILE* out, const ExecuteOptions& execute) {
@@ -239,63 +293,50 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
   }
 }
 
-void write_delegates_json(const Method& method, JsonWriter& w, const ExecuteOptions& execute) {
-  w.begin_array();
+Json delegates_json(const Method& method, const ExecuteOptions& execute) {
+  Json delegates = Json::array();
   for (size_t i = 0; i < method.num_delegates(); ++i) {
     const DelegateInfo& d = method.delegate_info(i);
-    w.begin_object();
-    w.key("id").value(d.id);
-    w.key("backend").value(d.backend);
-    w.key("requested_backend").value(d.requested_backend);
-    w.key("nodes").value(static_cast<long long>(d.num_nodes));
-    w.key("reason").value(d.reason);
-    w.key("selection").begin_object();
-    w.key("mode").value(d.selection.mode);
-    w.key("cached").value(d.selection.cached);
-    w.key("candidates").begin_array();
+    Json candidates = Json::array();
     for (size_t c = 0; c < d.selection.num_candidates; ++c) {
       const SelectionCandidate& k = d.selection.candidates[c];
-      w.begin_object();
-      w.key("backend").value(k.backend);
-      if (k.runs > 0) {
-        w.key("median_ms").value(k.median_ms);
-      } else {
-        w.key("median_ms").null();
-      }
-      w.key("runs").value(k.runs);
-      w.key("accepted").value(k.accepted);
-      w.key("chosen").value(k.chosen);
-      w.key("reason").value(k.reason);
-      w.end_object();
+      candidates.push_back({{"backend", k.backend},
+                            {"median_ms", k.runs > 0 ? Json(k.median_ms) : Json(nullptr)},
+                            {"runs", k.runs},
+                            {"accepted", k.accepted},
+                            {"chosen", k.chosen},
+                            {"reason", k.reason}});
     }
-    w.end_array();
-    w.end_object();
-    w.key("options").begin_array();
+    Json options = Json::array();
     if (d.options != nullptr) {
       for (size_t k = 0; k < d.options->size(); ++k) {
         PerCallOption p = per_call(d, k, execute);
-        w.begin_object();
-        w.key("key").value(d.options->spec(k).key);
-        w.key("value").value(value_string(*p.option));
-        w.key("source").value(option_source_name(p.source));
-        if (p.option->origin().empty()) {
-          w.key("origin").null();
-        } else {
-          w.key("origin").value(p.option->origin());
-        }
+        Json o = {
+            {"key", d.options->spec(k).key},
+            {"value", value_string(*p.option)},
+            {"source", option_source_name(p.source)},
+            {"origin", p.option->origin().empty() ? Json(nullptr) : Json(p.option->origin())}};
         if (d.derived != nullptr) {
           if (const DerivedValue* derived = d.derived->find(d.options->spec(k).key)) {
-            w.key("resolved").value(derived->value);
-            w.key("reason").value(derived->reason);
+            o["resolved"] = derived->value;
+            o["reason"] = derived->reason;
           }
         }
-        w.end_object();
+        options.push_back(std::move(o));
       }
     }
-    w.end_array();
-    w.end_object();
+    delegates.push_back({{"id", d.id},
+                         {"backend", d.backend},
+                         {"requested_backend", d.requested_backend},
+                         {"nodes", d.num_nodes},
+                         {"reason", d.reason},
+                         {"selection",
+                          {{"mode", d.selection.mode},
+                           {"cached", d.selection.cached},
+                           {"candidates", std::move(candidates)}}},
+                         {"options", std::move(options)}});
   }
-  w.end_array();
+  return delegates;
 }
 
 void print_policy(const Method& method, FILE* out) {
@@ -306,17 +347,15 @@ void print_policy(const Method& method, FILE* out) {
                p.expensive_load_transforms ? "" : ", no load-time-expensive transforms");
 }
 
-void write_policy_json(const Method& method, JsonWriter& w) {
+Json policy_json(const Method& method) {
   const PolicyDecision& p = method.policy();
-  w.begin_object();
-  w.key("requested").value(policy_name(p.requested));
-  w.key("effective").value(policy_name(p.effective));
-  w.key("reason").value(p.reason);
-  w.key("threads").value(static_cast<long long>(p.threads));
-  w.key("threads_reason").value(p.threads_reason);
-  w.key("yield_workers").value(p.yield_workers);
-  w.key("expensive_load_transforms").value(p.expensive_load_transforms);
-  w.end_object();
+  return {{"requested", policy_name(p.requested)},
+          {"effective", policy_name(p.effective)},
+          {"reason", p.reason},
+          {"threads", p.threads},
+          {"threads_reason", p.threads_reason},
+          {"yield_workers", p.yield_workers},
+          {"expensive_load_transforms", p.expensive_load_transforms}};
 }
 
 }  // namespace tessera::tools

@@ -11,6 +11,7 @@
 #include "tessera/backend/options_map.h"
 #include "tessera/core/status.h"
 #include "tessera/runtime/load_options.h"
+#include "tools/common/json_output.h"
 
 namespace CLI {
 class App;
@@ -21,8 +22,6 @@ class Method;
 }
 
 namespace tessera::tools {
-
-class JsonWriter;
 
 /// What the options flags produce; owns the maps LoadOptions points to.
 class RunOptionsState {
@@ -54,22 +53,25 @@ struct RunOptionsCli {
   Status apply(RunOptionsState* state) const;
 };
 
-/// Every registered backend's schema as a table: key, type, default, range/choices, scopes,
-/// init-only, doc.
-void print_option_schemas(FILE* out);
+/// Every registered backend's schema, one aligned entry per option (key; type, default,
+/// range or choices, scopes, init-only; doc), wrapped at `width` columns.
+void print_option_schemas(FILE* out, size_t width);
+/// The same as JSON: {"backends": [{name, available, unavailable_reason (null when available),
+/// options: [{key, type, default, range, scopes: [...], init_only, doc}]}]}.
+Json option_schemas_json();
 /// One block per delegate: backend, requested backend, why it moved, and (with `explain`) each
 /// effective option with its source and origin ("load (options.toml:3)"), and for a value the
 /// backend derived, the resolved value and why; a key `execute` sets for the delegate's backend
 /// shows that per-call value ("execute (--execute-option)").
 void print_delegates(const Method& method, bool explain, FILE* out,
                      const ExecuteOptions& execute = ExecuteOptions::none());
-/// The JSON array of delegates: id, backend, requested_backend, reason, options [{key, value,
-/// source, origin (the front end, file and line, or null), and for a value the backend derived:
-/// resolved, reason}], as print_delegates.
-void write_delegates_json(const Method& method, JsonWriter& w,
-                          const ExecuteOptions& execute = ExecuteOptions::none());
+/// The JSON array of delegates: id, backend, requested_backend, nodes, reason, selection {mode,
+/// cached, candidates [{backend, median_ms, runs, accepted, chosen, reason}]}, options [{key,
+/// value, source, origin (the front end, file and line, or null), and for a value the backend
+/// derived: resolved, reason}], as print_delegates.
+Json delegates_json(const Method& method, const ExecuteOptions& execute = ExecuteOptions::none());
 /// The load's policy decision, as a line of text and as a JSON object.
 void print_policy(const Method& method, FILE* out);
-void write_policy_json(const Method& method, JsonWriter& w);
+Json policy_json(const Method& method);
 
 }  // namespace tessera::tools

@@ -387,6 +387,15 @@ void Builder::add_activation_step(const fb::Node& node, int value, std::string_v
 // so it can be kept on disk (an integrity-checked file, see integrity_file.h) and read back.
 void Builder::transform_winograd_weights(memory from, memory to) {
   auto transform = [&] {
+    if (d_.winograd_convs == d_.weights_from_cache + 1) {  // the delegate's first transform
+      TESSERA_LOG_INFO(
+          "onednn: transforming 3x3 convolution weights to the Winograd layout (about "
+          "0.1 s per convolution); %s%s%s",
+          options_.cache_write  ? "cached in '"
+          : options_.cache_read ? "cache_mode is read, so not cached"
+                                : "not cached (set onednn.cache_dir to keep them)",
+          options_.cache_write ? options_.cache_dir.c_str() : "", options_.cache_write ? "'" : "");
+    }
     dnnl::reorder(from, to).execute(d_.stream, from, to);
     d_.stream.wait();
   };

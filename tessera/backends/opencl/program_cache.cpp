@@ -135,6 +135,13 @@ Result<ProgramHandle> build_program(const DeviceContext& dc, const std::string& 
                           entry.status().message());
     }
   }
+  TESSERA_LOG_INFO(
+      "opencl: building the kernels from source for device '%s' (can take seconds); %s",
+      dc.device.name.c_str(),
+      !use_cache ? "not cached (set opencl.cache_dir to keep the binary)"
+      : cache.mode == CacheMode::ReadWrite
+          ? ("the binary will be cached in '" + out.cache_path + "'").c_str()
+          : "cache_mode is read, so the binary will not be cached");
   TESSERA_ASSIGN_OR_RETURN(ProgramHandle program, from_source(dc, source, build_options));
   if (use_cache && cache.mode == CacheMode::ReadWrite) {
     Result<std::vector<uint8_t>> binary = program_binary(program.get());
