@@ -70,6 +70,9 @@ void RunOptionsCli::add_to(CLI::App& app) {
   app.add_option("--options-file", options_file, "TOML file: [global.B] [load.B] [delegate.\"ID\"] [execute.B]");
   app.add_option("--dim", dims, "NAME=VALUE for a symbolic dim (e.g. batch=4); repeatable");
   app.add_option("--fallback", fallback, "Comma-separated backends to try when a delegate's fails");
+  app.add_option("--on-execute-failure", on_execute_failure,
+                 "fail (default) or fallback: move a delegate whose backend fails while running "
+                 "to the next backend of --fallback and retry it once");
   app.add_option("--retarget", retarget, "FROM=TO: run delegates compiled for FROM on TO");
   app.add_flag("--lenient-options", lenient, "Warn about and skip unknown option keys");
   app.add_flag("--list-options", list_options, "Print every registered backend's option schema");
@@ -140,6 +143,11 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
                                                       std::string_view(r).substr(eq + 1)));
   }
   if (!fallback.empty()) TESSERA_RETURN_IF_ERROR(state->load_.set_fallback(fallback));
+  if (!on_execute_failure.empty()) {
+    Result<OnExecuteFailure> v = parse_on_execute_failure(on_execute_failure);
+    if (!v.ok()) return v.status().with_prefix("--on-execute-failure");
+    state->load_.on_execute_failure = *v;
+  }
   if (!policy.empty()) {
     Result<Policy> p = parse_policy(policy);
     if (!p.ok()) return p.status().with_prefix("--policy");
@@ -238,6 +246,8 @@ void write_delegates_json(const Method& method, JsonWriter& w, const ExecuteOpti
     w.key("requested_backend").value(d.requested_backend);
     w.key("nodes").value(static_cast<long long>(d.num_nodes));
     w.key("reason").value(d.reason);
+    w.key("execute_fallbacks").value(static_cast<long long>(d.execute_fallbacks));
+    w.key("execute_fallback_reason").value(d.execute_fallback_reason);
     w.key("selection").begin_object();
     w.key("mode").value(d.selection.mode);
     w.key("cached").value(d.selection.cached);

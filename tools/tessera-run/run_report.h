@@ -43,6 +43,7 @@ struct RunOptionsCli {
   std::string select_candidates;  // --select-candidates: comma-separated backends
   double select_budget_ms = -1;   // --select-budget-ms; < 0: the LoadOptions default
   double select_tolerance = -1;   // --select-tolerance; < 0: the LoadOptions default
+  std::string on_execute_failure;  // --on-execute-failure: fail or fallback
   bool list_options = false, explain_options = false, lenient = false, device_info = false;
 
   void add_to(CLI::App& app);
