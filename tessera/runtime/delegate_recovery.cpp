@@ -90,7 +90,8 @@ Status make_recovery_plan(const Program& program, const fb::Method* method,
   }
   plan->symbols = symbols.data();
   plan->num_symbols = static_cast<uint32_t>(symbols.size());
-  plan->candidates = alloc.allocate_array<RecoveryCandidate>(remaining.empty() ? 1 : remaining.size());
+  plan->candidates =
+      alloc.allocate_array<RecoveryCandidate>(remaining.empty() ? 1 : remaining.size());
   if (plan->candidates == nullptr) return no_memory(delegate);
   const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
   const std::string_view requested = delegate->backend()->string_view();
@@ -105,11 +106,11 @@ Status make_recovery_plan(const Program& program, const fb::Method* method,
     // check_method_options already found every fallback backend registered.
     Result<BackendInterface*> b = get_backend(name);
     if (!b.ok()) return b.status().with_prefix(delegate->id()->c_str());
-    Status st = resolve_options(name, **b, delegate->id()->string_view(),
-                                c.compile_specs ? Span<const CompileSpec>(plan->specs, plan->num_specs)
-                                                : Span<const CompileSpec>(),
-                                options.backend_options, options.delegate_options, validation,
-                                c.options);
+    Status st =
+        resolve_options(name, **b, delegate->id()->string_view(),
+                        c.compile_specs ? Span<const CompileSpec>(plan->specs, plan->num_specs)
+                                        : Span<const CompileSpec>(),
+                        options.backend_options, options.delegate_options, validation, c.options);
     if (!st.is_ok()) {
       char prefix[160];
       std::snprintf(prefix, sizeof prefix, "on_execute_failure=fallback: delegate '%s' on '%.*s'",
@@ -156,13 +157,14 @@ Status recover_and_retry(MethodState* s, uint32_t instruction, DelegateStep* ste
       continue;
     }
     bool fatal = false;
-    Result<DelegateHandle*> handle = init_on(
-        *plan->program, plan->method, d, c.backend, b,
-        c.compile_specs ? Span<const CompileSpec>(plan->specs, plan->num_specs)
-                        : Span<const CompileSpec>(),
-        plan->pools, s, {plan->symbols, plan->num_symbols}, c.options, c.derived, &fatal);
+    Result<DelegateHandle*> handle =
+        init_on(*plan->program, plan->method, d, c.backend, b,
+                c.compile_specs ? Span<const CompileSpec>(plan->specs, plan->num_specs)
+                                : Span<const CompileSpec>(),
+                plan->pools, s, {plan->symbols, plan->num_symbols}, c.options, c.derived, &fatal);
     if (!handle.ok()) {
-      std::snprintf(note, sizeof note, "'%s' init failed: %s", c.backend, handle.status().message());
+      std::snprintf(note, sizeof note, "'%s' init failed: %s", c.backend,
+                    handle.status().message());
       append(why, sizeof why, note);
       if (fatal) break;
       continue;
@@ -197,8 +199,8 @@ Status recover_and_retry(MethodState* s, uint32_t instruction, DelegateStep* ste
     if (!st.is_ok()) {
       char prefix[224];
       std::snprintf(prefix, sizeof prefix,
-                    "instruction %u (delegate '%s' on '%s', retried after '%s' failed)", instruction,
-                    info->id, info->backend, failed_on);
+                    "instruction %u (delegate '%s' on '%s', retried after '%s' failed)",
+                    instruction, info->id, info->backend, failed_on);
       return st.with_prefix(prefix);
     }
     return Status::ok();

@@ -29,7 +29,7 @@ struct RecoveryCandidate {
   char backend[32];
   ResolvedOptions* options;  // resolved at load, against that backend's schema
   DerivedValues* derived;
-  bool compile_specs;        // the backend the program was compiled for: its specs apply
+  bool compile_specs;  // the backend the program was compiled for: its specs apply
 };
 
 /// Everything a delegate needs to be initialised again, in the method allocator.
@@ -39,7 +39,7 @@ struct RecoveryPlan {
   const fb::Delegate* delegate;
   const CompileSpec* specs;
   uint32_t num_specs;
-  CpuPoolBackends pools;   // names copied into the allocator
+  CpuPoolBackends pools;  // names copied into the allocator
   const SymbolValue* symbols;
   uint32_t num_symbols;
   RecoveryCandidate* candidates;  // the fallback chain after the backend the delegate runs on

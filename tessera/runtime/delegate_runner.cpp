@@ -324,9 +324,9 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     out->options = resolved;
     out->has_execute_keys = has_execute_keys(b->option_schema());
     if (options.on_execute_failure == OnExecuteFailure::Fallback) {
-      Status st = make_recovery_plan(program, method, d, {candidates + c + 1, ncand - c - 1},
-                                     {specs, nspecs}, options, pools, s,
-                                     {symbols, s->num_symbols}, out);
+      Status st =
+          make_recovery_plan(program, method, d, {candidates + c + 1, ncand - c - 1},
+                             {specs, nspecs}, options, pools, s, {symbols, s->num_symbols}, out);
       if (!st.is_ok()) {
         destroy_delegate(out);
         return st;

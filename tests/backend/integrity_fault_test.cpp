@@ -126,7 +126,7 @@ TEST_F(IntegrityFault, FileReplacedWhileReadIsReadWholeFromTheFileOpened) {
   }
   EXPECT_EQ(m.calls, 1);
   ASSERT_TRUE(read.ok()) << read.status().message();
-  EXPECT_EQ(*read, first);  // the file it opened, not a mix
+  EXPECT_EQ(*read, first);                               // the file it opened, not a mix
   EXPECT_EQ(*read_integrity_file(path_, key_), second);  // the name now holds the replacement
 }
 

@@ -34,10 +34,9 @@ using testing::FailingAllocator;
 // Compiled by tessera-compile from small ONNX models (fuzz/make_seeds.py): kernels only, and the
 // same models with xnnpack and onednn delegates.
 constexpr const char* kSeedPrograms[] = {
-    "elementwise_portable", "mlp_portable",         "conv_portable",
-    "shapes_portable",      "pool_resize_portable", "elementwise_delegates",
-    "mlp_delegates",        "conv_delegates",       "shapes_delegates",
-    "pool_resize_delegates"};
+    "elementwise_portable", "mlp_portable",          "conv_portable", "shapes_portable",
+    "pool_resize_portable", "elementwise_delegates", "mlp_delegates", "conv_delegates",
+    "shapes_delegates",     "pool_resize_delegates"};
 
 struct Loaded {
   std::unique_ptr<testing::AlignedBuffer> buffer;
@@ -119,7 +118,9 @@ std::vector<std::string> usable_backends() {
   return out;
 }
 
-bool is_slow_backend(std::string_view name) { return name == "opencl" || name == "armnn"; }
+bool is_slow_backend(std::string_view name) {
+  return name == "opencl" || name == "armnn";
+}
 
 TEST(AllocationFailure, EveryKWhileLoadingEachSeedProgramOnEachBackend) {
   const std::vector<std::string> backends = usable_backends();
@@ -142,8 +143,7 @@ TEST(AllocationFailure, EveryKWhileLoadingEachSeedProgramOnEachBackend) {
       std::vector<std::vector<uint8_t>> reference;
       {
         FailingAllocator method_memory(&reference_counter), arena(&reference_counter);
-        Result<Method> m =
-            load_with(program, name, options, &method_memory, &arena);
+        Result<Method> m = load_with(program, name, options, &method_memory, &arena);
         if (!m.ok()) {
           // A backend that cannot take this model (an op it lacks) is not what is tested here.
           EXPECT_EQ(m.status().code(), Error::DelegateInvalidCompatibility) << m.status().message();
@@ -232,7 +232,8 @@ class BackendFault : public ::testing::Test {
  protected:
   void SetUp() override {
     backend_ = new CountingBackend();
-    ASSERT_TRUE(register_backend("stub_fault", std::unique_ptr<BackendInterface>(backend_)).is_ok());
+    ASSERT_TRUE(
+        register_backend("stub_fault", std::unique_ptr<BackendInterface>(backend_)).is_ok());
   }
   void TearDown() override { (void)unregister_backend("stub_fault"); }
   CountingBackend* backend_ = nullptr;
@@ -289,7 +290,8 @@ TEST_F(BackendFault, ExecuteFailureReachesTheCallerWithTheDelegateAndTheMethodSt
   const float x[8] = {1, -2, 3, -4, 5, -6, 7, -8};
   for (int failing = 0; failing < 3; ++failing) {
     SCOPED_TRACE("delegate " + std::to_string(failing) + " fails");
-    ASSERT_TRUE(m->set_input(0, Tensor(ScalarType::Float32, {kShape, 2}, const_cast<float*>(x))).is_ok());
+    ASSERT_TRUE(
+        m->set_input(0, Tensor(ScalarType::Float32, {kShape, 2}, const_cast<float*>(x))).is_ok());
     fail_next_of = failing;
     Status st = m->execute();
     ASSERT_FALSE(st.is_ok());
@@ -360,7 +362,8 @@ TEST_F(ExecuteRecovery, OptionNamesParse) {
   Result<OnExecuteFailure> bad = parse_on_execute_failure("retry");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Error::InvalidArgument);
-  EXPECT_STREQ(bad.status().message(), "unknown on_execute_failure 'retry' (expected fail or fallback)");
+  EXPECT_STREQ(bad.status().message(),
+               "unknown on_execute_failure 'retry' (expected fail or fallback)");
   EXPECT_EQ(LoadOptions().on_execute_failure, OnExecuteFailure::Fail);
 }
 

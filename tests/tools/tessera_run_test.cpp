@@ -470,7 +470,8 @@ TEST_F(TesseraRun, PolicyNameIsChecked) {
 // --on-execute-failure sets the load option; the JSON report gives each delegate's moves (none
 // here: nothing fails).
 TEST_F(TesseraRun, OnExecuteFailureIsCheckedAndReported) {
-  RunResult r = run(dir_ + "/delegate.tsr --json --fallback portable --on-execute-failure fallback");
+  RunResult r =
+      run(dir_ + "/delegate.tsr --json --fallback portable --on-execute-failure fallback");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = nlohmann::json::parse(r.out);
   EXPECT_EQ(report["delegates"][0]["execute_fallbacks"], 0);

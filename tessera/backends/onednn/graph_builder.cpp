@@ -464,10 +464,11 @@ void Builder::transform_winograd_weights(memory from, memory to) {
   if (options_.cache_max_bytes != 0) {
     const CacheTrim trim = trim_cache_dir(options_.cache_dir, ".dnnlw", options_.cache_max_bytes);
     if (trim.removed > 0 || trim.failed > 0) {
-      TESSERA_LOG_INFO("onednn: cache_dir '%s' above cache_max_mb: removed %zu least recently "
-                       "used entries (%zu could not be), %llu bytes left",
-                       options_.cache_dir.c_str(), trim.removed, trim.failed,
-                       static_cast<unsigned long long>(trim.bytes_after));
+      TESSERA_LOG_INFO(
+          "onednn: cache_dir '%s' above cache_max_mb: removed %zu least recently "
+          "used entries (%zu could not be), %llu bytes left",
+          options_.cache_dir.c_str(), trim.removed, trim.failed,
+          static_cast<unsigned long long>(trim.bytes_after));
     }
   }
 }

@@ -155,10 +155,11 @@ Result<ProgramHandle> build_program(const DeviceContext& dc, const std::string& 
           if (cache.max_bytes != 0) {
             const CacheTrim trim = trim_cache_dir(cache.dir, ".clbin", cache.max_bytes);
             if (trim.removed > 0 || trim.failed > 0) {
-              TESSERA_LOG_INFO("opencl: cache_dir '%s' above cache_max_mb: removed %zu least "
-                               "recently used entries (%zu could not be), %llu bytes left",
-                               cache.dir.c_str(), trim.removed, trim.failed,
-                               static_cast<unsigned long long>(trim.bytes_after));
+              TESSERA_LOG_INFO(
+                  "opencl: cache_dir '%s' above cache_max_mb: removed %zu least "
+                  "recently used entries (%zu could not be), %llu bytes left",
+                  cache.dir.c_str(), trim.removed, trim.failed,
+                  static_cast<unsigned long long>(trim.bytes_after));
             }
           }
         }

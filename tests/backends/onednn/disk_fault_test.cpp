@@ -97,7 +97,8 @@ class OnednnDiskFault : public ::testing::Test {
     }
     EXPECT_EQ(log.warnings().size(), 2u) << ::testing::PrintToString(log.warnings());
     EXPECT_TRUE(any_contains(log.warnings(), "onednn: cache not written"));
-    EXPECT_TRUE(any_contains(log.warnings(), error_text)) << ::testing::PrintToString(log.warnings());
+    EXPECT_TRUE(any_contains(log.warnings(), error_text))
+        << ::testing::PrintToString(log.warnings());
     EXPECT_TRUE(dir.files().empty()) << ::testing::PrintToString(dir.files());  // no temp left
   }
   // Once the fault is gone, the entries are written and then read back.
@@ -189,7 +190,8 @@ TEST_F(OnednnDiskFault, EntryReplacedWhileReadIsReadWhole) {
   LogCapture log;
   Session again;
   EXPECT_TRUE(close(init_and_run(again, g_, cache_options(dir.path())), want_));
-  EXPECT_TRUE(any_contains(log.warnings(), "recomputing")) << ::testing::PrintToString(log.warnings());
+  EXPECT_TRUE(any_contains(log.warnings(), "recomputing"))
+      << ::testing::PrintToString(log.warnings());
 }
 
 TEST_F(OnednnDiskFault, EntryRewrittenInPlaceWhileReadIsRecomputed) {

@@ -30,7 +30,8 @@ class OpenclExecuteFault : public ::testing::Test {
  protected:
   void SetUp() override {
     if (DeviceInfo::get().opencl().platform_list().empty()) GTEST_SKIP() << "no OpenCL platform";
-    auto loaded = testing::load_built_program(testing::delegate_chain_program({"opencl", "opencl"}));
+    auto loaded =
+        testing::load_built_program(testing::delegate_chain_program({"opencl", "opencl"}));
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     loaded_ = std::move(*loaded);
   }
