@@ -12,6 +12,12 @@
 namespace tessera {
 namespace {
 
+// Injected faults (set_integrity_write_fault, set_integrity_read_hook).
+std::atomic<int> g_write_fault_errno{0};
+std::atomic<uint64_t> g_write_fault_after{0};
+std::atomic<void (*)(const char*, void*)> g_read_hook{nullptr};
+std::atomic<void*> g_read_hook_context{nullptr};
+
 void put_u32(uint8_t* p, uint32_t v) {
   std::memcpy(p, &v, 4);
 }
@@ -85,6 +91,7 @@ Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const 
     return Status::error(Error::Truncated, "'%s' is truncated (%zu bytes, header needs %zu)",
                          path.c_str(), got, kIntegrityHeaderSize);
   }
+  if (auto hook = g_read_hook.load()) hook(path.c_str(), g_read_hook_context.load());
   struct stat st;
   if (::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
     std::fclose(f);
@@ -157,15 +164,30 @@ Status write_integrity_file(const std::string& path, const IntegrityKey& key,
   std::snprintf(suffix, sizeof suffix, ".tmp.%ld.%llu", static_cast<long>(getpid()),
                 static_cast<unsigned long long>(counter.fetch_add(1)));
   const std::string temp = path + suffix;
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fault = g_write_fault_errno.load();
+  const uint64_t fault_after = g_write_fault_after.load();
+  int fd = -1;
+  if (fault != 0 && fault_after == 0) {
+    errno = fault;  // as a read-only or full directory refuses the new file
+  } else {
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
   if (fd < 0) {
     return Status::error(Error::AccessFailed, "cannot create '%s': %s", temp.c_str(),
                          std::strerror(errno));
   }
   bool ok = true;
+  uint64_t budget = fault != 0 ? fault_after : UINT64_MAX;  // bytes written before the fault
   auto write_all = [&](const uint8_t* p, size_t n) {
     while (ok && n > 0) {
-      const ssize_t w = ::write(fd, p, n);
+      if (budget == 0) {
+        errno = fault;
+        ok = false;
+        break;
+      }
+      const size_t chunk = n < budget ? n : static_cast<size_t>(budget);
+      const ssize_t w = ::write(fd, p, chunk);
+      if (w > 0 && budget != UINT64_MAX) budget -= static_cast<uint64_t>(w);
       if (w < 0) {
         if (errno == EINTR) continue;
         ok = false;
@@ -186,6 +208,16 @@ Status write_integrity_file(const std::string& path, const IntegrityKey& key,
                          std::strerror(err));
   }
   return Status::ok();
+}
+
+void set_integrity_write_fault(int error, uint64_t after_bytes) {
+  g_write_fault_after.store(after_bytes);
+  g_write_fault_errno.store(error);
+}
+
+void set_integrity_read_hook(void (*hook)(const char* path, void* context), void* context) {
+  g_read_hook_context.store(context);
+  g_read_hook.store(hook);
 }
 
 }  // namespace tessera

@@ -53,4 +53,16 @@ Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const 
 Status write_integrity_file(const std::string& path, const IntegrityKey& key,
                             const std::vector<uint8_t>& payload);
 
+/// Fault injection (tests and reliability drills), for every thread: write_integrity_file fails
+/// with errno `error` as if the kernel had refused it: creating the file when `after_bytes` is 0
+/// (EROFS or EACCES: a read-only directory), else the write after `after_bytes` bytes of the
+/// file (ENOSPC: a full disk; EIO). The temporary file is removed as on a real failure. `error`
+/// 0 turns it off.
+void set_integrity_write_fault(int error, uint64_t after_bytes = 0);
+
+/// Called by read_integrity_file after it has read a file's header and before it reads the
+/// payload, with the path (tests use it to replace or rewrite the file mid-read). Null: none.
+/// `hook` must stay callable until it is replaced.
+void set_integrity_read_hook(void (*hook)(const char* path, void* context), void* context);
+
 }  // namespace tessera

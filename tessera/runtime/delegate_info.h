@@ -50,6 +50,12 @@ struct DelegateInfo {
   const DerivedValues* derived = nullptr;
   size_t num_nodes = 0;
   SelectionReport selection;
+  /// Under LoadOptions::on_execute_failure == Fallback: how many times a failing execute moved
+  /// this delegate to the next backend of the fallback chain, and why the latest move (or the
+  /// latest failed attempt at one) happened: "'xnnpack' execute failed: ...; moved to 'portable'
+  /// and retried". Each move is also appended to `reason`.
+  int execute_fallbacks = 0;
+  char execute_fallback_reason[384] = {};
 };
 
 }  // namespace tessera

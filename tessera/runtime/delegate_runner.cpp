@@ -12,6 +12,7 @@
 #include "tessera/core/log.h"
 #include "tessera/core/trace.h"
 #include "tessera/ir/op.h"
+#include "tessera/runtime/delegate_recovery.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/program.h"
 
@@ -322,6 +323,15 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     out->info = info;
     out->options = resolved;
     out->has_execute_keys = has_execute_keys(b->option_schema());
+    if (options.on_execute_failure == OnExecuteFailure::Fallback) {
+      Status st =
+          make_recovery_plan(program, method, d, {candidates + c + 1, ncand - c - 1},
+                             {specs, nspecs}, options, pools, s, {symbols, s->num_symbols}, out);
+      if (!st.is_ok()) {
+        destroy_delegate(out);
+        return st;
+      }
+    }
     if (is_fallback || name != requested) {
       char moved[160];
       std::snprintf(moved, sizeof moved, "delegate '%s' (compiled for '%.*s') runs on '%s'",
@@ -403,6 +413,10 @@ Status run_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* p
       char detail[48];
       std::snprintf(detail, sizeof detail, "backend=%s", d.info->backend);
       Trace::record("delegate", d.info->id, step_start, Trace::now_us() - step_start, detail);
+    }
+    if (!st.is_ok() && d.recovery != nullptr) {
+      st = recover_and_retry(s, i, &d, options, profile, st);  // prefixes its own errors
+      if (!st.is_ok()) return st;
     }
     if (!st.is_ok()) {
       char prefix[160];  // fits the longest id (63) and backend name (31)

@@ -14,6 +14,7 @@
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 #include "tessera/core/tensor.h"
+#include "tessera/runtime/on_execute_failure.h"
 
 namespace tessera {
 
@@ -138,6 +139,11 @@ struct LoadOptions {
   /// power, thermal and load state re-read). Tests and simulations pass a fixture's. Borrowed:
   /// must outlive the Method.
   const DeviceInfo* device_info = nullptr;
+
+  /// What execute does when a delegate's backend fails (see OnExecuteFailure). Fallback moves
+  /// the delegate along the fallback chain given by set_fallback (nothing to move to without
+  /// one), with the backend and delegate options of this load.
+  OnExecuteFailure on_execute_failure = OnExecuteFailure::Fail;
 
  private:
   DimValue dims_[kMaxDims] = {};

@@ -17,6 +17,8 @@ struct DelegateHandle;
 
 namespace tessera::internal {
 
+struct RecoveryPlan;  // delegate_recovery.h
+
 struct KernelStep {
   portable::PreparedKernel kernel;
   const Tensor* const* inputs;
@@ -34,6 +36,7 @@ struct DelegateStep {
   DelegateInfo* info;
   const ResolvedOptions* options;
   bool has_execute_keys;  // the backend's schema declares execute-scoped keys
+  RecoveryPlan* recovery;  // on_execute_failure == Fallback only; else null
 };
 
 struct Step {

@@ -113,5 +113,39 @@ TEST(ExecuteAllocations, KernelsAndDelegatesWithAndWithoutExecuteOptions) {
   EXPECT_EQ(heap_calls_in([&] { ASSERT_TRUE(dm->execute(ExecuteOptions::none()).is_ok()); }), 0);
 }
 
+// Loaded with on_execute_failure = fallback, a Method whose delegates do not fail allocates
+// nothing either: recovery is prepared at load.
+TEST(ExecuteAllocations, WithRecoveryPreparedForExecuteFailures) {
+  ASSERT_TRUE(kRegistered);
+  auto bytes = testing::delegate_chain_program({"stub_alloc", "stub_alloc"}).build();
+  testing::AlignedBuffer buf(*bytes);
+  BufferDataLoader loader(buf.data(), buf.size());
+  auto program = Program::load(&loader);
+  ASSERT_TRUE(program.ok());
+  LoadOptions load;
+  ASSERT_TRUE(load.set_fallback("portable").is_ok());
+  load.on_execute_failure = OnExecuteFailure::Fallback;
+  auto m = program->load_method("forward", nullptr, load);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m->execute().is_ok());
+  EXPECT_EQ(heap_calls_in([&] {
+              for (int i = 0; i < 100; ++i) ASSERT_TRUE(m->execute().is_ok());
+            }),
+            0);
+}
+
+// Program::load verifies the file in place: no heap allocation at all, so there is no
+// allocation to fail (the Method's are injected in tests/runtime/fault_injection_test.cpp).
+TEST(ExecuteAllocations, ProgramLoadAllocatesNothing) {
+  auto bytes = testing::add_relu_mul_program(/*symbolic=*/true).build();
+  testing::AlignedBuffer buf(*bytes);
+  BufferDataLoader loader(buf.data(), buf.size());
+  ASSERT_TRUE(Program::load(&loader).ok());  // warm (lazily initialised state outside Tessera)
+  EXPECT_EQ(heap_calls_in([&] {
+              for (int i = 0; i < 10; ++i) ASSERT_TRUE(Program::load(&loader).ok());
+            }),
+            0);
+}
+
 }  // namespace
 }  // namespace tessera

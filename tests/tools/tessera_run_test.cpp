@@ -719,6 +719,22 @@ TEST_F(TesseraRun, PolicyNameIsChecked) {
       "--policy: unknown policy 'fastest' (expected auto, latency, balanced or power_saver)");
 }
 
+// --on-execute-failure sets the load option; the JSON report gives each delegate's moves (none
+// here: nothing fails).
+TEST_F(TesseraRun, OnExecuteFailureIsCheckedAndReported) {
+  RunResult r =
+      run(dir_ + "/delegate.tsr --json --fallback portable --on-execute-failure fallback");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["delegates"][0]["execute_fallbacks"], 0);
+  EXPECT_EQ(report["delegates"][0]["execute_fallback_reason"], "");
+  RunResult bad = run(dir_ + "/delegate.tsr --on-execute-failure retry");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_CONTAINS(bad.err,
+                  "--on-execute-failure: unknown on_execute_failure 'retry' (expected fail or "
+                  "fallback)");
+}
+
 TEST_F(TesseraRun, DeviceInfoTextAndJson) {
   RunResult text = run("--device-info", machine_env("amd_vm"));
   ASSERT_EQ(text.exit_code, 0) << text.err;

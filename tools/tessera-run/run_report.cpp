@@ -75,6 +75,9 @@ void RunOptionsCli::add_to(CLI::App& app) {
   app.add_option(
       "--fallback", fallback,
       "Comma-separated backends to try when a delegate's fails (default: none, the load fails)");
+  app.add_option("--on-execute-failure", on_execute_failure,
+                 "fail (default) or fallback: move a delegate whose backend fails while running "
+                 "to the next backend of --fallback and retry it once");
   app.add_option("--retarget", retarget, "FROM=TO: run delegates compiled for FROM on TO");
   app.add_flag("--lenient-options", lenient, "Warn about and skip unknown option keys");
   app.add_flag("--list-options", list_options,
@@ -152,6 +155,11 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
                                                       std::string_view(r).substr(eq + 1)));
   }
   if (!fallback.empty()) TESSERA_RETURN_IF_ERROR(state->load_.set_fallback(fallback));
+  if (!on_execute_failure.empty()) {
+    Result<OnExecuteFailure> v = parse_on_execute_failure(on_execute_failure);
+    if (!v.ok()) return v.status().with_prefix("--on-execute-failure");
+    state->load_.on_execute_failure = *v;
+  }
   if (!policy.empty()) {
     Result<Policy> p = parse_policy(policy);
     if (!p.ok()) return p.status().with_prefix("--policy");
@@ -330,6 +338,8 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                          {"requested_backend", d.requested_backend},
                          {"nodes", d.num_nodes},
                          {"reason", d.reason},
+                         {"execute_fallbacks", d.execute_fallbacks},
+                         {"execute_fallback_reason", d.execute_fallback_reason},
                          {"selection",
                           {{"mode", d.selection.mode},
                            {"cached", d.selection.cached},

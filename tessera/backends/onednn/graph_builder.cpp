@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backend/cache_limit.h"
 #include "tessera/backend/integrity_file.h"
 #include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/supports.h"
@@ -446,6 +447,7 @@ void Builder::transform_winograd_weights(memory from, memory to) {
   if (entry.ok() && entry->size() == bytes) {
     std::memcpy(to.get_data_handle(), entry->data(), bytes);
     ++d_.weights_from_cache;
+    touch_cache_entry(path);  // recently used: evicted last
     return;
   }
   if (entry.ok()) {
@@ -468,6 +470,16 @@ void Builder::transform_winograd_weights(memory from, memory to) {
     return;
   }
   ++d_.weights_cached;
+  if (options_.cache_max_bytes != 0) {
+    const CacheTrim trim = trim_cache_dir(options_.cache_dir, ".dnnlw", options_.cache_max_bytes);
+    if (trim.removed > 0 || trim.failed > 0) {
+      TESSERA_LOG_INFO(
+          "onednn: cache_dir '%s' above cache_max_mb: removed %zu least recently "
+          "used entries (%zu could not be), %llu bytes left",
+          options_.cache_dir.c_str(), trim.removed, trim.failed,
+          static_cast<unsigned long long>(trim.bytes_after));
+    }
+  }
 }
 
 bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64_t group,

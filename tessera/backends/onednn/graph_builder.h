@@ -39,6 +39,7 @@ struct BuildOptions {
   std::string cache_dir;          // Winograd weights cache ("" = none)
   bool cache_read = false;        // entries are used when valid
   bool cache_write = false;       // missing or bad entries are (re)written
+  uint64_t cache_max_bytes = 0;   // bound on the entries' total size after a write (0 = none)
   bool bf16 = false;  // activations and weights in bf16 (fp32 accumulation); boundaries stay fp32
   int threads = 1;    // OpenMP team size the primitives are created and run with
 };

@@ -43,6 +43,10 @@ constexpr OptionSpec kSchema[] = {
         "a bad entry is recomputed with a warning"),
     OptionSpec::enumeration("cache_mode", "readwrite", kCacheModes, kGlobalLoad,
                             "How cache_dir is used: off, read (never written), readwrite"),
+    OptionSpec::integer("cache_max_mb", 1024, 0, int64_t{1} << 20, kGlobalLoad,
+                        "Size bound of cache_dir's weight entries in MiB (0 = none): after an "
+                        "entry is written, the least recently used (written or read) are removed "
+                        "until the entries fit"),
     OptionSpec::enumeration(
         "conv_algorithm", "auto", kConvAlgorithmChoices, OptionScope::Load | OptionScope::Delegate,
         "How float32 3x3 convolutions with stride 1, no dilation and no groups are computed. "
@@ -171,6 +175,8 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
   build.cache_dir = std::string(cache_dir);
   build.cache_read = !cache_dir.empty() && cache_mode.name != "off";
   build.cache_write = build.cache_read && cache_mode.name == "readwrite";
+  TESSERA_ASSIGN_OR_RETURN(int64_t cache_max_mb, context.get(kCacheMaxMb));
+  build.cache_max_bytes = static_cast<uint64_t>(cache_max_mb) << 20;
   if (build.conv_algorithm == ConvAlgorithm::Winograd && !build.winograd_kernels) {
     return Status::error(Error::NotSupported,
                          "onednn: conv_algorithm=winograd needs oneDNN's float32 Winograd kernels "

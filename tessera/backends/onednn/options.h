@@ -26,6 +26,8 @@ inline constexpr OptionKey<EnumValue> kConvAlgorithm{"conv_algorithm"};
 /// readwrite); see the schema.
 inline constexpr OptionKey<std::string_view> kCacheDir{"cache_dir"};
 inline constexpr OptionKey<EnumValue> kCacheMode{"cache_mode"};
+/// Size bound of cache_dir's entries in MiB (0 = none); least recently used go first.
+inline constexpr OptionKey<int64_t> kCacheMaxMb{"cache_max_mb"};
 /// Global: oneDNN's primitive cache capacity (dnnl::set_primitive_cache_capacity).
 inline constexpr OptionKey<int64_t> kPrimitiveCacheCapacity{"primitive_cache_capacity"};
 /// Execute scope: report per-primitive times of this call through the execution context.

@@ -1,10 +1,26 @@
 #include "tessera/backends/opencl/cl_util.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
 namespace tessera::opencl {
+namespace {
+std::atomic<cl_int> g_enqueue_fault{CL_SUCCESS};
+std::atomic<int> g_enqueue_fault_count{0};
+}  // namespace
+
+void set_enqueue_fault(cl_int error, int count) {
+  g_enqueue_fault_count.store(error == CL_SUCCESS ? 0 : count);
+  g_enqueue_fault.store(error);
+}
+
+cl_int take_enqueue_fault() {
+  if (g_enqueue_fault_count.load(std::memory_order_relaxed) <= 0) return CL_SUCCESS;
+  if (g_enqueue_fault_count.fetch_sub(1) <= 0) return CL_SUCCESS;
+  return g_enqueue_fault.load();
+}
 
 const char* cl_error_name(cl_int code) {
   switch (code) {

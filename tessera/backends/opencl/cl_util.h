@@ -12,6 +12,13 @@ namespace tessera::opencl {
 /// "CL_OUT_OF_RESOURCES" for -5, "CL_ERROR(-1234)" for unknown codes (static storage).
 const char* cl_error_name(cl_int code);
 
+/// Fault injection (tests and reliability drills), for every thread: the next `count` kernel
+/// enqueues of delegates' execute fail with `error` (such as CL_OUT_OF_RESOURCES) as if
+/// clEnqueueNDRangeKernel had returned it. 0 turns it off.
+void set_enqueue_fault(cl_int error, int count);
+/// CL_SUCCESS, or the injected error once per count (called before each kernel enqueue).
+cl_int take_enqueue_fault();
+
 /// An owned OpenCL object released with `Release`.
 template <typename T, cl_int (*Release)(T)>
 class ClHandle {

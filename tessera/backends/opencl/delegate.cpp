@@ -257,6 +257,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
   size_t launched = 0;
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
+    err = take_enqueue_fault();  // CL_SUCCESS unless a test injects a failure (cl_util.h)
+    if (err != CL_SUCCESS) break;
     err = clEnqueueNDRangeKernel(q, l.kernel.get(), 1, nullptr, &l.global,
                                  l.local == 0 ? nullptr : &l.local, 0, nullptr,
                                  profile ? &events[i] : nullptr);

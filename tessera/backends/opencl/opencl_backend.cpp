@@ -38,6 +38,10 @@ constexpr OptionSpec kSchema[] = {
                        "checksum) before use; a bad entry is recompiled with a warning"),
     OptionSpec::enumeration("cache_mode", "readwrite", kCacheModes, kGlobalLoad,
                             "How cache_dir is used: off, read (never written), readwrite"),
+    OptionSpec::integer("cache_max_mb", 256, 0, int64_t{1} << 20, kGlobalLoad,
+                        "Size bound of cache_dir's program binaries in MiB (0 = none): after an "
+                        "entry is written, the least recently used (written or read) are removed "
+                        "until the entries fit"),
     OptionSpec::enumeration("tuning_level", "auto", kTuningLevels, kRuntimeScopes,
                             "Local work sizes to try per kernel at init: none (driver's "
                             "choice), rapid (4), normal (8), exhaustive (every power of two); "
@@ -156,6 +160,8 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
   settings.cache.dir = std::string(cache_dir);
   settings.cache.mode =
       pick(cache_mode.index, {CacheMode::Off, CacheMode::Read, CacheMode::ReadWrite});
+  TESSERA_ASSIGN_OR_RETURN(int64_t cache_max_mb, context.get(kCacheMaxMb));
+  settings.cache.max_bytes = static_cast<uint64_t>(cache_max_mb) << 20;
   settings.tuning_file = std::string(tuning_file);
   if (tuning.index <= 0) {
     settings.tuning = derive_tuning(context, settings.tuning_file);

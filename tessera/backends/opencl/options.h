@@ -25,6 +25,8 @@ inline constexpr OptionKey<std::string_view> kBuildOptions{"build_options"};
 inline constexpr OptionKey<std::string_view> kCacheDir{"cache_dir"};
 /// off | read | readwrite.
 inline constexpr OptionKey<EnumValue> kCacheMode{"cache_mode"};
+/// Size bound of cache_dir's program entries in MiB (0 = none); least recently used go first.
+inline constexpr OptionKey<int64_t> kCacheMaxMb{"cache_max_mb"};
 /// none | rapid | normal | exhaustive: how many local work sizes to try per kernel.
 inline constexpr OptionKey<EnumValue> kTuningLevel{"tuning_level"};
 /// File of tuned local work sizes ("" = keep them in memory only).

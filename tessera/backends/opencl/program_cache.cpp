@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include "tessera/backend/cache_limit.h"
 #include "tessera/core/log.h"
 
 namespace tessera::opencl {
@@ -124,6 +125,7 @@ Result<ProgramHandle> build_program(const DeviceContext& dc, const std::string& 
     if (entry.ok()) {
       Result<ProgramHandle> program = from_binary(dc, *entry, build_options);
       if (program.ok()) {
+        touch_cache_entry(out.cache_path);  // recently used: evicted last
         out.from_cache = true;
         out.ms = ms_since(start);
         return program;
@@ -157,6 +159,16 @@ Result<ProgramHandle> build_program(const DeviceContext& dc, const std::string& 
           TESSERA_LOG_WARNING("opencl: cache not written: %s", written.message());
         } else {
           out.cache_written = true;
+          if (cache.max_bytes != 0) {
+            const CacheTrim trim = trim_cache_dir(cache.dir, ".clbin", cache.max_bytes);
+            if (trim.removed > 0 || trim.failed > 0) {
+              TESSERA_LOG_INFO(
+                  "opencl: cache_dir '%s' above cache_max_mb: removed %zu least "
+                  "recently used entries (%zu could not be), %llu bytes left",
+                  cache.dir.c_str(), trim.removed, trim.failed,
+                  static_cast<unsigned long long>(trim.bytes_after));
+            }
+          }
         }
       }
     }

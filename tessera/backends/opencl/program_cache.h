@@ -21,6 +21,7 @@ enum class CacheMode : uint8_t { Off, Read, ReadWrite };
 struct ProgramCacheSettings {
   std::string dir;  // "" = no cache
   CacheMode mode = CacheMode::ReadWrite;
+  uint64_t max_bytes = 0;  // bound on the entries' total size after a write (0 = none)
 };
 
 /// How a program was obtained, for tests, benchmarks and logs.

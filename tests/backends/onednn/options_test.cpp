@@ -39,9 +39,9 @@ TEST(OnednnOptions, SchemaKeys) {
   ASSERT_TRUE(backend.ok());
   std::vector<std::string> keys;
   for (const OptionSpec& s : (*backend)->option_schema()) keys.emplace_back(s.key_view());
-  EXPECT_EQ(keys, (std::vector<std::string>{"cache_dir", "cache_mode", "conv_algorithm",
-                                            "max_cpu_isa", "num_threads", "precision",
-                                            "primitive_cache_capacity", "profile"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"cache_dir", "cache_mode", "cache_max_mb",
+                                            "conv_algorithm", "max_cpu_isa", "num_threads",
+                                            "precision", "primitive_cache_capacity", "profile"}));
 }
 
 TEST(OnednnOptions, NumThreadsPerDelegateRestoresCaller) {
