@@ -39,7 +39,7 @@ function(tessera_backend_missing name reason)
   string(TOUPPER "${name}" upper)
   get_property(mode GLOBAL PROPERTY TESSERA_BACKEND_MODE_${upper})
   if(mode STREQUAL "ON")
-    message(FATAL_ERROR "TESSERA_BACKEND_${upper}=ON but ${reason}. Install it, or configure with "
+    message(FATAL_ERROR "TESSERA_BACKEND_${upper}=ON but ${reason}. Install what is missing, or configure with "
                         "-DTESSERA_BACKEND_${upper}=AUTO (or OFF) to build without the ${name} backend.")
   endif()
   set_property(GLOBAL APPEND PROPERTY TESSERA_LEFT_OUT_BACKENDS "${name} (${reason})")

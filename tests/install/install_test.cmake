@@ -41,6 +41,10 @@ set(expected
     bin/tessera-run share/doc/tessera/usage.md share/doc/tessera/options.md)
 foreach(backend IN LISTS BACKENDS)
   list(APPEND expected lib/pkgconfig/tessera-${backend}.pc)
+  if(NOT backend STREQUAL "portable")
+    list(APPEND expected lib/libtessera_${backend}.so lib/libtessera_${backend}.so.${soversion}
+         include/tessera/backend/backend_library.h)
+  endif()
 endforeach()
 if(HAVE_COMPILE)
   list(APPEND expected bin/tessera-compile)
@@ -58,6 +62,18 @@ foreach(f include/tessera/ir include/tessera/schema include/tessera/backends
 endforeach()
 run("readelf" readelf -d ${prefix}/lib/libtessera.so.${VERSION})
 expect_match("SONAME" "\\(SONAME\\)[^\n]*\\[libtessera\\.so\\.${soversion}\\]" "${run_output}")
+# libtessera links no backend library, and each backend library only its own dependency.
+if(run_output MATCHES "NEEDED[^\n]*(libtessera_|XNNPACK|dnnl|OpenCL|armnn|gomp)")
+  message(FATAL_ERROR "libtessera depends on a backend or its dependency:\n${run_output}")
+endif()
+if("xnnpack" IN_LIST BACKENDS)
+  run("readelf libtessera_xnnpack" readelf -d ${prefix}/lib/libtessera_xnnpack.so.${VERSION})
+  expect_match("libtessera_xnnpack SONAME" "\\(SONAME\\)[^\n]*\\[libtessera_xnnpack\\.so\\.${soversion}\\]"
+               "${run_output}")
+  if(run_output MATCHES "NEEDED[^\n]*(dnnl|OpenCL|armnn|gomp)")
+    message(FATAL_ERROR "libtessera_xnnpack depends on another backend's dependency:\n${run_output}")
+  endif()
+endif()
 run("installed tessera-run --list-options" ${prefix}/bin/tessera-run --list-options)
 expect_match("tessera-run --list-options" "portable" "${run_output}")
 
@@ -104,6 +120,32 @@ if("xnnpack" IN_LIST BACKENDS)
   expect_match("tessera_c_run" "output y: float32, 32 bytes: 0 0 0.75 0 0 1.5 1.25 0" "${run_output}")
   run("examples: classify" ${WORK_DIR}/examples/classify ${WORK_DIR}/add.tsr --iterations 1)
   expect_match("classify" "top-5: " "${run_output}")
+
+  # One backend only: Tessera::runtime Tessera::xnnpack, linked with --as-needed (the registrar
+  # must still run), registers portable and xnnpack and nothing else; Tessera::runtime alone
+  # with TESSERA_BACKEND_PATH=<prefix>/lib loads every installed backend library at run time.
+  file(WRITE ${WORK_DIR}/one_backend/CMakeLists.txt
+       "cmake_minimum_required(VERSION 3.25)\nproject(one_backend LANGUAGES CXX)\n"
+       "find_package(Tessera 0.2 REQUIRED COMPONENTS xnnpack)\n"
+       "add_executable(xnnpack_only ${SOURCE_DIR}/tests/backend/library/link_test.cpp)\n"
+       "target_link_options(xnnpack_only PRIVATE LINKER:--as-needed)\n"
+       "target_link_libraries(xnnpack_only PRIVATE Tessera::runtime Tessera::xnnpack)\n"
+       "add_executable(runtime_only ${SOURCE_DIR}/tests/backend/library/link_test.cpp)\n"
+       "target_link_libraries(runtime_only PRIVATE Tessera::runtime)\n")
+  run("configure one_backend" ${CMAKE_COMMAND} -S ${WORK_DIR}/one_backend -B ${WORK_DIR}/one_backend/build
+      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
+      -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  run("build one_backend" ${CMAKE_COMMAND} --build ${WORK_DIR}/one_backend/build)
+  run("one_backend: xnnpack_only" ${WORK_DIR}/one_backend/build/xnnpack_only portable xnnpack)
+  run("readelf xnnpack_only" readelf -d ${WORK_DIR}/one_backend/build/xnnpack_only)
+  if(run_output MATCHES "NEEDED[^\n]*libtessera_(onednn|opencl|armnn)")
+    message(FATAL_ERROR "xnnpack_only links another backend library:\n${run_output}")
+  endif()
+  run("one_backend: runtime_only" ${WORK_DIR}/one_backend/build/runtime_only portable)
+  set(sorted_backends ${BACKENDS})
+  list(SORT sorted_backends)
+  run("one_backend: runtime_only with TESSERA_BACKEND_PATH" ${CMAKE_COMMAND} -E env
+      TESSERA_BACKEND_PATH=${prefix}/lib ${WORK_DIR}/one_backend/build/runtime_only ${sorted_backends})
 endif()
 
 # 5. The C example with pkg-config alone.
@@ -115,7 +157,13 @@ run("pkg-config" ${PKG_CONFIG} --cflags --libs tessera-${last_backend})
 string(STRIP "${run_output}" flags)
 separate_arguments(flags UNIX_COMMAND "${flags}")
 # pkg-config keeps the relocatable prefix unnormalised: .../lib/pkgconfig/../../include.
-expect_match("pkg-config" "^-I${prefix}/[a-z/.]*include;-L${prefix}/[a-z/.]*lib;-ltessera$" "${flags}")
+if(last_backend STREQUAL "portable")
+  expect_match("pkg-config" "^-I${prefix}/[a-z/.]*include;-L${prefix}/[a-z/.]*lib;-ltessera$" "${flags}")
+else()
+  expect_match("pkg-config"
+               "^-I${prefix}/[a-z/.]*include;-L${prefix}/[a-z/.]*lib;-Wl,--no-as-needed;-ltessera_${last_backend};-ltessera$"
+               "${flags}")
+endif()
 run("cc with pkg-config" ${CC} -std=c11 ${SOURCE_DIR}/examples/c/run.c ${flags}
     -Wl,-rpath,${prefix}/lib -o ${WORK_DIR}/c_run_pkgconfig)
 run("pkg-config build: tessera_c_run" ${WORK_DIR}/c_run_pkgconfig ${WORK_DIR}/add.tsr --dim batch=1)
