@@ -121,31 +121,12 @@ if("xnnpack" IN_LIST BACKENDS)
   run("examples: classify" ${WORK_DIR}/examples/classify ${WORK_DIR}/add.tsr --iterations 1)
   expect_match("classify" "top-5: " "${run_output}")
 
-  # One backend only: Tessera::runtime Tessera::xnnpack, linked with --as-needed (the registrar
-  # must still run), registers portable and xnnpack and nothing else; Tessera::runtime alone
-  # with TESSERA_BACKEND_PATH=<prefix>/lib loads every installed backend library at run time.
-  file(WRITE ${WORK_DIR}/one_backend/CMakeLists.txt
-       "cmake_minimum_required(VERSION 3.25)\nproject(one_backend LANGUAGES CXX)\n"
-       "find_package(Tessera 0.2 REQUIRED COMPONENTS xnnpack)\n"
-       "add_executable(xnnpack_only ${SOURCE_DIR}/tests/backend/library/link_test.cpp)\n"
-       "target_link_options(xnnpack_only PRIVATE LINKER:--as-needed)\n"
-       "target_link_libraries(xnnpack_only PRIVATE Tessera::runtime Tessera::xnnpack)\n"
-       "add_executable(runtime_only ${SOURCE_DIR}/tests/backend/library/link_test.cpp)\n"
-       "target_link_libraries(runtime_only PRIVATE Tessera::runtime)\n")
-  run("configure one_backend" ${CMAKE_COMMAND} -S ${WORK_DIR}/one_backend -B ${WORK_DIR}/one_backend/build
-      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
-      -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-  run("build one_backend" ${CMAKE_COMMAND} --build ${WORK_DIR}/one_backend/build)
-  run("one_backend: xnnpack_only" ${WORK_DIR}/one_backend/build/xnnpack_only portable xnnpack)
-  run("readelf xnnpack_only" readelf -d ${WORK_DIR}/one_backend/build/xnnpack_only)
+  # classify links Tessera::runtime Tessera::xnnpack: no other backend library.
+  run("readelf classify" readelf -d ${WORK_DIR}/examples/classify)
+  expect_match("classify links libtessera_xnnpack" "NEEDED[^\n]*libtessera_xnnpack" "${run_output}")
   if(run_output MATCHES "NEEDED[^\n]*libtessera_(onednn|opencl|armnn)")
-    message(FATAL_ERROR "xnnpack_only links another backend library:\n${run_output}")
+    message(FATAL_ERROR "classify links another backend library:\n${run_output}")
   endif()
-  run("one_backend: runtime_only" ${WORK_DIR}/one_backend/build/runtime_only portable)
-  set(sorted_backends ${BACKENDS})
-  list(SORT sorted_backends)
-  run("one_backend: runtime_only with TESSERA_BACKEND_PATH" ${CMAKE_COMMAND} -E env
-      TESSERA_BACKEND_PATH=${prefix}/lib ${WORK_DIR}/one_backend/build/runtime_only ${sorted_backends})
 endif()
 
 # 5. The C example with pkg-config alone.
@@ -169,7 +150,28 @@ run("cc with pkg-config" ${CC} -std=c11 ${SOURCE_DIR}/examples/c/run.c ${flags}
 run("pkg-config build: tessera_c_run" ${WORK_DIR}/c_run_pkgconfig ${WORK_DIR}/add.tsr --dim batch=1)
 expect_match("tessera_c_run (pkg-config)" "output y: float32, 16 bytes: 0 0 0.75 0\n" "${run_output}")
 
-# 6. A component that was not built, and a version this is not, fail find_package with a
+# 6. One backend only, with --as-needed first (the registrar must still run): exactly portable and
+# that backend are registered. libtessera alone, with TESSERA_BACKEND_PATH=<prefix>/lib, loads
+# every installed backend library at run time.
+run("c++ with pkg-config, one backend" ${CXX} -std=c++20 -Wl,--as-needed
+    ${SOURCE_DIR}/tests/backend/library/link_test.cpp ${flags} -Wl,-rpath,${prefix}/lib
+    -o ${WORK_DIR}/one_backend)
+set(one_backend portable ${last_backend})
+list(REMOVE_DUPLICATES one_backend)
+run("one backend registered" ${WORK_DIR}/one_backend ${one_backend})
+run("pkg-config tessera" ${PKG_CONFIG} --cflags --libs tessera)
+string(STRIP "${run_output}" runtime_flags)
+separate_arguments(runtime_flags UNIX_COMMAND "${runtime_flags}")
+run("c++ with pkg-config, libtessera only" ${CXX} -std=c++20
+    ${SOURCE_DIR}/tests/backend/library/link_test.cpp ${runtime_flags} -Wl,-rpath,${prefix}/lib
+    -o ${WORK_DIR}/runtime_only)
+run("libtessera only: portable" ${WORK_DIR}/runtime_only portable)
+set(sorted_backends ${BACKENDS})
+list(SORT sorted_backends)
+run("libtessera only, TESSERA_BACKEND_PATH" ${CMAKE_COMMAND} -E env TESSERA_BACKEND_PATH=${prefix}/lib
+    ${WORK_DIR}/runtime_only ${sorted_backends})
+
+# 7. A component that was not built, and a version this is not, fail find_package with a
 # message saying what there is.
 file(WRITE ${WORK_DIR}/missing/CMakeLists.txt
      "cmake_minimum_required(VERSION 3.25)\nproject(missing LANGUAGES CXX)\n"
