@@ -37,9 +37,10 @@ thread_local bool t_loading_backend_path = false;
 Result<std::vector<std::string>> register_staged(const std::string& path,
                                                  std::vector<detail::StagedBackend>& staged) {
   if (staged.empty()) {
-    return Status::error(Error::NotSupported,
-                         "backend library '%.*s' registers no backend (no TESSERA_REGISTER_BACKEND)",
-                         path_length(path), path.c_str());
+    return Status::error(
+        Error::NotSupported,
+        "backend library '%.*s' registers no backend (no TESSERA_REGISTER_BACKEND)",
+        path_length(path), path.c_str());
   }
   std::vector<std::string> names;
   for (detail::StagedBackend& s : staged) {
@@ -141,8 +142,8 @@ void load_directories(std::string_view directories, std::vector<std::string>& re
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) {
       on_error(Status::error(errno == ENOENT ? Error::NotFound : Error::AccessFailed,
-                             "backend library directory '%.*s': %s", path_length(dir),
-                             dir.c_str(), std::strerror(errno)));
+                             "backend library directory '%.*s': %s", path_length(dir), dir.c_str(),
+                             std::strerror(errno)));
       continue;
     }
     std::vector<std::string> files;

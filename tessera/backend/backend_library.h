@@ -50,8 +50,8 @@ inline constexpr const char* kBackendPathVariable = "TESSERA_BACKEND_PATH";
 /// symbol load_backend_library looks for. (Tessera's own backend libraries get it from
 /// tessera/backend/backend_library_entry.cpp.) Weak, so that static archives of several backends
 /// can be linked into one program.
-#define TESSERA_DEFINE_BACKEND_LIBRARY()                                                   \
-  extern "C" __attribute__((visibility("default"), weak)) uint32_t                        \
-  tessera_backend_library_abi_version() {                                                  \
-    return ::tessera::kBackendAbiVersion;                                                  \
+#define TESSERA_DEFINE_BACKEND_LIBRARY()                           \
+  extern "C" __attribute__((visibility("default"), weak)) uint32_t \
+  tessera_backend_library_abi_version() {                          \
+    return ::tessera::kBackendAbiVersion;                          \
   }

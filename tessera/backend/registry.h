@@ -62,4 +62,5 @@ class BackendRegistrar {
 /// load_backend_library).
 #define TESSERA_REGISTER_BACKEND(name, Class)                                                  \
   static ::tessera::BackendRegistrar TESSERA_CONCAT_(tessera_backend_registrar_, __COUNTER__)( \
-      name, []() -> std::unique_ptr<::tessera::BackendInterface> { return std::make_unique<Class>(); })
+      name,                                                                                    \
+      []() -> std::unique_ptr<::tessera::BackendInterface> { return std::make_unique<Class>(); })

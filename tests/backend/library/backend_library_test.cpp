@@ -82,8 +82,8 @@ TEST(BackendLibrary, AbiVersionMismatch) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), Error::DelegateInvalidCompatibility);
   std::string expected = "was built for backend ABI version " +
-                         std::to_string(kBackendAbiVersion + 1) +
-                         ", this libtessera has version " + std::to_string(kBackendAbiVersion);
+                         std::to_string(kBackendAbiVersion + 1) + ", this libtessera has version " +
+                         std::to_string(kBackendAbiVersion);
   EXPECT_NE(std::string(r.status().message()).find(expected), std::string::npos)
       << r.status().message();
   EXPECT_FALSE(is_registered("library_wrong_abi"));
