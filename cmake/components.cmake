@@ -1,28 +1,47 @@
 # The package's components: Tessera::runtime (libtessera) and Tessera::<backend> for each backend
-# built into it. Included right after tessera/ so that tools, tests and examples can use the
-# names an installed package gives (cmake/TesseraConfig.cmake.in).
-# The backends compiled into libtessera: portable always, the others when their folder found
-# its dependency (it sets the global property TESSERA_HAVE_<NAME>).
-set(TESSERA_BUILT_BACKENDS portable)
-file(GLOB _tessera_backend_dirs LIST_DIRECTORIES true RELATIVE ${CMAKE_SOURCE_DIR}/tessera/backends
-     ${CMAKE_SOURCE_DIR}/tessera/backends/*)
-list(SORT _tessera_backend_dirs)
-foreach(_backend IN LISTS _tessera_backend_dirs)
-  string(TOUPPER "${_backend}" _upper)
-  get_property(_have GLOBAL PROPERTY TESSERA_HAVE_${_upper})
-  if(_have)
-    list(APPEND TESSERA_BUILT_BACKENDS ${_backend})
-  endif()
-endforeach()
+# library that was built (cmake/backends.cmake). Included right after tessera/ so that tools,
+# tests and examples can use the names an installed package gives (cmake/TesseraConfig.cmake.in).
+
+# Tessera::runtime: libtessera, linked the way backend libraries are (a static libtessera whole,
+# so the portable backend's registrar is kept).
+tessera_backend_component(runtime tessera_runtime)
+set_target_properties(tessera_runtime PROPERTIES EXPORT_NAME runtime_library)
+# Tessera::portable: the portable backend is part of libtessera.
+add_library(tessera_portable_component INTERFACE)
+target_link_libraries(tessera_portable_component INTERFACE tessera_runtime_component)
+set_target_properties(tessera_portable_component PROPERTIES EXPORT_NAME portable)
+add_library(Tessera::portable ALIAS tessera_portable_component)
+
+# libtessera and the backend libraries: checked for undefined symbols, so that libtessera can never
+# depend on a backend by accident (not under sanitizers, whose runtime the executable provides).
+get_property(TESSERA_BACKEND_LIBRARIES GLOBAL PROPERTY TESSERA_BUILT_BACKEND_LIBRARIES)
+if(BUILD_SHARED_LIBS AND NOT TESSERA_SANITIZE AND NOT TESSERA_FUZZ)
+  foreach(_target tessera_runtime ${TESSERA_BACKEND_LIBRARIES})
+    if(NOT _target STREQUAL "tessera_runtime")
+      set(_target tessera_${_target})
+    endif()
+    target_link_options(${_target} PRIVATE "LINKER:--no-undefined")
+  endforeach()
+endif()
+
+# Every backend there is: portable, then the libraries, in name order.
+set(TESSERA_BUILT_BACKENDS portable ${TESSERA_BACKEND_LIBRARIES})
+list(SORT TESSERA_BUILT_BACKENDS)
+list(REMOVE_ITEM TESSERA_BUILT_BACKENDS portable)
+list(PREPEND TESSERA_BUILT_BACKENDS portable)
 list(JOIN TESSERA_BUILT_BACKENDS ", " TESSERA_BUILT_BACKENDS_TEXT)
 message(STATUS "Tessera package components: runtime, ${TESSERA_BUILT_BACKENDS_TEXT}")
+get_property(_left_out GLOBAL PROPERTY TESSERA_LEFT_OUT_BACKENDS)
+if(_left_out)
+  list(JOIN _left_out "; " _left_out)
+  message(STATUS "Tessera backends left out: ${_left_out}")
+else()
+  message(STATUS "Tessera backends left out: none")
+endif()
 
-# The same target names inside this build as from the installed package, so examples/ builds
-# either way.
-add_library(Tessera::runtime ALIAS tessera)
+# `tessera` inside this build: libtessera with every backend library that was built.
+add_library(tessera INTERFACE)
 foreach(_backend IN LISTS TESSERA_BUILT_BACKENDS)
-  add_library(tessera_component_${_backend} INTERFACE)
-  target_link_libraries(tessera_component_${_backend} INTERFACE tessera)
-  add_library(Tessera::${_backend} ALIAS tessera_component_${_backend})
+  target_link_libraries(tessera INTERFACE Tessera::${_backend})
 endforeach()
-
+target_link_libraries(tessera INTERFACE Tessera::runtime)

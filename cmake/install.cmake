@@ -1,5 +1,5 @@
-# What `cmake --install` puts under the prefix: the public headers, libtessera (versioned
-# SONAME), the tools, docs/, the CMake package (TesseraConfig.cmake, exported targets) and
+# What `cmake --install` puts under the prefix: the public headers, libtessera and one
+# libtessera_<backend> per backend library (versioned SONAME), the tools, docs/, the CMake package (TesseraConfig.cmake, exported targets) and
 # pkg-config files. Included at the end of the top-level CMakeLists.txt, once every target exists
 # (after cmake/components.cmake).
 include(GNUInstallDirs)
@@ -7,12 +7,12 @@ include(CMakePackageConfigHelpers)
 
 # libtessera.so -> libtessera.so.0.2 (the SONAME: 0.x releases break the ABI at each minor
 # version) -> libtessera.so.0.2.0.
-set_target_properties(tessera PROPERTIES
+# The backend libraries get the same versions (cmake/backends.cmake).
+set_target_properties(tessera_runtime PROPERTIES
   VERSION ${PROJECT_VERSION}
-  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
-  EXPORT_NAME runtime)
-target_include_directories(tessera INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-target_compile_features(tessera PUBLIC cxx_std_20)
+  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+target_include_directories(tessera_runtime INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+target_compile_features(tessera_runtime PUBLIC cxx_std_20)
 
 # Public headers: everything an application or a backend author includes. Left out: headers
 # that need the generated FlatBuffers code or another library (ir/, kernels/, compiler/,
@@ -30,7 +30,13 @@ foreach(_header IN LISTS _tessera_public_headers)
 endforeach()
 set_property(GLOBAL PROPERTY TESSERA_PUBLIC_HEADERS ${_tessera_public_headers})
 
-install(TARGETS tessera EXPORT TesseraTargets
+# Exported as Tessera::runtime and Tessera::<backend> (the component targets, which link the
+# library so that its registrar runs: cmake/backends.cmake) and Tessera::<name>_library.
+set(_tessera_install_targets tessera_runtime tessera_runtime_component tessera_portable_component)
+foreach(_backend IN LISTS TESSERA_BACKEND_LIBRARIES)
+  list(APPEND _tessera_install_targets tessera_${_backend} tessera_${_backend}_component)
+endforeach()
+install(TARGETS ${_tessera_install_targets} EXPORT TesseraTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -52,13 +58,22 @@ file(RELATIVE_PATH TESSERA_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfi
 configure_file(${CMAKE_SOURCE_DIR}/cmake/tessera.pc.in ${CMAKE_BINARY_DIR}/package/tessera.pc @ONLY)
 set(_tessera_pc_files ${CMAKE_BINARY_DIR}/package/tessera.pc)
 foreach(TESSERA_PC_BACKEND IN LISTS TESSERA_BUILT_BACKENDS)
+  # The portable backend is part of libtessera. A backend library is linked with --no-as-needed:
+  # the program calls none of its functions, it is there for its registrar (docs/usage.md).
+  if(TESSERA_PC_BACKEND STREQUAL "portable")
+    set(TESSERA_PC_LIBS "")
+    set(TESSERA_PC_DESCRIPTION "part of libtessera")
+  else()
+    set(TESSERA_PC_LIBS "Libs: -L\${libdir} -Wl,--no-as-needed -ltessera_${TESSERA_PC_BACKEND}")
+    set(TESSERA_PC_DESCRIPTION "libtessera_${TESSERA_PC_BACKEND}")
+  endif()
   configure_file(${CMAKE_SOURCE_DIR}/cmake/tessera-backend.pc.in
                  ${CMAKE_BINARY_DIR}/package/tessera-${TESSERA_PC_BACKEND}.pc @ONLY)
   list(APPEND _tessera_pc_files ${CMAKE_BINARY_DIR}/package/tessera-${TESSERA_PC_BACKEND}.pc)
 endforeach()
 install(FILES ${_tessera_pc_files} DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The tools find libtessera next to them: <prefix>/bin/../lib.
+# The tools find libtessera and the backend libraries next to them: <prefix>/bin/../lib.
 foreach(_tool tessera-run tessera-compile)
   if(TARGET ${_tool})
     set_target_properties(${_tool} PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")

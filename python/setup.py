@@ -48,7 +48,9 @@ class CMakeBuild(build_ext):
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(built[0], target)
-        for lib in glob.glob(os.path.join(build, "libtessera.so*")):
+        # libtessera and the backend libraries (libtessera_<name>.so*), all beside libtessera.
+        for lib in glob.glob(os.path.join(build, "libtessera.so*")) + glob.glob(
+                os.path.join(build, "libtessera_*.so*")):
             shutil.copyfile(lib, os.path.join(os.path.dirname(target), os.path.basename(lib)))
 
 

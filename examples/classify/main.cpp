@@ -5,7 +5,7 @@
 // runtime did: the policy and why, the backend that ran each delegate, its effective options,
 // the values derived for options left at auto with the reason, the top-5 classes and latency.
 //
-//   classify MODEL.tsr [--iterations N] [--cache-dir DIR]
+//   classify MODEL.tsr [--iterations N] [--cache-dir DIR] [--backend-library PATH]...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backend/backend_library.h"
 #include "tessera/backend/derived_values.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/global_options.h"
@@ -111,7 +112,9 @@ void print_top5(const std::vector<float>& logits) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: classify MODEL.tsr [--iterations N] [--cache-dir DIR]\n");
+    std::fprintf(stderr,
+                 "usage: classify MODEL.tsr [--iterations N] [--cache-dir DIR] "
+                 "[--backend-library PATH]...\n");
     return 2;
   }
   const char* path = argv[1];
@@ -120,6 +123,14 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::max(1, std::atoi(argv[i + 1]));
     else if (std::strcmp(argv[i], "--cache-dir") == 0) cache_dir = argv[i + 1];
+    else if (std::strcmp(argv[i], "--backend-library") == 0) {
+      const char* library = argv[i + 1];
+      // [load-backend-library]
+      Result<std::vector<std::string>> loaded = load_backend_library(library);
+      if (!loaded.ok()) return fail(loaded.status(), library);
+      for (const std::string& name : *loaded) std::printf("loaded backend '%s'\n", name.c_str());
+      // [load-backend-library]
+    }
   }
 
   // 1. What the machine says, at run time.

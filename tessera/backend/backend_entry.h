@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "tessera/backend/interface.h"
 #include "tessera/backend/lifecycle.h"
@@ -38,6 +39,21 @@ struct BackendEntry {
   BackendOption locked[kMaxSchemaOptions];             // init-only values at the time of locking
   OptionSource locked_source[kMaxSchemaOptions] = {};  // where each locked value came from
 };
+
+/// A registration recorded while load_backend_library loads a library: `factory` or `instance`.
+struct StagedBackend {
+  const char* name;
+  BackendRegistrar::Factory factory;
+  std::unique_ptr<BackendInterface> instance;
+};
+
+/// From now on, BackendRegistrar objects constructed on this thread append to `staging` instead
+/// of registering (nullptr: register again). Returns the previous value. For the loader.
+std::vector<StagedBackend>* stage_registrations(std::vector<StagedBackend>* staging);
+
+/// Loads the libraries of TESSERA_BACKEND_PATH the first time it is called (backend_library.cpp).
+/// Called by every registry lookup; does nothing when called again, or from inside that loading.
+void load_backend_path_once();
 
 /// The entry for `name`, or null. Keeps the entry alive even if unregistered meanwhile.
 std::shared_ptr<BackendEntry> find_backend_entry(std::string_view name);

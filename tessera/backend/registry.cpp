@@ -12,6 +12,9 @@
 namespace tessera {
 namespace {
 
+// Set while load_backend_library loads a library on this thread: its registrars record here.
+thread_local std::vector<detail::StagedBackend>* t_staging = nullptr;
+
 struct Registry {
   std::mutex mutex;
   std::shared_ptr<detail::BackendEntry> entries[kMaxBackends];
@@ -87,7 +90,14 @@ Status add(std::string_view name, BackendInterface* backend,
 
 namespace detail {
 
+std::vector<StagedBackend>* stage_registrations(std::vector<StagedBackend>* staging) {
+  std::vector<StagedBackend>* previous = t_staging;
+  t_staging = staging;
+  return previous;
+}
+
 std::shared_ptr<BackendEntry> find_backend_entry(std::string_view name) {
+  load_backend_path_once();
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (size_t i = 0; i < r.count; ++i) {
@@ -152,6 +162,7 @@ Result<BackendInterface*> get_backend(std::string_view name) {
 }
 
 std::vector<std::string> registered_backends() {
+  detail::load_backend_path_once();
   std::vector<std::string> names;
   {
     Registry& r = registry();
@@ -163,8 +174,25 @@ std::vector<std::string> registered_backends() {
   return names;
 }
 
-BackendRegistrar::BackendRegistrar(const char* name, std::unique_ptr<BackendInterface> backend)
-    : status_(register_backend(name, std::move(backend))) {
+BackendRegistrar::BackendRegistrar(const char* name, Factory factory) {
+  if (t_staging != nullptr) {
+    t_staging->push_back({name, factory, nullptr});
+    return;
+  }
+  status_ = factory == nullptr
+                ? Status::error(Error::InvalidArgument, "backend '%s' has no factory", name)
+                : register_backend(name, factory());
+  if (!status_.is_ok()) {
+    TESSERA_LOG_ERROR("failed to register backend '%s': %s", name, status_.message());
+  }
+}
+
+BackendRegistrar::BackendRegistrar(const char* name, std::unique_ptr<BackendInterface> backend) {
+  if (t_staging != nullptr) {
+    t_staging->push_back({name, nullptr, std::move(backend)});
+    return;
+  }
+  status_ = register_backend(name, std::move(backend));
   if (!status_.is_ok()) {
     TESSERA_LOG_ERROR("failed to register backend '%s': %s", name, status_.message());
   }

@@ -38,9 +38,16 @@ Result<BackendInterface*> get_backend(std::string_view name);
 std::vector<std::string> registered_backends();
 
 /// Registers a backend when constructed; used by TESSERA_REGISTER_BACKEND. A failure is logged
-/// (no exception at static initialisation) and kept in status().
+/// (no exception at static initialisation) and kept in status(). While load_backend_library
+/// (tessera/backend/backend_library.h) loads a library, the registrars it runs only record
+/// their backend; the loader registers it once the library passed its checks.
 class BackendRegistrar {
  public:
+  using Factory = std::unique_ptr<BackendInterface> (*)();
+
+  /// `name` must be a string literal (or otherwise outlive the process); `factory` creates the
+  /// backend when it is registered.
+  BackendRegistrar(const char* name, Factory factory);
   BackendRegistrar(const char* name, std::unique_ptr<BackendInterface> backend);
   const Status& status() const { return status_; }
 
@@ -51,7 +58,9 @@ class BackendRegistrar {
 }  // namespace tessera
 
 /// At namespace scope in the backend's .cpp: TESSERA_REGISTER_BACKEND("xnnpack", XnnpackBackend);
-/// registers a default-constructed instance when the library is loaded.
+/// registers a default-constructed instance when the library is loaded (linked, or loaded by
+/// load_backend_library).
 #define TESSERA_REGISTER_BACKEND(name, Class)                                                  \
   static ::tessera::BackendRegistrar TESSERA_CONCAT_(tessera_backend_registrar_, __COUNTER__)( \
-      name, std::make_unique<Class>())
+      name,                                                                                    \
+      []() -> std::unique_ptr<::tessera::BackendInterface> { return std::make_unique<Class>(); })

@@ -154,6 +154,17 @@ typedef struct tessera_option_spec {
 TESSERA_C_EXPORT tessera_status* tessera_backend_count(size_t* count);
 /** Name of backend `index` (sorted by name); static storage. NotFound past the end. */
 TESSERA_C_EXPORT tessera_status* tessera_backend_name(size_t index, const char** name);
+/** Loads the backend library at `path` and registers its backends (tessera::load_backend_library).
+ * `num_registered` (may be NULL) gets how many it registered: 0 if it was already loaded. Errors:
+ * NotFound (no such file), AccessFailed (the dynamic loader refused it), NotSupported (not a
+ * Tessera backend library), DelegateInvalidCompatibility (another backend ABI version),
+ * AlreadyExists (a backend name taken). Nothing is registered on error. */
+TESSERA_C_EXPORT tessera_status* tessera_load_backend_library(const char* path,
+                                                              size_t* num_registered);
+/** Loads every libtessera_<name>.so in the ':'-separated `directories`
+ * (tessera::load_backend_libraries); tries them all and returns the first error. */
+TESSERA_C_EXPORT tessera_status* tessera_load_backend_libraries(const char* directories,
+                                                                size_t* num_registered);
 /** Whether `backend` can run here (device present); `reason` (may be NULL) says why not, ""
  * otherwise (static storage). OptionUnknownBackend for a name that is not registered. */
 TESSERA_C_EXPORT tessera_status* tessera_backend_available(const char* backend, int* available,

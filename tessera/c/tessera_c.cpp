@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tessera/backend/backend_entry.h"
+#include "tessera/backend/backend_library.h"
 #include "tessera/backend/derived_values.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/execute_options.h"
@@ -312,6 +313,26 @@ tessera_status* tessera_backend_name(size_t index, const char** name) {
     std::vector<std::string> names = tessera::registered_backends();
     if (index >= names.size()) return out_of_range("backend", index, names.size());
     *name = intern(names[index]);
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_load_backend_library(const char* path, size_t* num_registered) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(path);
+    tessera::Result<std::vector<std::string>> names = tessera::load_backend_library(path);
+    if (!names.ok()) return names.status();
+    if (num_registered != nullptr) *num_registered = names->size();
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_load_backend_libraries(const char* directories, size_t* num_registered) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(directories);
+    tessera::Result<std::vector<std::string>> names = tessera::load_backend_libraries(directories);
+    if (!names.ok()) return names.status();
+    if (num_registered != nullptr) *num_registered = names->size();
     return Status::ok();
   });
 }

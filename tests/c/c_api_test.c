@@ -96,6 +96,33 @@ static void test_status(void) {
   tessera_status_free(s);
 }
 
+/* Backend libraries (tests/backend/library builds them; CMakeLists.txt gives the paths). */
+static void test_backend_library(void) {
+  size_t n = 99;
+  EXPECT_ERROR(tessera_load_backend_library("/nonexistent/libtessera_x.so", &n),
+               TESSERA_ERROR_NOT_FOUND, "No such file");
+  EXPECT_ERROR(tessera_load_backend_library(NULL, &n), TESSERA_ERROR_INVALID_ARGUMENT,
+               "path is NULL");
+  EXPECT_ERROR(tessera_load_backend_library(CTEST_NO_ENTRY_LIBRARY, &n),
+               TESSERA_ERROR_NOT_SUPPORTED, "is not a Tessera backend library");
+  EXPECT_ERROR(tessera_load_backend_library(CTEST_WRONG_ABI_LIBRARY, &n),
+               TESSERA_ERROR_DELEGATE_INVALID_COMPATIBILITY, "was built for backend ABI version");
+  CHECK(n == 99); /* untouched on error */
+  EXPECT_OK(tessera_load_backend_library(CTEST_GOOD_LIBRARY, &n));
+  CHECK(n == 1);
+  int available = 0;
+  EXPECT_OK(tessera_backend_available("library_good", &available, NULL));
+  CHECK(available == 1);
+  EXPECT_OK(tessera_load_backend_library(CTEST_GOOD_LIBRARY, NULL));
+
+  EXPECT_ERROR(tessera_load_backend_libraries("/nonexistent/dir", &n), TESSERA_ERROR_NOT_FOUND,
+               "backend library directory '/nonexistent/dir'");
+  EXPECT_ERROR(tessera_load_backend_libraries(NULL, &n), TESSERA_ERROR_INVALID_ARGUMENT,
+               "directories is NULL");
+  EXPECT_OK(tessera_load_backend_libraries(CTEST_GOOD_DIR, &n));
+  CHECK(n == 0); /* already loaded above */
+}
+
 static void test_backends(void) {
   size_t count = 0;
   EXPECT_OK(tessera_backend_count(&count));
@@ -747,6 +774,7 @@ int main(int argc, char** argv) {
   static const group kGroups[] = {
       {"status", test_status},
       {"backends", test_backends},
+      {"backend_library", test_backend_library},
       {"global_options", test_global_options},
       {"device_info", test_device_info},
       {"program", test_program},

@@ -41,6 +41,10 @@ set(expected
     bin/tessera-run share/doc/tessera/usage.md share/doc/tessera/options.md)
 foreach(backend IN LISTS BACKENDS)
   list(APPEND expected lib/pkgconfig/tessera-${backend}.pc)
+  if(NOT backend STREQUAL "portable")
+    list(APPEND expected lib/libtessera_${backend}.so lib/libtessera_${backend}.so.${soversion}
+         include/tessera/backend/backend_library.h)
+  endif()
 endforeach()
 if(HAVE_COMPILE)
   list(APPEND expected bin/tessera-compile)
@@ -58,6 +62,18 @@ foreach(f include/tessera/ir include/tessera/schema include/tessera/backends
 endforeach()
 run("readelf" readelf -d ${prefix}/lib/libtessera.so.${VERSION})
 expect_match("SONAME" "\\(SONAME\\)[^\n]*\\[libtessera\\.so\\.${soversion}\\]" "${run_output}")
+# libtessera links no backend library, and each backend library only its own dependency.
+if(run_output MATCHES "NEEDED[^\n]*(libtessera_|XNNPACK|dnnl|OpenCL|armnn|gomp)")
+  message(FATAL_ERROR "libtessera depends on a backend or its dependency:\n${run_output}")
+endif()
+if("xnnpack" IN_LIST BACKENDS)
+  run("readelf libtessera_xnnpack" readelf -d ${prefix}/lib/libtessera_xnnpack.so.${VERSION})
+  expect_match("libtessera_xnnpack SONAME" "\\(SONAME\\)[^\n]*\\[libtessera_xnnpack\\.so\\.${soversion}\\]"
+               "${run_output}")
+  if(run_output MATCHES "NEEDED[^\n]*(dnnl|OpenCL|armnn|gomp)")
+    message(FATAL_ERROR "libtessera_xnnpack depends on another backend's dependency:\n${run_output}")
+  endif()
+endif()
 run("installed tessera-run --list-options" ${prefix}/bin/tessera-run --list-options)
 expect_match("tessera-run --list-options" "portable" "${run_output}")
 
@@ -104,6 +120,13 @@ if("xnnpack" IN_LIST BACKENDS)
   expect_match("tessera_c_run" "output y: float32, 32 bytes: 0 0 0.75 0 0 1.5 1.25 0" "${run_output}")
   run("examples: classify" ${WORK_DIR}/examples/classify ${WORK_DIR}/add.tsr --iterations 1)
   expect_match("classify" "top-5: " "${run_output}")
+
+  # classify links Tessera::runtime Tessera::xnnpack: no other backend library.
+  run("readelf classify" readelf -d ${WORK_DIR}/examples/classify)
+  expect_match("classify links libtessera_xnnpack" "NEEDED[^\n]*libtessera_xnnpack" "${run_output}")
+  if(run_output MATCHES "NEEDED[^\n]*libtessera_(onednn|opencl|armnn)")
+    message(FATAL_ERROR "classify links another backend library:\n${run_output}")
+  endif()
 endif()
 
 # 5. The C example with pkg-config alone.
@@ -115,13 +138,40 @@ run("pkg-config" ${PKG_CONFIG} --cflags --libs tessera-${last_backend})
 string(STRIP "${run_output}" flags)
 separate_arguments(flags UNIX_COMMAND "${flags}")
 # pkg-config keeps the relocatable prefix unnormalised: .../lib/pkgconfig/../../include.
-expect_match("pkg-config" "^-I${prefix}/[a-z/.]*include;-L${prefix}/[a-z/.]*lib;-ltessera$" "${flags}")
+if(last_backend STREQUAL "portable")
+  expect_match("pkg-config" "^-I${prefix}/[a-z/.]*include;-L${prefix}/[a-z/.]*lib;-ltessera$" "${flags}")
+else()
+  expect_match("pkg-config"
+               "^-I${prefix}/[a-z/.]*include;-L${prefix}/[a-z/.]*lib;-Wl,--no-as-needed;-ltessera_${last_backend};-ltessera$"
+               "${flags}")
+endif()
 run("cc with pkg-config" ${CC} -std=c11 ${SOURCE_DIR}/examples/c/run.c ${flags}
     -Wl,-rpath,${prefix}/lib -o ${WORK_DIR}/c_run_pkgconfig)
 run("pkg-config build: tessera_c_run" ${WORK_DIR}/c_run_pkgconfig ${WORK_DIR}/add.tsr --dim batch=1)
 expect_match("tessera_c_run (pkg-config)" "output y: float32, 16 bytes: 0 0 0.75 0\n" "${run_output}")
 
-# 6. A component that was not built, and a version this is not, fail find_package with a
+# 6. One backend only, with --as-needed first (the registrar must still run): exactly portable and
+# that backend are registered. libtessera alone, with TESSERA_BACKEND_PATH=<prefix>/lib, loads
+# every installed backend library at run time.
+run("c++ with pkg-config, one backend" ${CXX} -std=c++20 -Wl,--as-needed
+    ${SOURCE_DIR}/tests/backend/library/link_test.cpp ${flags} -Wl,-rpath,${prefix}/lib
+    -o ${WORK_DIR}/one_backend)
+set(one_backend portable ${last_backend})
+list(REMOVE_DUPLICATES one_backend)
+run("one backend registered" ${WORK_DIR}/one_backend ${one_backend})
+run("pkg-config tessera" ${PKG_CONFIG} --cflags --libs tessera)
+string(STRIP "${run_output}" runtime_flags)
+separate_arguments(runtime_flags UNIX_COMMAND "${runtime_flags}")
+run("c++ with pkg-config, libtessera only" ${CXX} -std=c++20
+    ${SOURCE_DIR}/tests/backend/library/link_test.cpp ${runtime_flags} -Wl,-rpath,${prefix}/lib
+    -o ${WORK_DIR}/runtime_only)
+run("libtessera only: portable" ${WORK_DIR}/runtime_only portable)
+set(sorted_backends ${BACKENDS})
+list(SORT sorted_backends)
+run("libtessera only, TESSERA_BACKEND_PATH" ${CMAKE_COMMAND} -E env TESSERA_BACKEND_PATH=${prefix}/lib
+    ${WORK_DIR}/runtime_only ${sorted_backends})
+
+# 7. A component that was not built, and a version this is not, fail find_package with a
 # message saying what there is.
 file(WRITE ${WORK_DIR}/missing/CMakeLists.txt
      "cmake_minimum_required(VERSION 3.25)\nproject(missing LANGUAGES CXX)\n"

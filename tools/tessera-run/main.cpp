@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/backend/backend_library.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/profile_buffer.h"
@@ -191,6 +192,10 @@ int run(int argc, char** argv) {
   app.add_flag("--profile", profile,
                "Turn on each backend's execute-scope profiling and print the mean time of every "
                "reported event (operator, primitive or kernel) over the timed iterations");
+  std::vector<std::string> backend_libraries;
+  app.add_option("--backend-library", backend_libraries,
+                 "Load a backend library (libtessera_<name>.so, or your own) before anything "
+                 "else; repeatable. TESSERA_BACKEND_PATH lists directories to load them all from");
   RunOptionsCli option_cli;
   option_cli.add_to(app);
   app.set_version_flag("--version", std::string("tessera-run ") + tessera_version());
@@ -208,6 +213,10 @@ int run(int argc, char** argv) {
     return report_error(st, context, json);
   };
 
+  for (const std::string& path : backend_libraries) {
+    auto loaded = load_backend_library(path);
+    if (!loaded.ok()) return fail(loaded.status(), "--backend-library");
+  }
   RunOptionsState options_state;
   if (Status st = option_cli.apply(&options_state); !st.is_ok()) return fail(st, "options");
   if (option_cli.list_options) {
