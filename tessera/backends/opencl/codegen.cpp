@@ -17,6 +17,20 @@ std::string float_literal(float f) {
   return string_format("%.9ef", static_cast<double>(f));
 }
 
+// A 2-D (or 1-D, as H = KH = 1) convolution with group 1, as the GEMM
+// Y[n] (M x P) = W (M x KC) * col(X[n]) (KC x P), P = OH * OW, KC = C * KH * KW.
+struct ConvGeometry {
+  int64_t n, c, h, w, m, kh, kw, oh, ow;
+  int64_t sh, sw, dh, dw, pt, pl;
+  bool bias;
+};
+
+// Register tile of the generated GEMM: each work item computes kTileRows rows (output channels)
+// by kTileCols columns (output pixels, two float16 vectors). 8 x 32 keeps 16 float16
+// accumulators and two B vectors in registers (AVX-512's 32 zmm registers on a CPU device).
+constexpr int64_t kTileRows = 8;
+constexpr int64_t kTileCols = 32;
+
 // Builds one KernelPlan; holds the node for error messages.
 class Planner {
  public:
@@ -76,12 +90,13 @@ class Planner {
       }
     }
   }
-  std::string activation() const {
+  // The fused activation applied to `var` (a float or a floatN).
+  std::string activation(const std::string& var = "v") const {
     switch (node_.activation()) {
       case fb::Activation::Relu:
-        return "v = fmax(v, 0.0f);";
+        return var + " = fmax(" + var + ", 0.0f);";
       case fb::Activation::Clip:
-        return "v = fmin(fmax(v, " + float_literal(node_.activation_min()) + "), " +
+        return var + " = fmin(fmax(" + var + ", " + float_literal(node_.activation_min()) + "), " +
                float_literal(node_.activation_max()) + ");";
       default:
         return "";
@@ -97,6 +112,7 @@ class Planner {
   Status unary();
   Status binary();
   Status conv();
+  Status conv_gemm(const struct ConvGeometry& g);
   Status gemm();
   Status matmul();
   Status pool();
@@ -397,6 +413,10 @@ Status Planner::conv() {
   }
   const bool bias = input_value(2) >= 0;
   if (bias && in_shape(2).numel() != m) return fail(Error::ShapeMismatch, "bias size differs from M");
+  if (group == 1) {
+    return conv_gemm(ConvGeometry{n, c, h, w, m, kh, kw, oh, ow, win.sh, win.sw, win.dh, win.dw,
+                                  win.pt, win.pl, bias});
+  }
   bind_input(0);
   bind_input(1);
   if (bias) bind_input(2);
@@ -428,6 +448,98 @@ Status Planner::conv() {
   line("  }");
   line("}");
   store();
+  return Status::ok();
+}
+
+Status Planner::conv_gemm(const ConvGeometry& g) {
+  const int64_t p = g.oh * g.ow, kc = g.c * g.kh * g.kw;
+  const int64_t p_pad = (p + kTileCols - 1) / kTileCols * kTileCols;
+  // A 1x1, stride-1, unpadded convolution reads X itself when every column tile is whole.
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
+                      g.pl == 0 && g.oh == g.h && g.ow == g.w && p % kTileCols == 0;
+  const int64_t ldb = direct ? p : p_pad;
+  if (g.n * kc * ldb >= (int64_t{1} << 31)) return unsupported("im2col matrix above 2^31 elements");
+  if (!direct) {
+    // im2col: scratch[n][r][q] = X[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW] (0 outside X and
+    // for the padding columns q >= P), r = (c, kh, kw), q = (oh, ow).
+    KernelPlan main = std::move(k());
+    k() = KernelPlan();
+    k().name = main.name + "_im2col";
+    k().label = main.label + " im2col";
+    k().output = kScratchValue;
+    k().work_items = g.n * kc * p_pad;
+    bind_input(0);
+    const std::string PP = param("PP", p_pad), P = param("P", p), KC = param("KC", kc);
+    const std::string KW = param("KW", g.kw), KH = param("KH", g.kh), OW = param("OW", g.ow);
+    const std::string C = param("C", g.c), H = param("H", g.h), W = param("W", g.w);
+    const std::string SH = param("SH", g.sh), SW = param("SW", g.sw), DH = param("DH", g.dh);
+    const std::string DW = param("DW", g.dw), PT = param("PT", g.pt), PL = param("PL", g.pl);
+    line("const int q = gid % " + PP + "; int t_ = gid / " + PP + ";");
+    line("const int r = t_ % " + KC + "; const int n = t_ / " + KC + ";");
+    line("const int kw = r % " + KW + "; const int kh = (r / " + KW + ") % " + KH + ";");
+    line("const int c = r / (" + KW + " * " + KH + ");");
+    line("float v = 0.0f;");
+    line("if (q < " + P + ") {");
+    line("  const int ih = (q / " + OW + ") * " + SH + " - " + PT + " + kh * " + DH + ";");
+    line("  const int iw = (q % " + OW + ") * " + SW + " - " + PL + " + kw * " + DW + ";");
+    line("  if (ih >= 0 && ih < " + H + " && iw >= 0 && iw < " + W + ")");
+    line("    v = in0[((n * " + C + " + c) * " + H + " + ih) * " + W + " + iw];");
+    line("}");
+    line("out0[gid] = v;");
+    param("total", k().work_items);
+    plan_->before.push_back(std::move(k()));
+    k() = std::move(main);
+    plan_->scratch_floats = g.n * kc * p_pad;
+  }
+  // The GEMM: work item (n, row tile, column tile), column tiles fastest so neighbours share
+  // the weight rows.
+  const int64_t mt = (g.m + kTileRows - 1) / kTileRows, nt = p_pad / kTileCols;
+  k().work_items = g.n * mt * nt;
+  k().preferred_local = 4;
+  if (direct) {
+    bind_input(0);
+  } else {
+    k().inputs.push_back(kScratchValue);
+  }
+  bind_input(1);
+  if (g.bias) bind_input(2);
+  const std::string NT = param("NT", nt), MT = param("MT", mt), M = param("M", g.m);
+  const std::string KC = param("KC", kc), LDB = param("LDB", ldb), P = param("P", p);
+  line("const int jt = gid % " + NT + "; int t_ = gid / " + NT + ";");
+  line("const int i0 = (t_ % " + MT + ") * " + std::to_string(kTileRows) + "; const int n = t_ / " + MT + ";");
+  line("const int j = jt * " + std::to_string(kTileCols) + ";");
+  line("const __global float* bp = in0 + n * " + KC + " * " + LDB + " + j;");
+  for (int r = 0; r < kTileRows; ++r) {
+    line(string_format("const __global float* a%d = in1 + min(i0 + %d, %s - 1) * %s;", r, r,
+                       M.c_str(), KC.c_str()));
+    line(string_format("float16 c%d_0 = 0.0f, c%d_1 = 0.0f;", r, r));
+  }
+  line("for (int k = 0; k < " + KC + "; ++k, bp += " + LDB + ") {");
+  line("  const float16 b0 = vload16(0, bp), b1 = vload16(1, bp);");
+  for (int r = 0; r < kTileRows; ++r) {
+    line(string_format("  { const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
+                       "c%d_1 = fma(a, b1, c%d_1); }", r, r, r, r, r));
+  }
+  line("}");
+  const std::string act0 = activation("v0"), act1 = activation("v1");
+  for (int r = 0; r < kTileRows; ++r) {
+    line(string_format("if (i0 + %d < %s) {", r, M.c_str()));
+    line(string_format("  const int m = i0 + %d;", r));
+    if (g.bias) {
+      line(string_format("  float16 v0 = c%d_0 + in2[m], v1 = c%d_1 + in2[m];", r, r));
+    } else {
+      line(string_format("  float16 v0 = c%d_0, v1 = c%d_1;", r, r));
+    }
+    if (!act0.empty()) line("  " + act0 + " " + act1);
+    line("  __global float* o = out0 + (n * " + M + " + m) * " + P + " + j;");
+    line("  if (j + " + std::to_string(kTileCols) + " <= " + P + ") {");
+    line("    vstore16(v0, 0, o); vstore16(v1, 1, o);");
+    line("  } else {");
+    line("    float tmp[" + std::to_string(kTileCols) + "]; vstore16(v0, 0, tmp); vstore16(v1, 1, tmp);");
+    line("    for (int l = 0; l < " + P + " - j; ++l) o[l] = tmp[l];");
+    line("  }");
+    line("}");
+  }
   return Status::ok();
 }
 
