@@ -460,32 +460,44 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   const int64_t ldb = direct ? p : p_pad;
   if (g.n * kc * ldb >= (int64_t{1} << 31)) return unsupported("im2col matrix above 2^31 elements");
   if (!direct) {
-    // im2col: scratch[n][r][q] = X[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW] (0 outside X and
-    // for the padding columns q >= P), r = (c, kh, kw), q = (oh, ow).
+    // im2col: scratch[n][r][q] = X[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW] (0 outside X),
+    // r = (c, kh, kw), q = oh * OW + ow; the padding columns q >= P are never read into a stored
+    // output. One work item writes one output row (OW values) of one r: a contiguous copy of
+    // an input row segment between zeros.
     KernelPlan main = std::move(k());
     k() = KernelPlan();
     k().name = main.name + "_im2col";
     k().label = main.label + " im2col";
     k().output = kScratchValue;
-    k().work_items = g.n * kc * p_pad;
+    k().work_items = g.n * kc * g.oh;
+    k().preferred_local = 8;
     bind_input(0);
-    const std::string PP = param("PP", p_pad), P = param("P", p), KC = param("KC", kc);
+    const std::string OH = param("OH", g.oh), PP = param("PP", p_pad), KC = param("KC", kc);
     const std::string KW = param("KW", g.kw), KH = param("KH", g.kh), OW = param("OW", g.ow);
     const std::string C = param("C", g.c), H = param("H", g.h), W = param("W", g.w);
     const std::string SH = param("SH", g.sh), SW = param("SW", g.sw), DH = param("DH", g.dh);
     const std::string DW = param("DW", g.dw), PT = param("PT", g.pt), PL = param("PL", g.pl);
-    line("const int q = gid % " + PP + "; int t_ = gid / " + PP + ";");
+    line("const int oh = gid % " + OH + "; int t_ = gid / " + OH + ";");
     line("const int r = t_ % " + KC + "; const int n = t_ / " + KC + ";");
     line("const int kw = r % " + KW + "; const int kh = (r / " + KW + ") % " + KH + ";");
     line("const int c = r / (" + KW + " * " + KH + ");");
-    line("float v = 0.0f;");
-    line("if (q < " + P + ") {");
-    line("  const int ih = (q / " + OW + ") * " + SH + " - " + PT + " + kh * " + DH + ";");
-    line("  const int iw = (q % " + OW + ") * " + SW + " - " + PL + " + kw * " + DW + ";");
-    line("  if (ih >= 0 && ih < " + H + " && iw >= 0 && iw < " + W + ")");
-    line("    v = in0[((n * " + C + " + c) * " + H + " + ih) * " + W + " + iw];");
+    line("__global float* dst = out0 + (n * " + KC + " + r) * " + PP + " + oh * " + OW + ";");
+    line("const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
+    line("if (ih < 0 || ih >= " + H + ") {");
+    line("  for (int ow = 0; ow < " + OW + "; ++ow) dst[ow] = 0.0f;");
+    line("  return;");
     line("}");
-    line("out0[gid] = v;");
+    line("const __global float* src = in0 + ((n * " + C + " + c) * " + H + " + ih) * " + W + ";");
+    line("const int off = kw * " + DW + " - " + PL + ";");
+    line("const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
+    line("const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW + "));");
+    line("for (int ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;");
+    line("if (" + SW + " == 1) {");
+    line("  for (int ow = lo; ow < hi; ++ow) dst[ow] = src[ow + off];");
+    line("} else {");
+    line("  for (int ow = lo; ow < hi; ++ow) dst[ow] = src[ow * " + SW + " + off];");
+    line("}");
+    line("for (int ow = hi; ow < " + OW + "; ++ow) dst[ow] = 0.0f;");
     param("total", k().work_items);
     plan_->before.push_back(std::move(k()));
     k() = std::move(main);
