@@ -427,27 +427,41 @@ Status Planner::conv() {
   const std::string SH = param("SH", win.sh), SW = param("SW", win.sw);
   const std::string DH = param("DH", win.dh), DW = param("DW", win.dw);
   const std::string PT = param("PT", win.pt), PL = param("PL", win.pl);
-  line("const int ow = gid % " + OW + "; int t_ = gid / " + OW + ";");
-  line("const int oh = t_ % " + OH + "; t_ /= " + OH + ";");
+  // Grouped (e.g. depthwise): one work item computes one output row of one channel, adding
+  // each tap's weight times a contiguous (or strided) input row segment into the row, so the
+  // compiler can vectorise along the row.
+  k().work_items = n * m * oh;
+  k().preferred_local = 8;
+  line("const int oh = gid % " + OH + "; int t_ = gid / " + OH + ";");
   line("const int m = t_ % " + M + "; const int n = t_ / " + M + ";");
   line("const int g = m / " + MPG + ";");
-  line(std::string("float v = ") + (bias ? "in2[m]" : "0.0f") + ";");
+  line("__global float* yp = out0 + gid * " + OW + ";");
+  line(std::string("const float b = ") + (bias ? "in2[m]" : "0.0f") + ";");
+  line("for (int ow = 0; ow < " + OW + "; ++ow) yp[ow] = b;");
   line("const __global float* wp = in1 + m * (" + CPG + " * " + KH + " * " + KW + ");");
-  line("const int ih0 = oh * " + SH + " - " + PT + ";");
-  line("const int iw0 = ow * " + SW + " - " + PL + ";");
   line("for (int c = 0; c < " + CPG + "; ++c) {");
   line("  const __global float* xp = in0 + ((n * " + C + " + g * " + CPG + " + c) * " + H + ") * " + W + ";");
   line("  for (int kh = 0; kh < " + KH + "; ++kh) {");
-  line("    const int ih = ih0 + kh * " + DH + ";");
+  line("    const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
   line("    if (ih < 0 || ih >= " + H + ") continue;");
+  line("    const __global float* xr = xp + ih * " + W + ";");
   line("    for (int kw = 0; kw < " + KW + "; ++kw) {");
-  line("      const int iw = iw0 + kw * " + DW + ";");
-  line("      if (iw < 0 || iw >= " + W + ") continue;");
-  line("      v += xp[ih * " + W + " + iw] * wp[(c * " + KH + " + kh) * " + KW + " + kw];");
+  line("      const float wv = wp[(c * " + KH + " + kh) * " + KW + " + kw];");
+  line("      const int off = kw * " + DW + " - " + PL + ";");
+  line("      const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
+  line("      const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW + "));");
+  line("      if (" + SW + " == 1) {");
+  line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow + off];");
+  line("      } else {");
+  line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow * " + SW + " + off];");
+  line("      }");
   line("    }");
   line("  }");
   line("}");
-  store();
+  const std::string act = activation();
+  if (!act.empty()) {
+    line("for (int ow = 0; ow < " + OW + "; ++ow) { float v = yp[ow]; " + act + " yp[ow] = v; }");
+  }
   return Status::ok();
 }
 
@@ -585,10 +599,20 @@ Status Planner::gemm() {
   const std::string N = param("N", n), M = param("M", m), K = param("K", kk);
   line("const int nn = gid % " + N + "; const int mm = gid / " + N + ";");
   line("float acc = 0.0f;");
-  line("for (int k = 0; k < " + K + "; ++k) {");
-  line(std::string("  acc += in0[") + (ta ? "k * " + M + " + mm" : "mm * " + K + " + k") + "] * in1[" +
-       (tb ? "nn * " + K + " + k" : "k * " + N + " + nn") + "];");
-  line("}");
+  if (!ta && tb) {
+    // A row times a B row (a fully connected layer): both contiguous, 16 lanes at a time.
+    line("const __global float* ap = in0 + mm * " + K + "; const __global float* bp = in1 + nn * " + K + ";");
+    line("float16 acc16 = 0.0f; int k = 0;");
+    line("for (; k + 16 <= " + K + "; k += 16) acc16 = fma(vload16(0, ap + k), vload16(0, bp + k), acc16);");
+    line("const float8 h8 = acc16.lo + acc16.hi; const float4 h4 = h8.lo + h8.hi;");
+    line("acc = (h4.x + h4.y) + (h4.z + h4.w);");
+    line("for (; k < " + K + "; ++k) acc += ap[k] * bp[k];");
+  } else {
+    line("for (int k = 0; k < " + K + "; ++k) {");
+    line(std::string("  acc += in0[") + (ta ? "k * " + M + " + mm" : "mm * " + K + " + k") + "] * in1[" +
+         (tb ? "nn * " + K + " + k" : "k * " + N + " + nn") + "];");
+    line("}");
+  }
   std::string v = float_literal(alpha) + " * acc";
   if (has_c && beta != 0.0f) {
     v += " + " + float_literal(beta) + " * in2[mm * " + param("CSM", csm) + " + nn * " + param("CSN", csn) + "]";
