@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include "tessera/backend/integrity_file.h"
 #include "tessera/backends/opencl/codegen.h"
@@ -108,10 +109,23 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
     kernels.push_back(&plans[n].kernel);
     if (plans[n].scratch_floats > scratch_floats) scratch_floats = plans[n].scratch_floats;
   }
+  // Kernels whose text differs only in their name (same op and variant; shapes are arguments
+  // unless specialize_shapes) share one function: the program, and its build, stay small.
+  std::vector<std::string> functions;
+  std::unordered_map<std::string, std::string> function_of;
   for (const KernelPlan* k : kernels) {
-    texts.push_back(kernel_source(*k, settings.specialize_shapes));
-    source += texts.back();
+    KernelPlan unnamed = *k;
+    unnamed.name = "tessera_kernel_";
+    texts.push_back(kernel_source(unnamed, settings.specialize_shapes));
+    auto [it, added] = function_of.emplace(texts.back(), "f" + std::to_string(function_of.size()));
+    functions.push_back(it->second);
+    if (!added) continue;
+    std::string text = texts.back();
+    const std::string head = "__kernel void " + unnamed.name + "(";
+    text.replace(text.find(head), head.size(), "__kernel void " + it->second + "(");
+    source += text;
   }
+  d->summary.functions = function_of.size();
   if (source.empty()) source = "__kernel void tessera_empty(void) {}\n";
   TESSERA_ASSIGN_OR_RETURN(d->program, build_program(*device, source, settings.build_options,
                                                      settings.cache, &d->summary.program));
@@ -182,7 +196,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   for (size_t n = 0; n < kernels.size(); ++n) {
     const KernelPlan& k = *kernels[n];
     Delegate::Launch launch;
-    launch.kernel = KernelHandle(clCreateKernel(d->program.get(), k.name.c_str(), &err));
+    launch.kernel = KernelHandle(clCreateKernel(d->program.get(), functions[n].c_str(), &err));
     if (!launch.kernel || err != CL_SUCCESS) return init_failure("clCreateKernel", err);
     cl_uint arg = 0;
     cl_mem out = mem_of(k.output);
