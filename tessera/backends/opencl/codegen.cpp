@@ -481,7 +481,7 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
     KernelPlan main = std::move(k());
     k() = KernelPlan();
     k().name = main.name + "_im2col";
-    k().label = main.label + " im2col";
+    k().label = "Conv:im2col " + std::string(attrs_.node_name());
     k().output = kScratchValue;
     k().work_items = g.n * kc * g.oh;
     k().preferred_local = 8;
