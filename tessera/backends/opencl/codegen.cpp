@@ -701,6 +701,32 @@ Status Planner::pool() {
   const std::string OW = param("OW", ow), OH = param("OH", oh), H = param("H", h), W = param("W", w);
   const std::string KH = param("KH", kh), KW = param("KW", kw), SH = param("SH", win.sh), SW = param("SW", win.sw);
   const std::string DH = param("DH", win.dh), DW = param("DW", win.dw), PT = param("PT", win.pt), PL = param("PL", win.pl);
+  if (is_max) {
+    // One work item per output row: each tap updates the row's maxima from an input row
+    // segment, a loop the compiler vectorises. A window wholly in the padding gives -inf.
+    k().work_items = y.numel() / (ow == 0 ? 1 : ow);
+    k().preferred_local = 8;
+    line("const int oh = gid % " + OH + "; const int nc = gid / " + OH + ";");
+    line("const __global float* xp = in0 + nc * " + H + " * " + W + ";");
+    line("__global float* yp = out0 + gid * " + OW + ";");
+    line("for (int ow = 0; ow < " + OW + "; ++ow) yp[ow] = -INFINITY;");
+    line("for (int kh = 0; kh < " + KH + "; ++kh) {");
+    line("  const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
+    line("  if (ih < 0 || ih >= " + H + ") continue;");
+    line("  const __global float* xr = xp + ih * " + W + ";");
+    line("  for (int kw = 0; kw < " + KW + "; ++kw) {");
+    line("    const int off = kw * " + DW + " - " + PL + ";");
+    line("    const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
+    line("    const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW + "));");
+    line("    for (int ow = lo; ow < hi; ++ow) yp[ow] = fmax(yp[ow], xr[ow * " + SW + " + off]);");
+    line("  }");
+    line("}");
+    const std::string act = activation();
+    if (!act.empty()) {
+      line("for (int ow = 0; ow < " + OW + "; ++ow) { float v = yp[ow]; " + act + " yp[ow] = v; }");
+    }
+    return Status::ok();
+  }
   line("const int ow = gid % " + OW + "; int t_ = gid / " + OW + ";");
   line("const int oh = t_ % " + OH + "; const int nc = t_ / " + OH + ";");
   line("const __global float* xp = in0 + nc * " + H + " * " + W + ";");
