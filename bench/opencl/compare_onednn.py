@@ -107,7 +107,7 @@ def main():
         for b in backends:
             for event, ms in profile(runner, programs[b], inputs, b, args.work_dir, args.iterations, args.nice):
                 name, kind = layer_of(event, b)
-                key = name[:40]
+                key = name[:34]  # OpenCL labels are cut at 47 characters
                 if key not in layers:
                     layers[key] = {"opencl": {}, "onednn": {}}
                     order.append(key)
