@@ -30,7 +30,6 @@ TEST(OpenClConv, OneDimensional) {
 // the im2col case.
 TEST(OpenClConv, GemmTileEdges) {
   using backend_testing::ConvCfg;
-  using backend_testing::conv_case;
   ConvCfg direct{2, 5, 8, 8, 12, 1, 1};  // 64 pixels: read in place
   direct.bias = false;
   direct.act = fb::Activation::Relu;
@@ -43,9 +42,13 @@ TEST(OpenClConv, GemmTileEdges) {
   one_tile.pt = one_tile.pl = one_tile.pb = one_tile.pr = 1;
   ConvCfg strided{1, 4, 9, 9, 3, 1, 1};  // 1x1 with stride 2: im2col
   strided.sh = strided.sw = 2;
+  // One graph (one program build) with the four convolutions side by side.
+  GraphCase g;
+  g.seed = 7;
   for (const ConvCfg& c : {direct, partial, one_tile, strided}) {
-    EXPECT_TRUE(matches_portable(conv_case(c, 7))) << c.cout << "x" << c.h << "x" << c.w;
+    g.output(backend_testing::add_conv(g, g.input({c.n, c.cin, c.h, c.w}), c));
   }
+  EXPECT_TRUE(matches_portable(g));
 }
 
 }  // namespace
