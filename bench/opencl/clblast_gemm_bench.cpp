@@ -89,9 +89,9 @@ int main(int argc, char** argv) {
   cl_mem db = clCreateBuffer(context, CL_MEM_COPY_HOST_PTR, b.size() * 4, b.data(), &err);
   cl_mem dc = clCreateBuffer(context, CL_MEM_READ_WRITE, c.size() * 4, nullptr, &err);
   auto gemm = [&] {
-    const clblast::StatusCode s = clblast::Gemm(
-        clblast::Layout::kRowMajor, clblast::Transpose::kNo, clblast::Transpose::kNo, m, n, k,
-        1.0f, da, 0, k, db, 0, n, 0.0f, dc, 0, n, &queue);
+    const clblast::StatusCode s =
+        clblast::Gemm(clblast::Layout::kRowMajor, clblast::Transpose::kNo, clblast::Transpose::kNo,
+                      m, n, k, 1.0f, da, 0, k, db, 0, n, 0.0f, dc, 0, n, &queue);
     clFinish(queue);
     return s;
   };
@@ -111,13 +111,15 @@ int main(int argc, char** argv) {
   const double cpu_per_call = (cpu_ms() - cpu_start) / static_cast<double>(repeats);
   std::sort(wall.begin(), wall.end());
   const double median = wall[wall.size() / 2];
-  const double flop = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double flop =
+      2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   clEnqueueReadBuffer(queue, dc, CL_TRUE, 0, sizeof(float), c.data(), 0, nullptr, nullptr);
   const bool correct = c[0] == 0.125f * static_cast<float>(k);
-  std::printf("device %s\nM=%zu N=%zu K=%zu: first call %.1f ms; median %.3f ms (%.1f GFLOP/s); "
-              "CPU %.3f ms per call (%.1f GFLOP per CPU-second); result %s\n",
-              name, m, n, k, first, median, flop / median * 1e-6, cpu_per_call,
-              flop / cpu_per_call * 1e-6, correct ? "ok" : "WRONG");
+  std::printf(
+      "device %s\nM=%zu N=%zu K=%zu: first call %.1f ms; median %.3f ms (%.1f GFLOP/s); "
+      "CPU %.3f ms per call (%.1f GFLOP per CPU-second); result %s\n",
+      name, m, n, k, first, median, flop / median * 1e-6, cpu_per_call, flop / cpu_per_call * 1e-6,
+      correct ? "ok" : "WRONG");
   clReleaseMemObject(da);
   clReleaseMemObject(db);
   clReleaseMemObject(dc);

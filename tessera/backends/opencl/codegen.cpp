@@ -449,7 +449,8 @@ Status Planner::conv() {
   line("      const float wv = wp[(c * " + KH + " + kh) * " + KW + " + kw];");
   line("      const int off = kw * " + DW + " - " + PL + ";");
   line("      const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
-  line("      const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW + "));");
+  line("      const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW +
+       "));");
   line("      if (" + SW + " == 1) {");
   line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow + off];");
   line("      } else {");
@@ -469,8 +470,8 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   const int64_t p = g.oh * g.ow, kc = g.c * g.kh * g.kw;
   const int64_t p_pad = (p + kTileCols - 1) / kTileCols * kTileCols;
   // A 1x1, stride-1, unpadded convolution reads X itself when every column tile is whole.
-  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
-                      g.pl == 0 && g.oh == g.h && g.ow == g.w && p % kTileCols == 0;
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+                      g.oh == g.h && g.ow == g.w && p % kTileCols == 0;
   const int64_t ldb = direct ? p : p_pad;
   if (g.n * kc * ldb >= (int64_t{1} << 31)) return unsupported("im2col matrix above 2^31 elements");
   if (!direct) {
@@ -504,7 +505,8 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
     line("const __global float* src = in0 + ((n * " + C + " + c) * " + H + " + ih) * " + W + ";");
     line("const int off = kw * " + DW + " - " + PL + ";");
     line("const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
-    line("const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW + "));");
+    line("const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW +
+         "));");
     line("for (int ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;");
     line("if (" + SW + " == 1) {");
     line("  for (int ow = lo; ow < hi; ++ow) dst[ow] = src[ow + off];");
@@ -532,7 +534,8 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   const std::string NT = param("NT", nt), MT = param("MT", mt), M = param("M", g.m);
   const std::string KC = param("KC", kc), LDB = param("LDB", ldb), P = param("P", p);
   line("const int jt = gid % " + NT + "; int t_ = gid / " + NT + ";");
-  line("const int i0 = (t_ % " + MT + ") * " + std::to_string(kTileRows) + "; const int n = t_ / " + MT + ";");
+  line("const int i0 = (t_ % " + MT + ") * " + std::to_string(kTileRows) + "; const int n = t_ / " +
+       MT + ";");
   line("const int j = jt * " + std::to_string(kTileCols) + ";");
   line("const __global float* bp = in0 + n * " + KC + " * " + LDB + " + j;");
   for (int r = 0; r < kTileRows; ++r) {
@@ -543,8 +546,10 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   line("for (int k = 0; k < " + KC + "; ++k, bp += " + LDB + ") {");
   line("  const float16 b0 = vload16(0, bp), b1 = vload16(1, bp);");
   for (int r = 0; r < kTileRows; ++r) {
-    line(string_format("  { const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
-                       "c%d_1 = fma(a, b1, c%d_1); }", r, r, r, r, r));
+    line(
+        string_format("  { const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
+                      "c%d_1 = fma(a, b1, c%d_1); }",
+                      r, r, r, r, r));
   }
   line("}");
   const std::string act0 = activation("v0"), act1 = activation("v1");
@@ -561,7 +566,8 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
     line("  if (j + " + std::to_string(kTileCols) + " <= " + P + ") {");
     line("    vstore16(v0, 0, o); vstore16(v1, 1, o);");
     line("  } else {");
-    line("    float tmp[" + std::to_string(kTileCols) + "]; vstore16(v0, 0, tmp); vstore16(v1, 1, tmp);");
+    line("    float tmp[" + std::to_string(kTileCols) +
+         "]; vstore16(v0, 0, tmp); vstore16(v1, 1, tmp);");
     line("    for (int l = 0; l < " + P + " - j; ++l) o[l] = tmp[l];");
     line("  }");
     line("}");
@@ -601,16 +607,18 @@ Status Planner::gemm() {
   line("float acc = 0.0f;");
   if (!ta && tb) {
     // A row times a B row (a fully connected layer): both contiguous, 16 lanes at a time.
-    line("const __global float* ap = in0 + mm * " + K + "; const __global float* bp = in1 + nn * " + K + ";");
+    line("const __global float* ap = in0 + mm * " + K + "; const __global float* bp = in1 + nn * " +
+         K + ";");
     line("float16 acc16 = 0.0f; int k = 0;");
-    line("for (; k + 16 <= " + K + "; k += 16) acc16 = fma(vload16(0, ap + k), vload16(0, bp + k), acc16);");
+    line("for (; k + 16 <= " + K +
+         "; k += 16) acc16 = fma(vload16(0, ap + k), vload16(0, bp + k), acc16);");
     line("const float8 h8 = acc16.lo + acc16.hi; const float4 h4 = h8.lo + h8.hi;");
     line("acc = (h4.x + h4.y) + (h4.z + h4.w);");
     line("for (; k < " + K + "; ++k) acc += ap[k] * bp[k];");
   } else {
     line("for (int k = 0; k < " + K + "; ++k) {");
-    line(std::string("  acc += in0[") + (ta ? "k * " + M + " + mm" : "mm * " + K + " + k") + "] * in1[" +
-         (tb ? "nn * " + K + " + k" : "k * " + N + " + nn") + "];");
+    line(std::string("  acc += in0[") + (ta ? "k * " + M + " + mm" : "mm * " + K + " + k") +
+         "] * in1[" + (tb ? "nn * " + K + " + k" : "k * " + N + " + nn") + "];");
     line("}");
   }
   std::string v = float_literal(alpha) + " * acc";
@@ -717,7 +725,8 @@ Status Planner::pool() {
     line("  for (int kw = 0; kw < " + KW + "; ++kw) {");
     line("    const int off = kw * " + DW + " - " + PL + ";");
     line("    const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
-    line("    const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW + "));");
+    line("    const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW +
+         "));");
     line("    for (int ow = lo; ow < hi; ++ow) yp[ow] = fmax(yp[ow], xr[ow * " + SW + " + off]);");
     line("  }");
     line("}");

@@ -62,7 +62,7 @@ struct NodePlan {
   int alias_of = -1;  // input value whose buffer the output shares
   std::vector<KernelPlan> before;  // kernels run before `kernel` (e.g. im2col)
   KernelPlan kernel;
-  int64_t scratch_floats = 0;      // scratch buffer size the kernels need
+  int64_t scratch_floats = 0;  // scratch buffer size the kernels need
 };
 
 /// Plans node `node_index` of `graph` with every value's shape in `shapes`. Errors: NotSupported

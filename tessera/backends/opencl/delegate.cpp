@@ -180,7 +180,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
     d->scratch = MemHandle(mem);
     // Zeroed once: padding columns are read (their results never stored) but never written.
     const float zero = 0.0f;
-    err = clEnqueueFillBuffer(d->queue.get(), mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr);
+    err =
+        clEnqueueFillBuffer(d->queue.get(), mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr);
     if (err != CL_SUCCESS) return init_failure("clEnqueueFillBuffer", err);
   }
   auto mem_of = [&](int value) -> cl_mem {
