@@ -17,6 +17,23 @@ std::string float_literal(float f) {
   return string_format("%.9ef", static_cast<double>(f));
 }
 
+// A 2-D (or 1-D, as H = KH = 1) convolution with group 1, as the GEMM
+// Y[n] (M x P) = W (M x KC) * col(X[n]) (KC x P), P = OH * OW, KC = C * KH * KW.
+struct ConvGeometry {
+  int64_t n, c, h, w, m, kh, kw, oh, ow;
+  int64_t sh, sw, dh, dw, pt, pl;
+  bool bias;
+};
+
+// Register tile of the generated GEMM: each work item computes kTileRows rows (output channels)
+// by kTileCols columns (output pixels, two float16 vectors). 8 x 32 keeps 16 float16
+// accumulators and two B vectors in registers (AVX-512's 32 zmm registers on a CPU device).
+constexpr int64_t kTileRows = 8;
+constexpr int64_t kTileCols = 32;
+// Above this many bytes of B per column tile (K x kTileCols floats), consecutive work items take
+// consecutive row tiles of one column tile instead (the panel stays in a core's L2 cache).
+constexpr int64_t kLargePanelBytes = 256 * 1024;
+
 // Builds one KernelPlan; holds the node for error messages.
 class Planner {
  public:
@@ -76,12 +93,13 @@ class Planner {
       }
     }
   }
-  std::string activation() const {
+  // The fused activation applied to `var` (a float or a floatN).
+  std::string activation(const std::string& var = "v") const {
     switch (node_.activation()) {
       case fb::Activation::Relu:
-        return "v = fmax(v, 0.0f);";
+        return var + " = fmax(" + var + ", 0.0f);";
       case fb::Activation::Clip:
-        return "v = fmin(fmax(v, " + float_literal(node_.activation_min()) + "), " +
+        return var + " = fmin(fmax(" + var + ", " + float_literal(node_.activation_min()) + "), " +
                float_literal(node_.activation_max()) + ");";
       default:
         return "";
@@ -97,6 +115,7 @@ class Planner {
   Status unary();
   Status binary();
   Status conv();
+  Status conv_gemm(const struct ConvGeometry& g);
   Status gemm();
   Status matmul();
   Status pool();
@@ -397,6 +416,10 @@ Status Planner::conv() {
   }
   const bool bias = input_value(2) >= 0;
   if (bias && in_shape(2).numel() != m) return fail(Error::ShapeMismatch, "bias size differs from M");
+  if (group == 1) {
+    return conv_gemm(ConvGeometry{n, c, h, w, m, kh, kw, oh, ow, win.sh, win.sw, win.dh, win.dw,
+                                  win.pt, win.pl, bias});
+  }
   bind_input(0);
   bind_input(1);
   if (bias) bind_input(2);
@@ -407,27 +430,158 @@ Status Planner::conv() {
   const std::string SH = param("SH", win.sh), SW = param("SW", win.sw);
   const std::string DH = param("DH", win.dh), DW = param("DW", win.dw);
   const std::string PT = param("PT", win.pt), PL = param("PL", win.pl);
-  line("const int ow = gid % " + OW + "; int t_ = gid / " + OW + ";");
-  line("const int oh = t_ % " + OH + "; t_ /= " + OH + ";");
+  // Grouped (e.g. depthwise): one work item computes one output row of one channel, adding
+  // each tap's weight times a contiguous (or strided) input row segment into the row, so the
+  // compiler can vectorise along the row.
+  k().work_items = n * m * oh;
+  k().preferred_local = 8;
+  line("const int oh = gid % " + OH + "; int t_ = gid / " + OH + ";");
   line("const int m = t_ % " + M + "; const int n = t_ / " + M + ";");
   line("const int g = m / " + MPG + ";");
-  line(std::string("float v = ") + (bias ? "in2[m]" : "0.0f") + ";");
+  line("__global float* yp = out0 + gid * " + OW + ";");
+  line(std::string("const float b = ") + (bias ? "in2[m]" : "0.0f") + ";");
+  line("for (int ow = 0; ow < " + OW + "; ++ow) yp[ow] = b;");
   line("const __global float* wp = in1 + m * (" + CPG + " * " + KH + " * " + KW + ");");
-  line("const int ih0 = oh * " + SH + " - " + PT + ";");
-  line("const int iw0 = ow * " + SW + " - " + PL + ";");
   line("for (int c = 0; c < " + CPG + "; ++c) {");
   line("  const __global float* xp = in0 + ((n * " + C + " + g * " + CPG + " + c) * " + H + ") * " + W + ";");
   line("  for (int kh = 0; kh < " + KH + "; ++kh) {");
-  line("    const int ih = ih0 + kh * " + DH + ";");
+  line("    const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
   line("    if (ih < 0 || ih >= " + H + ") continue;");
+  line("    const __global float* xr = xp + ih * " + W + ";");
   line("    for (int kw = 0; kw < " + KW + "; ++kw) {");
-  line("      const int iw = iw0 + kw * " + DW + ";");
-  line("      if (iw < 0 || iw >= " + W + ") continue;");
-  line("      v += xp[ih * " + W + " + iw] * wp[(c * " + KH + " + kh) * " + KW + " + kw];");
+  line("      const float wv = wp[(c * " + KH + " + kh) * " + KW + " + kw];");
+  line("      const int off = kw * " + DW + " - " + PL + ";");
+  line("      const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
+  line("      const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW +
+       "));");
+  line("      if (" + SW + " == 1) {");
+  line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow + off];");
+  line("      } else {");
+  line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow * " + SW + " + off];");
+  line("      }");
   line("    }");
   line("  }");
   line("}");
-  store();
+  const std::string act = activation();
+  if (!act.empty()) {
+    line("for (int ow = 0; ow < " + OW + "; ++ow) { float v = yp[ow]; " + act + " yp[ow] = v; }");
+  }
+  return Status::ok();
+}
+
+Status Planner::conv_gemm(const ConvGeometry& g) {
+  const int64_t p = g.oh * g.ow, kc = g.c * g.kh * g.kw;
+  const int64_t p_pad = (p + kTileCols - 1) / kTileCols * kTileCols;
+  // A 1x1, stride-1, unpadded convolution reads X itself when every column tile is whole.
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+                      g.oh == g.h && g.ow == g.w && p % kTileCols == 0;
+  const int64_t ldb = direct ? p : p_pad;
+  if (g.n * kc * ldb >= (int64_t{1} << 31)) return unsupported("im2col matrix above 2^31 elements");
+  if (!direct) {
+    // im2col: scratch[n][r][q] = X[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW] (0 outside X),
+    // r = (c, kh, kw), q = oh * OW + ow; the padding columns q >= P are never read into a stored
+    // output. One work item writes one output row (OW values) of one r: a contiguous copy of
+    // an input row segment between zeros.
+    KernelPlan main = std::move(k());
+    k() = KernelPlan();
+    k().name = main.name + "_im2col";
+    k().label = "Conv:im2col " + std::string(attrs_.node_name());
+    k().output = kScratchValue;
+    k().work_items = g.n * kc * g.oh;
+    k().preferred_local = 8;
+    bind_input(0);
+    const std::string OH = param("OH", g.oh), PP = param("PP", p_pad), KC = param("KC", kc);
+    const std::string KW = param("KW", g.kw), KH = param("KH", g.kh), OW = param("OW", g.ow);
+    const std::string C = param("C", g.c), H = param("H", g.h), W = param("W", g.w);
+    const std::string SH = param("SH", g.sh), SW = param("SW", g.sw), DH = param("DH", g.dh);
+    const std::string DW = param("DW", g.dw), PT = param("PT", g.pt), PL = param("PL", g.pl);
+    line("const int oh = gid % " + OH + "; int t_ = gid / " + OH + ";");
+    line("const int r = t_ % " + KC + "; const int n = t_ / " + KC + ";");
+    line("const int kw = r % " + KW + "; const int kh = (r / " + KW + ") % " + KH + ";");
+    line("const int c = r / (" + KW + " * " + KH + ");");
+    line("__global float* dst = out0 + (n * " + KC + " + r) * " + PP + " + oh * " + OW + ";");
+    line("const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
+    line("if (ih < 0 || ih >= " + H + ") {");
+    line("  for (int ow = 0; ow < " + OW + "; ++ow) dst[ow] = 0.0f;");
+    line("  return;");
+    line("}");
+    line("const __global float* src = in0 + ((n * " + C + " + c) * " + H + " + ih) * " + W + ";");
+    line("const int off = kw * " + DW + " - " + PL + ";");
+    line("const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
+    line("const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW +
+         "));");
+    line("for (int ow = 0; ow < lo; ++ow) dst[ow] = 0.0f;");
+    line("if (" + SW + " == 1) {");
+    line("  for (int ow = lo; ow < hi; ++ow) dst[ow] = src[ow + off];");
+    line("} else {");
+    line("  for (int ow = lo; ow < hi; ++ow) dst[ow] = src[ow * " + SW + " + off];");
+    line("}");
+    line("for (int ow = hi; ow < " + OW + "; ++ow) dst[ow] = 0.0f;");
+    param("total", k().work_items);
+    plan_->before.push_back(std::move(k()));
+    k() = std::move(main);
+    plan_->scratch_floats = g.n * kc * p_pad;
+  }
+  // The GEMM: work item (n, row tile, column tile), column tiles fastest so neighbours share
+  // the weight rows, unless the B panel is large.
+  const int64_t mt = (g.m + kTileRows - 1) / kTileRows, nt = p_pad / kTileCols;
+  k().work_items = g.n * mt * nt;
+  k().preferred_local = 4;
+  if (direct) {
+    bind_input(0);
+  } else {
+    k().inputs.push_back(kScratchValue);
+  }
+  bind_input(1);
+  if (g.bias) bind_input(2);
+  const std::string NT = param("NT", nt), MT = param("MT", mt), M = param("M", g.m);
+  const std::string KC = param("KC", kc), LDB = param("LDB", ldb), P = param("P", p);
+  if (kc * kTileCols * static_cast<int64_t>(sizeof(float)) > kLargePanelBytes) {
+    // A column tile's B panel is large: row tiles fastest, so neighbours share the panel.
+    line("const int i0 = (gid % " + MT + ") * " + std::to_string(kTileRows) + "; int t_ = gid / " +
+         MT + ";");
+    line("const int jt = t_ % " + NT + "; const int n = t_ / " + NT + ";");
+  } else {
+    line("const int jt = gid % " + NT + "; int t_ = gid / " + NT + ";");
+    line("const int i0 = (t_ % " + MT + ") * " + std::to_string(kTileRows) +
+         "; const int n = t_ / " + MT + ";");
+  }
+  line("const int j = jt * " + std::to_string(kTileCols) + ";");
+  line("const __global float* bp = in0 + n * " + KC + " * " + LDB + " + j;");
+  for (int r = 0; r < kTileRows; ++r) {
+    line(string_format("const __global float* a%d = in1 + min(i0 + %d, %s - 1) * %s;", r, r,
+                       M.c_str(), KC.c_str()));
+    line(string_format("float16 c%d_0 = 0.0f, c%d_1 = 0.0f;", r, r));
+  }
+  line("for (int k = 0; k < " + KC + "; ++k, bp += " + LDB + ") {");
+  line("  const float16 b0 = vload16(0, bp), b1 = vload16(1, bp);");
+  for (int r = 0; r < kTileRows; ++r) {
+    line(
+        string_format("  { const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
+                      "c%d_1 = fma(a, b1, c%d_1); }",
+                      r, r, r, r, r));
+  }
+  line("}");
+  const std::string act0 = activation("v0"), act1 = activation("v1");
+  for (int r = 0; r < kTileRows; ++r) {
+    line(string_format("if (i0 + %d < %s) {", r, M.c_str()));
+    line(string_format("  const int m = i0 + %d;", r));
+    if (g.bias) {
+      line(string_format("  float16 v0 = c%d_0 + in2[m], v1 = c%d_1 + in2[m];", r, r));
+    } else {
+      line(string_format("  float16 v0 = c%d_0, v1 = c%d_1;", r, r));
+    }
+    if (!act0.empty()) line("  " + act0 + " " + act1);
+    line("  __global float* o = out0 + (n * " + M + " + m) * " + P + " + j;");
+    line("  if (j + " + std::to_string(kTileCols) + " <= " + P + ") {");
+    line("    vstore16(v0, 0, o); vstore16(v1, 1, o);");
+    line("  } else {");
+    line("    float tmp[" + std::to_string(kTileCols) +
+         "]; vstore16(v0, 0, tmp); vstore16(v1, 1, tmp);");
+    line("    for (int l = 0; l < " + P + " - j; ++l) o[l] = tmp[l];");
+    line("  }");
+    line("}");
+  }
   return Status::ok();
 }
 
@@ -461,10 +615,22 @@ Status Planner::gemm() {
   const std::string N = param("N", n), M = param("M", m), K = param("K", kk);
   line("const int nn = gid % " + N + "; const int mm = gid / " + N + ";");
   line("float acc = 0.0f;");
-  line("for (int k = 0; k < " + K + "; ++k) {");
-  line(std::string("  acc += in0[") + (ta ? "k * " + M + " + mm" : "mm * " + K + " + k") + "] * in1[" +
-       (tb ? "nn * " + K + " + k" : "k * " + N + " + nn") + "];");
-  line("}");
+  if (!ta && tb) {
+    // A row times a B row (a fully connected layer): both contiguous, 16 lanes at a time.
+    line("const __global float* ap = in0 + mm * " + K + "; const __global float* bp = in1 + nn * " +
+         K + ";");
+    line("float16 acc16 = 0.0f; int k = 0;");
+    line("for (; k + 16 <= " + K +
+         "; k += 16) acc16 = fma(vload16(0, ap + k), vload16(0, bp + k), acc16);");
+    line("const float8 h8 = acc16.lo + acc16.hi; const float4 h4 = h8.lo + h8.hi;");
+    line("acc = (h4.x + h4.y) + (h4.z + h4.w);");
+    line("for (; k < " + K + "; ++k) acc += ap[k] * bp[k];");
+  } else {
+    line("for (int k = 0; k < " + K + "; ++k) {");
+    line(std::string("  acc += in0[") + (ta ? "k * " + M + " + mm" : "mm * " + K + " + k") +
+         "] * in1[" + (tb ? "nn * " + K + " + k" : "k * " + N + " + nn") + "];");
+    line("}");
+  }
   std::string v = float_literal(alpha) + " * acc";
   if (has_c && beta != 0.0f) {
     v += " + " + float_literal(beta) + " * in2[mm * " + param("CSM", csm) + " + nn * " + param("CSN", csn) + "]";
@@ -553,6 +719,33 @@ Status Planner::pool() {
   const std::string OW = param("OW", ow), OH = param("OH", oh), H = param("H", h), W = param("W", w);
   const std::string KH = param("KH", kh), KW = param("KW", kw), SH = param("SH", win.sh), SW = param("SW", win.sw);
   const std::string DH = param("DH", win.dh), DW = param("DW", win.dw), PT = param("PT", win.pt), PL = param("PL", win.pl);
+  if (is_max) {
+    // One work item per output row: each tap updates the row's maxima from an input row
+    // segment, a loop the compiler vectorises. A window wholly in the padding gives -inf.
+    k().work_items = y.numel() / (ow == 0 ? 1 : ow);
+    k().preferred_local = 8;
+    line("const int oh = gid % " + OH + "; const int nc = gid / " + OH + ";");
+    line("const __global float* xp = in0 + nc * " + H + " * " + W + ";");
+    line("__global float* yp = out0 + gid * " + OW + ";");
+    line("for (int ow = 0; ow < " + OW + "; ++ow) yp[ow] = -INFINITY;");
+    line("for (int kh = 0; kh < " + KH + "; ++kh) {");
+    line("  const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
+    line("  if (ih < 0 || ih >= " + H + ") continue;");
+    line("  const __global float* xr = xp + ih * " + W + ";");
+    line("  for (int kw = 0; kw < " + KW + "; ++kw) {");
+    line("    const int off = kw * " + DW + " - " + PL + ";");
+    line("    const int lo = off < 0 ? min((-off + " + SW + " - 1) / " + SW + ", " + OW + ") : 0;");
+    line("    const int hi = max(lo, min(" + OW + ", (" + W + " - off + " + SW + " - 1) / " + SW +
+         "));");
+    line("    for (int ow = lo; ow < hi; ++ow) yp[ow] = fmax(yp[ow], xr[ow * " + SW + " + off]);");
+    line("  }");
+    line("}");
+    const std::string act = activation();
+    if (!act.empty()) {
+      line("for (int ow = 0; ow < " + OW + "; ++ow) { float v = yp[ow]; " + act + " yp[ow] = v; }");
+    }
+    return Status::ok();
+  }
   line("const int ow = gid % " + OW + "; int t_ = gid / " + OW + ";");
   line("const int oh = t_ % " + OH + "; const int nc = t_ / " + OH + ";");
   line("const __global float* xp = in0 + nc * " + H + " * " + W + ";");

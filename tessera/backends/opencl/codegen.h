@@ -3,8 +3,10 @@
 // the kernel's body and its integer parameters; kernel_source() writes the kernel, with the
 // parameters as kernel arguments or, specialised, as #defines baked into the code.
 //
-// Every kernel is one-dimensional: work item `gid` computes output element (or row) `gid` and
-// items past P_total return at once, so any local work size is valid (the tuner relies on it).
+// Every kernel is one-dimensional: work item `gid` computes output element (or row, or tile)
+// `gid` and items past P_total return at once, so any local work size is valid (the tuner relies
+// on it). A node may run as several kernels (Conv: im2col into the delegate's scratch buffer,
+// then a register-tiled GEMM); they run in order on one in-order queue.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,10 @@ struct Shape {
   }
 };
 
+/// Value index that stands for the delegate's scratch buffer (shared by every node: the kernels
+/// run in order, and a node's scratch is dead once its last kernel has run).
+inline constexpr int kScratchValue = -2;
+
 /// One generated kernel. The body reads `in0`, `in1`, ... and writes `out0`; P_<name> are its
 /// integer parameters.
 struct KernelPlan {
@@ -44,16 +50,19 @@ struct KernelPlan {
   std::string label;   // for profiling events: "<Op> <node name>"
   std::string body;
   std::vector<std::pair<std::string, int64_t>> params;
-  int output = -1;          // value index written
-  std::vector<int> inputs;  // value indices read, as in0, in1, ...
+  int output = -1;          // value index written (kScratchValue: the scratch buffer)
+  std::vector<int> inputs;  // value indices read, as in0, in1, ... (or kScratchValue)
   int64_t work_items = 0;
+  size_t preferred_local = 0;  // local size used when not tuned (0 = the driver's choice)
 };
 
 /// How one node runs: a kernel, or (shape-only ops) its output aliases its input's buffer.
 struct NodePlan {
   bool alias = false;
   int alias_of = -1;  // input value whose buffer the output shares
+  std::vector<KernelPlan> before;  // kernels run before `kernel` (e.g. im2col)
   KernelPlan kernel;
+  int64_t scratch_floats = 0;  // scratch buffer size the kernels need
 };
 
 /// Plans node `node_index` of `graph` with every value's shape in `shapes`. Errors: NotSupported

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include "tessera/backend/integrity_file.h"
 #include "tessera/backends/opencl/codegen.h"
@@ -97,14 +98,34 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
     }
   }
 
-  // The program: every kernel in one source.
+  // The program: every kernel in one source, in launch order.
   std::string source;
-  std::vector<std::string> texts(nnodes);
+  std::vector<const KernelPlan*> kernels;
+  std::vector<std::string> texts;
+  int64_t scratch_floats = 0;
   for (size_t n = 0; n < nnodes; ++n) {
     if (plans[n].alias) continue;
-    texts[n] = kernel_source(plans[n].kernel, settings.specialize_shapes);
-    source += texts[n];
+    for (const KernelPlan& k : plans[n].before) kernels.push_back(&k);
+    kernels.push_back(&plans[n].kernel);
+    if (plans[n].scratch_floats > scratch_floats) scratch_floats = plans[n].scratch_floats;
   }
+  // Kernels whose text differs only in their name (same op and variant; shapes are arguments
+  // unless specialize_shapes) share one function: the program, and its build, stay small.
+  std::vector<std::string> functions;
+  std::unordered_map<std::string, std::string> function_of;
+  for (const KernelPlan* k : kernels) {
+    KernelPlan unnamed = *k;
+    unnamed.name = "tessera_kernel_";
+    texts.push_back(kernel_source(unnamed, settings.specialize_shapes));
+    auto [it, added] = function_of.emplace(texts.back(), "f" + std::to_string(function_of.size()));
+    functions.push_back(it->second);
+    if (!added) continue;
+    std::string text = texts.back();
+    const std::string head = "__kernel void " + unnamed.name + "(";
+    text.replace(text.find(head), head.size(), "__kernel void " + it->second + "(");
+    source += text;
+  }
+  d->summary.functions = function_of.size();
   if (source.empty()) source = "__kernel void tessera_empty(void) {}\n";
   TESSERA_ASSIGN_OR_RETURN(d->program, build_program(*device, source, settings.build_options,
                                                      settings.cache, &d->summary.program));
@@ -147,7 +168,24 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
     }
     d->buffers[v] = MemHandle(mem);
   }
+  if (scratch_floats > 0) {
+    const size_t bytes = static_cast<size_t>(scratch_floats) * sizeof(float);
+    cl_mem mem = clCreateBuffer(device->context.get(), CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    if (mem == nullptr || err != CL_SUCCESS) {
+      if (mem != nullptr) clReleaseMemObject(mem);
+      return Status::error(Error::DelegateMemoryAllocationFailed,
+                           "opencl: scratch buffer of %zu bytes failed: %s", bytes,
+                           cl_error_name(err));
+    }
+    d->scratch = MemHandle(mem);
+    // Zeroed once: padding columns are read (their results never stored) but never written.
+    const float zero = 0.0f;
+    err =
+        clEnqueueFillBuffer(d->queue.get(), mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr);
+    if (err != CL_SUCCESS) return init_failure("clEnqueueFillBuffer", err);
+  }
   auto mem_of = [&](int value) -> cl_mem {
+    if (value == kScratchValue) return d->scratch.get();
     return d->buffers[static_cast<size_t>(buffer_of[static_cast<size_t>(value)])].get();
   };
 
@@ -156,11 +194,10 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   if (!settings.tuning_file.empty()) load_tuning_file(settings.tuning_file, dev, &table);
   const std::vector<size_t> candidates = tuning_candidates(settings.tuning, dev.max_work_group_size);
   bool tuned_any = false;
-  for (size_t n = 0; n < nnodes; ++n) {
-    if (plans[n].alias) continue;
-    const KernelPlan& k = plans[n].kernel;
+  for (size_t n = 0; n < kernels.size(); ++n) {
+    const KernelPlan& k = *kernels[n];
     Delegate::Launch launch;
-    launch.kernel = KernelHandle(clCreateKernel(d->program.get(), k.name.c_str(), &err));
+    launch.kernel = KernelHandle(clCreateKernel(d->program.get(), functions[n].c_str(), &err));
     if (!launch.kernel || err != CL_SUCCESS) return init_failure("clCreateKernel", err);
     cl_uint arg = 0;
     cl_mem out = mem_of(k.output);
@@ -190,6 +227,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
         table[key] = static_cast<uint32_t>(launch.local);
         ++d->summary.tuned;
         tuned_any = true;
+      } else {
+        launch.local = k.preferred_local;
       }
       launch.global = round_global(launch.global, launch.local);
       d->launches.push_back(std::move(launch));

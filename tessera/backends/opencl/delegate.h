@@ -34,7 +34,8 @@ struct DelegateSettings {
 struct DelegateSummary {
   std::string device;          // device name
   const void* context = nullptr;  // identity of the shared device context
-  size_t kernels = 0;
+  size_t kernels = 0;             // kernel launches per execute
+  size_t functions = 0;           // distinct kernel functions in the program (launches share them)
   size_t aliases = 0;          // nodes run as buffer aliases (reshape-like ops)
   ProgramBuildInfo program;
   size_t tuned = 0;            // kernels tuned by search at this init
@@ -69,6 +70,7 @@ class Delegate {
   QueueHandle queue;
   ProgramHandle program;
   std::vector<MemHandle> buffers;
+  MemHandle scratch;  // shared by the nodes that need one (im2col), sized for the largest
   std::vector<Launch> launches;
   std::vector<Io> inputs, outputs;
   std::vector<cl_event> events;  // one per launch, used when profiling
