@@ -23,7 +23,8 @@ list(REMOVE_ITEM _tessera_public_headers tessera/backend/graph_payload.h
      tessera/backend/backend_entry.h tessera/backend/device_probe.h)
 list(APPEND _tessera_public_headers
      tessera/runtime/data_loader.h tessera/runtime/delegate_info.h tessera/runtime/load_options.h
-     tessera/runtime/method.h tessera/runtime/program.h tessera/c/tessera.h)
+     tessera/runtime/method.h tessera/runtime/on_execute_failure.h tessera/runtime/program.h
+     tessera/c/tessera.h)
 foreach(_header IN LISTS _tessera_public_headers)
   get_filename_component(_dir ${_header} DIRECTORY)
   install(FILES ${CMAKE_SOURCE_DIR}/${_header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${_dir})
