@@ -707,6 +707,7 @@ py::dict delegate_dict(const DelegateInfo& d) {
     const SelectionCandidate& k = d.selection.candidates[c];
     py::dict entry;
     entry["backend"] = std::string(k.backend);
+    entry["options"] = std::string(k.options);
     entry["median_ms"] = k.median_ms;
     entry["runs"] = k.runs;
     entry["accepted"] = k.accepted;

@@ -14,6 +14,10 @@ const char* BackendInterface::build_id() const {
   return "";
 }
 
+Span<const SelectionVariant> BackendInterface::selection_variants() const {
+  return {};
+}
+
 Span<const OptionSpec> BackendInterface::option_schema() const {
   return {};
 }

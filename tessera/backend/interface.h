@@ -39,6 +39,17 @@ using Payload = std::vector<uint8_t>;
 /// A backend. Const methods may be called from several threads at once (different delegates
 /// load and execute concurrently); set_option/get_option are serialised per backend by the
 /// framework.
+/// An option value measured selection (LoadOptions::selection) may try on a delegate besides
+/// the value the load resolved, when no scope set the option (its source is the default).
+struct SelectionVariant {
+  const char* key;    // an option of the backend's schema
+  const char* value;  // as text, parsed against the schema ("winograd", "bf16", "1")
+  /// Changes results beyond float32 rounding (bf16 arithmetic): tried only when the load allows
+  /// lower precision (LoadOptions::selection_lower_precision), and still checked against
+  /// selection_tolerance. Otherwise the value must change speed only.
+  bool lowers_precision = false;
+};
+
 class BackendInterface {
  public:
   virtual ~BackendInterface();
@@ -59,6 +70,12 @@ class BackendInterface {
   /// so that caches of measured results (the selection cache) are not reused after an upgrade.
   /// Storage must outlive the backend. Default: "" (nothing beyond Tessera's own version).
   virtual const char* build_id() const;
+
+  /// Option values measured selection may try on a delegate (see SelectionVariant); a static
+  /// array. Besides these, a backend with uses_cpu_thread_pool() and an integer `num_threads`
+  /// option gets num_threads=1 tried when the policy gives it more threads (small delegates
+  /// often run faster on one). Default: none.
+  virtual Span<const SelectionVariant> selection_variants() const;
 
   /// Every option the backend accepts. Must return the same static array on every call.
   /// Default: no options.

@@ -20,6 +20,8 @@ const char* option_source_name(OptionSource source) {
       return "load";
     case OptionSource::Delegate:
       return "delegate";
+    case OptionSource::Selection:
+      return "selection";
     case OptionSource::Execute:
       return "execute";
   }

@@ -18,9 +18,12 @@
 namespace tessera {
 
 /// Where an effective value came from, lowest precedence first.
-enum class OptionSource : uint8_t { Default, CompileSpec, Global, Load, Delegate, Execute };
+/// Selection: no scope set the option and measured selection chose the value (a backend's
+/// SelectionVariant). Execute still overrides it per call.
+enum class OptionSource : uint8_t { Default, CompileSpec, Global, Load, Delegate, Selection, Execute };
 
-/// Lower-case name: "default", "compile_spec", "global", "load", "delegate", "execute".
+/// Lower-case name: "default", "compile_spec", "global", "load", "delegate", "selection",
+/// "execute".
 const char* option_source_name(OptionSource source);
 
 /// The source for reports: "load", or with a non-empty `origin` "load (options.toml:3)". Writes

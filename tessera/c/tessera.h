@@ -330,7 +330,7 @@ typedef struct tessera_delegate_info {
 typedef struct tessera_delegate_option {
   const char* key;
   const char* value;  /* the requested (effective) value as text */
-  const char* source; /* "default", "compile_spec", "global", "load", "delegate" */
+  const char* source; /* "default", "compile_spec", "global", "load", "delegate", "selection" */
   const char* origin; /* label of the front end that set it, "" if none */
   /* The value the backend derived when the option was left at auto, and why; NULL if the
    * backend derived nothing for this key. */

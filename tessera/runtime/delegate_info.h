@@ -12,6 +12,9 @@ class DerivedValues;
 /// One backend tried by a measured selection.
 struct SelectionCandidate {
   char backend[32] = {};
+  /// The option value tried on top of the load's ("num_threads=1", "precision=bf16"); empty:
+  /// the backend with the load's options as resolved.
+  char options[64] = {};
   double median_ms = 0;   // of the timed runs; 0 when it did not run
   int runs = 0;           // timed runs
   bool accepted = false;  // ran, and its outputs matched the reference within the tolerance
@@ -23,7 +26,7 @@ struct SelectionCandidate {
 
 /// How a delegate's backend was chosen (LoadOptions::selection).
 struct SelectionReport {
-  static constexpr size_t kMaxCandidates = 8;
+  static constexpr size_t kMaxCandidates = 12;
   char mode[8] = "fixed";  // "fixed" or "measure" (also for a choice read from the cache)
   /// The choice was read from the selection cache (measured by an earlier load); the
   /// candidates and summary are those of that measurement.

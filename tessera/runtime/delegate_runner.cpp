@@ -234,13 +234,17 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
   }
   // Measured selection: the fastest backend that matches the program's own replaces it (an
   // explicit retarget wins over measuring).
+  const char* chosen_options = "";  // an option value the selection chose ("num_threads=1")
   if (options.selection != Selection::Fixed && candidates[0] == requested) {
     const int chosen =
         select_backend(program, method, ins, d, requested, {specs, nspecs}, options, pools, s,
                        {symbols, s->num_symbols}, {args, nargs}, info);
     if (chosen >= 0) {
       candidates[0] = info->selection.candidates[chosen].backend;
-      if (candidates[0] != requested) append_reason(info, "%s", info->selection.summary);
+      chosen_options = info->selection.candidates[chosen].options;
+      if (candidates[0] != requested || chosen_options[0] != '\0') {
+        append_reason(info, "%s", info->selection.summary);
+      }
     }
   }
   for (size_t i = 0; i < options.fallback_size(); ++i) {
@@ -299,6 +303,9 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     TESSERA_RETURN_IF_ERROR(resolve_options(name, *b, d->id()->string_view(), use_specs,
                                             options.backend_options, options.delegate_options,
                                             validation, resolved));
+    if (c == 0 && chosen_options[0] != '\0') {
+      TESSERA_RETURN_IF_ERROR(apply_selected_options(name, chosen_options, resolved));
+    }
     bool fatal = false;
     Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
                                              {symbols, s->num_symbols}, resolved, derived, &fatal);

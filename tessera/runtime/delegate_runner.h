@@ -79,6 +79,11 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
                    const CpuPoolBackends& pools, MethodState* s, Span<const SymbolValue> symbols,
                    Span<EValue*> args, DelegateInfo* info);
 
+/// Sets one option ("KEY=VALUE", a selection candidate's `options`) on `resolved`, with source
+/// Selection. Errors as parse_option_value, or OptionUnknownKey.
+Status apply_selected_options(std::string_view backend, const char* text,
+                              ResolvedOptions* resolved);
+
 /// Checks the load options that concern the whole method (load map, delegate map, fallback
 /// chain) once, before any delegate is initialised.
 Status check_method_options(const fb::Method* method, const LoadOptions& options);

@@ -120,6 +120,10 @@ struct LoadOptions {
   Selection selection = Selection::Auto;
   double selection_tolerance = 1e-4;
   double selection_budget_ms = 300.0;
+  /// Under measuring, backends' option values that lower precision (oneDNN precision=bf16) are
+  /// candidates too; they must still match within selection_tolerance, so raise it with this
+  /// (bf16 keeps about 3 significant digits: 1e-2 relative to max |reference| is typical).
+  bool selection_lower_precision = false;
   /// Under Measure, the backends to try besides the program's own (comma-separated,
   /// "xnnpack,onednn"); empty: every registered backend that is available. Errors:
   /// InvalidArgument (an empty or over-long name, more than kMaxFallback); on error nothing

@@ -24,6 +24,7 @@
 #include "tessera/runtime/selection_cache.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/integrity_file.h"
+#include "tessera/backend/option_schema.h"
 #include "tessera/backend/policy.h"
 #include "tessera/core/log.h"
 #include "tessera/ir/schema.h"
@@ -128,6 +129,58 @@ std::vector<std::string> candidate_names(const fb::Delegate* d, std::string_view
   return unique;
 }
 
+
+struct Variant {
+  std::string key, value;
+};
+
+// The variants of `b` worth trying on top of `resolved`: its declared ones (those lowering
+// precision only when allowed) and num_threads=1 for a thread-pool backend the policy gives more
+// threads, each only for an option no scope set and whose resolved value differs.
+std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptions& resolved,
+                                  const LoadOptions& options, const PolicyDecision& policy) {
+  std::vector<Variant> out;
+  auto applicable = [&](const char* key, const char* value) {
+    const int i = resolved.find(key);
+    if (i < 0 || resolved.source(static_cast<size_t>(i)) != OptionSource::Default) return false;
+    char buf[64];
+    return std::string_view(resolved.option(static_cast<size_t>(i)).format_value(buf, sizeof buf)) !=
+           value;
+  };
+  for (const SelectionVariant& v : b.selection_variants()) {
+    if (v.lowers_precision && !options.selection_lower_precision) continue;
+    if (applicable(v.key, v.value)) out.push_back({v.key, v.value});
+  }
+  const int threads = resolved.find("num_threads");
+  if (b.uses_cpu_thread_pool() && policy.threads > 1 && threads >= 0 &&
+      resolved.spec(static_cast<size_t>(threads)).type == OptionType::Int &&
+      applicable("num_threads", "1")) {
+    out.push_back({"num_threads", "1"});
+  }
+  return out;
+}
+
+}  // namespace
+
+Status apply_selected_options(std::string_view backend, const char* text,
+                              ResolvedOptions* resolved) {
+  const std::string_view assignment(text);
+  const size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Status::error(Error::InvalidArgument, "selected option '%s' is not KEY=VALUE", text);
+  }
+  const std::string key(assignment.substr(0, eq));
+  const int i = resolved->find(key);
+  if (i < 0) return unknown_option_status(backend, resolved->schema(), key);
+  BackendOption value;
+  TESSERA_RETURN_IF_ERROR(
+      parse_option_value(backend, resolved->spec(static_cast<size_t>(i)), assignment.substr(eq + 1), &value));
+  resolved->assign(static_cast<size_t>(i), value, OptionSource::Selection);
+  return Status::ok();
+}
+
+namespace {
+
 }  // namespace
 
 int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,
@@ -144,94 +197,123 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   const std::vector<std::string> names = candidate_names(d, requested, options);
 
   const Clock::time_point start = Clock::now();
+  auto budget_spent = [&]() { return ms_between(start, Clock::now()) >= options.selection_budget_ms; };
   Outputs reference;
   bool have_reference = false;
   int chosen = -1;
+  auto next_candidate = [&](const std::string& backend) -> SelectionCandidate* {
+    if (report.num_candidates == SelectionReport::kMaxCandidates) return nullptr;
+    SelectionCandidate* c = &report.candidates[report.num_candidates++];
+    set_text(c->backend, sizeof c->backend, backend);
+    return c;
+  };
   for (const std::string& name : names) {
-    if (report.num_candidates == SelectionReport::kMaxCandidates) break;
-    SelectionCandidate& c = report.candidates[report.num_candidates++];
-    set_text(c.backend, sizeof c.backend, name);
+    SelectionCandidate* c = next_candidate(name);
+    if (c == nullptr) break;
     const bool is_requested = name == requested;
-    if (!is_requested && ms_between(start, Clock::now()) >= options.selection_budget_ms) {
-      set_text(c.reason, sizeof c.reason,
+    if (!is_requested && budget_spent()) {
+      set_text(c->reason, sizeof c->reason,
                string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
       continue;
     }
     Result<BackendInterface*> backend = get_backend(name);
     if (!backend.ok()) {
-      set_text(c.reason, sizeof c.reason, backend.status().message());
+      set_text(c->reason, sizeof c->reason, backend.status().message());
       continue;
     }
     BackendInterface* b = *backend;
     if (!b->is_available()) {
-      set_text(c.reason, sizeof c.reason, "not available on this machine");
+      set_text(c->reason, sizeof c->reason, "not available on this machine");
       continue;
     }
     char missing[128];
     if (!supports_all(*b, graph, missing, sizeof missing)) {
-      set_text(c.reason, sizeof c.reason, string_format("does not support %s", missing));
+      set_text(c->reason, sizeof c->reason, string_format("does not support %s", missing));
       continue;
     }
     const Span<const CompileSpec> use_specs = is_requested ? specs : Span<const CompileSpec>();
     auto resolved = std::make_unique<ResolvedOptions>();
-    auto derived = std::make_unique<DerivedValues>();
     Status st =
         resolve_options(name, *b, d->id()->string_view(), use_specs, options.backend_options,
                         options.delegate_options, validation, resolved.get());
     if (!st.is_ok()) {
-      set_text(c.reason, sizeof c.reason, string_format("options: %s", st.message()));
+      set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
       continue;
     }
-    bool fatal = false;
-    Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
-                                             symbols, resolved.get(), derived.get(), &fatal);
-    if (!handle.ok()) {
-      set_text(c.reason, sizeof c.reason,
-               string_format("init failed: %s", handle.status().message()));
-      continue;
-    }
-    auto run = [&]() {
-      BackendExecutionContext ctx(resolved.get());
-      ctx.set_delegate_id(info->id);
-      return b->execute(ctx, *handle, args);
-    };
-    fill_inputs(method, ins, args);
-    st = run();  // also the warm-up
-    std::string why;
-    if (!st.is_ok()) {
-      why = string_format("execute failed: %s", st.message());
-    } else if (!have_reference) {
-      reference = copy_outputs(args, num_inputs);
-      have_reference = true;
-      set_text(c.reason, sizeof c.reason, "reference");
-    } else {
-      why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
-                    options.selection_tolerance);
-    }
-    if (why.empty()) {
-      std::vector<double> times;
-      for (int r = 0; r < kTimedRuns; ++r) {
-        const Clock::time_point t0 = Clock::now();
-        st = run();
-        const Clock::time_point t1 = Clock::now();
-        if (!st.is_ok()) {
-          why = string_format("execute failed: %s", st.message());
-          break;
+    // The backend as resolved, then each of its variants (one option value changed).
+    const std::vector<Variant> variants = variants_for(*b, *resolved, options, *s->policy);
+    for (size_t t = 0; t <= variants.size(); ++t) {
+      if (t > 0) {
+        c = next_candidate(name);
+        if (c == nullptr) break;
+        const Variant& v = variants[t - 1];
+        set_text(c->options, sizeof c->options, v.key + "=" + v.value);
+        if (budget_spent()) {
+          set_text(c->reason, sizeof c->reason,
+                   string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
+          continue;
         }
-        times.push_back(ms_between(t0, t1));
-        if (ms_between(start, t1) >= options.selection_budget_ms && !times.empty()) break;
+      }
+      auto trial = std::make_unique<ResolvedOptions>(*resolved);
+      if (t > 0) {
+        st = apply_selected_options(name, c->options, trial.get());
+        if (!st.is_ok()) {
+          set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
+          continue;
+        }
+      }
+      auto derived = std::make_unique<DerivedValues>();
+      bool fatal = false;
+      Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
+                                               symbols, trial.get(), derived.get(), &fatal);
+      if (!handle.ok()) {
+        set_text(c->reason, sizeof c->reason,
+                 string_format("init failed: %s", handle.status().message()));
+        continue;
+      }
+      auto run = [&]() {
+        BackendExecutionContext ctx(trial.get());
+        ctx.set_delegate_id(info->id);
+        return b->execute(ctx, *handle, args);
+      };
+      fill_inputs(method, ins, args);
+      st = run();  // also the warm-up
+      std::string why;
+      if (!st.is_ok()) {
+        why = string_format("execute failed: %s", st.message());
+      } else if (!have_reference) {
+        reference = copy_outputs(args, num_inputs);
+        have_reference = true;
+        set_text(c->reason, sizeof c->reason, "reference");
+      } else {
+        why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
+                      options.selection_tolerance);
       }
       if (why.empty()) {
-        std::sort(times.begin(), times.end());
-        c.runs = static_cast<int>(times.size());
-        c.median_ms = times[times.size() / 2];
-        c.accepted = true;
-        const int index = static_cast<int>(&c - report.candidates);
-        if (chosen < 0 || c.median_ms < report.candidates[chosen].median_ms) chosen = index;
+        std::vector<double> times;
+        for (int r = 0; r < kTimedRuns; ++r) {
+          const Clock::time_point t0 = Clock::now();
+          st = run();
+          const Clock::time_point t1 = Clock::now();
+          if (!st.is_ok()) {
+            why = string_format("execute failed: %s", st.message());
+            break;
+          }
+          times.push_back(ms_between(t0, t1));
+          if (ms_between(start, t1) >= options.selection_budget_ms) break;
+        }
+        if (why.empty()) {
+          std::sort(times.begin(), times.end());
+          c->runs = static_cast<int>(times.size());
+          c->median_ms = times[times.size() / 2];
+          c->accepted = true;
+          const int index = static_cast<int>(c - report.candidates);
+          if (chosen < 0 || c->median_ms < report.candidates[chosen].median_ms) chosen = index;
+        }
       }
+      if (!why.empty()) set_text(c->reason, sizeof c->reason, why);
+      b->destroy(*handle);
     }
-    if (!why.empty()) set_text(c.reason, sizeof c.reason, why);
-    b->destroy(*handle);
   }
 
   // The summary: accepted ones by speed, then the others with why.
@@ -245,13 +327,16 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
             });
   std::string summary = "measured:";
   for (size_t i = 0; i < accepted.size(); ++i) {
-    summary += string_format("%s %s %.3g ms%s", i ? "," : "", accepted[i]->backend,
-                             accepted[i]->median_ms, i == 0 ? " (chosen)" : "");
+    summary += string_format("%s %s%s%s%s %.3g ms%s", i ? "," : "", accepted[i]->backend,
+                             accepted[i]->options[0] ? " [" : "", accepted[i]->options,
+                             accepted[i]->options[0] ? "]" : "", accepted[i]->median_ms,
+                             i == 0 ? " (chosen)" : "");
   }
   if (accepted.empty()) summary += " nothing ran";
   for (size_t i = 0; i < rest.size(); ++i) {
     summary += string_format(
-        "%s %s %s", i ? "," : ";", rest[i]->backend,
+        "%s %s%s%s%s %s", i ? "," : ";", rest[i]->backend, rest[i]->options[0] ? " [" : "",
+        rest[i]->options, rest[i]->options[0] ? "]" : "",
         std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason : "rejected");
   }
   set_text(report.summary, sizeof report.summary, summary);
@@ -281,8 +366,9 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   key.add("policy", string_format("%s threads=%u yield_workers=%d",
                                   policy_name(s->policy->effective), s->policy->threads,
                                   s->policy->yield_workers ? 1 : 0));
-  key.add("selection", string_format("tolerance=%.17g budget_ms=%.17g",
-                                     options.selection_tolerance, options.selection_budget_ms));
+  key.add("selection", string_format("tolerance=%.17g budget_ms=%.17g lower_precision=%d",
+                                     options.selection_tolerance, options.selection_budget_ms,
+                                     options.selection_lower_precision ? 1 : 0));
   const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
   for (const std::string& name : names) {
     // Each candidate's effective options (global, load and delegate scopes): a change of any
@@ -374,6 +460,15 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
         stale = string_format("backend '%s' is not available", hit->c_str());
       } else if (!supports_all(**b, d->payload_nested_root(), missing, sizeof missing)) {
         stale = string_format("backend '%s' does not support %s", hit->c_str(), missing);
+      } else {
+        for (size_t i = 0; i < cached.num_candidates; ++i) {
+          const SelectionCandidate& k = cached.candidates[i];
+          if (!k.chosen || k.options[0] == '\0') continue;
+          ResolvedOptions scratch;
+          Status st = scratch.reset(*hit, d->id()->string_view(), (*b)->option_schema());
+          if (st.is_ok()) st = apply_selected_options(*hit, k.options, &scratch);
+          if (!st.is_ok()) stale = string_format("option %s: %s", k.options, st.message());
+        }
       }
       if (stale.empty()) {
         info->selection = cached;

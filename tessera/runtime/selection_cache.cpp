@@ -99,6 +99,7 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
   for (size_t i = 0; i < report.num_candidates; ++i) {
     const SelectionCandidate& c = report.candidates[i];
     candidates.push_back({{"backend", c.backend},
+                          {"options", c.options},
                           {"median_ms", c.median_ms},
                           {"runs", c.runs},
                           {"accepted", c.accepted},
@@ -159,6 +160,12 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     k.accepted = accepted->get<bool>();
     k.chosen = is_chosen->get<bool>();
     copy_text(k.reason, sizeof k.reason, reason->get_ref<const std::string&>());
+    if (const auto opts = c.find("options"); opts != c.end()) {
+      if (!opts->is_string() || opts->get_ref<const std::string&>().size() >= sizeof k.options) {
+        return bad("a candidate's options is not a string of at most 63 characters");
+      }
+      copy_text(k.options, sizeof k.options, opts->get_ref<const std::string&>());
+    }
     if (k.chosen) {
       if (!chosen.empty()) return bad("more than one chosen candidate");
       if (!k.accepted) return bad("the chosen candidate was not accepted");

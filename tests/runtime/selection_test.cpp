@@ -3,6 +3,7 @@
 // ops and failed inits are reported, not silently dropped; the budget cuts the search.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -12,6 +13,10 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/options_map.h"
+#include "tessera/backend/resolved_options.h"
+#include "tessera/backend/option_key.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/testing/stub_backend.h"
 #include "tessera/runtime/data_loader.h"
@@ -203,6 +208,171 @@ TEST_F(SelectionTest, BadSettingsAreClearErrors) {
   Result<Selection> bad = parse_selection("fastest");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(std::string(bad.status().message()).find("auto, fixed or measure"), std::string::npos);
+}
+
+
+// Option values measured on top of the load's (BackendInterface::selection_variants, and
+// num_threads=1 for a thread-pool backend), the chosen one applied with source Selection.
+constexpr const char* kModes[] = {"slow", "fast"};
+constexpr const char* kPrecisions[] = {"full", "low"};
+constexpr OptionSpec kVariantSchema[] = {
+    OptionSpec::enumeration("mode", "slow", kModes, kInitScopes, "speed only"),
+    OptionSpec::enumeration("precision", "full", kPrecisions, kInitScopes, "lowers precision"),
+    OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
+};
+constexpr OptionKey<EnumValue> kMode{"mode"};
+constexpr OptionKey<EnumValue> kPrecisionKey{"precision"};
+constexpr OptionKey<int64_t> kThreadsKey{"num_threads"};
+
+class VariantStub : public testing::StubBackend {
+ public:
+  VariantStub() : StubBackend(kVariantSchema) {
+    on_execute = [](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
+      const bool slow = ctx.get(kMode)->name == "slow";
+      const bool low = ctx.get(kPrecisionKey)->name == "low";
+      const int64_t threads = *ctx.get(kThreadsKey);
+      // mode=fast and precision=low are faster; so is an explicit num_threads=1.
+      if (slow && !low && threads != 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      const Tensor& x = args[0]->to_tensor();
+      Tensor& y = args[1]->to_tensor();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float v = std::max(0.0f, x.data_as<float>()[i]);
+        y.data_as<float>()[i] = low ? v * 1.001f : v;  // 1e-3 relative: outside 1e-4
+      }
+      return Status::ok();
+    };
+  }
+  Span<const SelectionVariant> selection_variants() const override {
+    static constexpr SelectionVariant kVariants[] = {{"mode", "fast", false},
+                                                     {"precision", "low", true}};
+    return kVariants;
+  }
+  bool uses_cpu_thread_pool() const override { return pool; }
+  bool pool = false;
+};
+
+class SelectionVariantTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stub_ = new VariantStub();
+    ASSERT_TRUE(register_backend("sel_var", std::unique_ptr<BackendInterface>(stub_)).is_ok());
+  }
+  void TearDown() override {
+    loaded_ = testing::LoadedProgram{};
+    (void)unregister_backend("sel_var");
+  }
+  Program* load(std::vector<int64_t> shape) {
+    auto loaded = testing::load_built_program(testing::delegate_chain_program({"sel_var"}, {}, shape));
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+    loaded_ = std::move(*loaded);
+    return loaded_.program.get();
+  }
+  static LoadOptions measuring() {
+    LoadOptions o;
+    o.selection = Selection::Measure;
+    o.selection_cache_dir = "";
+    EXPECT_TRUE(o.set_selection_candidates("sel_var").is_ok());
+    return o;
+  }
+  static std::string option_text(const DelegateInfo& info, const char* key, OptionSource* source) {
+    const int i = info.options->find(key);
+    EXPECT_GE(i, 0);
+    *source = info.options->source(static_cast<size_t>(i));
+    char buf[64];
+    return info.options->option(static_cast<size_t>(i)).format_value(buf, sizeof buf);
+  }
+  VariantStub* stub_ = nullptr;
+  testing::LoadedProgram loaded_;
+};
+
+TEST_F(SelectionVariantTest, ASpeedOnlyValueIsMeasuredAndTheFasterOneApplied) {
+  Program* program = load({2, 4});
+  auto m = program->load_method("forward", nullptr, measuring());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo& info = m->delegate_info(0);
+  // The backend as resolved (the reference) and mode=fast; precision=low not allowed.
+  ASSERT_EQ(info.selection.num_candidates, 2u) << info.selection.summary;
+  EXPECT_STREQ(info.selection.candidates[0].options, "");
+  EXPECT_STREQ(info.selection.candidates[1].options, "mode=fast");
+  EXPECT_TRUE(info.selection.candidates[1].chosen);
+  EXPECT_NE(std::string(info.selection.summary).find("sel_var [mode=fast]"), std::string::npos)
+      << info.selection.summary;
+  OptionSource source;
+  EXPECT_EQ(option_text(info, "mode", &source), "fast");
+  EXPECT_EQ(source, OptionSource::Selection);
+  EXPECT_STREQ(option_source_name(source), "selection");
+  EXPECT_NE(std::string(info.reason).find("mode=fast"), std::string::npos) << info.reason;
+
+  float x[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+  const int64_t sizes[] = {2, 4};
+  ASSERT_TRUE(m->set_input(0, Tensor(ScalarType::Float32, sizes, x)).is_ok());
+  ASSERT_TRUE(m->execute().is_ok());
+  EXPECT_EQ((*m->get_output(0))->data_as<float>()[0], 1.0f);
+}
+
+TEST_F(SelectionVariantTest, AValueTheApplicationSetIsNotVaried) {
+  Program* program = load({2, 4});
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("sel_var", kMode, EnumValue{"slow"}).is_ok());
+  LoadOptions o = measuring();
+  o.backend_options = &load;
+  auto m = program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->delegate_info(0).selection.num_candidates, 1u);
+  OptionSource source;
+  EXPECT_EQ(option_text(m->delegate_info(0), "mode", &source), "slow");
+  EXPECT_EQ(source, OptionSource::Load);
+}
+
+TEST_F(SelectionVariantTest, LowerPrecisionNeedsPermissionAndPassesTheTolerance) {
+  Program* program = load({2, 4});
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("sel_var", kMode, EnumValue{"slow"}).is_ok());  // only precision varies
+  LoadOptions o = measuring();
+  o.backend_options = &load;
+  o.selection_lower_precision = true;
+  auto strict = program->load_method("forward", nullptr, o);  // tolerance 1e-4
+  ASSERT_TRUE(strict.ok()) << strict.status().message();
+  const DelegateInfo& rejected = strict->delegate_info(0);
+  ASSERT_EQ(rejected.selection.num_candidates, 2u);
+  EXPECT_STREQ(rejected.selection.candidates[1].options, "precision=low");
+  EXPECT_FALSE(rejected.selection.candidates[1].accepted);
+  EXPECT_NE(std::string(rejected.selection.candidates[1].reason).find("outputs differ"),
+            std::string::npos);
+  OptionSource source;
+  EXPECT_EQ(option_text(rejected, "precision", &source), "full");
+
+  o.selection_tolerance = 1e-2;
+  auto allowed = program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().message();
+  EXPECT_TRUE(allowed->delegate_info(0).selection.candidates[1].chosen);
+  EXPECT_EQ(option_text(allowed->delegate_info(0), "precision", &source), "low");
+  EXPECT_EQ(source, OptionSource::Selection);
+}
+
+TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
+  stub_->pool = true;
+  DeviceInfo four = DeviceInfo::get();
+  four.usable_cpus = 4;
+  four.usable_performance_cores = 4;
+  four.cpu_quota = 0;
+  Program* program = load({512, 1024});  // 2 MiB of activations: not a one-thread small method
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("sel_var", kMode, EnumValue{"slow"}).is_ok());
+  LoadOptions o = measuring();
+  o.backend_options = &load;
+  o.device_info = &four;
+  o.set_policy(Policy::Latency);
+  auto m = program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo& info = m->delegate_info(0);
+  ASSERT_GT(m->policy().threads, 1u);
+  ASSERT_EQ(info.selection.num_candidates, 2u) << info.selection.summary;
+  EXPECT_STREQ(info.selection.candidates[1].options, "num_threads=1");
+  EXPECT_TRUE(info.selection.candidates[1].chosen);
+  OptionSource source;
+  EXPECT_EQ(option_text(info, "num_threads", &source), "1");
+  EXPECT_EQ(source, OptionSource::Selection);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "tessera/backend/derived_values.h"
@@ -105,6 +106,10 @@ void RunOptionsCli::add_to(CLI::App& app) {
                  "With --select measure: largest accepted output difference, relative to the "
                  "reference's max |value| (default 1e-4)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--select-lower-precision", select_lower_precision,
+               "When measuring: also try option values that lower precision (oneDNN "
+               "precision=bf16); they must still pass --select-tolerance, so raise it (bf16: "
+               "about 1e-2)");
   app.add_option("--select-cache", select_cache,
                  "Directory of the selection cache (default $XDG_CACHE_HOME/tessera/selection, "
                  "else ~/.cache/tessera/selection); an empty value disables it")
@@ -176,6 +181,7 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
   }
   if (select_budget_ms >= 0) state->load_.selection_budget_ms = select_budget_ms;
   if (select_tolerance >= 0) state->load_.selection_tolerance = select_tolerance;
+  state->load_.selection_lower_precision = select_lower_precision;
   if (has_select_cache) {
     state->selection_cache_dir_ = select_cache;
     state->load_.selection_cache_dir = state->selection_cache_dir_.c_str();
@@ -280,7 +286,10 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
                    d.selection.cached ? " (remembered: read from the selection cache)" : "");
       for (size_t c = 0; c < d.selection.num_candidates; ++c) {
         const SelectionCandidate& k = d.selection.candidates[c];
-        if (!k.accepted) std::fprintf(out, "    %s: %s\n", k.backend, k.reason);
+        if (!k.accepted) {
+          std::fprintf(out, "    %s%s%s%s: %s\n", k.backend, k.options[0] ? " [" : "", k.options,
+                       k.options[0] ? "]" : "", k.reason);
+        }
       }
     }
     if (explain && d.options != nullptr) {
@@ -308,7 +317,12 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
     Json candidates = Json::array();
     for (size_t c = 0; c < d.selection.num_candidates; ++c) {
       const SelectionCandidate& k = d.selection.candidates[c];
+      Json options = Json::object();
+      if (const char* eq = std::strchr(k.options, '=')) {
+        options[std::string(k.options, eq)] = eq + 1;
+      }
       candidates.push_back({{"backend", k.backend},
+                            {"options", std::move(options)},
                             {"median_ms", k.runs > 0 ? Json(k.median_ms) : Json(nullptr)},
                             {"runs", k.runs},
                             {"accepted", k.accepted},

@@ -45,6 +45,7 @@ struct RunOptionsCli {
   double select_tolerance = -1;   // --select-tolerance; < 0: the LoadOptions default
   std::string select_cache;       // --select-cache: the selection cache directory ("" disables)
   bool has_select_cache = false;
+  bool select_lower_precision = false;  // --select-lower-precision
   std::string on_execute_failure;  // --on-execute-failure: fail or fallback
   bool list_options = false, explain_options = false, lenient = false, device_info = false;
 

@@ -292,6 +292,18 @@ Status OnednnBackend::get_option(BackendOptionContext&, Span<BackendOption> opti
   return Status::ok();
 }
 
+Span<const SelectionVariant> OnednnBackend::selection_variants() const {
+  // conv_algorithm changes speed only (Winograd's rounding stays within the selection
+  // tolerance, which checks it); bf16 lowers precision and needs native bf16 (init rejects it
+  // elsewhere, and the selection reports why).
+  static constexpr SelectionVariant kVariants[] = {
+      {"conv_algorithm", "direct", false},
+      {"conv_algorithm", "winograd", false},
+      {"precision", "bf16", true},
+  };
+  return kVariants;
+}
+
 const char* OnednnBackend::build_id() const {
   static const std::string id = []() {
     const dnnl_version_t* v = dnnl_version();

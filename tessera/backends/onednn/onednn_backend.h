@@ -21,6 +21,7 @@ class OnednnBackend final : public BackendInterface {
   Span<const OptionSpec> option_schema() const override;
   const char* derivation_doc() const override;
   const char* build_id() const override;
+  Span<const SelectionVariant> selection_variants() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
   /// `payload` is an fb::Graph FlatBuffer; it is verified, lowered, and freed before returning.
