@@ -238,7 +238,12 @@ class TesseraEngine:
         self.peak_rss_kb = max(self.peak_rss_kb, rss)
         r = json.loads(out)
         self.load_ms.append(r["load_ms"])
-        self.delegates = [{"id": d["id"], "backend": d["backend"], "nodes": d["nodes"]}
+        self.delegates = [{"id": d["id"], "backend": d["backend"], "nodes": d["nodes"],
+                           "selection": {"mode": d.get("selection", {}).get("mode"),
+                                         "cached": d.get("selection", {}).get("cached"),
+                                         "chosen_options": [c.get("options") for c in
+                                                            d.get("selection", {}).get("candidates", [])
+                                                            if c.get("chosen")]}}
                           for d in r.get("delegates", [])]
         lat = r["latency_ms"]
         return {"median": lat["median"], "min": lat["min"], "max": lat["max"]}
@@ -269,6 +274,7 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
 
     engines = []
     compiled = {}
+    compiled_default = None
     for be in backends + (["portable"] if args.portable else []):
         prog = os.path.join(mdir, f"{model}.{be}.tsr")
         cmd = [compile_exe, onnx_path, "-o", prog, "--backends", be, "--dim", "batch=1:1",
@@ -282,7 +288,34 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
                                             for c in cmd),
                         "ops_by_backend": summary.get("ops_by_backend"),
                         "delegates": len(summary.get("delegates", []))}
+    if args.default_engine:
+        # Default settings everywhere: compiled without --backends (selectable), run without
+        # backend or selection flags (selection=auto), its selection cache empty before the
+        # first (untimed) pass, which measures and remembers; the timed rounds read the cache.
+        prog = os.path.join(mdir, f"{model}.default.tsr")
+        cmd = [compile_exe, onnx_path, "-o", prog, "--dim", "batch=1:1", "--json", "-q"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            log(f"{model}: tessera-compile (default backends) failed: {r.stderr.strip()[-500:]}")
+        else:
+            summary = json.loads(r.stdout)
+            compiled_default = {"command": " ".join(os.path.relpath(c, ROOT) if os.path.isabs(c)
+                                                    else c for c in cmd),
+                                "ops_by_backend": summary.get("ops_by_backend"),
+                                "delegates": len(summary.get("delegates", []))}
     for threads in args.threads:
+        if args.default_engine and compiled_default is not None:
+            cache = os.path.join(mdir, f"selection-cache.t{threads}")
+            shutil.rmtree(cache, ignore_errors=True)
+            out_dir = os.path.join(mdir, f"out.tessera-default.t{threads}")
+            os.makedirs(out_dir, exist_ok=True)
+            # 1 thread: each thread-pool backend pinned to one (as the other engines); 2 or
+            # more: the policy's count, which the selection may lower per delegate.
+            opts = ([f"{b}.num_threads=1" for b in backends if "num_threads" in schemas.get(b, [])]
+                    if threads == 1 else [])
+            engines.append(TesseraEngine("tessera-default", "default", threads, run_exe,
+                                         os.path.join(mdir, f"{model}.default.tsr"), input_npy,
+                                         out_dir, opts, ["--select-cache", cache]))
         for be in compiled:
             if be == "portable":
                 if threads != 1:
@@ -397,6 +430,7 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             row["version"] = e.ready.get("version")
         else:
             row["load_ms"] = statistics.median(e.load_ms)
+            row["first_load_ms"] = e.load_ms[0]  # tessera-default: the load that measured
             row["delegates"] = e.delegates
         rows.append(row)
     # Ratios and roofline figures.
@@ -407,6 +441,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
                 if peer in peers:
                     row[f"ratio_vs_{peer}"] = row["median_ms"] / peers[peer]["median_ms"]
         row["gflops_per_s"] = flops["flops"] / (row["median_ms"] * 1e-3) / 1e9
+    if compiled_default is not None:
+        compiled["default"] = compiled_default
     return {"model": model, "flops": flops, "compiled": compiled, "rows": rows,
             "loadavg_1min_per_round": loadavg,
             "pytorch_vs_fixture_max_abs_diff": float(np.max(np.abs(ref - fixture_ref)))}
@@ -456,6 +492,10 @@ def main():
                         "xnnpack=onednn: one program file, the CPU backend chosen at run time")
     p.add_argument("--variant-rel-tolerance", type=float, default=2e-2,
                    help="max abs diff / max |reference| allowed for --variant engines")
+    p.add_argument("--default-engine", action="store_true",
+                   help="also time the program compiled without --backends, run with default "
+                        "settings (selection=auto, a fresh selection cache filled by the first "
+                        "untimed pass) as engine tessera-default")
     p.add_argument("--portable", action="store_true",
                    help="also time Tessera's portable kernels alone (slow; 1 thread)")
     p.add_argument("--portable-iterations", type=int, default=3)
