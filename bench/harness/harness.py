@@ -107,8 +107,10 @@ def count_flops(onnx_path, batch=1):
             per_out = int(np.prod(w[1:]))
             macs["Conv"] += int(np.prod(y)) * per_out
         elif node.op_type in ("Gemm", "MatMul"):
-            a = shapes[node.input[0]]
-            y = shapes[node.output[0]]
+            a = shapes.get(node.input[0], [])
+            y = shapes.get(node.output[0], [])
+            if not a or not y:  # a shape inference could not give (symbolic dims)
+                continue
             trans_a = any(at.name == "transA" and at.i for at in node.attribute)
             k = a[-2] if trans_a else a[-1]
             macs[node.op_type] += int(np.prod(y)) * k

@@ -115,8 +115,10 @@ struct LoadOptions {
   /// How delegates' backends are chosen (see Selection). Under Measure: a candidate whose
   /// outputs differ from the reference (the program's own backend) by more than
   /// `selection_tolerance` times max |reference| (float outputs; others must be equal) is
-  /// rejected; after the program's backend, candidates are tried only while the delegate's
-  /// selection has spent less than `selection_budget_ms` (inits and runs).
+  /// rejected. Every backend listed (set_selection_candidates) or recorded by the compiler is
+  /// measured; once the delegate's selection has spent `selection_budget_ms` (inits and runs),
+  /// each gets one timed run, and other backends (every registered one, for a pinned delegate
+  /// without a list) and option variants are skipped.
   Selection selection = Selection::Auto;
   double selection_tolerance = 1e-4;
   double selection_budget_ms = 300.0;

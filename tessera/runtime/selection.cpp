@@ -207,11 +207,16 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     set_text(c->backend, sizeof c->backend, backend);
     return c;
   };
+  // Backends the application listed or the compiler recorded are each measured (after the
+  // budget is spent, with one timed run); the budget cuts the others (every registered backend,
+  // for a pinned delegate without a list) and the option variants.
+  const bool listed = options.selection_candidates_size() > 0 ||
+                      (d->candidates() != nullptr && d->candidates()->size() > 0);
   for (const std::string& name : names) {
     SelectionCandidate* c = next_candidate(name);
     if (c == nullptr) break;
     const bool is_requested = name == requested;
-    if (!is_requested && budget_spent()) {
+    if (!is_requested && !listed && budget_spent()) {
       set_text(c->reason, sizeof c->reason,
                string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
       continue;

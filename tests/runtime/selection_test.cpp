@@ -155,9 +155,11 @@ TEST_F(SelectionTest, FixedAndAutoRunTheProgramsBackendWithoutMeasuring) {
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 0);
 }
 
-TEST_F(SelectionTest, AnExhaustedBudgetSkipsTheRestAndSaysSo) {
-  LoadOptions o = measuring("sel_fast");
-  o.selection_budget_ms = 0;
+TEST_F(SelectionTest, AnExhaustedBudgetSkipsUnlistedBackendsAndSaysSo) {
+  LoadOptions o;
+  o.selection = Selection::Measure;
+  o.selection_cache_dir = "";
+  o.selection_budget_ms = 0;  // no list: every registered backend, cut by the budget
   auto m = program_->load_method("forward", nullptr, o);
   ASSERT_TRUE(m.ok()) << m.status().message();
   const DelegateInfo& info = m->delegate_info(0);
@@ -169,6 +171,19 @@ TEST_F(SelectionTest, AnExhaustedBudgetSkipsTheRestAndSaysSo) {
   EXPECT_NE(std::string(info.selection.summary).find("sel_fast skipped (budget"), std::string::npos)
       << info.selection.summary;
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 0);
+}
+
+TEST_F(SelectionTest, ListedBackendsAreMeasuredOnceEvenPastTheBudget) {
+  LoadOptions o = measuring("sel_fast");
+  o.selection_budget_ms = 0;
+  auto m = program_->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo& info = m->delegate_info(0);
+  EXPECT_STREQ(info.backend, "sel_fast");
+  const SelectionCandidate* fast = candidate(info, "sel_fast");
+  ASSERT_NE(fast, nullptr);
+  EXPECT_TRUE(fast->accepted);
+  EXPECT_EQ(fast->runs, 1);  // one timed run once the budget is spent
 }
 
 TEST_F(SelectionTest, ARetargetWinsOverMeasuring) {
