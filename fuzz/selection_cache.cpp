@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   key.add("fuzz", "round trip");
   const std::vector<uint8_t> again = internal::encode_selection(key, report);
   SelectionReport second;
-  Result<std::string> chosen_again = internal::decode_selection(again.data(), again.size(), &second);
+  Result<std::string> chosen_again =
+      internal::decode_selection(again.data(), again.size(), &second);
   if (!chosen_again.ok() || *chosen_again != *chosen ||
       second.num_candidates != report.num_candidates) {
     std::abort();

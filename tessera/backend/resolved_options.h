@@ -20,7 +20,15 @@ namespace tessera {
 /// Where an effective value came from, lowest precedence first.
 /// Selection: no scope set the option and measured selection chose the value (a backend's
 /// SelectionVariant). Execute still overrides it per call.
-enum class OptionSource : uint8_t { Default, CompileSpec, Global, Load, Delegate, Selection, Execute };
+enum class OptionSource : uint8_t {
+  Default,
+  CompileSpec,
+  Global,
+  Load,
+  Delegate,
+  Selection,
+  Execute
+};
 
 /// Lower-case name: "default", "compile_spec", "global", "load", "delegate", "selection",
 /// "execute".

@@ -236,9 +236,8 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
   // explicit retarget wins over measuring).
   const char* chosen_options = "";  // an option value the selection chose ("num_threads=1")
   if (options.selection != Selection::Fixed && candidates[0] == requested) {
-    const int chosen =
-        select_backend(program, method, ins, d, requested, {specs, nspecs}, options, pools, s,
-                       {symbols, s->num_symbols}, {args, nargs}, info);
+    const int chosen = select_backend(program, method, ins, d, requested, {specs, nspecs}, options,
+                                      pools, s, {symbols, s->num_symbols}, {args, nargs}, info);
     if (chosen >= 0) {
       candidates[0] = info->selection.candidates[chosen].backend;
       chosen_options = info->selection.candidates[chosen].options;

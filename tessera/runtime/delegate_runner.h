@@ -74,10 +74,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
 /// (Auto, from the selection cache) or measure_candidates (then written to the cache); returns
 /// the index in info->selection of the chosen candidate, or -1. Cache problems are warnings.
 int select_backend(const Program& program, const fb::Method* method, const fb::Instruction* ins,
-                   const fb::Delegate* d, std::string_view requested,
-                   Span<const CompileSpec> specs, const LoadOptions& options,
-                   const CpuPoolBackends& pools, MethodState* s, Span<const SymbolValue> symbols,
-                   Span<EValue*> args, DelegateInfo* info);
+                   const fb::Delegate* d, std::string_view requested, Span<const CompileSpec> specs,
+                   const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
+                   Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info);
 
 /// Sets one option ("KEY=VALUE", a selection candidate's `options`) on `resolved`, with source
 /// Selection. Errors as parse_option_value, or OptionUnknownKey.

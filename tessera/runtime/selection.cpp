@@ -13,21 +13,21 @@
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/derived_values.h"
+#include "tessera/backend/device_info.h"
+#include "tessera/backend/integrity_file.h"
+#include "tessera/backend/option_schema.h"
+#include "tessera/backend/policy.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
 #include "tessera/backend/resolved_options.h"
+#include "tessera/core/log.h"
 #include "tessera/core/string_format.h"
+#include "tessera/ir/schema.h"
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method_state.h"
 #include "tessera/runtime/program.h"
 #include "tessera/runtime/selection_cache.h"
-#include "tessera/backend/device_info.h"
-#include "tessera/backend/integrity_file.h"
-#include "tessera/backend/option_schema.h"
-#include "tessera/backend/policy.h"
-#include "tessera/core/log.h"
-#include "tessera/ir/schema.h"
 
 namespace tessera::internal {
 namespace {
@@ -107,7 +107,6 @@ std::string compare(const Outputs& ref, const Outputs& got, Span<EValue*> args, 
   return {};
 }
 
-
 // The program's backend first (the reference), then the candidates in the order given, else
 // those the compiler recorded for the delegate, else every registered backend (registry order).
 std::vector<std::string> candidate_names(const fb::Delegate* d, std::string_view requested,
@@ -129,7 +128,6 @@ std::vector<std::string> candidate_names(const fb::Delegate* d, std::string_view
   return unique;
 }
 
-
 struct Variant {
   std::string key, value;
 };
@@ -144,8 +142,8 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
     const int i = resolved.find(key);
     if (i < 0 || resolved.source(static_cast<size_t>(i)) != OptionSource::Default) return false;
     char buf[64];
-    return std::string_view(resolved.option(static_cast<size_t>(i)).format_value(buf, sizeof buf)) !=
-           value;
+    return std::string_view(
+               resolved.option(static_cast<size_t>(i)).format_value(buf, sizeof buf)) != value;
   };
   for (const SelectionVariant& v : b.selection_variants()) {
     if (v.lowers_precision && !options.selection_lower_precision) continue;
@@ -173,15 +171,13 @@ Status apply_selected_options(std::string_view backend, const char* text,
   const int i = resolved->find(key);
   if (i < 0) return unknown_option_status(backend, resolved->schema(), key);
   BackendOption value;
-  TESSERA_RETURN_IF_ERROR(
-      parse_option_value(backend, resolved->spec(static_cast<size_t>(i)), assignment.substr(eq + 1), &value));
+  TESSERA_RETURN_IF_ERROR(parse_option_value(backend, resolved->spec(static_cast<size_t>(i)),
+                                             assignment.substr(eq + 1), &value));
   resolved->assign(static_cast<size_t>(i), value, OptionSource::Selection);
   return Status::ok();
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,
                        const fb::Delegate* d, std::string_view requested,
@@ -197,7 +193,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   const std::vector<std::string> names = candidate_names(d, requested, options);
 
   const Clock::time_point start = Clock::now();
-  auto budget_spent = [&]() { return ms_between(start, Clock::now()) >= options.selection_budget_ms; };
+  auto budget_spent = [&]() {
+    return ms_between(start, Clock::now()) >= options.selection_budget_ms;
+  };
   Outputs reference;
   bool have_reference = false;
   int chosen = -1;
@@ -355,8 +353,7 @@ namespace {
 SelectionKey selection_key(const Program& program, const fb::Method* method, const fb::Delegate* d,
                            std::string_view requested, Span<const CompileSpec> specs,
                            const LoadOptions& options, MethodState* s,
-                           Span<const SymbolValue> symbols,
-                           const std::vector<std::string>& names) {
+                           Span<const SymbolValue> symbols, const std::vector<std::string>& names) {
   SelectionKey key;
   key.set_device(s->device != nullptr ? *s->device : DeviceInfo::get());
   if (!s->has_program_hash) {
@@ -367,10 +364,12 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   key.add("method", method->name()->string_view());
   key.add("delegate", d->id()->string_view());
   key.add("backend", requested);
-  for (const SymbolValue& v : symbols) key.add(string_format("dim.%.*s", static_cast<int>(v.name.size()), v.name.data()), std::to_string(v.value));
-  key.add("policy", string_format("%s threads=%u yield_workers=%d",
-                                  policy_name(s->policy->effective), s->policy->threads,
-                                  s->policy->yield_workers ? 1 : 0));
+  for (const SymbolValue& v : symbols)
+    key.add(string_format("dim.%.*s", static_cast<int>(v.name.size()), v.name.data()),
+            std::to_string(v.value));
+  key.add("policy",
+          string_format("%s threads=%u yield_workers=%d", policy_name(s->policy->effective),
+                        s->policy->threads, s->policy->yield_workers ? 1 : 0));
   key.add("selection", string_format("tolerance=%.17g budget_ms=%.17g lower_precision=%d",
                                      options.selection_tolerance, options.selection_budget_ms,
                                      options.selection_lower_precision ? 1 : 0));
@@ -411,16 +410,15 @@ void say_fixed(DelegateInfo* info, const std::string& why) {
 }  // namespace
 
 int select_backend(const Program& program, const fb::Method* method, const fb::Instruction* ins,
-                   const fb::Delegate* d, std::string_view requested,
-                   Span<const CompileSpec> specs, const LoadOptions& options,
-                   const CpuPoolBackends& pools, MethodState* s, Span<const SymbolValue> symbols,
-                   Span<EValue*> args, DelegateInfo* info) {
+                   const fb::Delegate* d, std::string_view requested, Span<const CompileSpec> specs,
+                   const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
+                   Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info) {
   const bool is_auto = options.selection == Selection::Auto;
   const bool selectable = d->candidates() != nullptr && d->candidates()->size() >= 2;
   if (options.selection == Selection::Fixed || (is_auto && !selectable)) return -1;
   auto measure = [&]() {
-    return measure_candidates(program, method, ins, d, requested, specs, options, pools, s,
-                              symbols, args, info);
+    return measure_candidates(program, method, ins, d, requested, specs, options, pools, s, symbols,
+                              args, info);
   };
   const std::string dir = selection_cache_dir(options.selection_cache_dir);
   if (dir.empty()) {
@@ -481,13 +479,15 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
           if (cached.candidates[i].chosen) return static_cast<int>(i);
         }
       }
-      TESSERA_LOG_WARNING("delegate '%s': remembered selection in '%s' no longer applies (%s): "
-                          "measuring again",
-                          d->id()->c_str(), path.c_str(), stale.c_str());
+      TESSERA_LOG_WARNING(
+          "delegate '%s': remembered selection in '%s' no longer applies (%s): "
+          "measuring again",
+          d->id()->c_str(), path.c_str(), stale.c_str());
     } else if (hit.error() != Error::NotFound) {
-      TESSERA_LOG_WARNING("delegate '%s': selection cache entry '%s' is unusable (%s): measuring "
-                          "again",
-                          d->id()->c_str(), path.c_str(), hit.status().message());
+      TESSERA_LOG_WARNING(
+          "delegate '%s': selection cache entry '%s' is unusable (%s): measuring "
+          "again",
+          d->id()->c_str(), path.c_str(), hit.status().message());
     }
   }
   const int chosen = measure();

@@ -53,13 +53,13 @@ std::string selection_cache_dir(const char* option) {
 }
 
 void SelectionKey::set_device(const DeviceInfo& device) {
-  device_text_ = string_format("cpu=%s; vendor=%s; usable_cpus=%u; performance_cores=%u; isa=",
-                               device.cpu_name, device.vendor, device.usable_cpus,
-                               device.usable_performance_cores);
+  device_text_ = string_format(
+      "cpu=%s; vendor=%s; usable_cpus=%u; performance_cores=%u; isa=", device.cpu_name,
+      device.vendor, device.usable_cpus, device.usable_performance_cores);
   static constexpr const char* kIsa[] = {
-      "sse4_2",   "avx",      "avx2",     "fma",      "f16c",      "avx512f",
+      "sse4_2",   "avx",        "avx2",        "fma",      "f16c",     "avx512f",
       "avx512bw", "avx512vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16",
-      "neon",     "neon_fp16", "neon_dot", "arm_bf16", "sve",        "sve2"};
+      "neon",     "neon_fp16",  "neon_dot",    "arm_bf16", "sve",      "sve2"};
   bool first = true;
   for (const char* isa : kIsa) {
     if (!device.has_isa(isa)) continue;
@@ -83,7 +83,9 @@ void SelectionKey::add(std::string_view name, uint64_t value) {
   add(name, string_format("%016llx", static_cast<unsigned long long>(value)));
 }
 
-uint64_t SelectionKey::full_hash() const { return fnv1a64(device_text_, fields_hash_); }
+uint64_t SelectionKey::full_hash() const {
+  return fnv1a64(device_text_, fields_hash_);
+}
 
 std::string selection_cache_path(const std::string& dir, const SelectionKey& key) {
   return dir + string_format("/%016llx.tsel", static_cast<unsigned long long>(key.fields_hash()));
@@ -140,10 +142,10 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     const auto backend = c.find("backend"), median = c.find("median_ms"), runs = c.find("runs"),
                accepted = c.find("accepted"), is_chosen = c.find("chosen"),
                reason = c.find("reason");
-    if (backend == c.end() || !backend->is_string() || median == c.end() ||
-        !median->is_number() || runs == c.end() || !runs->is_number_integer() ||
-        accepted == c.end() || !accepted->is_boolean() || is_chosen == c.end() ||
-        !is_chosen->is_boolean() || reason == c.end() || !reason->is_string()) {
+    if (backend == c.end() || !backend->is_string() || median == c.end() || !median->is_number() ||
+        runs == c.end() || !runs->is_number_integer() || accepted == c.end() ||
+        !accepted->is_boolean() || is_chosen == c.end() || !is_chosen->is_boolean() ||
+        reason == c.end() || !reason->is_string()) {
       return bad("a candidate lacks backend, median_ms, runs, accepted, chosen or reason");
     }
     const std::string& name = backend->get_ref<const std::string&>();
@@ -152,7 +154,8 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     }
     const double ms = median->get<double>();
     const int64_t n = runs->get<int64_t>();
-    if (!(ms >= 0) || n < 0 || n > 1000000) return bad("a candidate's median_ms or runs is out of range");
+    if (!(ms >= 0) || n < 0 || n > 1000000)
+      return bad("a candidate's median_ms or runs is out of range");
     SelectionCandidate& k = out.candidates[out.num_candidates++];
     copy_text(k.backend, sizeof k.backend, name);
     k.median_ms = ms;
@@ -199,8 +202,8 @@ SelectionLock::SelectionLock(const std::string& path) {
   const std::string lock_path = path + ".lock";
   fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    error_ = string_format("cannot open lock file '%s': %s", lock_path.c_str(),
-                           std::strerror(errno));
+    error_ =
+        string_format("cannot open lock file '%s': %s", lock_path.c_str(), std::strerror(errno));
     return;
   }
   int rc;

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -407,12 +407,13 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "\"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
       "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "-1, \"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
-      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, "
+      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, "
       "\"runs\": 1, \"accepted\": false, \"chosen\": true, \"reason\": \"\"}]}",
   };
   for (const char* text : bad) {
-    Result<std::string> r = internal::decode_selection(
-        reinterpret_cast<const uint8_t*>(text), std::strlen(text), &report);
+    Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(text),
+                                                       std::strlen(text), &report);
     EXPECT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.error(), Error::InvalidProgram) << text;
     EXPECT_STREQ(report.summary, "untouched");
@@ -439,7 +440,8 @@ TEST(SelectionCacheFormat, TheDefaultDirectoryFollowsXdgThenHome) {
   ::unsetenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   if (home != nullptr && home[0] == '/') {
-    EXPECT_EQ(internal::selection_cache_dir(nullptr), std::string(home) + "/.cache/tessera/selection");
+    EXPECT_EQ(internal::selection_cache_dir(nullptr),
+              std::string(home) + "/.cache/tessera/selection");
   }
   if (xdg != nullptr) ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
 }

@@ -14,10 +14,10 @@
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/device_info.h"
-#include "tessera/backend/options_map.h"
-#include "tessera/backend/resolved_options.h"
 #include "tessera/backend/option_key.h"
+#include "tessera/backend/options_map.h"
 #include "tessera/backend/registry.h"
+#include "tessera/backend/resolved_options.h"
 #include "tessera/backend/testing/stub_backend.h"
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
@@ -225,7 +225,6 @@ TEST_F(SelectionTest, BadSettingsAreClearErrors) {
   EXPECT_NE(std::string(bad.status().message()).find("auto, fixed or measure"), std::string::npos);
 }
 
-
 // Option values measured on top of the load's (BackendInterface::selection_variants, and
 // num_threads=1 for a thread-pool backend), the chosen one applied with source Selection.
 constexpr const char* kModes[] = {"slow", "fast"};
@@ -277,7 +276,8 @@ class SelectionVariantTest : public ::testing::Test {
     (void)unregister_backend("sel_var");
   }
   Program* load(std::vector<int64_t> shape) {
-    auto loaded = testing::load_built_program(testing::delegate_chain_program({"sel_var"}, {}, shape));
+    auto loaded =
+        testing::load_built_program(testing::delegate_chain_program({"sel_var"}, {}, shape));
     EXPECT_TRUE(loaded.ok()) << loaded.status().message();
     loaded_ = std::move(*loaded);
     return loaded_.program.get();

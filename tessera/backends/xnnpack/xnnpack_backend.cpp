@@ -84,7 +84,7 @@ const char* XnnpackBackend::build_id() const {
   // identifies its build.
   static const std::string id = []() {
     Dl_info info{};
-    struct stat st{};
+    struct stat st {};
     if (dladdr(reinterpret_cast<void*>(&xnn_initialize), &info) == 0 || info.dli_fname == nullptr ||
         ::stat(info.dli_fname, &st) != 0) {
       return std::string("XNNPACK (library file unknown)");
