@@ -64,6 +64,11 @@ class SelectionCacheTest : public ::testing::Test {
     char tmpl[] = "/tmp/tessera_selection_cache_XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    device_fixture_ = DeviceInfo::get();
+    device_fixture_.usable_cpus = 2;
+    device_fixture_.usable_performance_cores = 1;
+    device_fixture_.cpu_quota = 0;
+    device_ = &device_fixture_;
     slow_ = new testing::StubBackend();
     slow_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -141,7 +146,13 @@ class SelectionCacheTest : public ::testing::Test {
   }
 
   std::string dir_;
-  const DeviceInfo* device_ = nullptr;  // LoadOptions::device_info of auto_options()
+  // LoadOptions::device_info of auto_options(): a fixed machine for every load of a test, so
+  // that the key does not follow this machine's live state (the auto policy's thread count
+  // drops while other processes keep CPUs busy, and the key holds it). One performance core:
+  // the thread count stays 1 whatever this machine has, so EachKeyFieldChangeIsAMiss's device
+  // changes change only the device part of the key.
+  DeviceInfo device_fixture_;
+  const DeviceInfo* device_ = nullptr;
   testing::StubBackend* slow_ = nullptr;
   testing::StubBackend* fast_ = nullptr;
   std::vector<std::unique_ptr<testing::LoadedProgram>> loaded_;
@@ -214,8 +225,7 @@ TEST_F(SelectionCacheTest, APinnedDelegateOrADisabledCacheRunsTheProgramsBackend
 TEST_F(SelectionCacheTest, EachKeyFieldChangeIsAMiss) {
   // One fixed machine for every load: the live one's load state (which the auto policy's thread
   // count follows, and the key with it) may change between loads.
-  const DeviceInfo base = DeviceInfo::get();
-  device_ = &base;
+  const DeviceInfo& base = device_fixture_;
   ASSERT_FALSE(load_info(program_, auto_options()).selection.cached);
   ASSERT_TRUE(load_info(program_, auto_options()).selection.cached);
 
