@@ -177,8 +177,6 @@ Status apply_selected_options(std::string_view backend, const char* text,
   return Status::ok();
 }
 
-namespace {}  // namespace
-
 int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,
                        const fb::Delegate* d, std::string_view requested,
                        Span<const CompileSpec> specs, const LoadOptions& options,
