@@ -241,12 +241,12 @@ constexpr OptionKey<int64_t> kThreadsKey{"num_threads"};
 class VariantStub : public testing::StubBackend {
  public:
   VariantStub() : StubBackend(kVariantSchema) {
-    on_execute = [](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
+    on_execute = [this](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
       const bool slow = ctx.get(kMode)->name == "slow";
       const bool low = ctx.get(kPrecisionKey)->name == "low";
       const int64_t threads = *ctx.get(kThreadsKey);
       // mode=fast and precision=low are faster; so is an explicit num_threads=1.
-      if (slow && !low && threads != 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      if (slow && !low && threads != 1) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
       const Tensor& x = args[0]->to_tensor();
       Tensor& y = args[1]->to_tensor();
       for (int64_t i = 0; i < x.numel(); ++i) {
@@ -263,6 +263,7 @@ class VariantStub : public testing::StubBackend {
   }
   bool uses_cpu_thread_pool() const override { return pool; }
   bool pool = false;
+  int slow_ms = 3;  // what the slow configuration adds to each run
 };
 
 class SelectionVariantTest : public ::testing::Test {
@@ -367,6 +368,9 @@ TEST_F(SelectionVariantTest, LowerPrecisionNeedsPermissionAndPassesTheTolerance)
 
 TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
   stub_->pool = true;
+  // The loop over 2 MiB takes milliseconds itself under TSan on a busy machine: make the
+  // difference between the candidates far larger than that noise.
+  stub_->slow_ms = 40;
   DeviceInfo four = DeviceInfo::get();
   four.usable_cpus = 4;
   four.usable_performance_cores = 4;
