@@ -187,7 +187,8 @@ std::string report_to_json(const CompileReport& r) {
                          {"nodes", d.nodes},
                          {"inputs", d.inputs},
                          {"outputs", d.outputs},
-                         {"payload_bytes", d.payload_bytes}});
+                         {"payload_bytes", d.payload_bytes},
+                         {"candidates", d.candidates}});
   }
   const Json report = {{"method", r.method},
                        {"symbols", std::move(symbols)},

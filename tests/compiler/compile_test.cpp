@@ -140,6 +140,11 @@ TEST(Compile, SelectableProgramsRecordEachDelegatesCandidates) {
   EXPECT_EQ(rest->backend()->str(), "wide");
   EXPECT_EQ(rest->candidates(), nullptr);  // only wide takes the Softmax: pinned
   EXPECT_EQ(c->report.delegates[0].candidates, (std::vector<std::string>{"fake", "wide"}));
+  // tessera-compile --json shows them.
+  const std::string json = report_to_json(c->report);
+  EXPECT_NE(json.find("\"candidates\": [\n        \"fake\",\n        \"wide\"\n      ]"),
+            std::string::npos)
+      << json;
 }
 
 TEST(Compile, CompileSpecErrors) {
