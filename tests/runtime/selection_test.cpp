@@ -247,6 +247,7 @@ class VariantStub : public testing::StubBackend {
       const int64_t threads = *ctx.get(kThreadsKey);
       // mode=fast and precision=low are faster; so is an explicit num_threads=1.
       if (slow && !low && threads != 1) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+      if (low && low_is_slower) std::this_thread::sleep_for(std::chrono::milliseconds(2 * slow_ms));
       const Tensor& x = args[0]->to_tensor();
       Tensor& y = args[1]->to_tensor();
       for (int64_t i = 0; i < x.numel(); ++i) {
@@ -264,6 +265,7 @@ class VariantStub : public testing::StubBackend {
   bool uses_cpu_thread_pool() const override { return pool; }
   bool pool = false;
   int slow_ms = 3;  // what the slow configuration adds to each run
+  bool low_is_slower = false;  // precision=low sleeps twice as long (no native support, say)
 };
 
 class SelectionVariantTest : public ::testing::Test {
@@ -366,6 +368,31 @@ TEST_F(SelectionVariantTest, LowerPrecisionNeedsPermissionAndPassesTheTolerance)
   EXPECT_EQ(source, OptionSource::Selection);
 }
 
+// Allowed and within the tolerance, but slower (bf16 on a CPU without native bf16 dot products):
+// measured and not chosen; the full-precision value stays.
+TEST_F(SelectionVariantTest, LowerPrecisionThatMeasuresSlowerIsNotChosen) {
+  stub_->low_is_slower = true;
+  Program* program = load({2, 4});
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("sel_var", kMode, EnumValue{"slow"}).is_ok());
+  LoadOptions o = measuring();
+  o.backend_options = &load;
+  o.selection_lower_precision = true;
+  o.selection_tolerance = 1e-2;
+  auto m = program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo& info = m->delegate_info(0);
+  ASSERT_EQ(info.selection.num_candidates, 2u) << info.selection.summary;
+  EXPECT_STREQ(info.selection.candidates[1].options, "precision=low");
+  EXPECT_TRUE(info.selection.candidates[1].accepted) << info.selection.candidates[1].reason;
+  EXPECT_GT(info.selection.candidates[1].median_ms, info.selection.candidates[0].median_ms);
+  EXPECT_TRUE(info.selection.candidates[0].chosen);
+  EXPECT_FALSE(info.selection.candidates[1].chosen);
+  OptionSource source;
+  EXPECT_EQ(option_text(info, "precision", &source), "full");
+  EXPECT_NE(source, OptionSource::Selection);
+}
+
 TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
   stub_->pool = true;
   // The loop over 2 MiB takes milliseconds itself under TSan on a busy machine: make the
@@ -381,6 +408,7 @@ TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
   LoadOptions o = measuring();
   o.backend_options = &load;
   o.device_info = &four;
+  o.selection_budget_ms = 60000;  // six slow runs would spend the default 300 ms
   o.set_policy(Policy::Latency);
   auto m = program->load_method("forward", nullptr, o);
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -388,7 +416,7 @@ TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
   ASSERT_GT(m->policy().threads, 1u);
   ASSERT_EQ(info.selection.num_candidates, 2u) << info.selection.summary;
   EXPECT_STREQ(info.selection.candidates[1].options, "num_threads=1");
-  EXPECT_TRUE(info.selection.candidates[1].chosen);
+  EXPECT_TRUE(info.selection.candidates[1].chosen) << info.selection.summary;
   OptionSource source;
   EXPECT_EQ(option_text(info, "num_threads", &source), "1");
   EXPECT_EQ(source, OptionSource::Selection);
