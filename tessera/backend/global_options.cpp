@@ -76,10 +76,15 @@ Status set_option(std::string_view backend, Span<const BackendOption> options,
   if (!entry) return detail::unknown_backend_status(backend, Error::OptionUnknownBackend);
   const Span<const OptionSpec> schema = entry->schema;
 
-  // Stage 1: validate everything; duplicates collapse to the last value.
+  // Stage 1: validate everything; duplicates collapse to the last value. Entries of a
+  // with_entries() option ("backend_option.GpuAcc.TuningLevel") wait for stage 2, which merges
+  // them into the option's value under the lock.
   BackendOption staged[kMaxSchemaOptions];
   size_t staged_spec[kMaxSchemaOptions];
   size_t num_staged = 0;
+  BackendOption entries[kMaxSchemaOptions];
+  size_t entry_spec[kMaxSchemaOptions];
+  size_t num_entries = 0;
   for (const BackendOption& option : options) {
     size_t index = 0;
     Status s = validate_option(backend, schema, option, OptionScope::Global, &index);
@@ -89,6 +94,17 @@ Status set_option(std::string_view backend, Span<const BackendOption> options,
         continue;
       }
       return s;
+    }
+    if (option.key() != schema[index].key_view()) {
+      if (num_entries == kMaxSchemaOptions) {
+        return Status::error(Error::InvalidArgument,
+                             "%.*s: more than %zu option entries in one set_option call",
+                             static_cast<int>(backend.size()), backend.data(),
+                             kMaxSchemaOptions);
+      }
+      entries[num_entries] = option;
+      entry_spec[num_entries++] = index;
+      continue;
     }
     size_t slot = num_staged;
     for (size_t k = 0; k < num_staged; ++k) {
@@ -102,10 +118,23 @@ Status set_option(std::string_view backend, Span<const BackendOption> options,
     staged_spec[slot] = index;
     if (slot == num_staged) ++num_staged;
   }
-  if (num_staged == 0) return Status::ok();
+  if (num_staged == 0 && num_entries == 0) return Status::ok();
 
-  // Stage 2: under the backend's lock, check init-only locks, let the backend veto, commit.
+  // Stage 2: under the backend's lock, merge entries, check init-only locks, let the backend
+  // veto, commit.
   std::lock_guard<std::mutex> lock(entry->mutex);
+  for (size_t e = 0; e < num_entries; ++e) {
+    // Into the value this call sets, else the one stored now (or the default).
+    const OptionSpec& spec = schema[entry_spec[e]];
+    size_t slot = num_staged;
+    for (size_t k = 0; k < num_staged; ++k) {
+      if (staged_spec[k] == entry_spec[e]) slot = k;
+    }
+    const BackendOption base = slot < num_staged ? staged[slot] : current_global(*entry, spec);
+    TESSERA_RETURN_IF_ERROR(merge_option_entry(backend, spec, base, entries[e], &staged[slot]));
+    staged_spec[slot] = entry_spec[e];
+    if (slot == num_staged) ++num_staged;
+  }
   if (entry->lifecycle == BackendLifecycle::Initialized) {
     for (size_t k = 0; k < num_staged; ++k) {
       const OptionSpec& spec = schema[staged_spec[k]];

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tessera/backend/backend_entry.h"
 #include "tessera/backend/global_options.h"
@@ -68,12 +71,55 @@ struct RawValue {
   const char* other = "";  // the TOML type name for Other
 };
 
+// An entry "<spec>.<NAME>" of a with_entries() spec: the value keeps the type the front end
+// gave it (text stays a string), and set_option merges it into the spec's value.
+Status convert_entry(std::string_view backend, const OptionSpec& spec, std::string_view key,
+                     const RawValue& value, OptionScope scope, BackendOption* out,
+                     bool* at_value) {
+  BackendOption option;
+  TESSERA_RETURN_IF_ERROR(option.set_key(key));
+  using Kind = RawValue::Kind;
+  switch (value.kind) {
+    case Kind::Text:
+    case Kind::String:
+      TESSERA_RETURN_IF_ERROR(option.set_string(value.text));
+      break;
+    case Kind::Bool:
+      option.set_bool(value.b);
+      break;
+    case Kind::Int:
+      option.set_int(value.i);
+      break;
+    case Kind::Double:
+      option.set_double(value.d);
+      break;
+    case Kind::Other:
+      *at_value = true;
+      return Status::error(Error::OptionTypeMismatch,
+                           "%.*s: option '%.*s' takes a bool, int, double or string, got %s",
+                           static_cast<int>(backend.size()), backend.data(),
+                           static_cast<int>(key.size()), key.data(), value.other);
+  }
+  Status s = validate_entry_option(backend, spec, option, scope);
+  // Only the ';'/'=' check concerns the value; the scope and the name are the key's.
+  *at_value = s.code() == Error::InvalidArgument && spec.allows(scope) &&
+              option.type() == OptionType::String &&
+              option.as_string().find_first_of(";=") != std::string_view::npos;
+  TESSERA_RETURN_IF_ERROR(s);
+  *out = option;
+  return Status::ok();
+}
+
 // Converts a raw value to an option of `schema`'s key at `scope`. `*at_value` tells whether an
 // error concerns the value (else the key).
 Status convert(std::string_view backend, Span<const OptionSpec> schema, std::string_view key,
                const RawValue& value, OptionScope scope, BackendOption* out, bool* at_value) {
   *at_value = false;
   int index = find_option_spec(schema, key);
+  if (index < 0 && find_entry_spec(schema, key) >= 0) {
+    return convert_entry(backend, schema[static_cast<size_t>(find_entry_spec(schema, key))], key,
+                         value, scope, out, at_value);
+  }
   if (index < 0) return unknown_option_status(backend, schema, key);
   const OptionSpec& spec = schema[static_cast<size_t>(index)];
   if (!spec.allows(scope)) {
@@ -168,6 +214,16 @@ Status parse_entry(std::string_view text, Position pos, OptionScope scope, std::
     ++value_column;
   }
   size_t dot = lhs.rfind('.');
+  {
+    // "armnn.backend_option.GpuAcc.TuningLevel": the target ends at the first '.' when what
+    // follows names an entry of one of its backend's with_entries() options.
+    const size_t first = lhs.find('.');
+    if (first != dot && first != std::string_view::npos && first > 0) {
+      std::shared_ptr<detail::BackendEntry> e =
+          detail::find_backend_entry(backend_of_delegate_id(lhs.substr(0, first)));
+      if (e && find_entry_spec(e->schema, lhs.substr(first + 1)) >= 0) dot = first;
+    }
+  }
   if (dot == std::string_view::npos || dot == 0 || dot + 1 == lhs.size()) {
     return at(source, Position{pos.line, lhs_column},
               Status::error(Error::OptionParseError, "expected backend.key before '=', got '%.*s'",
@@ -285,7 +341,39 @@ Status parse_toml_table(const toml::table& root, std::string_view source, Parsed
         if (skip_in_lenient(s, validation)) continue;
         return s;
       }
+      // A sub-table under an option that takes entries (backend_option.GpuAcc.TuningLevel = 2
+      // written as TOML dotted keys or [global.armnn.backend_option.GpuAcc]) is flattened to
+      // its entry keys.
+      std::vector<std::pair<std::string, const toml::node*>> flat;
+      std::vector<const toml::key*> flat_keys;
       for (const auto& [key, value] : *options) {
+        const toml::table* sub = value.as_table();
+        const int spec = find_option_spec(entry->schema, key.str());
+        if (sub == nullptr || spec < 0 || !entry->schema[static_cast<size_t>(spec)].has_entries) {
+          flat.emplace_back(std::string(key.str()), &value);
+          flat_keys.push_back(&key);
+          continue;
+        }
+        std::vector<std::pair<std::string, const toml::table*>> pending{
+            {std::string(key.str()), sub}};
+        while (!pending.empty()) {
+          auto [prefix, table] = pending.back();
+          pending.pop_back();
+          for (const auto& [k, v] : *table) {
+            std::string name = prefix + "." + std::string(k.str());
+            if (const toml::table* deeper = v.as_table()) {
+              pending.emplace_back(std::move(name), deeper);
+            } else {
+              flat.emplace_back(std::move(name), &v);
+              flat_keys.push_back(&k);
+            }
+          }
+        }
+      }
+      for (size_t f = 0; f < flat.size(); ++f) {
+        const std::string& key_text = flat[f].first;
+        const toml::node& value = *flat[f].second;
+        const toml::key& key = *flat_keys[f];
         RawValue raw{RawValue::Kind::Other, {}};
         std::string text;
         if (const auto* b = value.as_boolean()) {
@@ -306,7 +394,7 @@ Status parse_toml_table(const toml::table& root, std::string_view source, Parsed
         }
         BackendOption option;
         bool at_value = false;
-        Status s = convert(backend, entry->schema, key.str(), raw, scope, &option, &at_value);
+        Status s = convert(backend, entry->schema, key_text, raw, scope, &option, &at_value);
         if (!s.is_ok()) {
           Status located = at(source, position_of(at_value ? value.source() : key.source()), s);
           if (skip_in_lenient(located, validation)) continue;

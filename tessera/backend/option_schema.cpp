@@ -1,5 +1,6 @@
 #include "tessera/backend/option_schema.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cinttypes>
@@ -247,10 +248,134 @@ Status validate_option_for(std::string_view backend, const OptionSpec& spec,
   return validate_option_value(backend, spec, option);
 }
 
+int find_entry_spec(Span<const OptionSpec> schema, std::string_view key, std::string_view* name) {
+  const size_t dot = key.find('.');
+  if (dot == std::string_view::npos) return -1;
+  const std::string_view prefix = key.substr(0, dot);
+  for (size_t i = 0; i < schema.size(); ++i) {
+    if (schema[i].has_entries && schema[i].key_view() == prefix) {
+      if (name != nullptr) *name = key.substr(dot + 1);
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+Status validate_entry_option(std::string_view backend, const OptionSpec& spec,
+                             const BackendOption& entry, OptionScope scope) {
+  const int b = static_cast<int>(backend.size());
+  const std::string_view key = entry.key();
+  if (!spec.allows(scope)) {
+    char allowed[96];
+    return Status::error(Error::OptionWrongScope,
+                         "%.*s: option '%.*s' (an entry of '%s') cannot be set at %s scope "
+                         "(allowed: %s)",
+                         b, backend.data(), static_cast<int>(key.size()), key.data(), spec.key,
+                         option_scope_name(scope),
+                         format_scopes(spec.scopes, allowed, sizeof allowed));
+  }
+  const std::string_view name =
+      key.size() > spec.key_length ? key.substr(spec.key_length + 1) : std::string_view();
+  bool name_ok = !name.empty() && name.front() != '.' && name.back() != '.';
+  for (char c : name) {
+    name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+  }
+  if (!name_ok) {
+    return Status::error(Error::InvalidArgument,
+                         "%.*s: option '%.*s': '%s.' must be followed by a name of letters, "
+                         "digits, '_' and '.' (e.g. %s.GpuAcc.TuningLevel)",
+                         b, backend.data(), static_cast<int>(key.size()), key.data(), spec.key,
+                         spec.key);
+  }
+  if (entry.type() == OptionType::Enum) {
+    return Status::error(Error::OptionTypeMismatch,
+                         "%.*s: option '%.*s' takes a bool, int, double or string, got an enum",
+                         b, backend.data(), static_cast<int>(key.size()), key.data());
+  }
+  if (entry.type() == OptionType::String &&
+      entry.as_string().find_first_of(";=") != std::string_view::npos) {
+    return Status::error(Error::InvalidArgument,
+                         "%.*s: option '%.*s' = '%.60s': an entry's value cannot hold ';' or '='",
+                         b, backend.data(), static_cast<int>(key.size()), key.data(),
+                         entry.string_c_str());
+  }
+  return Status::ok();
+}
+
+Status merge_option_entry(std::string_view backend, const OptionSpec& spec,
+                          const BackendOption& base, const BackendOption& entry,
+                          BackendOption* out) {
+  const std::string_view name = entry.key().substr(spec.key_length + 1);
+  char value[kMaxOptionStringLength + 1];
+  switch (entry.type()) {
+    case OptionType::Bool:
+      std::snprintf(value, sizeof value, "%s", entry.as_bool() ? "true" : "false");
+      break;
+    case OptionType::Int:
+      std::snprintf(value, sizeof value, "%" PRId64, entry.as_int());
+      break;
+    case OptionType::Double:
+      std::snprintf(value, sizeof value, "%.17g", entry.as_double());
+      break;
+    case OptionType::String:
+    case OptionType::Enum:
+      std::snprintf(value, sizeof value, "%s", entry.string_c_str());
+      break;
+  }
+  // The entries of `base` other than NAME, in order, then NAME=value.
+  char merged[2 * kMaxOptionStringLength + 2] = {};
+  size_t used = 0;
+  auto append = [&](std::string_view text) {
+    const size_t n = std::min(text.size(), sizeof merged - 1 - used);
+    std::memcpy(merged + used, text.data(), n);
+    used += n;
+  };
+  std::string_view rest = base.type() == OptionType::String ? base.as_string() : "";
+  while (!rest.empty()) {
+    const size_t semi = rest.find(';');
+    std::string_view item = rest.substr(0, semi);
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (item.empty()) continue;
+    std::string_view item_name = item.substr(0, item.find('='));
+    while (!item_name.empty() && (item_name.back() == ' ' || item_name.back() == '\t')) {
+      item_name.remove_suffix(1);
+    }
+    if (item_name == name) continue;
+    if (used > 0) append(";");
+    append(item);
+  }
+  if (used > 0) append(";");
+  append(name);
+  append("=");
+  append(value);
+  if (used > spec.max_length) {
+    return Status::error(Error::OptionTooLong,
+                         "%.*s: option '%s' with the entry %.*s=%s would have %zu characters; at "
+                         "most %zu allowed",
+                         static_cast<int>(backend.size()), backend.data(), spec.key,
+                         static_cast<int>(name.size()), name.data(), value, used,
+                         spec.max_length);
+  }
+  BackendOption result;
+  TESSERA_RETURN_IF_ERROR(result.set_key(spec.key_view()));
+  TESSERA_RETURN_IF_ERROR(result.set_string(std::string_view(merged, used)));
+  *out = result;
+  return Status::ok();
+}
+
 Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
                        const BackendOption& option, OptionScope scope, size_t* spec_index) {
   int index = find_option_spec(schema, option.key(), option.key_hash());
-  if (index < 0) return unknown_option_status(backend, schema, option.key());
+  if (index < 0) {
+    index = find_entry_spec(schema, option.key());
+    if (index < 0) return unknown_option_status(backend, schema, option.key());
+    TESSERA_RETURN_IF_ERROR(
+        validate_entry_option(backend, schema[static_cast<size_t>(index)], option, scope));
+    if (spec_index != nullptr) *spec_index = static_cast<size_t>(index);
+    return Status::ok();
+  }
   TESSERA_RETURN_IF_ERROR(
       validate_option_for(backend, schema[static_cast<size_t>(index)], option, scope));
   if (spec_index != nullptr) *spec_index = static_cast<size_t>(index);
@@ -371,6 +496,13 @@ Status check_schema(std::string_view backend, Span<const OptionSpec> schema) {
     if (spec.scopes.empty()) {
       return Status::error(Error::InvalidArgument, "%.*s: option '%s' allows no scope", b,
                            backend.data(), spec.key);
+    }
+    if (spec.has_entries && (spec.type != OptionType::String || spec.scopes.bits !=
+                                 Scopes(OptionScope::Global).bits)) {
+      return Status::error(Error::InvalidArgument,
+                           "%.*s: option '%s' takes entries, so it must be a string of global "
+                           "scope only",
+                           b, backend.data(), spec.key);
     }
     if (spec.is_init_only && spec.allows(OptionScope::Execute)) {
       return Status::error(Error::InvalidArgument,

@@ -114,6 +114,15 @@ class OptionSpec {
     s.is_init_only = true;
     return s;
   }
+  /// A copy whose value, a list of NAME=VALUE entries separated by ';', may also be set one
+  /// entry at a time with the key "<key>.<NAME>" (ArmNN's backend_option.GpuAcc.TuningLevel):
+  /// the entry replaces the one of the same NAME in the value the option has, or is appended.
+  /// Only for global-only String options (check_schema); see find_entry_spec.
+  constexpr OptionSpec with_entries() const {
+    OptionSpec s = *this;
+    s.has_entries = true;
+    return s;
+  }
 
   std::string_view key_view() const { return {key, key_length}; }
   bool allows(OptionScope scope) const { return scopes.has(scope); }
@@ -128,6 +137,7 @@ class OptionSpec {
   OptionType type;
   Scopes scopes;
   bool is_init_only = false;
+  bool has_entries = false;  // see with_entries()
   bool default_bool = false;
   int64_t default_int = 0;
   int64_t min_int = std::numeric_limits<int64_t>::min();
@@ -161,8 +171,29 @@ inline int find_option_spec(Span<const OptionSpec> schema, std::string_view key)
   return find_option_spec(schema, key, hash_option_key(key));
 }
 
+/// For a key "<key>.<NAME>" that names one entry of a with_entries() spec: that spec's index,
+/// with NAME in `*name` (if not null); else -1.
+int find_entry_spec(Span<const OptionSpec> schema, std::string_view key,
+                    std::string_view* name = nullptr);
+
+/// Checks an entry option (key "<spec key>.<NAME>") against its with_entries() `spec` at `scope`:
+/// OptionWrongScope; InvalidArgument for an empty NAME or one with other characters than
+/// letters, digits, '_' and '.'; OptionTypeMismatch for an enum value; InvalidArgument for a
+/// string value with ';' or '='.
+Status validate_entry_option(std::string_view backend, const OptionSpec& spec,
+                             const BackendOption& entry, OptionScope scope);
+
+/// `base` (the value the with_entries() `spec` has now) with `entry` (a valid entry option) put
+/// in: NAME=VALUE replaces the entry of the same NAME or is appended. Values are written as
+/// text (true/false, decimal, %.17g, the string). Into `*out`, keyed by the spec; OptionTooLong
+/// if the whole value would exceed the spec's max_length (nothing written then).
+Status merge_option_entry(std::string_view backend, const OptionSpec& spec,
+                          const BackendOption& base, const BackendOption& entry,
+                          BackendOption* out);
+
 /// Checks one option against a backend's schema at `scope`. On success `*spec_index` (if not
-/// null) is the matching spec's index. Errors, each naming the backend and key:
+/// null) is the matching spec's index. An entry key of a with_entries() spec is checked with
+/// validate_entry_option and gives that spec's index. Errors, each naming the backend and key:
 /// OptionUnknownKey (with a did-you-mean suggestion), OptionWrongScope (lists allowed scopes),
 /// OptionTypeMismatch, OptionOutOfRange (gives the range), OptionInvalidChoice (lists choices),
 /// OptionTooLong.

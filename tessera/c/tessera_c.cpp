@@ -168,7 +168,19 @@ Status make_option(std::string_view backend, const char* key, const char* value,
                    tessera::OptionScope scope, tessera::BackendOption* out) {
   TESSERA_ASSIGN_OR_RETURN(tessera::Span<const tessera::OptionSpec> schema, schema_of(backend));
   int index = tessera::find_option_spec(schema, key);
-  if (index < 0) return tessera::unknown_option_status(backend, schema, key);
+  if (index < 0) {
+    // "backend_option.GpuAcc.TuningLevel": one entry of an option that takes entries; the value
+    // text is the entry's.
+    const int entries = tessera::find_entry_spec(schema, key);
+    if (entries < 0) return tessera::unknown_option_status(backend, schema, key);
+    tessera::BackendOption entry;
+    TESSERA_RETURN_IF_ERROR(entry.set_key(key));
+    TESSERA_RETURN_IF_ERROR(entry.set_string(value));
+    TESSERA_RETURN_IF_ERROR(tessera::validate_entry_option(
+        backend, schema[static_cast<size_t>(entries)], entry, scope));
+    *out = entry;
+    return Status::ok();
+  }
   const tessera::OptionSpec& spec = schema[static_cast<size_t>(index)];
   tessera::BackendOption option;
   TESSERA_RETURN_IF_ERROR(tessera::parse_option_value(backend, spec, value, &option));

@@ -68,7 +68,11 @@ std::string generate() {
          "out "
          "of range,\n"
       << "unknown choices and wrong scopes are errors (or, for unknown keys in lenient mode, "
-         "warnings).\n\n"
+         "warnings).\n"
+      << "An option listed as `key`, `key.<NAME>` holds `NAME=VALUE` entries separated by `;` and "
+         "also takes\n"
+      << "one entry per key (`key.<NAME>`, typed), merged into its value in place of the entry of "
+         "the same name.\n\n"
       << "## Policies and derived values\n\n"
       << "Every load runs under a policy: `LoadOptions::set_policy`, `tessera-run --policy NAME`, "
          "or the process-wide\n"
@@ -114,7 +118,8 @@ std::string generate() {
       char def[320];
       std::string default_text = s.default_option().format_value(def, sizeof def);
       if (default_text.empty()) default_text = "\"\"";
-      out << "| `" << s.key << "` | " << option_type_name(s.type) << " | `" << escape(default_text)
+      out << "| `" << s.key << (s.has_entries ? "`, `" + std::string(s.key) + ".<NAME>" : "")
+          << "` | " << option_type_name(s.type) << " | `" << escape(default_text)
           << "` | " << escape(range_of(s)) << " | " << scopes << " | " << (s.is_init_only ? "yes" : "no")
           << " | " << escape(s.doc) << " |\n";
     }
