@@ -29,19 +29,22 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::string(
         "backend_option", "", OptionScope::Global,
         "Typed pass-through to IRuntime::CreationOptions::m_BackendOptions: "
-        "'<BackendId>.<Name>=<value>' entries separated by ';' (GpuAcc.TuningLevel=2). Names are "
+        "'<BackendId>.<Name>=<value>' entries separated by ';' (GpuAcc.TuningLevel=2), or one "
+        "entry per key: backend_option.GpuAcc.TuningLevel = 2 (typed; merged into the list, "
+        "replacing the same name). Names are "
         "checked against those ArmNN reads (GpuAcc: TuningLevel int 0-3, TuningFile, "
         "KernelProfilingEnabled bool; from 20.11 FastMathEnabled on CpuAcc/GpuAcc; 21.02 "
         "GpuAcc.MLGOTuningFilePath; 21.05 CpuAcc.NumberOfThreads unsigned): a misspelt name, a "
         "wrong type, or a name the linked ArmNN predates (and would ignore) is an error when set")
-        .init_only(),
+        .init_only()
+        .with_entries(),
     OptionSpec::string(
         "backends", "auto", kGlobalLoad,
         "ArmNN backend ids in order of preference (GpuAcc,CpuAcc,CpuRef); ArmNN places each "
         "layer on the first that supports it. An id no ArmNN defines is an error naming the ones "
         "this machine has; an id ArmNN defines but has not loaded here is skipped, as ArmNN does, "
         "and the delegate reports the backends that ran. auto = GpuAcc,CpuAcc,CpuRef, those "
-        "present"),
+        "present (no GpuAcc under the power_saver policy)"),
     OptionSpec::boolean("fast_math", false, kRuntimeScopes,
                         "ArmNN's FastMathEnabled model option (Winograd and other faster, less "
                         "exact kernels on CpuAcc/GpuAcc); ArmNN 20.08 has no model options, so "
@@ -200,10 +203,11 @@ const char* ArmnnBackend::build_id() const {
 
 const char* ArmnnBackend::derivation_doc() const {
   return "`backends` = auto is GpuAcc, CpuAcc, CpuRef in that order, keeping those ArmNN has "
-         "loaded on this machine (accelerators first whatever the policy: ArmNN places a layer "
-         "on the next backend when one cannot run it); it is reported resolved with the "
-         "backends the layers ran on. `num_threads` = 0 leaves ArmNN's default (ArmNN 20.08 "
-         "has no thread count).";
+         "loaded on this machine (ArmNN places a layer on the next backend when one cannot run "
+         "it), without GpuAcc when the load's policy avoids load-time-expensive work "
+         "(power_saver: GpuAcc compiles and tunes its OpenCL kernels at load); it is reported "
+         "resolved with the backends the layers ran on. `num_threads` = 0 leaves ArmNN's "
+         "default (ArmNN 20.08 has no thread count).";
 }
 
 bool ArmnnBackend::supports_op(const OpView& op) const {
@@ -271,12 +275,11 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
   TESSERA_ASSIGN_OR_RETURN(std::string_view backends_text, context.get(kBackends));
   std::vector<std::string> preferences;
   const bool auto_backends = backends_text == "auto";
+  std::string auto_reason;
   if (auto_backends) {
-    for (const char* id : {"GpuAcc", "CpuAcc", "CpuRef"}) {
-      for (const std::string& r : registered) {
-        if (r == id) preferences.push_back(r);
-      }
-    }
+    const PolicyDecision& policy = context.policy();
+    preferences = auto_backend_preferences(registered, policy.expensive_load_transforms,
+                                           policy_name(policy.effective), &auto_reason);
   } else {
     TESSERA_ASSIGN_OR_RETURN(preferences, parse_backend_list(backends_text, registered));
   }
@@ -356,8 +359,8 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
     detail += (detail.empty() ? "" : ", ") + std::to_string(it->second) + " on " + p;
   }
   if (auto_backends) {
-    context.report_derived("backends", ran, "auto: ArmNN here has %s; layers: %s",
-                           join(registered, ",").c_str(), detail.c_str());
+    context.report_derived("backends", ran, "%s; layers: %s", auto_reason.c_str(),
+                           detail.c_str());
   } else if (!missing.empty() || ran != join(present)) {
     context.report_derived(
         "backends", ran, "requested %.*s; %s%s%slayers: %s", static_cast<int>(backends_text.size()),

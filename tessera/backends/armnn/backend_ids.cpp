@@ -92,6 +92,31 @@ const char* type_name(PassThroughType t) {
 
 }  // namespace
 
+std::vector<std::string> auto_backend_preferences(const std::vector<std::string>& registered,
+                                                  bool expensive_load_transforms,
+                                                  const char* policy_name, std::string* reason) {
+  std::vector<std::string> out;
+  bool dropped_gpu = false;
+  for (const char* id : {"GpuAcc", "CpuAcc", "CpuRef"}) {
+    bool have = false;
+    for (const std::string& r : registered) have = have || r == id;
+    if (!have) continue;
+    if (std::string_view(id) == "GpuAcc" && !expensive_load_transforms) {
+      dropped_gpu = true;
+      continue;
+    }
+    out.emplace_back(id);
+  }
+  std::string have;
+  for (const std::string& r : registered) have += (have.empty() ? "" : ",") + r;
+  *reason = "auto: ArmNN here has " + (have.empty() ? std::string("none") : have);
+  if (dropped_gpu) {
+    *reason += std::string("; GpuAcc left out under ") + policy_name +
+               " (it compiles and tunes OpenCL kernels at load)";
+  }
+  return out;
+}
+
 const char* armnn_release() {
   static const std::string name = release_name(release_of_major(ARMNN_MAJOR_VERSION));
   return name.c_str();

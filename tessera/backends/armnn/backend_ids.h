@@ -27,6 +27,14 @@ std::vector<std::string> registered_backend_ids();
 Result<std::vector<std::string>> parse_backend_list(std::string_view text,
                                                     const std::vector<std::string>& registered);
 
+/// `backends` = auto: GpuAcc, CpuAcc, CpuRef, those in `registered`. GpuAcc is left out when
+/// the load's policy avoids load-time-expensive work (`expensive_load_transforms` false, as under
+/// power_saver): ArmNN's GpuAcc compiles its OpenCL kernels, and tunes them with a tuning level,
+/// when a network loads. `*reason` says what was kept and why.
+std::vector<std::string> auto_backend_preferences(const std::vector<std::string>& registered,
+                                                  bool expensive_load_transforms,
+                                                  const char* policy_name, std::string* reason);
+
 /// The type ArmNN expects for a backend option value.
 enum class PassThroughType { Bool, Int, Unsigned, Float, String };
 

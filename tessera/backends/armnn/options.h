@@ -25,7 +25,9 @@ inline constexpr OptionKey<std::string_view> kTuningFile{"tuning_file"};
 /// GpuAcc "KernelProfilingEnabled".
 inline constexpr OptionKey<bool> kKernelProfiling{"kernel_profiling"};
 /// Typed pass-through of further ArmNN backend options: "<BackendId>.<Name>=<value>" entries
-/// separated by ';' (backend_options.h lists the names and types accepted).
+/// separated by ';' (backend_ids.h lists the names and types accepted). One entry can also be
+/// set by itself, typed, with the key "backend_option.<BackendId>.<Name>" (a string key:
+/// `opts.set_int("backend_option.GpuAcc.TuningLevel", 2)`); it is merged into this list.
 inline constexpr OptionKey<std::string_view> kBackendOption{"backend_option"};
 
 // Load or delegate: ArmNN optimizer options of one network.

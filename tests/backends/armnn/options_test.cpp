@@ -16,6 +16,7 @@
 #include "tessera/backend/options.h"
 #include "tessera/backend/options_map.h"
 #include "tessera/backend/registry.h"
+#include "tessera/backends/armnn/backend_ids.h"
 #include "tessera/backends/armnn/options.h"
 #include "tests/backends/common/elementwise_cases.h"
 
@@ -151,6 +152,33 @@ TEST(ArmnnOptions, CreationAndOptimizerOptionsHoldWhatWasSetAtEachScope) {
   EXPECT_TRUE(global_only.run(random_inputs(g, 1), &out).is_ok());
 }
 
+// The key form, backend_option.<BackendId>.<Name>, typed: each entry merges into the
+// backend_option list (replacing the same name), and ArmNN receives the merged list.
+TEST(ArmnnOptions, EntryKeysReachTheCreationOptionsTyped) {
+  if (backend().has_runtime()) GTEST_SKIP() << "needs a process of its own (ctest runs one)";
+  Recorder rec;
+  ASSERT_TRUE(set_global({opt_string("backend_option", "GpuAcc.TuningFile=/tmp/a.tune")}).is_ok());
+  ASSERT_TRUE(set_global({opt_int("backend_option.GpuAcc.TuningLevel", 3),
+                          opt_bool("backend_option.GpuAcc.KernelProfilingEnabled", true)})
+                  .is_ok());
+  ASSERT_TRUE(
+      set_global({opt_string("backend_option.GpuAcc.TuningFile", "/tmp/b.tune")}).is_ok());
+  BackendOption probe = opt_string("backend_option", "");
+  ASSERT_TRUE(get_option(kBackendName, Span<BackendOption>(&probe, 1)).is_ok());
+  EXPECT_EQ(probe.as_string(),
+            "GpuAcc.TuningLevel=3;GpuAcc.KernelProfilingEnabled=true;GpuAcc.TuningFile=/tmp/b.tune");
+
+  Session s;
+  ASSERT_TRUE(s.init(relu_case()).is_ok());
+  EXPECT_EQ(rec.runtimes, 1);
+  EXPECT_EQ(describe(rec.creation),
+            (std::vector<std::string>{"GpuAcc.TuningLevel=3", "GpuAcc.KernelProfilingEnabled=true",
+                                      "GpuAcc.TuningFile='/tmp/b.tune'"}));
+  // Once the runtime exists, an entry is init-only like the whole option.
+  Status late = set_global({opt_int("backend_option.GpuAcc.TuningLevel", 1)});
+  EXPECT_EQ(late.code(), Error::InvalidState) << late.message();
+}
+
 TEST(ArmnnOptions, NothingSetMeansEmptyCreationOptions) {
   if (backend().has_runtime()) GTEST_SKIP() << "needs a process of its own (ctest runs one)";
   Recorder rec;
@@ -234,6 +262,23 @@ TEST(ArmnnOptions, AutoBackendsIsReportedResolved) {
   EXPECT_NE(std::string(d->reason).find("auto"), std::string::npos) << d->reason;
 }
 
+// backends=auto from the machine's ArmNN and the load's policy (GpuAcc exists only on Arm
+// machines, so the registry is given here).
+TEST(ArmnnOptions, AutoBackendsFollowTheLoadPolicy) {
+  const std::vector<std::string> arm = {"CpuRef", "CpuAcc", "GpuAcc"};
+  std::string why;
+  EXPECT_EQ(auto_backend_preferences(arm, true, "latency", &why),
+            (std::vector<std::string>{"GpuAcc", "CpuAcc", "CpuRef"}));
+  EXPECT_EQ(why, "auto: ArmNN here has CpuRef,CpuAcc,GpuAcc");
+  EXPECT_EQ(auto_backend_preferences(arm, false, "power_saver", &why),
+            (std::vector<std::string>{"CpuAcc", "CpuRef"}));
+  EXPECT_NE(why.find("GpuAcc left out under power_saver"), std::string::npos) << why;
+  // Nothing to leave out on x86, where Debian's ArmNN has CpuRef only.
+  EXPECT_EQ(auto_backend_preferences({"CpuRef"}, false, "power_saver", &why),
+            (std::vector<std::string>{"CpuRef"}));
+  EXPECT_EQ(why.find("left out"), std::string::npos) << why;
+}
+
 TEST(ArmnnOptions, ValuesArmnnWouldIgnoreAreRefusedWhenSet) {
   struct Case {
     BackendOption option;
@@ -256,6 +301,18 @@ TEST(ArmnnOptions, ValuesArmnnWouldIgnoreAreRefusedWhenSet) {
        "needs ArmNN 20.11"},
       {opt_string("backend_option", "TuningLevel"), Error::OptionParseError,
        "<BackendId>.<Name>=<value>"},
+      // The same checks through entry keys: the merged list goes through them.
+      {opt_int("backend_option.GpuAcc.TuningLevl", 1), Error::OptionInvalidChoice,
+       "did you mean 'TuningLevel'"},
+      {opt_int("backend_option.GpuAcc.TuningLevel", 4), Error::OptionOutOfRange, "[0, 3]"},
+      {opt_string("backend_option.GpuAcc.KernelProfilingEnabled", "yes"),
+       Error::OptionTypeMismatch, "takes bool"},
+      {opt_int("backend_option.CpuAcc.NumberOfThreads", 4), Error::NotSupported,
+       "needs ArmNN 21.05"},
+      {opt_string("backend_option.GpuAcc.TuningFile", "a;b"), Error::InvalidArgument,
+       "cannot hold ';'"},
+      {opt_int("backend_option.", 1), Error::InvalidArgument, "followed by a name"},
+      {opt_int("backend_options.GpuAcc.TuningLevel", 1), Error::OptionUnknownKey, "unknown"},
   };
   for (const Case& c : cases) {
     Status st = set_global({c.option});
