@@ -193,12 +193,21 @@ Status write_integrity_file(const std::string& path, const IntegrityKey& key,
         ok = false;
         break;
       }
+      if (w == 0) {  // no progress and no error: treat as a full disk rather than spin
+        errno = ENOSPC;
+        ok = false;
+        break;
+      }
       p += w;
       n -= static_cast<size_t>(w);
     }
   };
   write_all(header, sizeof header);
   write_all(payload.data(), payload.size());
+  // The data reaches the disk before the rename makes it the entry, so a crash leaves the old
+  // entry or the whole new one (the checksum catches the rest). File systems that cannot sync
+  // (EINVAL) are not an error.
+  if (ok && ::fsync(fd) != 0 && errno != EINVAL) ok = false;
   const int saved = errno;
   if (::close(fd) != 0) ok = false;
   if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
