@@ -99,8 +99,7 @@ Status set_option(std::string_view backend, Span<const BackendOption> options,
       if (num_entries == kMaxSchemaOptions) {
         return Status::error(Error::InvalidArgument,
                              "%.*s: more than %zu option entries in one set_option call",
-                             static_cast<int>(backend.size()), backend.data(),
-                             kMaxSchemaOptions);
+                             static_cast<int>(backend.size()), backend.data(), kMaxSchemaOptions);
       }
       entries[num_entries] = option;
       entry_spec[num_entries++] = index;

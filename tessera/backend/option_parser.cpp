@@ -74,8 +74,7 @@ struct RawValue {
 // An entry "<spec>.<NAME>" of a with_entries() spec: the value keeps the type the front end
 // gave it (text stays a string), and set_option merges it into the spec's value.
 Status convert_entry(std::string_view backend, const OptionSpec& spec, std::string_view key,
-                     const RawValue& value, OptionScope scope, BackendOption* out,
-                     bool* at_value) {
+                     const RawValue& value, OptionScope scope, BackendOption* out, bool* at_value) {
   BackendOption option;
   TESSERA_RETURN_IF_ERROR(option.set_key(key));
   using Kind = RawValue::Kind;

@@ -289,8 +289,8 @@ Status validate_entry_option(std::string_view backend, const OptionSpec& spec,
   }
   if (entry.type() == OptionType::Enum) {
     return Status::error(Error::OptionTypeMismatch,
-                         "%.*s: option '%.*s' takes a bool, int, double or string, got an enum",
-                         b, backend.data(), static_cast<int>(key.size()), key.data());
+                         "%.*s: option '%.*s' takes a bool, int, double or string, got an enum", b,
+                         backend.data(), static_cast<int>(key.size()), key.data());
   }
   if (entry.type() == OptionType::String &&
       entry.as_string().find_first_of(";=") != std::string_view::npos) {
@@ -355,8 +355,7 @@ Status merge_option_entry(std::string_view backend, const OptionSpec& spec,
                          "%.*s: option '%s' with the entry %.*s=%s would have %zu characters; at "
                          "most %zu allowed",
                          static_cast<int>(backend.size()), backend.data(), spec.key,
-                         static_cast<int>(name.size()), name.data(), value, used,
-                         spec.max_length);
+                         static_cast<int>(name.size()), name.data(), value, used, spec.max_length);
   }
   BackendOption result;
   TESSERA_RETURN_IF_ERROR(result.set_key(spec.key_view()));
@@ -497,8 +496,8 @@ Status check_schema(std::string_view backend, Span<const OptionSpec> schema) {
       return Status::error(Error::InvalidArgument, "%.*s: option '%s' allows no scope", b,
                            backend.data(), spec.key);
     }
-    if (spec.has_entries && (spec.type != OptionType::String || spec.scopes.bits !=
-                                 Scopes(OptionScope::Global).bits)) {
+    if (spec.has_entries &&
+        (spec.type != OptionType::String || spec.scopes.bits != Scopes(OptionScope::Global).bits)) {
       return Status::error(Error::InvalidArgument,
                            "%.*s: option '%s' takes entries, so it must be a string of global "
                            "scope only",

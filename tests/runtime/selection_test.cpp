@@ -246,7 +246,8 @@ class VariantStub : public testing::StubBackend {
       const bool low = ctx.get(kPrecisionKey)->name == "low";
       const int64_t threads = *ctx.get(kThreadsKey);
       // mode=fast and precision=low are faster; so is an explicit num_threads=1.
-      if (slow && !low && threads != 1) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+      if (slow && !low && threads != 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
       if (low && low_is_slower) std::this_thread::sleep_for(std::chrono::milliseconds(2 * slow_ms));
       const Tensor& x = args[0]->to_tensor();
       Tensor& y = args[1]->to_tensor();
@@ -264,7 +265,7 @@ class VariantStub : public testing::StubBackend {
   }
   bool uses_cpu_thread_pool() const override { return pool; }
   bool pool = false;
-  int slow_ms = 3;  // what the slow configuration adds to each run
+  int slow_ms = 3;             // what the slow configuration adds to each run
   bool low_is_slower = false;  // precision=low sleeps twice as long (no native support, say)
 };
 

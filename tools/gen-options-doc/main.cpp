@@ -119,8 +119,8 @@ std::string generate() {
       std::string default_text = s.default_option().format_value(def, sizeof def);
       if (default_text.empty()) default_text = "\"\"";
       out << "| `" << s.key << (s.has_entries ? "`, `" + std::string(s.key) + ".<NAME>" : "")
-          << "` | " << option_type_name(s.type) << " | `" << escape(default_text)
-          << "` | " << escape(range_of(s)) << " | " << scopes << " | " << (s.is_init_only ? "yes" : "no")
+          << "` | " << option_type_name(s.type) << " | `" << escape(default_text) << "` | "
+          << escape(range_of(s)) << " | " << scopes << " | " << (s.is_init_only ? "yes" : "no")
           << " | " << escape(s.doc) << " |\n";
     }
     out << "\n";

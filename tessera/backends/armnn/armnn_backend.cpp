@@ -359,8 +359,7 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
     detail += (detail.empty() ? "" : ", ") + std::to_string(it->second) + " on " + p;
   }
   if (auto_backends) {
-    context.report_derived("backends", ran, "%s; layers: %s", auto_reason.c_str(),
-                           detail.c_str());
+    context.report_derived("backends", ran, "%s; layers: %s", auto_reason.c_str(), detail.c_str());
   } else if (!missing.empty() || ran != join(present)) {
     context.report_derived(
         "backends", ran, "requested %.*s; %s%s%slayers: %s", static_cast<int>(backends_text.size()),

@@ -161,12 +161,12 @@ TEST(ArmnnOptions, EntryKeysReachTheCreationOptionsTyped) {
   ASSERT_TRUE(set_global({opt_int("backend_option.GpuAcc.TuningLevel", 3),
                           opt_bool("backend_option.GpuAcc.KernelProfilingEnabled", true)})
                   .is_ok());
-  ASSERT_TRUE(
-      set_global({opt_string("backend_option.GpuAcc.TuningFile", "/tmp/b.tune")}).is_ok());
+  ASSERT_TRUE(set_global({opt_string("backend_option.GpuAcc.TuningFile", "/tmp/b.tune")}).is_ok());
   BackendOption probe = opt_string("backend_option", "");
   ASSERT_TRUE(get_option(kBackendName, Span<BackendOption>(&probe, 1)).is_ok());
-  EXPECT_EQ(probe.as_string(),
-            "GpuAcc.TuningLevel=3;GpuAcc.KernelProfilingEnabled=true;GpuAcc.TuningFile=/tmp/b.tune");
+  EXPECT_EQ(
+      probe.as_string(),
+      "GpuAcc.TuningLevel=3;GpuAcc.KernelProfilingEnabled=true;GpuAcc.TuningFile=/tmp/b.tune");
 
   Session s;
   ASSERT_TRUE(s.init(relu_case()).is_ok());
@@ -305,8 +305,8 @@ TEST(ArmnnOptions, ValuesArmnnWouldIgnoreAreRefusedWhenSet) {
       {opt_int("backend_option.GpuAcc.TuningLevl", 1), Error::OptionInvalidChoice,
        "did you mean 'TuningLevel'"},
       {opt_int("backend_option.GpuAcc.TuningLevel", 4), Error::OptionOutOfRange, "[0, 3]"},
-      {opt_string("backend_option.GpuAcc.KernelProfilingEnabled", "yes"),
-       Error::OptionTypeMismatch, "takes bool"},
+      {opt_string("backend_option.GpuAcc.KernelProfilingEnabled", "yes"), Error::OptionTypeMismatch,
+       "takes bool"},
       {opt_int("backend_option.CpuAcc.NumberOfThreads", 4), Error::NotSupported,
        "needs ArmNN 21.05"},
       {opt_string("backend_option.GpuAcc.TuningFile", "a;b"), Error::InvalidArgument,
