@@ -1,5 +1,5 @@
-// Conformance: MaxPool, AveragePool (ceil mode, padding counted or not), GlobalAveragePool and
-// spatial ReduceMean.
+// oneDNN's own pooling case: pooling that reads a convolution's blocked layout. The pooling and
+// reduction cases every backend shares are in tests/backends/common/pool_test.cpp.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -41,40 +41,6 @@ GraphCase pool_case(const PoolCfg& p, uint32_t seed) {
   }
   g.output(y);
   return g;
-}
-
-TEST(OnednnPool, MaxPool) {
-  EXPECT_TRUE(matches_portable(pool_case({Op::MaxPool, 1, 64, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1}, 1)));
-  EXPECT_TRUE(matches_portable(pool_case({Op::MaxPool, 2, 5, 9, 8, 2, 3, 2, 1, 0, 1, 0, 1}, 2)));
-}
-
-TEST(OnednnPool, MaxPoolCeilMode) {
-  PoolCfg p{Op::MaxPool, 1, 8, 13, 10, 3, 3, 2, 2};
-  p.ceil = true;
-  EXPECT_TRUE(matches_portable(pool_case(p, 3)));
-}
-
-TEST(OnednnPool, AveragePool) {
-  PoolCfg p{Op::AveragePool, 1, 6, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1};
-  EXPECT_TRUE(matches_portable(pool_case(p, 4)));
-  p.include_pad = true;
-  EXPECT_TRUE(matches_portable(pool_case(p, 5)));
-  PoolCfg q{Op::AveragePool, 2, 3, 10, 10, 3, 3, 2, 2};
-  q.ceil = true;
-  EXPECT_TRUE(matches_portable(pool_case(q, 6)));
-}
-
-TEST(OnednnPool, GlobalAverageAndReduceMean) {
-  GraphCase g = GraphCase::single(Op::GlobalAveragePool, {{2, 24, 7, 5}}, {2, 24, 1, 1});
-  EXPECT_TRUE(matches_portable(g));
-  for (int keep = 0; keep < 2; ++keep) {
-    GraphCase r = GraphCase::single(Op::ReduceMean, {{2, 12, 6, 7}},
-                                    keep ? std::vector<int64_t>{2, 12, 1, 1}
-                                         : std::vector<int64_t>{2, 12});
-    r.graph.nodes[0].attrs.push_back(ir::Attr::make_ints("axes", {2, 3}));
-    r.graph.nodes[0].attrs.push_back(ir::Attr::make_int("keepdims", keep));
-    EXPECT_TRUE(matches_portable(r)) << keep;
-  }
 }
 
 TEST(OnednnPool, AfterConvLayout) {
