@@ -1,4 +1,5 @@
-// BackendInterface: what every backend implements (see DESIGN.md, "Backend interface").
+// BackendInterface: what every backend implements (docs/architecture.md, "The order of calls a
+// backend sees", says when the compiler and the runtime call each method).
 #pragma once
 
 #include <cstdint>
