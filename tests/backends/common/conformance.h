@@ -1,9 +1,11 @@
 // The conformance suite every backend shares (tests/backends/common/*_test.cpp): one definition
-// of each case, split by op family, run against every backend. Each backend's test executable
-// links the cases (the tessera_backend_conformance object library) and instantiates every family
-// with one line:
+// of each case, split by op family, run against every backend. Each backend's
+// <name>_conformance_test links the cases (the tessera_backend_conformance object library) and
+// instantiates every family with one line (tests/backends/<name>/conformance_test.cpp):
 //
 //   TESSERA_INSTANTIATE_CONFORMANCE(onednn::testing::kBackendName);
+//
+// ctest runs each family of each backend as one test, <name>.Conformance.<Family>.
 //
 // A case a backend's supports_op rejects is not run: the test reports SKIPPED with the backend's
 // unsupported_reason, so no op falls silently out of the suite. With the environment variable
