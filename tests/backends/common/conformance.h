@@ -54,6 +54,7 @@ class BackendConformance : public ::testing::TestWithParam<ConformanceParam> {
  private:
   std::vector<std::string> rejections_;  // one per rejected node
   int checked_ = 0;                      // cases given to accepts()
+  int rejected_ = 0;                     // of those, the ones with a rejected node
 };
 
 /// Names an instantiation after its backend and op: "Conformance/Binary.SameShape/onednn_Add".
