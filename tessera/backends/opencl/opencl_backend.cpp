@@ -121,7 +121,9 @@ Status check_op(const OpView& op) {
 
 }  // namespace
 
-bool OpenClBackend::supports_op(const OpView& op) const { return check_op(op).is_ok(); }
+bool OpenClBackend::supports_op(const OpView& op) const {
+  return check_op(op).is_ok();
+}
 
 std::string OpenClBackend::unsupported_reason(const OpView& op) const {
   const Status st = check_op(op);

@@ -69,9 +69,9 @@ std::vector<fb::OpType> fused_binary_ops() {
 
 std::vector<fb::OpType> unary_ops() {
   using Op = fb::OpType;
-  return {Op::Relu,  Op::Clip, Op::LeakyRelu, Op::Sigmoid, Op::Tanh, Op::HardSigmoid,
-          Op::HardSwish, Op::Erf, Op::Gelu, Op::Exp, Op::Sqrt, Op::Neg, Op::Abs,
-          Op::Reciprocal, Op::Identity};
+  return {Op::Relu,        Op::Clip,      Op::LeakyRelu, Op::Sigmoid,    Op::Tanh,
+          Op::HardSigmoid, Op::HardSwish, Op::Erf,       Op::Gelu,       Op::Exp,
+          Op::Sqrt,        Op::Neg,       Op::Abs,       Op::Reciprocal, Op::Identity};
 }
 
 std::vector<fb::OpType> pool_ops() {
@@ -93,7 +93,7 @@ class SupportMatrixEnvironment : public ::testing::Environment {
     const MatrixMode mode = matrix_mode();
     if (mode == MatrixMode::Off) return;
     const char* path = std::getenv(mode == MatrixMode::Write ? "TESSERA_SUPPORT_MATRIX"
-                                                              : "TESSERA_SUPPORT_MATRIX_CHECK");
+                                                             : "TESSERA_SUPPORT_MATRIX_CHECK");
     std::string text;
     {
       std::ifstream in(path);

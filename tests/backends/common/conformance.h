@@ -102,47 +102,48 @@ std::vector<fb::OpType> reduce_ops();
 
 /// Checks `c` (a GraphCase) through the backend under test against the portable kernels, when the
 /// backend accepts every node; the remaining arguments are matches_portable's (lo, hi, relative).
-#define EXPECT_CONFORMS(c, ...)                                                     \
-  if (const ::tessera::backend_testing::GraphCase& conformance_case_ = (c);         \
-      !this->accepts(conformance_case_)) {                                          \
-  } else                                                                            \
+#define EXPECT_CONFORMS(c, ...)                                             \
+  if (const ::tessera::backend_testing::GraphCase& conformance_case_ = (c); \
+      !this->accepts(conformance_case_)) {                                  \
+  } else                                                                    \
     EXPECT_TRUE(this->matches_portable(conformance_case_ __VA_OPT__(, ) __VA_ARGS__))
 
 // One instantiation per family, named after the family's op (the op-parameterised families once
 // per op).
-#define TESSERA_CONFORMANCE_ONE_(family, backend, op)                                        \
-  INSTANTIATE_TEST_SUITE_P(                                                                  \
-      Conformance, family,                                                                   \
-      ::testing::Values(::tessera::backend_testing::ConformanceParam{backend, op}),          \
+#define TESSERA_CONFORMANCE_ONE_(family, backend, op)                               \
+  INSTANTIATE_TEST_SUITE_P(                                                         \
+      Conformance, family,                                                          \
+      ::testing::Values(::tessera::backend_testing::ConformanceParam{backend, op}), \
       ::tessera::backend_testing::ConformanceParamName())
-#define TESSERA_CONFORMANCE_OPS_(family, backend, ops)                                      \
-  INSTANTIATE_TEST_SUITE_P(                                                                 \
-      Conformance, family, ::testing::ValuesIn(::tessera::backend_testing::with_ops(backend, ops)), \
+#define TESSERA_CONFORMANCE_OPS_(family, backend, ops)                         \
+  INSTANTIATE_TEST_SUITE_P(                                                    \
+      Conformance, family,                                                     \
+      ::testing::ValuesIn(::tessera::backend_testing::with_ops(backend, ops)), \
       ::tessera::backend_testing::ConformanceParamName())
 
 /// Instantiates every conformance family for the registered backend named `backend` (a
 /// `const char*` constant); use once, at namespace scope of tessera::backend_testing.
-#define TESSERA_INSTANTIATE_CONFORMANCE(backend)                                   \
-  TESSERA_CONFORMANCE_ONE_(Conv, backend, fb::OpType::Conv);                       \
-  TESSERA_CONFORMANCE_ONE_(ConvTranspose, backend, fb::OpType::ConvTranspose);     \
-  TESSERA_CONFORMANCE_OPS_(Binary, backend, binary_ops());                         \
-  TESSERA_CONFORMANCE_OPS_(BinaryFused, backend, fused_binary_ops());              \
-  TESSERA_CONFORMANCE_OPS_(Unary, backend, unary_ops());                           \
-  TESSERA_CONFORMANCE_ONE_(PRelu, backend, fb::OpType::PRelu);                     \
-  TESSERA_CONFORMANCE_OPS_(Pool, backend, pool_ops());                             \
-  TESSERA_CONFORMANCE_ONE_(MaxPool, backend, fb::OpType::MaxPool);                 \
-  TESSERA_CONFORMANCE_ONE_(AveragePool, backend, fb::OpType::AveragePool);         \
-  TESSERA_CONFORMANCE_ONE_(GlobalPool, backend, fb::OpType::GlobalAveragePool);    \
-  TESSERA_CONFORMANCE_OPS_(Reduce, backend, reduce_ops());                         \
-  TESSERA_CONFORMANCE_ONE_(Gemm, backend, fb::OpType::Gemm);                       \
-  TESSERA_CONFORMANCE_ONE_(MatMul, backend, fb::OpType::MatMul);                   \
-  TESSERA_CONFORMANCE_ONE_(Softmax, backend, fb::OpType::Softmax);                 \
-  TESSERA_CONFORMANCE_ONE_(LayerNorm, backend, fb::OpType::LayerNormalization);    \
-  TESSERA_CONFORMANCE_ONE_(BatchNorm, backend, fb::OpType::BatchNormalization);    \
-  TESSERA_CONFORMANCE_ONE_(Concat, backend, fb::OpType::Concat);                   \
-  TESSERA_CONFORMANCE_ONE_(Reshape, backend, fb::OpType::Reshape);                 \
-  TESSERA_CONFORMANCE_ONE_(Transpose, backend, fb::OpType::Transpose);             \
-  TESSERA_CONFORMANCE_ONE_(Slice, backend, fb::OpType::Slice);                     \
-  TESSERA_CONFORMANCE_ONE_(Split, backend, fb::OpType::Split);                     \
-  TESSERA_CONFORMANCE_ONE_(Pad, backend, fb::OpType::Pad);                         \
+#define TESSERA_INSTANTIATE_CONFORMANCE(backend)                                \
+  TESSERA_CONFORMANCE_ONE_(Conv, backend, fb::OpType::Conv);                    \
+  TESSERA_CONFORMANCE_ONE_(ConvTranspose, backend, fb::OpType::ConvTranspose);  \
+  TESSERA_CONFORMANCE_OPS_(Binary, backend, binary_ops());                      \
+  TESSERA_CONFORMANCE_OPS_(BinaryFused, backend, fused_binary_ops());           \
+  TESSERA_CONFORMANCE_OPS_(Unary, backend, unary_ops());                        \
+  TESSERA_CONFORMANCE_ONE_(PRelu, backend, fb::OpType::PRelu);                  \
+  TESSERA_CONFORMANCE_OPS_(Pool, backend, pool_ops());                          \
+  TESSERA_CONFORMANCE_ONE_(MaxPool, backend, fb::OpType::MaxPool);              \
+  TESSERA_CONFORMANCE_ONE_(AveragePool, backend, fb::OpType::AveragePool);      \
+  TESSERA_CONFORMANCE_ONE_(GlobalPool, backend, fb::OpType::GlobalAveragePool); \
+  TESSERA_CONFORMANCE_OPS_(Reduce, backend, reduce_ops());                      \
+  TESSERA_CONFORMANCE_ONE_(Gemm, backend, fb::OpType::Gemm);                    \
+  TESSERA_CONFORMANCE_ONE_(MatMul, backend, fb::OpType::MatMul);                \
+  TESSERA_CONFORMANCE_ONE_(Softmax, backend, fb::OpType::Softmax);              \
+  TESSERA_CONFORMANCE_ONE_(LayerNorm, backend, fb::OpType::LayerNormalization); \
+  TESSERA_CONFORMANCE_ONE_(BatchNorm, backend, fb::OpType::BatchNormalization); \
+  TESSERA_CONFORMANCE_ONE_(Concat, backend, fb::OpType::Concat);                \
+  TESSERA_CONFORMANCE_ONE_(Reshape, backend, fb::OpType::Reshape);              \
+  TESSERA_CONFORMANCE_ONE_(Transpose, backend, fb::OpType::Transpose);          \
+  TESSERA_CONFORMANCE_ONE_(Slice, backend, fb::OpType::Slice);                  \
+  TESSERA_CONFORMANCE_ONE_(Split, backend, fb::OpType::Split);                  \
+  TESSERA_CONFORMANCE_ONE_(Pad, backend, fb::OpType::Pad);                      \
   TESSERA_CONFORMANCE_ONE_(Resize, backend, fb::OpType::Resize)

@@ -248,11 +248,13 @@ TEST_P(ConvTranspose, GroupedDilatedOdd) {
 namespace {
 
 /// Inputs of Div (divisor) and Pow (base) stay in [0.5, 1.5]; the other ops take [-1, 1].
-bool positive_inputs(Op op) { return op == Op::Div || op == Op::Pow; }
+bool positive_inputs(Op op) {
+  return op == Op::Div || op == Op::Pow;
+}
 
 }  // namespace
 
-#define EXPECT_BINARY_CONFORMS(c)                                                       \
+#define EXPECT_BINARY_CONFORMS(c) \
   EXPECT_CONFORMS(c, positive_inputs(op()) ? 0.5f : -1.0f, positive_inputs(op()) ? 1.5f : 1.0f)
 
 TEST_P(Binary, SameShape) {
@@ -355,10 +357,10 @@ std::vector<UnaryCfg> unary_cfgs(Op op) {
     case Op::HardSwish:
       return {{{}, -5.0f, 5.0f}};
     case Op::HardSigmoid:
-      return {{{}, -5.0f, 5.0f},
-              {{Attr::make_float("alpha", 1.0f / 6.0f), Attr::make_float("beta", 0.5f)}, -5.0f,
-               5.0f},
-              {{Attr::make_float("alpha", 0.4f), Attr::make_float("beta", 0.1f)}}};
+      return {
+          {{}, -5.0f, 5.0f},
+          {{Attr::make_float("alpha", 1.0f / 6.0f), Attr::make_float("beta", 0.5f)}, -5.0f, 5.0f},
+          {{Attr::make_float("alpha", 0.4f), Attr::make_float("beta", 0.1f)}}};
     case Op::Tanh:
     case Op::Erf:
       return {{{}, -3.0f, 3.0f}, {{}, -4.0f, 4.0f}};
@@ -378,9 +380,13 @@ std::vector<UnaryCfg> unary_cfgs(Op op) {
 }  // namespace
 
 TEST_P(Unary, Shapes) {
-  for (std::vector<int64_t> dims :
-       {std::vector<int64_t>{2, 3, 5, 7}, {17}, {3, 40}, {1, 5, 7, 3}, {3, 17}, {2, 3, 4, 5, 6},
-        {31}}) {
+  for (std::vector<int64_t> dims : {std::vector<int64_t>{2, 3, 5, 7},
+                                    {17},
+                                    {3, 40},
+                                    {1, 5, 7, 3},
+                                    {3, 17},
+                                    {2, 3, 4, 5, 6},
+                                    {31}}) {
     SCOPED_TRACE(::testing::PrintToString(dims));
     for (const UnaryCfg& cfg : unary_cfgs(op())) {
       EXPECT_CONFORMS(unary_case(op(), dims, cfg.attrs), cfg.lo, cfg.hi);

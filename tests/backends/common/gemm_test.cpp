@@ -87,7 +87,8 @@ TEST_P(Gemm, RandomShapes) {
     const int64_t m = pick(1, 9), k = pick(1, 200), n = pick(1, 130);
     const int bias = pick(0, 2);
     const std::vector<int64_t> c_dims =
-        bias == 0 ? std::vector<int64_t>{} : (bias == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{1, n});
+        bias == 0 ? std::vector<int64_t>{}
+                  : (bias == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{1, n});
     EXPECT_CONFORMS(gemm_case(m, k, n, 0, pick(0, 1), c_dims, 1.0f, 1.0f, kNone,
                               40 + static_cast<uint32_t>(i)));
   }

@@ -150,8 +150,8 @@ TEST_P(BatchNorm, AfterAConv) {
   g.seed = 6;
   int x = g.input({2, 5, 4, 3});
   int t = g.tensor({2, 5, 4, 3});
-  g.node(Op::Conv, {x, g.constant({5, 5, 1, 1})}, t).attrs.push_back(
-      ir::Attr::make_ints("kernel_shape", {1, 1}));
+  g.node(Op::Conv, {x, g.constant({5, 5, 1, 1})}, t)
+      .attrs.push_back(ir::Attr::make_ints("kernel_shape", {1, 1}));
   Floats var(5);
   for (size_t k = 0; k < var.size(); ++k) var[k] = 0.5f + 0.1f * static_cast<float>(k);
   int y = g.tensor({2, 5, 4, 3});

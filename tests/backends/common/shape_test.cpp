@@ -106,7 +106,8 @@ GraphCase pad_case(const std::vector<int64_t>& x, const std::vector<int64_t>& pa
   return g;
 }
 
-GraphCase resize_case(std::vector<int64_t> in, int64_t oh, int64_t ow, std::vector<ir::Attr> attrs) {
+GraphCase resize_case(std::vector<int64_t> in, int64_t oh, int64_t ow,
+                      std::vector<ir::Attr> attrs) {
   GraphCase c = GraphCase::single(Op::Resize, {in}, {in[0], in[1], oh, ow});
   c.graph.nodes[0].attrs = std::move(attrs);
   return c;
@@ -268,11 +269,11 @@ TEST_P(Resize, Linear) {
 }
 
 TEST_P(Resize, Nearest) {
-  EXPECT_CONFORMS(resize_case(
-      {1, 2, 4, 5}, 8, 10,
-      {ir::Attr::make_string("mode", "nearest"),
-       ir::Attr::make_string("coordinate_transformation_mode", "asymmetric"),
-       ir::Attr::make_string("nearest_mode", "floor")}));
+  EXPECT_CONFORMS(
+      resize_case({1, 2, 4, 5}, 8, 10,
+                  {ir::Attr::make_string("mode", "nearest"),
+                   ir::Attr::make_string("coordinate_transformation_mode", "asymmetric"),
+                   ir::Attr::make_string("nearest_mode", "floor")}));
 }
 
 }  // namespace tessera::backend_testing

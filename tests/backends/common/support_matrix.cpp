@@ -31,7 +31,7 @@ constexpr const char kIntro[] =
 struct Doc {
   std::vector<std::string> columns;
   std::map<std::string, std::map<std::string, std::string>> cells;  // backend -> op -> cell
-  std::map<std::string, std::string> sections;                       // backend -> body
+  std::map<std::string, std::string> sections;                      // backend -> body
 };
 
 /// Text without trailing newlines, then one.
@@ -191,7 +191,9 @@ void record_support(const char* backend, fb::OpType op, const std::string& reaso
   }
 }
 
-const SupportAnswers& recorded_support() { return answers(); }
+const SupportAnswers& recorded_support() {
+  return answers();
+}
 
 std::string update_support_doc(const std::string& file, const SupportAnswers& new_answers) {
   Doc doc = parse(file);
@@ -214,13 +216,14 @@ std::string compare_support_doc(const std::string& file, const SupportAnswers& n
       auto it = have_cells.find(op);
       const std::string got = it == have_cells.end() ? "(missing)" : it->second;
       const std::string& expect = want.cells[backend][op];
-      if (got != expect) diff += backend + " " + op + ": file says " + got + ", suite says " + expect + "\n";
+      if (got != expect)
+        diff += backend + " " + op + ": file says " + got + ", suite says " + expect + "\n";
     }
     auto sec = have.sections.find(backend);
     const std::string got = sec == have.sections.end() ? "" : sec->second;
     if (got != want.sections[backend]) {
-      diff += "the reasons under \"## " + backend + "\" differ; the suite gives:" +
-              want.sections[backend];
+      diff += "the reasons under \"## " + backend +
+              "\" differ; the suite gives:" + want.sections[backend];
     }
   }
   return diff;

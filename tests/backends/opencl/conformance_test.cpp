@@ -2,11 +2,11 @@
 // opencl backend: every op family; the cases the backend's supports_op rejects report SKIPPED
 // with its reason. The run keeps compiled programs in a temporary cache_dir, so a kernel source
 // that several cases share (the same op at other sizes) is compiled once per run.
+#include "tests/backends/common/conformance.h"
 #include "harness.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
 #include "tessera/backends/opencl/options.h"
-#include "tests/backends/common/conformance.h"
 #include "tests/backends/common/test_files.h"
 
 namespace tessera::backend_testing {

@@ -42,8 +42,8 @@ TEST(SupportMatrix, OtherBackendsColumnsAreKept) {
 }
 
 TEST(SupportMatrix, CheckComparesOnlyTheBackendsGiven) {
-  const std::string doc = update_support_doc(
-      update_support_doc("", answers("onednn", 1, 1, "why")), answers("portable", 2, 0, ""));
+  const std::string doc = update_support_doc(update_support_doc("", answers("onednn", 1, 1, "why")),
+                                             answers("portable", 2, 0, ""));
   // onednn's column would be stale against other answers, but only portable's is checked.
   EXPECT_EQ(compare_support_doc(doc, answers("portable", 2, 0, "")), "");
   EXPECT_NE(compare_support_doc(doc, answers("onednn", 2, 0, "")), "");
