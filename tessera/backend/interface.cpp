@@ -26,6 +26,10 @@ bool BackendInterface::supports_op(const OpView&) const {
   return false;
 }
 
+std::string BackendInterface::unsupported_reason(const OpView& op) const {
+  return supports_op(op) ? std::string() : std::string("not supported");
+}
+
 Result<Payload> BackendInterface::preprocess(const SubgraphView&, Span<const CompileSpec>) const {
   return Status(Error::NotSupported,
                 "backend has no preprocess of its own; store the portable graph IR instead");

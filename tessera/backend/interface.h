@@ -1,7 +1,9 @@
-// BackendInterface: what every backend implements (see DESIGN.md, "Backend interface").
+// BackendInterface: what every backend implements (docs/architecture.md, "The order of calls a
+// backend sees", says when the compiler and the runtime call each method).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tessera/backend/compile_spec.h"
@@ -83,6 +85,11 @@ class BackendInterface {
 
   /// Whether the backend can run `op` (used by the AOT partitioner). Default: false.
   virtual bool supports_op(const OpView& op) const;
+
+  /// Why supports_op(op) is false, in one line for reports (the conformance suite's skipped
+  /// cases, docs/ops-support.md). "" when the op is supported. Default: "" when supports_op
+  /// accepts `op`, else "not supported" (no more detail).
+  virtual std::string unsupported_reason(const OpView& op) const;
 
   /// AOT: encodes a subgraph into this backend's payload. Default: NotSupported (the compiler
   /// then stores the portable graph IR).

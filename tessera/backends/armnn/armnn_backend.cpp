@@ -216,6 +216,13 @@ bool ArmnnBackend::supports_op(const OpView& op) const {
   return check_node(graph, *static_cast<const fb::Node*>(op.node), stored_dims(graph)).is_ok();
 }
 
+std::string ArmnnBackend::unsupported_reason(const OpView& op) const {
+  if (op.node == nullptr || op.graph == nullptr) return "no node";
+  const auto& graph = *static_cast<const fb::Graph*>(op.graph);
+  const Status st = check_node(graph, *static_cast<const fb::Node*>(op.node), stored_dims(graph));
+  return st.is_ok() ? std::string() : std::string(st.message());
+}
+
 Result<armnn::IRuntime*> ArmnnBackend::runtime(BackendInitContext& context) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (runtime_) return runtime_.get();

@@ -49,6 +49,7 @@ class ArmnnBackend final : public BackendInterface {
   const char* build_id() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
+  std::string unsupported_reason(const OpView& op) const override;
   /// Creates the runtime at the first call (from the global init-only options, then marks the
   /// backend initialised), converts and optimises the payload and loads it. Errors:
   /// InvalidProgram (malformed payload), NotSupported (a node check_node rejects; fast_math or

@@ -121,6 +121,16 @@ bool OnednnBackend::supports_op(const OpView& op) const {
                          *static_cast<const fb::Node*>(op.node));
 }
 
+std::string OnednnBackend::unsupported_reason(const OpView& op) const {
+  if (op.node == nullptr || op.graph == nullptr) return "no node";
+  std::string why;
+  if (onednn_supports(*static_cast<const fb::Graph*>(op.graph),
+                      *static_cast<const fb::Node*>(op.node), &why)) {
+    return std::string();
+  }
+  return why.empty() ? std::string("not supported") : why;
+}
+
 Result<dnnl::engine> OnednnBackend::initialize(BackendInitContext& context) const {
   TESSERA_ASSIGN_OR_RETURN(EnumValue isa, context.get(kMaxCpuIsa));
   std::lock_guard<std::mutex> lock(mutex_);

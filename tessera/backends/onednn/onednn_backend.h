@@ -24,6 +24,7 @@ class OnednnBackend final : public BackendInterface {
   Span<const SelectionVariant> selection_variants() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
+  std::string unsupported_reason(const OpView& op) const override;
   /// `payload` is an fb::Graph FlatBuffer; it is verified, lowered, and freed before returning.
   /// The first init applies max_cpu_isa (oneDNN fixes it once per process) and marks the backend
   /// initialised. Errors: InvalidProgram (malformed payload), NotSupported (an op this backend

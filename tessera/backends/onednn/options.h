@@ -18,7 +18,8 @@ namespace tessera::onednn {
 inline constexpr OptionKey<EnumValue> kMaxCpuIsa{"max_cpu_isa"};
 /// OpenMP team size for the delegate's primitives; 0 = DeviceInfo::recommended_threads().
 inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};
-/// fp32, bf16 (native bf16 required) or auto (bf16 where native, else fp32).
+/// fp32, bf16 (native bf16 required) or auto (bf16 only where AMX bf16 tiles are present, else
+/// fp32).
 inline constexpr OptionKey<EnumValue> kPrecision{"precision"};
 /// auto, direct or winograd: how 3x3 stride-1 convolutions are computed (see the schema).
 inline constexpr OptionKey<EnumValue> kConvAlgorithm{"conv_algorithm"};

@@ -102,19 +102,32 @@ const char* OpenClBackend::unavailable_reason() const {
 
 Span<const OptionSpec> OpenClBackend::option_schema() const { return kSchema; }
 
-bool OpenClBackend::supports_op(const OpView& op) const {
-  if (op.node == nullptr || op.graph == nullptr) return false;
+namespace {
+
+/// plan_node's verdict on the node `op` names, at the graph's stored shapes.
+Status check_op(const OpView& op) {
+  if (op.node == nullptr || op.graph == nullptr) return Status(Error::InvalidArgument, "no node");
   const auto* graph = static_cast<const fb::Graph*>(op.graph);
   const auto* node = static_cast<const fb::Node*>(op.node);
-  if (graph->nodes() == nullptr) return false;
   int index = -1;
-  for (uint32_t i = 0; i < graph->nodes()->size(); ++i) {
+  for (uint32_t i = 0; graph->nodes() != nullptr && i < graph->nodes()->size(); ++i) {
     if (graph->nodes()->Get(i) == node) index = static_cast<int>(i);
   }
-  if (index < 0) return false;
+  if (index < 0) return Status(Error::InvalidArgument, "the node is not in its graph");
   const std::vector<Shape> shapes = stored_shapes(*graph);
   NodePlan plan;
-  return plan_node(*graph, index, shapes, &plan).is_ok();
+  return plan_node(*graph, index, shapes, &plan);
+}
+
+}  // namespace
+
+bool OpenClBackend::supports_op(const OpView& op) const {
+  return check_op(op).is_ok();
+}
+
+std::string OpenClBackend::unsupported_reason(const OpView& op) const {
+  const Status st = check_op(op);
+  return st.is_ok() ? std::string() : std::string(st.message());
 }
 
 const char* OpenClBackend::derivation_doc() const {

@@ -24,6 +24,7 @@ class OpenClBackend final : public BackendInterface {
   const char* derivation_doc() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
+  std::string unsupported_reason(const OpView& op) const override;
   /// `payload` is an fb::Graph FlatBuffer; it is verified, used and freed before returning.
   /// Errors: DelegateUnavailable (no device, or none matching platform/device_type),
   /// InvalidArgument (device_index out of range, bad build_options), InvalidProgram,

@@ -63,6 +63,12 @@ bool PortableBackend::supports_op(const OpView& op) const {
   return ir::is_valid_op(op.op) && portable::has_kernel(static_cast<fb::OpType>(op.op));
 }
 
+std::string PortableBackend::unsupported_reason(const OpView& op) const {
+  if (supports_op(op)) return std::string();
+  if (!ir::is_valid_op(op.op)) return "portable: op " + std::to_string(op.op) + " is not an OpType";
+  return std::string("portable: no kernel for ") + ir::op_name(static_cast<fb::OpType>(op.op));
+}
+
 Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableBuffer* payload,
                                               Span<const CompileSpec>) const {
   MemoryAllocator* alloc = ctx.method_allocator();

@@ -101,6 +101,16 @@ bool XnnpackBackend::supports_op(const OpView& op) const {
                           *static_cast<const fb::Node*>(op.node));
 }
 
+std::string XnnpackBackend::unsupported_reason(const OpView& op) const {
+  if (op.node == nullptr || op.graph == nullptr) return "no node";
+  std::string why;
+  if (xnnpack_supports(*static_cast<const fb::Graph*>(op.graph),
+                       *static_cast<const fb::Node*>(op.node), &why)) {
+    return std::string();
+  }
+  return why.empty() ? std::string("not supported") : why;
+}
+
 Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, FreeableBuffer* payload,
                                              Span<const CompileSpec>) const {
   if (!is_available()) {

@@ -20,6 +20,7 @@ class XnnpackBackend final : public BackendInterface {
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it (the
   /// compiler's in-memory IR is checked with xnnpack_supports() in supports.h).
   bool supports_op(const OpView& op) const override;
+  std::string unsupported_reason(const OpView& op) const override;
   /// `payload` is an fb::Graph FlatBuffer; it is verified, used, and freed before returning.
   /// Errors: DelegateUnavailable, InvalidProgram (malformed payload), NotSupported (an op this
   /// XNNPACK cannot run), DelegateInvalidCompatibility (XNNPACK rejected the subgraph),

@@ -1,23 +1,11 @@
-// The conformance suites every backend shares (tests/backends/common/conformance_test.cpp), on
-// the ArmNN backend: convolutions (grouped ones composed of split, convolutions and concat),
-// binary ops with broadcasting, unary ops and PRelu.
-#include <gtest/gtest.h>
-
+// The conformance suite every backend shares (tests/backends/common/conformance.h), on the
+// armnn backend: every op family; the cases the backend's supports_op rejects report SKIPPED with
+// its reason.
 #include "harness.h"
 #include "tests/backends/common/conformance.h"
 
 namespace tessera::backend_testing {
 
-INSTANTIATE_TEST_SUITE_P(Conformance, Conv, ::testing::Values(armnn_backend::testing::kBackendName),
-                         BackendParamName());
-INSTANTIATE_TEST_SUITE_P(Conformance, Binary,
-                         ::testing::Values(armnn_backend::testing::kBackendName),
-                         BackendParamName());
-INSTANTIATE_TEST_SUITE_P(Conformance, Unary,
-                         ::testing::Values(armnn_backend::testing::kBackendName),
-                         BackendParamName());
-INSTANTIATE_TEST_SUITE_P(Conformance, PRelu,
-                         ::testing::Values(armnn_backend::testing::kBackendName),
-                         BackendParamName());
+TESSERA_INSTANTIATE_CONFORMANCE(armnn_backend::testing::kBackendName);
 
 }  // namespace tessera::backend_testing

@@ -26,12 +26,6 @@ GraphCase binary_case(fb::OpType op, std::vector<int64_t> a, std::vector<int64_t
   return c;
 }
 
-::testing::AssertionResult binary_matches_portable(const char* backend, const GraphCase& c,
-                                                   fb::OpType op) {
-  return op == fb::OpType::Div ? matches_portable(backend, c, 0.5f, 1.5f)
-                               : matches_portable(backend, c);
-}
-
 GraphCase unary_case(fb::OpType op, std::vector<int64_t> dims, std::vector<ir::Attr> attrs) {
   GraphCase c = GraphCase::single(op, {dims}, dims);
   c.graph.nodes[0].attrs = std::move(attrs);

@@ -268,8 +268,3 @@ TEST(OnednnConvAlgorithm, ResidualSumWithWinograd) {
 
 }  // namespace
 }  // namespace tessera::onednn::testing
-
-namespace tessera::backend_testing {
-INSTANTIATE_TEST_SUITE_P(Conformance, Conv, ::testing::Values(onednn::testing::kBackendName),
-                         BackendParamName());
-}  // namespace tessera::backend_testing

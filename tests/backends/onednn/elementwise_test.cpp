@@ -1,7 +1,6 @@
-// oneDNN's own elementwise tests: the unary ops XNNPACK lacks (Tanh, Gelu, Exp), softmax, an
-// in-place chain, PRelu with a slope from a graph input, after a Conv, and rejected. The binary,
-// unary and PRelu cases every backend shares are in tests/backends/common/conformance_test.cpp,
-// instantiated here.
+// oneDNN's own elementwise tests: an in-place chain, PRelu after a Conv with a fused Clip, and a
+// PRelu it rejects. The binary, unary and PRelu cases every backend shares are in
+// tests/backends/common/conformance_test.cpp.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -17,29 +16,6 @@ using Op = fb::OpType;
 using backend_testing::prelu_case;
 using backend_testing::unary_case;
 
-TEST(OnednnUnary, Activations) {
-  for (std::vector<int64_t> dims : {std::vector<int64_t>{2, 3, 5, 7}, {17}, {3, 40}}) {
-    EXPECT_TRUE(matches_portable(unary_case(Op::Tanh, dims), -3.0f, 3.0f));
-    EXPECT_TRUE(matches_portable(unary_case(Op::Gelu, dims), -4.0f, 4.0f));
-    EXPECT_TRUE(matches_portable(
-        unary_case(Op::Gelu, dims, {ir::Attr::make_string("approximate", "tanh")}), -4.0f, 4.0f));
-  }
-}
-
-TEST(OnednnUnary, Math) {
-  for (std::vector<int64_t> dims : {std::vector<int64_t>{1, 5, 7, 3}, {31}}) {
-    EXPECT_TRUE(matches_portable(unary_case(Op::Exp, dims), -3.0f, 3.0f));
-  }
-}
-
-TEST(OnednnSoftmax, Axes) {
-  for (int64_t axis : {-1, 1, 0}) {
-    GraphCase c = unary_case(Op::Softmax, {3, 10, 4}, {ir::Attr::make_int("axis", axis)});
-    EXPECT_TRUE(matches_portable(c, -4.0f, 4.0f)) << axis;
-  }
-  EXPECT_TRUE(matches_portable(unary_case(Op::Softmax, {2, 1000}), -8.0f, 8.0f));
-}
-
 TEST(OnednnUnary, ChainInPlace) {
   // Relu after a binary result that nothing else reads runs in place.
   GraphCase c;
@@ -53,11 +29,6 @@ TEST(OnednnUnary, ChainInPlace) {
   c.node(Op::Mul, {r, a}, t);
   c.output(t);
   EXPECT_TRUE(matches_portable(c));
-}
-
-TEST(OnednnPRelu, SlopeFromAGraphInput) {
-  EXPECT_TRUE(matches_portable(prelu_case({2, 3, 4}, {2, 3, 4}, false, 4)));  // full
-  EXPECT_TRUE(matches_portable(prelu_case({2, 6, 5, 5}, {1, 6, 1, 1}, false, 5)));
 }
 
 TEST(OnednnPRelu, AfterAConvWithFusedClip) {
@@ -87,12 +58,3 @@ TEST(OnednnPRelu, Rejected) {
 
 }  // namespace
 }  // namespace tessera::onednn::testing
-
-namespace tessera::backend_testing {
-INSTANTIATE_TEST_SUITE_P(Conformance, Binary, ::testing::Values(onednn::testing::kBackendName),
-                         BackendParamName());
-INSTANTIATE_TEST_SUITE_P(Conformance, Unary, ::testing::Values(onednn::testing::kBackendName),
-                         BackendParamName());
-INSTANTIATE_TEST_SUITE_P(Conformance, PRelu, ::testing::Values(onednn::testing::kBackendName),
-                         BackendParamName());
-}  // namespace tessera::backend_testing

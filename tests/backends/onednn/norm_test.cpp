@@ -1,6 +1,7 @@
-// Conformance: LayerNormalization (any axis, broadcast constant Scale/B, fused activations, inside
-// a transformer-like block), BatchNormalization left unfolded, and the nodes check_node rejects,
-// with their reasons.
+// oneDNN's own normalisation cases: LayerNormalization inside a transformer-like block (one
+// delegate) and over repeated runs, BatchNormalization after a Conv, and the nodes check_node
+// rejects, with their reasons. The cases every backend shares are in
+// tests/backends/common/norm_test.cpp.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -41,61 +42,6 @@ std::string rejection(const GraphCase& g, size_t node = 0) {
   std::string why;
   if (onednn_supports(*fg, *fg->nodes()->Get(static_cast<uint32_t>(node)), &why)) return "";
   return why.empty() ? "(no reason)" : why;
-}
-
-TEST(OnednnLayerNorm, LastAxis) {
-  EXPECT_TRUE(matches_portable(layer_norm_case({2, 5, 7}, -1, {7}, {7}, 1e-5f, 1), -3.0f, 3.0f));
-  EXPECT_TRUE(matches_portable(layer_norm_case({4, 64}, 1, {64}, {64}, 1e-5f, 2)));
-  EXPECT_TRUE(matches_portable(layer_norm_case({3, 1, 33}, 2, {33}, {}, 1e-3f, 3)));  // no B
-  EXPECT_TRUE(matches_portable(layer_norm_case({13}, 0, {13}, {13}, 1e-5f, 4)));      // rank 1
-}
-
-TEST(OnednnLayerNorm, TrailingDimsFlattened) {
-  EXPECT_TRUE(matches_portable(layer_norm_case({3, 4, 5}, 1, {4, 5}, {4, 5}, 1e-5f, 5)));
-  EXPECT_TRUE(matches_portable(layer_norm_case({2, 3, 4, 5}, -3, {3, 4, 5}, {}, 1e-5f, 6)));
-  EXPECT_TRUE(matches_portable(layer_norm_case({3, 6}, 0, {3, 6}, {3, 6}, 1e-5f, 7)));
-}
-
-TEST(OnednnLayerNorm, BroadcastScaleAndBias) {
-  EXPECT_TRUE(matches_portable(layer_norm_case({3, 4, 5}, 1, {5}, {1}, 1e-5f, 8)));
-  EXPECT_TRUE(matches_portable(layer_norm_case({3, 4, 5}, 1, {4, 1}, {1, 5}, 1e-5f, 9)));
-  EXPECT_TRUE(matches_portable(layer_norm_case({2, 9}, -1, {1}, {9}, 1e-5f, 10)));
-}
-
-TEST(OnednnLayerNorm, Epsilons) {
-  for (float eps : {0.0f, 1e-12f, 1e-5f, 0.1f, 2.0f}) {
-    EXPECT_TRUE(matches_portable(layer_norm_case({5, 17}, -1, {17}, {17}, eps, 11), -2.0f, 2.0f))
-        << eps;
-  }
-}
-
-TEST(OnednnLayerNorm, RandomShapes) {
-  std::mt19937 rng(77);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int iter = 0; iter < 24; ++iter) {
-    const int rank = pick(1, 4);
-    std::vector<int64_t> x;
-    for (int d = 0; d < rank; ++d) x.push_back(pick(1, 11));
-    const int axis = pick(0, rank - 1);
-    const std::vector<int64_t> norm(x.begin() + axis, x.end());
-    const bool with_bias = pick(0, 1) == 1;
-    SCOPED_TRACE("iteration " + std::to_string(iter));
-    EXPECT_TRUE(matches_portable(layer_norm_case(x, pick(0, 1) ? axis : axis - rank, norm,
-                                                 with_bias ? norm : std::vector<int64_t>{}, 1e-5f,
-                                                 100 + static_cast<uint32_t>(iter)),
-                                 -2.0f, 2.0f));
-  }
-}
-
-TEST(OnednnLayerNorm, FusedActivation) {
-  GraphCase g = layer_norm_case({4, 10}, -1, {10}, {10}, 1e-5f, 12);
-  g.graph.nodes[0].activation = fb::Activation::Relu;
-  EXPECT_TRUE(matches_portable(g));
-  GraphCase c = layer_norm_case({4, 10}, -1, {10}, {10}, 1e-5f, 13);
-  c.graph.nodes[0].activation = fb::Activation::Clip;
-  c.graph.nodes[0].activation_min = -0.5f;
-  c.graph.nodes[0].activation_max = 0.5f;
-  EXPECT_TRUE(matches_portable(c));
 }
 
 TEST(OnednnLayerNorm, TransformerBlockIsOneDelegate) {
@@ -182,13 +128,6 @@ GraphCase batch_norm_case(const std::vector<int64_t>& x, float epsilon, uint32_t
       .attrs.push_back(ir::Attr::make_float("epsilon", epsilon));
   g.output(y);
   return g;
-}
-
-TEST(OnednnBatchNorm, Ranks) {
-  EXPECT_TRUE(matches_portable(batch_norm_case({2, 5, 7, 3}, 1e-5f, 1), -2.0f, 2.0f));
-  EXPECT_TRUE(matches_portable(batch_norm_case({3, 17}, 1e-3f, 2), -2.0f, 2.0f));
-  EXPECT_TRUE(matches_portable(batch_norm_case({1, 4, 9}, 1e-5f, 3), -2.0f, 2.0f));
-  EXPECT_TRUE(matches_portable(batch_norm_case({1, 3, 2, 5, 4}, 0.0f, 4), -2.0f, 2.0f));
 }
 
 TEST(OnednnBatchNorm, AfterAConvWithFusedRelu) {

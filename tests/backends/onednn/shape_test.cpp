@@ -1,5 +1,6 @@
-// Conformance: Concat, the reshape family (views), Transpose, and mixing them with layouts
-// oneDNN chose (blocked convolution outputs flattened into a Gemm, concatenated channels).
+// oneDNN's own shape cases: Concat and Flatten of layouts oneDNN chose (blocked convolution
+// outputs flattened into a Gemm, concatenated channels). The shape ops every backend shares are
+// in tests/backends/common/shape_test.cpp.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -18,24 +19,6 @@ int conv3x3(GraphCase& g, int x, int64_t cin, int64_t cout, int64_t hw, int64_t 
   node.attrs.push_back(ir::Attr::make_ints("pads", {1, 1, 1, 1}));
   node.activation = fb::Activation::Relu;
   return y;
-}
-
-TEST(OnednnConcat, PlainAxes) {
-  for (int64_t axis : {0, 1, 2, -1}) {
-    GraphCase g;
-    const size_t ax = static_cast<size_t>(axis < 0 ? axis + 3 : axis);
-    std::vector<int64_t> a = {2, 3, 4};
-    a[ax] = 4;
-    std::vector<int64_t> b = a, out = a;
-    b[ax] = 5;
-    out[ax] = 9;
-    int x = g.input(std::vector<ir::Dim>(a.begin(), a.end()));
-    int y = g.input(std::vector<ir::Dim>(b.begin(), b.end()));
-    int z = g.tensor(std::vector<ir::Dim>(out.begin(), out.end()));
-    g.node(Op::Concat, {x, y}, z).attrs.push_back(ir::Attr::make_int("axis", axis));
-    g.output(z);
-    EXPECT_TRUE(matches_portable(g)) << axis;
-  }
 }
 
 TEST(OnednnConcat, ConvOutputsChannels) {
@@ -67,30 +50,6 @@ TEST(OnednnReshape, FlattenIntoGemm) {
   g.node(Op::Gemm, {f, w, b}, y).attrs.push_back(ir::Attr::make_int("transB", 1));
   g.output(y);
   EXPECT_TRUE(matches_portable(g));
-}
-
-TEST(OnednnReshape, ViewsOfInputsAndOutputs) {
-  GraphCase g;
-  int x = g.input({2, 3, 4});
-  int r = g.tensor({6, 4});
-  g.node(Op::Reshape, {x}, r);
-  int u = g.tensor({1, 6, 4});
-  g.node(Op::Unsqueeze, {r}, u).attrs.push_back(ir::Attr::make_ints("axes", {0}));
-  int s = g.tensor({1, 6, 4});
-  g.node(Op::Relu, {u}, s);
-  int q = g.tensor({6, 4});
-  g.node(Op::Squeeze, {s}, q).attrs.push_back(ir::Attr::make_ints("axes", {0}));
-  g.output(q);
-  g.output(r);  // a view of the input is also an output
-  EXPECT_TRUE(matches_portable(g));
-}
-
-TEST(OnednnTranspose, Perms) {
-  GraphCase g = GraphCase::single(Op::Transpose, {{2, 3, 4, 5}}, {4, 2, 5, 3});
-  g.graph.nodes[0].attrs.push_back(ir::Attr::make_ints("perm", {2, 0, 3, 1}));
-  EXPECT_TRUE(matches_portable(g));
-  GraphCase r = GraphCase::single(Op::Transpose, {{3, 7}}, {7, 3});
-  EXPECT_TRUE(matches_portable(r));
 }
 
 }  // namespace

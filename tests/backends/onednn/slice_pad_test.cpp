@@ -1,5 +1,6 @@
-// Conformance: Slice (strided views), Split (sub-memories, also of layouts oneDNN chose) and
-// constant Pad, against the portable kernels, and the variants check_node rejects.
+// oneDNN's own Slice, Split and Pad cases: of layouts oneDNN chose (convolution outputs and
+// constants), repeated runs, and the variants check_node rejects. The cases every backend shares
+// are in tests/backends/common/shape_test.cpp.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -72,15 +73,6 @@ GraphCase slice_case(const SliceCfg& c, uint32_t seed) {
   return g;
 }
 
-TEST(OnednnSlice, Variants) {
-  EXPECT_TRUE(matches_portable(slice_case({{5, 7}, {1, 2}, {4, 6}, {}, {}}, 1)));
-  EXPECT_TRUE(matches_portable(slice_case({{3, 9, 5}, {1}, {8}, {1}, {3}}, 2)));      // steps
-  EXPECT_TRUE(matches_portable(slice_case({{3, 9, 5}, {-4}, {1000}, {-1}, {}}, 3)));  // clamp
-  EXPECT_TRUE(
-      matches_portable(slice_case({{2, 6, 7, 5}, {0, 1}, {INT64_MAX, -1}, {3, 1}, {2, 2}}, 4)));
-  EXPECT_TRUE(matches_portable(slice_case({{11}, {-9}, {-2}, {}, {4}}, 5)));
-}
-
 TEST(OnednnSlice, OfAConvOutputIntoAConv) {
   GraphCase g;
   int x = g.input({1, 5, 9, 9});
@@ -92,29 +84,6 @@ TEST(OnednnSlice, OfAConvOutputIntoAConv) {
   n.attrs.push_back(ir::Attr::make_ints("axes", {1}));
   g.output(conv3x3(g, s, 10, 6, 9));
   EXPECT_TRUE(matches_portable(g));
-}
-
-TEST(OnednnSlice, RandomShapes) {
-  std::mt19937 rng(99);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int iter = 0; iter < 24; ++iter) {
-    SliceCfg c;
-    const int rank = pick(1, 4);
-    for (int d = 0; d < rank; ++d) c.x.push_back(pick(1, 9));
-    for (int d = 0; d < rank; ++d) {
-      if (pick(0, 2) == 0) continue;
-      c.axes.push_back(pick(0, 1) ? d : d - rank);
-      c.starts.push_back(pick(-10, 9));
-      c.ends.push_back(pick(-10, 12));
-      c.steps.push_back(pick(1, 3));
-    }
-    if (c.starts.empty()) continue;
-    bool empty = false;
-    for (int64_t d : slice_out(c)) empty = empty || d == 0;
-    if (empty) continue;
-    SCOPED_TRACE("iteration " + std::to_string(iter));
-    EXPECT_TRUE(matches_portable(slice_case(c, 300 + static_cast<uint32_t>(iter))));
-  }
 }
 
 TEST(OnednnSlice, Rejected) {
@@ -156,13 +125,6 @@ GraphCase split_case(const std::vector<int64_t>& x, int64_t axis, const std::vec
   if (with_split_attr) n.attrs.push_back(ir::Attr::make_ints("split", sizes));
   for (int o : outs) g.output(o);
   return g;
-}
-
-TEST(OnednnSplit, Axes) {
-  EXPECT_TRUE(matches_portable(split_case({4, 6}, 0, {1, 3}, true, 1)));
-  EXPECT_TRUE(matches_portable(split_case({3, 10, 5}, 1, {3, 3, 4}, true, 2)));
-  EXPECT_TRUE(matches_portable(split_case({3, 10, 5}, -1, {2, 3}, false, 3)));
-  EXPECT_TRUE(matches_portable(split_case({2, 7}, 1, {7}, false, 4)));  // one output
 }
 
 TEST(OnednnSplit, ChannelsOfAConvOutput) {
@@ -234,13 +196,6 @@ GraphCase pad_case(const std::vector<int64_t>& x, const std::vector<int64_t>& pa
   if (value != 0.0f) n.attrs.push_back(ir::Attr::make_float("value", value));
   g.output(y);
   return g;
-}
-
-TEST(OnednnPad, Constant) {
-  EXPECT_TRUE(matches_portable(pad_case({1, 3, 5, 5}, {0, 0, 1, 2, 0, 0, 2, 1}, {}, 0.0f, 1)));
-  EXPECT_TRUE(matches_portable(pad_case({4, 7}, {1, 0, 3, 2}, {}, -1.5f, 2)));
-  EXPECT_TRUE(matches_portable(pad_case({2, 3, 4}, {1, 2, 0, 3}, {2, -3}, 0.25f, 3)));
-  EXPECT_TRUE(matches_portable(pad_case({9}, {0, 0}, {}, 0.0f, 4)));  // nothing to pad
 }
 
 TEST(OnednnPad, RepeatedRunsKeepTheBorder) {

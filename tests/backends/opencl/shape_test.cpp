@@ -1,5 +1,5 @@
-// Conformance: Reshape/Flatten/Squeeze/Unsqueeze (buffer aliases), Transpose, Concat, and a
-// small chain mixing them.
+// The OpenCL backend's reshape family as buffer aliases: a chain of them runs as one kernel. The
+// shape ops every backend shares are in tests/backends/common/shape_test.cpp.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -28,35 +28,6 @@ TEST(OpenClShape, AliasChain) {
   ASSERT_TRUE(session.init(g).is_ok());
   EXPECT_EQ(session.summary().aliases, 4u);
   EXPECT_EQ(session.summary().kernels, 1u);
-}
-
-TEST(OpenClShape, ReshapeAsOutput) {
-  GraphCase g;
-  int x = g.input({2, 6});
-  int y = g.tensor({3, 4});
-  g.node(Op::Reshape, {x}, y);
-  g.output(y);
-  EXPECT_TRUE(matches_portable(g));
-}
-
-TEST(OpenClShape, Transpose) {
-  GraphCase g = GraphCase::single(Op::Transpose, {{2, 3, 4, 5}}, {4, 2, 5, 3});
-  g.graph.nodes[0].attrs.push_back(ir::Attr::make_ints("perm", {2, 0, 3, 1}));
-  EXPECT_TRUE(matches_portable(g));
-  EXPECT_TRUE(matches_portable(GraphCase::single(Op::Transpose, {{3, 5}}, {5, 3})));
-}
-
-TEST(OpenClShape, Concat) {
-  for (int64_t axis : {1, -1}) {
-    GraphCase g;
-    int a = g.input({2, 3, 4});
-    int b = g.constant(axis == 1 ? std::vector<int64_t>{2, 2, 4} : std::vector<int64_t>{2, 3, 1});
-    int c = g.input(axis == 1 ? std::vector<ir::Dim>{2, 5, 4} : std::vector<ir::Dim>{2, 3, 2});
-    int y = g.tensor(axis == 1 ? std::vector<ir::Dim>{2, 10, 4} : std::vector<ir::Dim>{2, 3, 7});
-    g.node(Op::Concat, {a, b, c}, y).attrs.push_back(ir::Attr::make_int("axis", axis));
-    g.output(y);
-    EXPECT_TRUE(matches_portable(g));
-  }
 }
 
 }  // namespace
