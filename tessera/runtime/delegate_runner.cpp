@@ -274,6 +274,48 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
       continue;
     }
     BackendInterface* b = *backend;
+    // A cold init (device code to build) runs in the background while a startup backend
+    // serves the first executes. Asked before the backend's availability, which can itself
+    // take seconds to probe (an OpenCL platform starting): the background init finds out.
+    if (c == 0 && !options.startup_backend().empty()) {
+      Span<const CompileSpec> own_specs =
+          name == requested ? Span<const CompileSpec>(specs, nspecs) : Span<const CompileSpec>();
+      TESSERA_RETURN_IF_ERROR(resolve_options(name, *b, d->id()->string_view(), own_specs,
+                                              options.backend_options, options.delegate_options,
+                                              validation, resolved));
+      if (chosen_options[0] != '\0') {
+        TESSERA_RETURN_IF_ERROR(apply_selected_options(name, chosen_options, resolved));
+      }
+      StartupStart startup;
+      TESSERA_RETURN_IF_ERROR(begin_startup(program, method, d, name, b, own_specs, options, pools,
+                                            s, {symbols, s->num_symbols}, resolved, derived, info,
+                                            &startup));
+      if (startup.backend != nullptr) {
+        copy_str(info->backend, sizeof info->backend, info->startup.backend);
+        info->options = startup.options;
+        info->derived = startup.derived;
+        *out = DelegateStep{};
+        out->backend = startup.backend;
+        out->handle = startup.handle;
+        out->args = args;
+        out->num_args = nargs;
+        out->info = info;
+        out->options = startup.options;
+        out->has_execute_keys = has_execute_keys(startup.backend->option_schema());
+        out->startup = startup.build;
+        ++s->startup_pending;
+        if (options.on_execute_failure == OnExecuteFailure::Fallback) {
+          Status st = make_recovery_plan(program, method, d, {candidates + 1, ncand - 1},
+                                         {specs, nspecs}, options, pools, s,
+                                         {symbols, s->num_symbols}, out);
+          if (!st.is_ok()) {
+            destroy_delegates_of_step(s, out);
+            return st;
+          }
+        }
+        return Status::ok();
+      }
+    }
     if (!b->is_available()) {
       const char* why = b->unavailable_reason();
       const bool has_why = why != nullptr && why[0] != '\0';
@@ -313,39 +355,6 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
                                             validation, resolved));
     if (c == 0 && chosen_options[0] != '\0') {
       TESSERA_RETURN_IF_ERROR(apply_selected_options(name, chosen_options, resolved));
-    }
-    // A cold init (device code to build) runs in the background while a startup backend
-    // serves the first executes.
-    StartupStart startup;
-    if (c == 0 && !options.startup_backend().empty()) {
-      TESSERA_RETURN_IF_ERROR(begin_startup(program, method, d, name, b, use_specs, options, pools,
-                                            s, {symbols, s->num_symbols}, resolved, derived, info,
-                                            &startup));
-    }
-    if (startup.backend != nullptr) {
-      copy_str(info->backend, sizeof info->backend, info->startup.backend);
-      info->options = startup.options;
-      info->derived = startup.derived;
-      *out = DelegateStep{};
-      out->backend = startup.backend;
-      out->handle = startup.handle;
-      out->args = args;
-      out->num_args = nargs;
-      out->info = info;
-      out->options = startup.options;
-      out->has_execute_keys = has_execute_keys(startup.backend->option_schema());
-      out->startup = startup.build;
-      ++s->startup_pending;
-      if (options.on_execute_failure == OnExecuteFailure::Fallback) {
-        Status st =
-            make_recovery_plan(program, method, d, {candidates + c + 1, ncand - c - 1},
-                               {specs, nspecs}, options, pools, s, {symbols, s->num_symbols}, out);
-        if (!st.is_ok()) {
-          destroy_delegates_of_step(s, out);
-          return st;
-        }
-      }
-      return Status::ok();
     }
     bool fatal = false;
     Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,

@@ -189,15 +189,22 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
 Result<bool> OpenClBackend::init_would_be_cold(const BackendInitContext& context,
                                                const FreeableBuffer& payload,
                                                Span<const CompileSpec>) const {
+  // Answered from the file system when it can: the first OpenCL call of a process (the ICD
+  // loader and the platform starting) alone can take a second or more.
   TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, &payload));
-  if (!is_available()) return false;  // init fails at once, with its own error
-  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceSet> set, device_set(context));
-  TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
-  if (index < 0 || static_cast<size_t>(index) >= set->size()) return false;  // as above
   TESSERA_ASSIGN_OR_RETURN(DelegateSettings settings, read_settings(context));
   if (settings.cache.dir.empty() || settings.cache.mode == CacheMode::Off) return true;
   Result<DelegatePlan> plan = plan_delegate(*graph, context, settings.specialize_shapes);
   if (!plan.ok()) return for_delegate(context, plan.status());
+  if (!has_program_cache_entry_for_any_device(settings.cache.dir, plan->source,
+                                              settings.build_options)) {
+    return true;
+  }
+  // An entry exists: is it this device's, and sound?
+  if (!is_available()) return false;  // init fails at once, with its own error
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceSet> set, device_set(context));
+  TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
+  if (index < 0 || static_cast<size_t>(index) >= set->size()) return false;  // as above
   const Device& device = set->device(static_cast<size_t>(index));
   const std::string path =
       program_cache_path(settings.cache.dir, device, plan->source, settings.build_options);

@@ -33,7 +33,9 @@ class OpenClBackend final : public BackendInterface {
                                Span<const CompileSpec> compile_specs) const override;
   /// True when the delegate's program is not in the program cache (no cache_dir, cache_mode
   /// off, no entry, or an entry init would reject), so init would compile it from source.
-  /// Tuning searches (tuning_level) are not counted. Errors: option and payload errors as init.
+  /// Makes no OpenCL call unless the cache has an entry for the program (for some device), so
+  /// it may be asked before is_available(). Tuning searches (tuning_level) are not counted.
+  /// Errors: option and payload errors as init.
   Result<bool> init_would_be_cold(const BackendInitContext& context, const FreeableBuffer& payload,
                                   Span<const CompileSpec> compile_specs) const override;
   Status execute(BackendExecutionContext& context, DelegateHandle* handle,
