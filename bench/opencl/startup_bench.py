@@ -9,7 +9,8 @@ batch=1:1), then in every round runs tessera-run --json, each in a fresh process
   startup    OpenCL with an empty program cache and --startup-backend B
   warm       OpenCL with the cache the startup run filled, and --startup-backend B (unused)
 
-and prints per model the median over the rounds of load_method's time and of the first
+with PoCL's own kernel cache off (POCL_KERNEL_CACHE=0; --pocl-cache keeps it), so that a cold
+Tessera cache is a cold build; and prints per model the median over the rounds of load_method's time and of the first
 execute (one cold run, --iterations 1), and for the startup runs how many of --iterations
 executes each backend served. Standard library only; prints Markdown.
 
@@ -42,7 +43,11 @@ def main():
     ap.add_argument("--iterations", type=int, default=1,
                     help="executes per startup run (the first is the one timed)")
     ap.add_argument("--work-dir", default="/tmp/tessera-startup-bench")
+    ap.add_argument("--pocl-cache", action="store_true",
+                    help="leave PoCL's own kernel cache on (then 'cold' builds are PoCL-warm)")
     args = ap.parse_args()
+    if not args.pocl_cache:
+        os.environ["POCL_KERNEL_CACHE"] = "0"
     fixtures = args.fixtures or os.path.join(args.build_dir, "fixtures")
     compiler = os.path.join(args.build_dir, "tools/tessera-compile/tessera-compile")
     runner = os.path.join(args.build_dir, "tools/tessera-run/tessera-run")

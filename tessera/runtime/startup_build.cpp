@@ -1,7 +1,11 @@
 #include "tessera/runtime/startup_build.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -81,7 +85,18 @@ void append_reason(DelegateInfo* info, const char* text) {
   copy_str(info->reason + len, sizeof info->reason - len, text);
 }
 
+// How much lower than the load's thread the background init runs (Linux nice levels): the
+// executes the startup backend serves meanwhile get the CPUs first.
+constexpr int kBackgroundNice = 10;
+
 void run_build(StartupBuild* b) {
+  // Per thread on Linux; threads the init starts (a driver's compiler workers) inherit it.
+  // Best effort: where it is not allowed the init runs at the load's priority.
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  if (errno == 0) {
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), current + kBackgroundNice);
+  }
   bool fatal = false;
   Span<const CompileSpec> specs(b->specs.data(), b->specs.size());
   Result<DelegateHandle*> handle =

@@ -118,7 +118,7 @@ TEST_F(OpenclStartup, WithoutACacheDirEveryInitIsCold) {
 }
 
 TEST_F(OpenclStartup, AKernelBuildFailingInTheBackgroundStaysOnTheStartupBackend) {
-  ASSERT_TRUE(options_.set("opencl", opencl::kBuildOptions, "-DTESSERA_BROKEN=(").is_ok());
+  ASSERT_TRUE(options_.set("opencl", opencl::kBuildOptions, "-Dfloat=(").is_ok());
   auto m = load("portable");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_TRUE(execute_and_check(*m));
