@@ -87,7 +87,7 @@ void append_reason(DelegateInfo* info, const char* text) {
 
 // How much lower than the load's thread the background init runs (Linux nice levels): the
 // executes the startup backend serves meanwhile get the CPUs first.
-constexpr int kBackgroundNice = 10;
+constexpr int kBackgroundNice = 5;
 
 void run_build(StartupBuild* b) {
   // Per thread on Linux; threads the init starts (a driver's compiler workers) inherit it.
@@ -246,7 +246,7 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
   }
   if (!*cold) {
     std::snprintf(report.reason, sizeof report.reason,
-                  "not used: '%.*s' has what its init needs cached",
+                  "not used: '%.*s' has nothing to build at init (warm)",
                   static_cast<int>(target_name.size()), target_name.data());
     return Status::ok();
   }
