@@ -288,8 +288,8 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
       }
       StartupStart startup;
       TESSERA_RETURN_IF_ERROR(begin_startup(program, method, d, name, b, own_specs, options, pools,
-                                            s, {symbols, s->num_symbols}, resolved, derived, info,
-                                            &startup));
+                                            s, {symbols, s->num_symbols}, {args, nargs}, resolved,
+                                            derived, info, &startup));
       if (startup.backend != nullptr) {
         copy_str(info->backend, sizeof info->backend, info->startup.backend);
         info->options = startup.options;

@@ -46,6 +46,12 @@ struct StartupBuild {
   Span<const SymbolValue> symbols;
   ResolvedOptions* options = nullptr;
   DerivedValues* derived = nullptr;
+  // The delegate's arguments for a warm-up run before the switch: tensors in the arena get
+  // buffers of their own (the Method's thread uses the arena meanwhile); constants and other
+  // values are shared read-only.
+  std::vector<EValue> warmup_values;
+  std::vector<EValue*> warmup_args;
+  std::vector<std::vector<uint8_t>> warmup_buffers;
   // The thread's own allocator (the method allocator is not shared between threads), kept
   // until the handle it served is destroyed.
   std::unique_ptr<HeapMemoryAllocator> allocator;
@@ -102,6 +108,18 @@ void run_build(StartupBuild* b) {
   Result<DelegateHandle*> handle =
       init_on(*b->program, b->method, b->delegate, b->name, b->backend, specs, b->pools,
               &b->thread_state, b->symbols, b->options, b->derived, &fatal);
+  if (handle.ok()) {
+    // One run on scratch arguments, so that the first execute after the switch pays no
+    // first-run costs (a driver compiling kernels at their first launch) and a backend that
+    // cannot run the delegate is found before the switch.
+    BackendExecutionContext ctx(b->options);
+    ctx.set_delegate_id(b->delegate->id()->c_str());
+    Status warm = b->backend->execute(ctx, *handle, {b->warmup_args.data(), b->warmup_args.size()});
+    if (!warm.is_ok()) {
+      b->backend->destroy(*handle);
+      handle = warm.with_prefix("warm-up run");
+    }
+  }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - b->started).count();
   std::lock_guard<std::mutex> lock(b->mutex);
   b->build_ms = ms;
@@ -147,8 +165,9 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
                      std::string_view target_name, BackendInterface* target,
                      Span<const CompileSpec> specs, const LoadOptions& options,
                      const CpuPoolBackends& pools, MethodState* s,
-                     Span<const SymbolValue> symbols, ResolvedOptions* target_options,
-                     DerivedValues* target_derived, DelegateInfo* info, StartupStart* out) {
+                     Span<const SymbolValue> symbols, Span<EValue*> args,
+                     ResolvedOptions* target_options, DerivedValues* target_derived,
+                     DelegateInfo* info, StartupStart* out) {
   *out = StartupStart{};
   StartupReport& report = info->startup;
   const std::string_view requested = options.startup_backend();
@@ -295,6 +314,22 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
   build->allocator = std::make_unique<HeapMemoryAllocator>();
   build->thread_state = *s;
   build->thread_state.allocator = build->allocator.get();
+  const uint8_t* arena_begin = s->arena;
+  const uint8_t* arena_end = s->arena + s->arena_size;
+  build->warmup_values.reserve(args.size());
+  for (EValue* arg : args) {
+    build->warmup_values.push_back(*arg);
+    EValue& copy = build->warmup_values.back();
+    if (!copy.is_tensor()) continue;
+    Tensor& t = copy.to_tensor();
+    const auto* data = static_cast<const uint8_t*>(t.data());
+    if (data == nullptr || t.nbytes() == 0 || data < arena_begin || data >= arena_end) continue;
+    build->warmup_buffers.emplace_back(t.nbytes(), uint8_t{0});
+    Tensor own(t.dtype(), t.sizes(), build->warmup_buffers.back().data());
+    if (!t.is_default_dim_order()) (void)own.set_dim_order(t.dim_order());
+    copy = EValue(own);
+  }
+  for (EValue& v : build->warmup_values) build->warmup_args.push_back(&v);
   build->started = Clock::now();
   StartupBuild* raw = build.get();
   try {

@@ -39,14 +39,17 @@ struct StartupStart {
 /// as `target_name`) with its options `target_options` already resolved. Resolves the startup
 /// backend's options (an option error fails the load), then asks `target` whether its init would
 /// be cold. If so, initialises the delegate on the startup backend and starts `target`'s init on
-/// a background thread, filling `*out`. Otherwise (warm, or the startup backend cannot take the
+/// a background thread, which then runs the delegate once on scratch copies of `args` (its
+/// inputs and outputs; the arena stays the Method thread's) before it counts as ready, filling
+/// `*out`. Otherwise (warm, or the startup backend cannot take the
 /// delegate) leaves `out->backend` null and says why in info->startup.reason.
 Status begin_startup(const Program& program, const fb::Method* method, const fb::Delegate* d,
                      std::string_view target_name, BackendInterface* target,
                      Span<const CompileSpec> specs, const LoadOptions& options,
                      const CpuPoolBackends& pools, MethodState* state,
-                     Span<const SymbolValue> symbols, ResolvedOptions* target_options,
-                     DerivedValues* target_derived, DelegateInfo* info, StartupStart* out);
+                     Span<const SymbolValue> symbols, Span<EValue*> args,
+                     ResolvedOptions* target_options, DerivedValues* target_derived,
+                     DelegateInfo* info, StartupStart* out);
 
 /// Moves `step` to its background-initialised backend if that init has finished (with `wait`:
 /// after waiting for it up to `timeout_ms`, < 0 = no limit), or records its failure. Call on the

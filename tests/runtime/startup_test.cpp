@@ -97,6 +97,7 @@ class StartupTest : public ::testing::Test {
       return to_handle(&handle_target_);
     };
     device_->on_execute = [this](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
+      if (fail_execute_) return Status(Error::DelegateExecutionFailed, "st_device: device lost");
       return relu(args, &device_served_);
     };
     ASSERT_TRUE(register_backend("st_cpu", std::unique_ptr<BackendInterface>(cpu_)).is_ok());
@@ -147,6 +148,7 @@ class StartupTest : public ::testing::Test {
   bool gated_ = false;  // set before the load: read by the background thread after
   int init_sleep_ms_ = 0;
   bool fail_init_ = false;
+  bool fail_execute_ = false;
   std::atomic<bool> cold_{true};
   std::atomic<int> cold_queries_{0};
   std::atomic<int> cpu_served_{0};
@@ -195,7 +197,7 @@ TEST_F(StartupTest, ServesOnTheStartupBackendThenSwitchesBetweenExecutesOnAnothe
   EXPECT_EQ(info.startup.switched_at_execute, static_cast<int64_t>(info.startup.startup_executes));
   EXPECT_GT(info.startup.switched_after_ms, 0.0);
   EXPECT_EQ(cpu_served_.load(), static_cast<int>(info.startup.startup_executes));
-  EXPECT_EQ(device_served_.load(), 3);
+  EXPECT_EQ(device_served_.load(), 1 + 3);  // the background warm-up run, then three executes
   // The startup backend's handle went at the switch; the device's stays until the Method goes.
   EXPECT_EQ(cpu_->destroy_count(), 1);
   EXPECT_EQ(device_->destroy_count(), 0);
@@ -218,7 +220,7 @@ TEST_F(StartupTest, WaitForStartupSwitchesWithoutAnExecute) {
   EXPECT_GE(m->delegate_info(0).startup.build_ms, 20.0);
   EXPECT_TRUE(m->wait_for_startup(0));  // nothing pending: returns at once
   execute_and_check(*m);
-  EXPECT_EQ(device_served_.load(), 1);
+  EXPECT_EQ(device_served_.load(), 2);  // the warm-up run and this execute
   EXPECT_EQ(cpu_served_.load(), 0);
 }
 
@@ -259,6 +261,21 @@ TEST_F(StartupTest, AFailedBackgroundInitStaysOnTheStartupBackendWithAWarning) {
   EXPECT_EQ(device_served_.load(), 0);
 }
 
+TEST_F(StartupTest, AFailingWarmUpRunKeepsTheDelegateOnTheStartupBackend) {
+  fail_execute_ = true;
+  auto m = load("st_cpu");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->wait_for_startup());
+  const DelegateInfo& info = m->delegate_info(0);
+  EXPECT_STREQ(info.startup.state, "failed");
+  EXPECT_STREQ(info.backend, "st_cpu");
+  EXPECT_NE(std::string(info.startup.failure).find("warm-up run: st_device: device lost"),
+            std::string::npos)
+      << info.startup.failure;
+  EXPECT_EQ(device_->destroy_count(), 1);  // the handle that failed its run
+  execute_and_check(*m);
+}
+
 TEST_F(StartupTest, DestroyingTheMethodDuringTheInitWaitsForItAndFreesItsHandle) {
   init_sleep_ms_ = 50;
   {
@@ -279,7 +296,7 @@ TEST_F(StartupTest, AMovedMethodKeepsItsBackgroundInit) {
   Method moved = std::move(*m);
   EXPECT_TRUE(moved.wait_for_startup());
   execute_and_check(moved);
-  EXPECT_EQ(device_served_.load(), 1);
+  EXPECT_EQ(device_served_.load(), 2);
 }
 
 TEST_F(StartupTest, AWarmInitUsesNoStartupBackend) {
