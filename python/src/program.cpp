@@ -545,8 +545,7 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
                                       py::handle delegate_options, py::handle dims,
                                       py::handle retarget, py::handle fallback, py::handle policy,
                                       bool lenient, py::handle selection,
-                                      py::handle selection_cache_dir,
-                                      py::handle startup_backend) {
+                                      py::handle selection_cache_dir, py::handle startup_backend) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -598,9 +597,10 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
   }
   if (!startup_backend.is_none()) {
     if (!py::isinstance<py::str>(startup_backend))
-      argument_error("startup_backend must be a str (a backend name, \"auto\", or \"\" for "
-                     "none), not a " +
-                     type_name(startup_backend));
+      argument_error(
+          "startup_backend must be a str (a backend name, \"auto\", or \"\" for "
+          "none), not a " +
+          type_name(startup_backend));
     check(config->load.set_startup_backend(startup_backend.cast<std::string>()));
   }
   config->load.lenient_options = lenient;

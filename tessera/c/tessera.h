@@ -356,13 +356,13 @@ TESSERA_C_EXPORT tessera_status* tessera_method_delegate_info(const tessera_meth
 /** What a startup backend did for one delegate (tessera_load_options_set_startup_backend).
  * Strings are owned by the method and change with the next execute or wait. */
 typedef struct tessera_delegate_startup {
-  const char* backend; /* the startup backend; "" when none served the delegate */
-  const char* target;  /* the delegate's own backend, initialised in the background */
-  const char* state;   /* "building", "switched", "failed" or "" */
-  const char* reason;  /* why a startup backend was or was not used */
-  const char* failure; /* why the background init failed ("" otherwise) */
-  uint64_t startup_executes; /* executes served by `backend` */
-  uint64_t target_executes;  /* executes served by `target` */
+  const char* backend;         /* the startup backend; "" when none served the delegate */
+  const char* target;          /* the delegate's own backend, initialised in the background */
+  const char* state;           /* "building", "switched", "failed" or "" */
+  const char* reason;          /* why a startup backend was or was not used */
+  const char* failure;         /* why the background init failed ("" otherwise) */
+  uint64_t startup_executes;   /* executes served by `backend` */
+  uint64_t target_executes;    /* executes served by `target` */
   int64_t switched_at_execute; /* first execute on `target`, -1 before the switch */
   double switched_after_ms;    /* after the background init started */
   double build_ms;             /* the background init's duration (0 while building) */

@@ -305,9 +305,9 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
         out->startup = startup.build;
         ++s->startup_pending;
         if (options.on_execute_failure == OnExecuteFailure::Fallback) {
-          Status st = make_recovery_plan(program, method, d, {candidates + 1, ncand - 1},
-                                         {specs, nspecs}, options, pools, s,
-                                         {symbols, s->num_symbols}, out);
+          Status st =
+              make_recovery_plan(program, method, d, {candidates + 1, ncand - 1}, {specs, nspecs},
+                                 options, pools, s, {symbols, s->num_symbols}, out);
           if (!st.is_ok()) {
             destroy_delegates_of_step(s, out);
             return st;
@@ -461,7 +461,8 @@ Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffe
       for (uint32_t k = 0; k < s->num_delegates && !used; ++k) {
         // A delegate still on its startup backend will run on its own one later.
         const DelegateInfo& info = *s->delegates[k].info;
-        used = b == info.backend || (s->delegates[k].startup != nullptr && b == info.startup.target);
+        used =
+            b == info.backend || (s->delegates[k].startup != nullptr && b == info.startup.target);
       }
       if (!used) {
         return Status::error(Error::OptionUnknownBackend,

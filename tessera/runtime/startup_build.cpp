@@ -164,10 +164,9 @@ bool can_run(std::string_view name, const fb::Delegate* d, BackendInterface** ou
 Status begin_startup(const Program& program, const fb::Method* method, const fb::Delegate* d,
                      std::string_view target_name, BackendInterface* target,
                      Span<const CompileSpec> specs, const LoadOptions& options,
-                     const CpuPoolBackends& pools, MethodState* s,
-                     Span<const SymbolValue> symbols, Span<EValue*> args,
-                     ResolvedOptions* target_options, DerivedValues* target_derived,
-                     DelegateInfo* info, StartupStart* out) {
+                     const CpuPoolBackends& pools, MethodState* s, Span<const SymbolValue> symbols,
+                     Span<EValue*> args, ResolvedOptions* target_options,
+                     DerivedValues* target_derived, DelegateInfo* info, StartupStart* out) {
   *out = StartupStart{};
   StartupReport& report = info->startup;
   const std::string_view requested = options.startup_backend();
@@ -270,10 +269,11 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
     return Status::ok();
   }
   if (startup == nullptr) {
-    TESSERA_LOG_WARNING("delegate '%s': startup backend %s cannot run it (%s); initialising '%.*s' "
-                        "now",
-                        d->id()->c_str(), is_auto ? "auto" : chosen, why,
-                        static_cast<int>(target_name.size()), target_name.data());
+    TESSERA_LOG_WARNING(
+        "delegate '%s': startup backend %s cannot run it (%s); initialising '%.*s' "
+        "now",
+        d->id()->c_str(), is_auto ? "auto" : chosen, why, static_cast<int>(target_name.size()),
+        target_name.data());
     std::snprintf(report.reason, sizeof report.reason, "not used: %.140s", why);
     return Status::ok();
   }
@@ -288,12 +288,13 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
                                            symbols, startup_options, startup_derived, &fatal);
   if (fatal) return handle.status();
   if (!handle.ok()) {
-    TESSERA_LOG_WARNING("delegate '%s': startup backend '%s' init failed (%s); initialising '%.*s' "
-                        "now",
-                        d->id()->c_str(), chosen, handle.status().message(),
-                        static_cast<int>(target_name.size()), target_name.data());
-    std::snprintf(report.reason, sizeof report.reason, "not used: '%s' init failed: %.100s",
-                  chosen, handle.status().message());
+    TESSERA_LOG_WARNING(
+        "delegate '%s': startup backend '%s' init failed (%s); initialising '%.*s' "
+        "now",
+        d->id()->c_str(), chosen, handle.status().message(), static_cast<int>(target_name.size()),
+        target_name.data());
+    std::snprintf(report.reason, sizeof report.reason, "not used: '%s' init failed: %.100s", chosen,
+                  handle.status().message());
     return Status::ok();
   }
 
@@ -336,10 +337,10 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
     build->thread = std::thread(run_build, raw);
   } catch (const std::system_error& e) {
     startup->destroy(*handle);
-    TESSERA_LOG_WARNING("delegate '%s': no thread for the background init (%s); initialising "
-                        "'%.*s' now",
-                        d->id()->c_str(), e.what(), static_cast<int>(target_name.size()),
-                        target_name.data());
+    TESSERA_LOG_WARNING(
+        "delegate '%s': no thread for the background init (%s); initialising "
+        "'%.*s' now",
+        d->id()->c_str(), e.what(), static_cast<int>(target_name.size()), target_name.data());
     std::snprintf(report.reason, sizeof report.reason, "not used: no thread: %.120s", e.what());
     return Status::ok();
   }
@@ -353,8 +354,10 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
   out->derived = startup_derived;
   out->build = build.release();
   char note[160];
-  std::snprintf(note, sizeof note, "runs on startup backend '%s' while '%.*s' initialises in the "
-                "background", chosen, static_cast<int>(target_name.size()), target_name.data());
+  std::snprintf(note, sizeof note,
+                "runs on startup backend '%s' while '%.*s' initialises in the "
+                "background",
+                chosen, static_cast<int>(target_name.size()), target_name.data());
   append_reason(info, note);
   TESSERA_LOG_INFO("delegate '%s': %s", d->id()->c_str(), note);
   return Status::ok();
@@ -366,7 +369,9 @@ bool poll_startup(MethodState* s, DelegateStep* step, bool wait, double timeout_
   if (b->state.load(std::memory_order_acquire) == BuildState::Building) {
     if (!wait) return false;
     std::unique_lock<std::mutex> lock(b->mutex);
-    auto finished = [b] { return b->state.load(std::memory_order_acquire) != BuildState::Building; };
+    auto finished = [b] {
+      return b->state.load(std::memory_order_acquire) != BuildState::Building;
+    };
     if (timeout_ms < 0) {
       b->done.wait(lock, finished);
     } else if (!b->done.wait_for(lock, std::chrono::duration<double, std::milli>(timeout_ms),

@@ -151,7 +151,8 @@ TEST(ExecuteAllocations, AcrossAStartupBackendSwitch) {
     return to_handle(&handle_target);
   };
   ASSERT_TRUE(register_backend("alloc_device", std::move(device)).is_ok());
-  ASSERT_TRUE(register_backend("alloc_cpu", std::make_unique<testing::StubBackend>(kSchema)).is_ok());
+  ASSERT_TRUE(
+      register_backend("alloc_cpu", std::make_unique<testing::StubBackend>(kSchema)).is_ok());
   {
     auto bytes = testing::delegate_chain_program({"alloc_device"}).build();
     testing::AlignedBuffer buf(*bytes);

@@ -90,7 +90,8 @@ class StartupTest : public ::testing::Test {
     device_->on_init = [this](BackendInitContext&, FreeableBuffer*,
                               Span<const CompileSpec>) -> Result<DelegateHandle*> {
       if (gated_) gate_.wait();
-      if (init_sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(init_sleep_ms_));
+      if (init_sleep_ms_ > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(init_sleep_ms_));
       if (fail_init_) {
         return Status(Error::DelegateInvalidCompatibility, "st_device: kernel build failed: boom");
       }
@@ -248,8 +249,9 @@ TEST_F(StartupTest, AFailedBackgroundInitStaysOnTheStartupBackendWithAWarning) {
   EXPECT_STREQ(info.startup.state, "failed");
   EXPECT_NE(std::string(info.startup.failure).find("kernel build failed: boom"), std::string::npos)
       << info.startup.failure;
-  EXPECT_NE(std::string(info.reason).find("background init on 'st_device' failed, stays on "
-                                          "'st_cpu'"),
+  EXPECT_NE(std::string(info.reason)
+                .find("background init on 'st_device' failed, stays on "
+                      "'st_cpu'"),
             std::string::npos)
       << info.reason;
   EXPECT_NE(warnings().find("kernel build failed: boom"), std::string::npos) << warnings();
@@ -306,8 +308,7 @@ TEST_F(StartupTest, AWarmInitUsesNoStartupBackend) {
   const DelegateInfo& info = m->delegate_info(0);
   EXPECT_STREQ(info.backend, "st_device");
   EXPECT_STREQ(info.startup.backend, "");
-  EXPECT_NE(std::string(info.startup.reason).find("nothing to build at init"),
-            std::string::npos)
+  EXPECT_NE(std::string(info.startup.reason).find("nothing to build at init"), std::string::npos)
       << info.startup.reason;
   EXPECT_EQ(cpu_->init_count(), 0);
   EXPECT_EQ(cold_queries_.load(), 1);

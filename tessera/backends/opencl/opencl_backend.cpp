@@ -131,7 +131,8 @@ Result<std::shared_ptr<DeviceSet>> OpenClBackend::device_set(
   TESSERA_ASSIGN_OR_RETURN(std::string_view platform, context.get(kPlatform));
   TESSERA_ASSIGN_OR_RETURN(EnumValue type, context.get(kDeviceType));
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!devices_ || devices_->platform_filter() != platform || devices_->type_filter() != type.name) {
+  if (!devices_ || devices_->platform_filter() != platform ||
+      devices_->type_filter() != type.name) {
     TESSERA_ASSIGN_OR_RETURN(devices_, DeviceSet::discover(platform, type.name));
   }
   return devices_;

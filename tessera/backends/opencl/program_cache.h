@@ -3,9 +3,10 @@
 // A cache entry is <cache_dir>/<16 hex digits>-<16 hex digits>.clbin: a hash of the kernel source
 // and the build options, then a hash of that and the device fingerprint (so no option value can
 // name a path outside the directory, and whether any device has an entry for a program is known
-// without asking OpenCL), in the integrity-checked layout of integrity_file.h. Whatever is wrong with an
-// entry (truncated, corrupted, another format version, another device or driver, other source)
-// the program is rebuilt from source with a warning; an unwritable directory is a warning too.
+// without asking OpenCL), in the integrity-checked layout of integrity_file.h. Whatever is wrong
+// with an entry (truncated, corrupted, another format version, another device or driver, other
+// source) the program is rebuilt from source with a warning; an unwritable directory is a warning
+// too.
 #pragma once
 
 #include <string>

@@ -99,7 +99,8 @@ TEST_F(OpenclStartup, ColdCacheServesOnPortableThenMovesToOpenclWhileAnotherThre
   ASSERT_TRUE(warm.ok()) << warm.status().message();
   EXPECT_STREQ(warm->delegate_info(0).backend, "opencl");
   EXPECT_STREQ(warm->delegate_info(0).startup.backend, "");
-  EXPECT_NE(std::string(warm->delegate_info(0).startup.reason).find("nothing to build"), std::string::npos)
+  EXPECT_NE(std::string(warm->delegate_info(0).startup.reason).find("nothing to build"),
+            std::string::npos)
       << warm->delegate_info(0).startup.reason;
   EXPECT_TRUE(execute_and_check(*warm));
 }
