@@ -545,7 +545,7 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
                                       py::handle delegate_options, py::handle dims,
                                       py::handle retarget, py::handle fallback, py::handle policy,
                                       bool lenient, py::handle selection,
-                                      py::handle selection_cache_dir) {
+                                      py::handle selection_cache_dir, py::handle startup_backend) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -594,6 +594,14 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
                      type_name(selection_cache_dir));
     config->selection_cache_dir = selection_cache_dir.cast<std::string>();
     config->load.selection_cache_dir = config->selection_cache_dir.c_str();
+  }
+  if (!startup_backend.is_none()) {
+    if (!py::isinstance<py::str>(startup_backend))
+      argument_error(
+          "startup_backend must be a str (a backend name, \"auto\", or \"\" for "
+          "none), not a " +
+          type_name(startup_backend));
+    check(config->load.set_startup_backend(startup_backend.cast<std::string>()));
   }
   config->load.lenient_options = lenient;
   config->load.backend_options = &config->backend_options;
@@ -717,6 +725,30 @@ py::dict delegate_dict(const DelegateInfo& d) {
   }
   selection["candidates"] = candidates;
   out["selection"] = selection;
+  const StartupReport& st = d.startup;
+  if (st.backend[0] != '\0') {
+    py::dict startup;
+    startup["backend"] = std::string(st.backend);
+    startup["target"] = std::string(st.target);
+    startup["state"] = std::string(st.state);
+    startup["reason"] = std::string(st.reason);
+    py::dict executes;
+    executes[py::str(st.backend)] = st.startup_executes;
+    executes[py::str(st.target)] = st.target_executes;
+    startup["executes"] = executes;
+    startup["switched_at_execute"] = st.switched_at_execute >= 0
+                                         ? py::object(py::int_(st.switched_at_execute))
+                                         : py::object(py::none());
+    startup["switched_after_ms"] = st.switched_at_execute >= 0
+                                       ? py::object(py::float_(st.switched_after_ms))
+                                       : py::object(py::none());
+    startup["build_ms"] = st.build_ms;
+    startup["failure"] = std::string(st.failure);
+    out["startup"] = startup;
+  } else {
+    out["startup"] = py::none();
+  }
+  out["startup_reason"] = std::string(st.reason);
   return out;
 }
 
@@ -779,16 +811,18 @@ may be called any number of times, from any thread.)doc")
           "load_method",
           [](PyProgram& p, py::handle name, py::object options, py::object delegate_options,
              py::object dims, py::object retarget, py::object fallback, py::object policy,
-             py::handle lenient, py::object selection, py::object selection_cache_dir) {
+             py::handle lenient, py::object selection, py::object selection_cache_dir,
+             py::object startup_backend) {
             return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
                                fallback, policy, bool_arg(lenient, "lenient"), selection,
-                               selection_cache_dir);
+                               selection_cache_dir, startup_backend);
           },
           py::arg("name") = "forward", py::kw_only(), py::arg("options") = py::none(),
           py::arg("delegate_options") = py::none(), py::arg("dims") = py::none(),
           py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
           py::arg("policy") = py::none(), py::arg("lenient") = py::bool_(false),
           py::arg("selection") = py::none(), py::arg("selection_cache_dir") = py::none(),
+          py::arg("startup_backend") = py::none(),
           R"doc(Loads method `name` and initialises its delegates.
 
 options: load-scope backend options, {"xnnpack.num_threads": 2} or {"xnnpack": {"num_threads": 2}}
@@ -802,7 +836,11 @@ lenient: unknown option keys warn and are skipped instead of failing.
 selection: "auto" (default), "fixed" or "measure": how each delegate's backend is chosen (a
     program compiled without backends is measured once per machine and remembered).
 selection_cache_dir: where measured choices are remembered (default ~/.cache/tessera/selection
-    or $XDG_CACHE_HOME's); "" disables it.)doc")
+    or $XDG_CACHE_HOME's); "" disables it.
+startup_backend: "xnnpack", "onednn" or "auto": a delegate whose backend would compile device
+    code now (OpenCL without its programs cached) runs on this CPU backend while that compiles
+    in the background, and moves over between two calls once it is ready (see
+    Method.wait_for_startup and each delegate's "startup").)doc")
       .def(
           "save",
           [](PyProgram& p, py::object path) {
@@ -875,8 +913,29 @@ Returns a list of new arrays.)doc")
           },
           "Per delegate: id, backend, requested_backend, reason, nodes, options: [{key, value, "
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
-          "value left at auto, else None), and selection: {mode, cached, summary, candidates: "
-          "[{backend, median_ms, runs, accepted, chosen, reason}]}.")
+          "value left at auto, else None), selection: {mode, cached, summary, candidates: "
+          "[{backend, median_ms, runs, accepted, chosen, reason}]}, startup: None or {backend, "
+          "target, state, reason, executes: {backend: count}, switched_at_execute, "
+          "switched_after_ms, build_ms, failure} (startup_backend), and startup_reason.")
+      .def(
+          "wait_for_startup",
+          [](const PyMethod& self, py::object timeout_ms) {
+            double timeout = -1;
+            if (!timeout_ms.is_none()) {
+              if (!py::isinstance<py::float_>(timeout_ms) && !py::isinstance<py::int_>(timeout_ms))
+                argument_error("timeout_ms must be a number or None, not a " +
+                               type_name(timeout_ms));
+              timeout = timeout_ms.cast<double>();
+            }
+            auto current = self.current();
+            // Under the method's lock, like a call: the Method is not used elsewhere meanwhile.
+            Method& method = const_cast<Method&>(current.method);
+            py::gil_scoped_release release;
+            return method.wait_for_startup(timeout);
+          },
+          py::arg("timeout_ms") = py::none(),
+          "Waits (at most timeout_ms; None: no limit) for delegates started on a startup backend "
+          "to have their own backend ready, and moves them to it; True when none is pending.")
       .def_property_readonly(
           "policy",
           [](const PyMethod& self) { return policy_dict(self.current().method.policy()); })

@@ -35,6 +35,11 @@ Result<Payload> BackendInterface::preprocess(const SubgraphView&, Span<const Com
                 "backend has no preprocess of its own; store the portable graph IR instead");
 }
 
+Result<bool> BackendInterface::init_would_be_cold(const BackendInitContext&, const FreeableBuffer&,
+                                                  Span<const CompileSpec>) const {
+  return false;
+}
+
 void BackendInterface::destroy(DelegateHandle*) const {}
 
 bool BackendInterface::uses_cpu_thread_pool() const {

@@ -103,6 +103,17 @@ class BackendInterface {
   virtual Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
                                        Span<const CompileSpec> compile_specs) const = 0;
 
+  /// Whether init of this delegate with these options would now do slow one-time work that a
+  /// cache of the backend spares later loads (compiling device code not in its program cache).
+  /// A load with LoadOptions::startup_backend then runs the delegate on a CPU backend while init
+  /// runs on a background thread. `context` is as for init, except that its method allocator is
+  /// null; the query changes nothing (no init-only lock, no cache write) and must be much
+  /// cheaper than a cold init. An error (such as a bad option value) is reported by the load.
+  /// Default: false (init costs the same every time).
+  virtual Result<bool> init_would_be_cold(const BackendInitContext& context,
+                                          const FreeableBuffer& payload,
+                                          Span<const CompileSpec> compile_specs) const;
+
   /// Runs one delegate. `args` are the delegate's inputs followed by its outputs; the runtime
   /// has set their data and sizes and the backend writes outputs in place.
   virtual Status execute(BackendExecutionContext& context, DelegateHandle* handle,

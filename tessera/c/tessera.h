@@ -248,6 +248,12 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_add_retarget(tessera_load_
 /** Backends to try in order when a delegate's backend fails: "opencl,xnnpack,portable". */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_fallback(tessera_load_options* options,
                                                                    const char* chain);
+/** Runs delegates whose backend would compile device code at load (an OpenCL delegate whose
+ * programs are not cached) on CPU backend `backend` ("xnnpack", "onednn", "auto"; "" = off)
+ * while their own backend initialises in the background; they move to it between two
+ * executes. InvalidArgument for an over-long name; an unknown backend fails the load. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_startup_backend(
+    tessera_load_options* options, const char* backend);
 /** "auto", "latency", "balanced" or "power_saver". */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_policy(tessera_load_options* options,
                                                                  const char* policy);
@@ -347,6 +353,29 @@ TESSERA_C_EXPORT tessera_status* tessera_method_delegate_count(const tessera_met
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_info(const tessera_method* method,
                                                               size_t index,
                                                               tessera_delegate_info* info);
+/** What a startup backend did for one delegate (tessera_load_options_set_startup_backend).
+ * Strings are owned by the method and change with the next execute or wait. */
+typedef struct tessera_delegate_startup {
+  const char* backend;         /* the startup backend; "" when none served the delegate */
+  const char* target;          /* the delegate's own backend, initialised in the background */
+  const char* state;           /* "building", "switched", "failed" or "" */
+  const char* reason;          /* why a startup backend was or was not used */
+  const char* failure;         /* why the background init failed ("" otherwise) */
+  uint64_t startup_executes;   /* executes served by `backend` */
+  uint64_t target_executes;    /* executes served by `target` */
+  int64_t switched_at_execute; /* first execute on `target`, -1 before the switch */
+  double switched_after_ms;    /* after the background init started */
+  double build_ms;             /* the background init's duration (0 while building) */
+} tessera_delegate_startup;
+
+TESSERA_C_EXPORT tessera_status* tessera_method_delegate_startup(const tessera_method* method,
+                                                                 size_t index,
+                                                                 tessera_delegate_startup* info);
+/** Waits for the background inits of a startup backend's delegates, at most `timeout_ms` (< 0:
+ * no limit), and moves those that are ready to their own backend; `*done` (may be NULL) is 1
+ * when none is pending any more, else 0. */
+TESSERA_C_EXPORT tessera_status* tessera_method_wait_for_startup(tessera_method* method,
+                                                                 double timeout_ms, int* done);
 /** Option `option` (0 .. num_options-1) of delegate `delegate`. NotFound past either end. */
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_option(const tessera_method* method,
                                                                 size_t delegate, size_t option,

@@ -87,7 +87,9 @@ struct tessera_method {
   explicit tessera_method(tessera::Method m) : method(std::move(m)) {}
   tessera::Method method;
   std::vector<std::string> input_names, output_names;
-  std::vector<DelegateReport> delegates;
+  // Rebuilt from the Method's DelegateInfo when a delegate moved since (a startup backend's
+  // switch, an execute fallback), by the accessors below.
+  mutable std::vector<DelegateReport> delegates;
   std::string policy, policy_reason;
 };
 
@@ -215,6 +217,29 @@ void fill_info(const tessera::Tensor& t, const std::string& name, tessera_tensor
   info->nbytes = t.nbytes();
 }
 
+DelegateReport delegate_report(const tessera::DelegateInfo& d) {
+  DelegateReport r;
+  r.id = d.id;
+  r.backend = d.backend;
+  r.requested_backend = d.requested_backend;
+  r.reason = d.reason;
+  r.num_nodes = d.num_nodes;
+  for (size_t k = 0; d.options != nullptr && k < d.options->size(); ++k) {
+    DelegateReport::Option o;
+    o.key = std::string(d.options->option(k).key());
+    o.value = format_value(d.options->option(k));
+    o.source = tessera::option_source_name(d.options->source(k));
+    o.origin = std::string(d.options->origin(k));
+    if (const tessera::DerivedValue* v = d.derived ? d.derived->find(o.key) : nullptr) {
+      o.has_resolved = true;
+      o.resolved_value = v->value;
+      o.resolved_reason = v->reason;
+    }
+    r.options.push_back(std::move(o));
+  }
+  return r;
+}
+
 void build_reports(tessera_method* m) {
   const tessera::Method& method = m->method;
   for (size_t i = 0; i < method.inputs_size(); ++i) {
@@ -227,28 +252,16 @@ void build_reports(tessera_method* m) {
   m->policy = tessera::policy_name(policy.effective);
   m->policy_reason = policy.reason;
   for (size_t i = 0; i < method.num_delegates(); ++i) {
-    const tessera::DelegateInfo& d = method.delegate_info(i);
-    DelegateReport r;
-    r.id = d.id;
-    r.backend = d.backend;
-    r.requested_backend = d.requested_backend;
-    r.reason = d.reason;
-    r.num_nodes = d.num_nodes;
-    for (size_t k = 0; d.options != nullptr && k < d.options->size(); ++k) {
-      DelegateReport::Option o;
-      o.key = std::string(d.options->option(k).key());
-      o.value = format_value(d.options->option(k));
-      o.source = tessera::option_source_name(d.options->source(k));
-      o.origin = std::string(d.options->origin(k));
-      if (const tessera::DerivedValue* v = d.derived ? d.derived->find(o.key) : nullptr) {
-        o.has_resolved = true;
-        o.resolved_value = v->value;
-        o.resolved_reason = v->reason;
-      }
-      r.options.push_back(std::move(o));
-    }
-    m->delegates.push_back(std::move(r));
+    m->delegates.push_back(delegate_report(method.delegate_info(i)));
   }
+}
+
+// The report of delegate `index`, rebuilt first if the delegate moved since it was made.
+const DelegateReport& current_report(const tessera_method* m, size_t index) {
+  const tessera::DelegateInfo& d = m->method.delegate_info(index);
+  DelegateReport& r = m->delegates[index];
+  if (r.backend != d.backend || r.reason != d.reason) r = delegate_report(d);
+  return r;
 }
 
 tessera_status* finish_load_program(tessera_program* p, tessera_program** out) {
@@ -621,6 +634,15 @@ tessera_status* tessera_load_options_set_fallback(tessera_load_options* options,
   });
 }
 
+tessera_status* tessera_load_options_set_startup_backend(tessera_load_options* options,
+                                                         const char* backend) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    TESSERA_C_REQUIRE(backend);
+    return options->load.set_startup_backend(backend);
+  });
+}
+
 tessera_status* tessera_load_options_set_policy(tessera_load_options* options, const char* policy) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(options);
@@ -860,13 +882,46 @@ tessera_status* tessera_method_delegate_info(const tessera_method* method, size_
     if (index >= method->delegates.size()) {
       return out_of_range("delegate", index, method->delegates.size());
     }
-    const DelegateReport& d = method->delegates[index];
+    const DelegateReport& d = current_report(method, index);
     info->id = d.id.c_str();
     info->backend = d.backend.c_str();
     info->requested_backend = d.requested_backend.c_str();
     info->reason = d.reason.c_str();
     info->num_nodes = d.num_nodes;
     info->num_options = d.options.size();
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_method_delegate_startup(const tessera_method* method, size_t index,
+                                                tessera_delegate_startup* info) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(method);
+    TESSERA_C_REQUIRE(info);
+    if (index >= method->delegates.size()) {
+      return out_of_range("delegate", index, method->delegates.size());
+    }
+    const tessera::StartupReport& r = method->method.delegate_info(index).startup;
+    info->backend = r.backend;
+    info->target = r.target;
+    info->state = r.state;
+    info->reason = r.reason;
+    info->failure = r.failure;
+    info->startup_executes = r.startup_executes;
+    info->target_executes = r.target_executes;
+    info->switched_at_execute = r.switched_at_execute;
+    info->switched_after_ms = r.switched_after_ms;
+    info->build_ms = r.build_ms;
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_method_wait_for_startup(tessera_method* method, double timeout_ms,
+                                                int* done) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(method);
+    const bool finished = method->method.wait_for_startup(timeout_ms);
+    if (done != nullptr) *done = finished ? 1 : 0;
     return Status::ok();
   });
 }
@@ -879,7 +934,7 @@ tessera_status* tessera_method_delegate_option(const tessera_method* method, siz
     if (delegate >= method->delegates.size()) {
       return out_of_range("delegate", delegate, method->delegates.size());
     }
-    const DelegateReport& d = method->delegates[delegate];
+    const DelegateReport& d = current_report(method, delegate);
     if (option >= d.options.size()) {
       return Status::error(Error::NotFound, "option %zu out of range (delegate '%s' has %zu)",
                            option, d.id.c_str(), d.options.size());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tessera {
 
@@ -39,6 +40,30 @@ struct SelectionReport {
   char summary[320] = {};
 };
 
+/// What happened to a delegate started on a startup backend (LoadOptions::startup_backend)
+/// while its own backend initialised in the background. Updated by execute and
+/// Method::wait_for_startup on the Method's thread, never behind the application's back.
+struct StartupReport {
+  /// The startup backend that ran the first executes; empty when none was used (the option is
+  /// off, or the delegate's own backend had what it needed cached).
+  char backend[32] = {};
+  char target[32] = {};  // the delegate's own backend, initialised in the background
+  /// "building", "switched" (now on `target`) or "failed" (stays on `backend`; see `failure`).
+  char state[16] = {};
+  /// Why `backend` was chosen ("auto: measured fastest CPU backend ...") or why none was.
+  char reason[160] = {};
+  uint64_t startup_executes = 0;  // executes served by `backend`
+  uint64_t target_executes = 0;   // executes served by `target` after the switch
+  /// When the switch happened: the 0-based number of the first execute served by `target`
+  /// (-1 while not switched) and milliseconds after the background init started (at load).
+  int64_t switched_at_execute = -1;
+  double switched_after_ms = 0;
+  /// How long the background init took (0 while building).
+  double build_ms = 0;
+  /// Why the background init failed ("failed" only).
+  char failure[320] = {};
+};
+
 struct DelegateInfo {
   char id[64] = {};                 // e.g. "xnnpack#0"
   char backend[32] = {};            // the backend that runs it
@@ -59,6 +84,8 @@ struct DelegateInfo {
   /// and retried". Each move is also appended to `reason`.
   int execute_fallbacks = 0;
   char execute_fallback_reason[384] = {};
+  /// LoadOptions::startup_backend: which backend served which executes, and the switch.
+  StartupReport startup;
 };
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 #include "tessera/runtime/delegate_runner.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "tessera/runtime/delegate_recovery.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/program.h"
+#include "tessera/runtime/startup_build.h"
 
 namespace tessera::internal {
 namespace {
@@ -105,6 +107,13 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
   for (size_t i = 0; i < options.fallback_size(); ++i) {
     auto b = get_backend(options.fallback(i));
     if (!b.ok()) return b.status().with_prefix("fallback chain");
+  }
+  if (!options.startup_backend().empty() && options.startup_backend() != "auto") {
+    auto b = get_backend(options.startup_backend());
+    if (!b.ok()) {
+      return Status::error(Error::OptionUnknownBackend, "startup backend: %s",
+                           b.status().message());
+    }
   }
   for (size_t i = 0; i < options.selection_candidates_size(); ++i) {
     auto b = get_backend(options.selection_candidate(i));
@@ -265,6 +274,48 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
       continue;
     }
     BackendInterface* b = *backend;
+    // A cold init (device code to build) runs in the background while a startup backend
+    // serves the first executes. Asked before the backend's availability, which can itself
+    // take seconds to probe (an OpenCL platform starting): the background init finds out.
+    if (c == 0 && !options.startup_backend().empty()) {
+      Span<const CompileSpec> own_specs =
+          name == requested ? Span<const CompileSpec>(specs, nspecs) : Span<const CompileSpec>();
+      TESSERA_RETURN_IF_ERROR(resolve_options(name, *b, d->id()->string_view(), own_specs,
+                                              options.backend_options, options.delegate_options,
+                                              validation, resolved));
+      if (chosen_options[0] != '\0') {
+        TESSERA_RETURN_IF_ERROR(apply_selected_options(name, chosen_options, resolved));
+      }
+      StartupStart startup;
+      TESSERA_RETURN_IF_ERROR(begin_startup(program, method, d, name, b, own_specs, options, pools,
+                                            s, {symbols, s->num_symbols}, {args, nargs}, resolved,
+                                            derived, info, &startup));
+      if (startup.backend != nullptr) {
+        copy_str(info->backend, sizeof info->backend, info->startup.backend);
+        info->options = startup.options;
+        info->derived = startup.derived;
+        *out = DelegateStep{};
+        out->backend = startup.backend;
+        out->handle = startup.handle;
+        out->args = args;
+        out->num_args = nargs;
+        out->info = info;
+        out->options = startup.options;
+        out->has_execute_keys = has_execute_keys(startup.backend->option_schema());
+        out->startup = startup.build;
+        ++s->startup_pending;
+        if (options.on_execute_failure == OnExecuteFailure::Fallback) {
+          Status st =
+              make_recovery_plan(program, method, d, {candidates + 1, ncand - 1}, {specs, nspecs},
+                                 options, pools, s, {symbols, s->num_symbols}, out);
+          if (!st.is_ok()) {
+            destroy_delegates_of_step(s, out);
+            return st;
+          }
+        }
+        return Status::ok();
+      }
+    }
     if (!b->is_available()) {
       const char* why = b->unavailable_reason();
       const bool has_why = why != nullptr && why[0] != '\0';
@@ -358,16 +409,61 @@ void destroy_delegate(DelegateStep* step) {
   step->handle = nullptr;
 }
 
+void destroy_delegates_of_step(MethodState* s, DelegateStep* step) {
+  join_startup(step->startup);
+  destroy_delegate(step);
+  if (step->startup != nullptr) {
+    free_startup(step->startup);
+    step->startup = nullptr;
+    --s->startup_pending;
+  }
+}
+
+void destroy_delegates(MethodState* s) {
+  // Background inits end first (they may still use the program), then every handle goes, then
+  // what the inits kept (a switched-to handle may use its build's allocator until destroyed).
+  for (uint32_t i = 0; i < s->num_delegates; ++i) join_startup(s->delegates[i].startup);
+  for (uint32_t i = 0; i < s->num_delegates; ++i) destroy_delegate(&s->delegates[i]);
+  for (uint32_t i = 0; i < s->num_delegates; ++i) {
+    free_startup(s->delegates[i].startup);
+    s->delegates[i].startup = nullptr;
+  }
+}
+
+bool apply_startup_switches(MethodState* s, bool wait, double timeout_ms) {
+  if (s->startup_pending == 0) return true;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint32_t i = 0; i < s->num_delegates; ++i) {
+    double left = timeout_ms;
+    if (wait && timeout_ms >= 0) {
+      const double spent =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      left = timeout_ms > spent ? timeout_ms - spent : 0;
+    }
+    (void)poll_startup(s, &s->delegates[i], wait, left);
+  }
+  return s->startup_pending == 0;
+}
+
 Status run_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* profile,
                  bool tracing);
 
 Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* profile) {
+  // Delegates whose own backend finished initialising in the background move to it now,
+  // before any step of this execute runs.
+  if (s->startup_pending != 0) (void)apply_startup_switches(s, false, 0);
   if (options != nullptr && !options->empty()) {
     // Every backend named must run a delegate of this method: nothing is silently ignored.
     for (size_t i = 0; i < options->size(); ++i) {
       std::string_view b = options->backend_at(i);
       bool used = false;
-      for (uint32_t k = 0; k < s->num_delegates && !used; ++k) used = b == s->delegates[k].info->backend;
+      for (uint32_t k = 0; k < s->num_delegates && !used; ++k) {
+        // A delegate still on its startup backend will run on its own one later.
+        const DelegateInfo& info = *s->delegates[k].info;
+        used =
+            b == info.backend || (s->delegates[k].startup != nullptr && b == info.startup.target);
+      }
       if (!used) {
         return Status::error(Error::OptionUnknownBackend,
                              "execute options for backend '%.*s', but no delegate of method '%s' "
@@ -419,6 +515,10 @@ Status run_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffer* p
       char detail[48];
       std::snprintf(detail, sizeof detail, "backend=%s", d.info->backend);
       Trace::record("delegate", d.info->id, step_start, Trace::now_us() - step_start, detail);
+    }
+    if (d.startup != nullptr && st.is_ok()) {
+      StartupReport& r = d.info->startup;
+      ++(r.switched_at_execute >= 0 ? r.target_executes : r.startup_executes);
     }
     if (!st.is_ok() && d.recovery != nullptr) {
       st = recover_and_retry(s, i, &d, options, profile, st);  // prefixes its own errors

@@ -41,6 +41,19 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
 
 void destroy_delegate(DelegateStep* step);
 
+/// Destroys `step`'s handle and its background init, if any (a load failing after the step was
+/// initialised but before it was counted in `state`).
+void destroy_delegates_of_step(MethodState* state, DelegateStep* step);
+
+/// Destroys every delegate of `state`, first waiting for background inits to end
+/// (LoadOptions::startup_backend).
+void destroy_delegates(MethodState* state);
+
+/// Moves the delegates whose background init has finished to their own backend (or records its
+/// failure); with `wait`, first waits for the pending ones, up to `timeout_ms` in all (< 0: no
+/// limit). Returns true when none is pending any more. The Method's thread, between executes.
+bool apply_startup_switches(MethodState* state, bool wait, double timeout_ms);
+
 /// Whether `backend` can run every node of `graph`; on the first it cannot, its description
 /// ("op 'Relu' (node 'relu0')") in `missing`.
 bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,

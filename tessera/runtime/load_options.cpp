@@ -167,6 +167,14 @@ Status LoadOptions::set_selection_candidates(std::string_view list) {
                              &num_selection_candidates_);
 }
 
+Status LoadOptions::set_startup_backend(std::string_view name) {
+  if (name.empty()) {
+    startup_backend_[0] = '\0';
+    return Status::ok();
+  }
+  return copy_name(name, startup_backend_, "startup backend");
+}
+
 const char* selection_name(Selection selection) {
   switch (selection) {
     case Selection::Auto:

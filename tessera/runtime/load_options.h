@@ -147,6 +147,23 @@ struct LoadOptions {
   /// must outlive the Method.
   const DeviceInfo* device_info = nullptr;
 
+  /// Runs delegates whose backend would build device code at init (an OpenCL delegate whose
+  /// programs are not in its program cache: BackendInterface::init_would_be_cold) on this CPU
+  /// backend at first: load_method initialises the delegate on it and returns, the delegate's own
+  /// backend initialises on a background thread, and the delegate moves to it at the start of
+  /// the first execute after it is ready (never during an execute; Method::wait_for_startup
+  /// waits for it). A background init that fails leaves the delegate on the startup backend
+  /// with a warning and the reason in DelegateInfo::startup. With a warm cache the startup
+  /// backend is not used. `name`: a registered backend ("xnnpack", "onednn"), "auto" (the
+  /// fastest CPU backend a measured selection of the delegate found, else the first of onednn,
+  /// xnnpack, portable that can run it), or "" (off, the default). The startup backend gets its
+  /// global and load options; delegate options are for the delegate's own backend. Errors:
+  /// InvalidArgument (a name over kMaxName - 1 characters); an unknown backend fails the load
+  /// (OptionUnknownBackend). On error nothing changes.
+  Status set_startup_backend(std::string_view name);
+  /// The startup backend: "" (off), "auto" or a backend name.
+  std::string_view startup_backend() const { return startup_backend_; }
+
   /// What execute does when a delegate's backend fails (see OnExecuteFailure). Fallback moves
   /// the delegate along the fallback chain given by set_fallback (nothing to move to without
   /// one), with the backend and delegate options of this load.
@@ -163,6 +180,7 @@ struct LoadOptions {
   size_t num_fallback_ = 0;
   char selection_candidates_[kMaxFallback][kMaxName] = {};
   size_t num_selection_candidates_ = 0;
+  char startup_backend_[kMaxName] = {};
 };
 
 }  // namespace tessera

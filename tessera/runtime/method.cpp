@@ -214,7 +214,7 @@ Method::~Method() { release(); }
 
 void Method::release() {
   if (state_ != nullptr) {
-    for (uint32_t i = 0; i < state_->num_delegates; ++i) internal::destroy_delegate(&state_->delegates[i]);
+    internal::destroy_delegates(state_);
     state_ = nullptr;
   }
   owned_allocator_.reset();
@@ -302,6 +302,10 @@ Result<int64_t> Method::symbol_value(std::string_view name) const {
   }
   return Status::error(Error::NotFound, "method '%s' has no symbolic dim '%.*s'",
                        state_->method->name()->c_str(), static_cast<int>(name.size()), name.data());
+}
+
+bool Method::wait_for_startup(double timeout_ms) {
+  return internal::apply_startup_switches(state_, true, timeout_ms);
 }
 
 size_t Method::num_delegates() const { return state_->num_delegates; }

@@ -69,6 +69,13 @@ class Method {
   size_t num_delegates() const;
   const DelegateInfo& delegate_info(size_t index) const;
 
+  /// LoadOptions::startup_backend: waits until every delegate's background init has finished,
+  /// at most `timeout_ms` (< 0: no limit), and moves those that succeeded to their own backend
+  /// now (execute does so too, at its start). A failed init leaves its delegate on the startup
+  /// backend, with the reason in DelegateInfo::startup. Returns true when no init is pending.
+  /// Like execute, called by the thread using the Method; allocates nothing.
+  bool wait_for_startup(double timeout_ms = -1);
+
   /// The policy this Method was loaded under and the values derived from it.
   const PolicyDecision& policy() const;
 

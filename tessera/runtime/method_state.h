@@ -18,6 +18,7 @@ struct DelegateHandle;
 namespace tessera::internal {
 
 struct RecoveryPlan;  // delegate_recovery.h
+struct StartupBuild;  // startup_build.h
 
 struct KernelStep {
   portable::PreparedKernel kernel;
@@ -37,6 +38,9 @@ struct DelegateStep {
   const ResolvedOptions* options;
   bool has_execute_keys;  // the backend's schema declares execute-scoped keys
   RecoveryPlan* recovery;  // on_execute_failure == Fallback only; else null
+  /// LoadOptions::startup_backend: the delegate's own backend initialising in the background
+  /// while `backend` is the startup backend; heap-owned (free_startup); else null.
+  StartupBuild* startup;
 };
 
 struct Step {
@@ -63,6 +67,7 @@ struct MethodState {
   const DeviceInfo* device;  // the machine it was decided on (null: DeviceInfo::get())
   uint64_t program_hash;     // hash64 of the program's bytes, once the selection cache needs it
   bool has_program_hash;
+  uint32_t startup_pending;  // delegates whose background init is not handled yet
 };
 
 }  // namespace tessera::internal

@@ -762,6 +762,32 @@ static void test_delegates(void) {
   tessera_method_free(method);
   tessera_load_options_free(options);
 
+  /* A startup backend: the ctest backend inits warm (nothing to build), so it is not used. */
+  EXPECT_OK(tessera_load_options_create(&options));
+  EXPECT_ERROR(tessera_load_options_set_startup_backend(
+                   options, "a-backend-name-far-longer-than-thirty-one-characters"),
+               TESSERA_ERROR_INVALID_ARGUMENT, "startup backend name");
+  EXPECT_ERROR(tessera_load_options_set_startup_backend(options, NULL),
+               TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_OK(tessera_load_options_set_startup_backend(options, "nope"));
+  method = NULL;
+  EXPECT_ERROR(tessera_method_load(program, "forward", options, &method),
+               TESSERA_ERROR_OPTION_UNKNOWN_BACKEND, "startup backend");
+  EXPECT_OK(tessera_load_options_set_startup_backend(options, "portable"));
+  EXPECT_OK(tessera_method_load(program, "forward", options, &method));
+  tessera_delegate_startup startup;
+  EXPECT_OK(tessera_method_delegate_startup(method, 0, &startup));
+  CHECK_STR(startup.backend, "");
+  CHECK(strstr(startup.reason, "not used") != NULL);
+  CHECK(startup.switched_at_execute == -1);
+  int done = 0;
+  EXPECT_OK(tessera_method_wait_for_startup(method, 0, &done));
+  CHECK(done == 1);
+  EXPECT_ERROR(tessera_method_delegate_startup(method, 2, &startup), TESSERA_ERROR_NOT_FOUND,
+               "delegate 2");
+  tessera_method_free(method);
+  tessera_load_options_free(options);
+
   tessera_program_free(program);
 }
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/options.h"
@@ -132,6 +134,54 @@ TEST(ExecuteAllocations, WithRecoveryPreparedForExecuteFailures) {
               for (int i = 0; i < 100; ++i) ASSERT_TRUE(m->execute().is_ok());
             }),
             0);
+}
+
+// With a startup backend: executes on it while the delegate's own backend initialises in the
+// background, the execute that switches to it, and those after allocate nothing.
+TEST(ExecuteAllocations, AcrossAStartupBackendSwitch) {
+  static std::atomic<bool> release{false};
+  static std::atomic<bool> init_done{false};
+  static int handle_target = 0;
+  auto device = std::make_unique<testing::StubBackend>(kSchema);
+  device->on_init_would_be_cold = [](const BackendInitContext&) -> Result<bool> { return true; };
+  device->on_init = [](BackendInitContext&, FreeableBuffer*,
+                       Span<const CompileSpec>) -> Result<DelegateHandle*> {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    init_done = true;
+    return to_handle(&handle_target);
+  };
+  ASSERT_TRUE(register_backend("alloc_device", std::move(device)).is_ok());
+  ASSERT_TRUE(
+      register_backend("alloc_cpu", std::make_unique<testing::StubBackend>(kSchema)).is_ok());
+  {
+    auto bytes = testing::delegate_chain_program({"alloc_device"}).build();
+    testing::AlignedBuffer buf(*bytes);
+    BufferDataLoader loader(buf.data(), buf.size());
+    auto program = Program::load(&loader);
+    ASSERT_TRUE(program.ok());
+    LoadOptions load;
+    ASSERT_TRUE(load.set_startup_backend("alloc_cpu").is_ok());
+    auto m = program->load_method("forward", nullptr, load);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    ASSERT_TRUE(m->execute().is_ok());
+    EXPECT_EQ(heap_calls_in([&] {
+                for (int i = 0; i < 50; ++i) ASSERT_TRUE(m->execute().is_ok());
+              }),
+              0);
+    EXPECT_STREQ(m->delegate_info(0).backend, "alloc_cpu");
+    release = true;
+    while (!init_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Let the background thread finish what follows the init (it allocates on its own time).
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(heap_calls_in([&] {
+                for (int i = 0; i < 50; ++i) ASSERT_TRUE(m->execute().is_ok());
+              }),
+              0);
+    EXPECT_STREQ(m->delegate_info(0).backend, "alloc_device");
+    EXPECT_EQ(m->delegate_info(0).startup.target_executes, 50u);
+  }
+  (void)unregister_backend("alloc_device");
+  (void)unregister_backend("alloc_cpu");
 }
 
 // Program::load verifies the file in place: no heap allocation at all, so there is no

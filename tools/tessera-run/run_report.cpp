@@ -79,6 +79,11 @@ void RunOptionsCli::add_to(CLI::App& app) {
   app.add_option("--on-execute-failure", on_execute_failure,
                  "fail (default) or fallback: move a delegate whose backend fails while running "
                  "to the next backend of --fallback and retry it once");
+  app.add_option("--startup-backend", startup_backend,
+                 "Run delegates whose backend would compile device code at load (an OpenCL "
+                 "delegate not in its program cache) on this CPU backend (xnnpack, onednn, or "
+                 "auto) while that compiles in the background; they move over between two "
+                 "executes once it is ready");
   app.add_option("--retarget", retarget, "FROM=TO: run delegates compiled for FROM on TO");
   app.add_flag("--lenient-options", lenient, "Warn about and skip unknown option keys");
   app.add_flag("--list-options", list_options,
@@ -164,6 +169,14 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
     Result<OnExecuteFailure> v = parse_on_execute_failure(on_execute_failure);
     if (!v.ok()) return v.status().with_prefix("--on-execute-failure");
     state->load_.on_execute_failure = *v;
+  }
+  if (!startup_backend.empty()) {
+    if (startup_backend != "auto") {
+      Result<BackendInterface*> b = get_backend(startup_backend);
+      if (!b.ok()) return b.status().with_prefix("--startup-backend");
+    }
+    Status st = state->load_.set_startup_backend(startup_backend);
+    if (!st.is_ok()) return st.with_prefix("--startup-backend");
   }
   if (!policy.empty()) {
     Result<Policy> p = parse_policy(policy);
@@ -281,6 +294,23 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
     }
     std::fprintf(out, "\n");
     if (d.reason[0] != '\0') std::fprintf(out, "  why: %s\n", d.reason);
+    const StartupReport& st = d.startup;
+    if (st.backend[0] != '\0') {
+      std::fprintf(out, "  startup: %llu execute(s) on '%s', %llu on '%s'; ",
+                   static_cast<unsigned long long>(st.startup_executes), st.backend,
+                   static_cast<unsigned long long>(st.target_executes), st.target);
+      if (std::strcmp(st.state, "switched") == 0) {
+        std::fprintf(out, "switched before execute %lld, %.1f ms after load (init %.1f ms)\n",
+                     static_cast<long long>(st.switched_at_execute), st.switched_after_ms,
+                     st.build_ms);
+      } else if (std::strcmp(st.state, "failed") == 0) {
+        std::fprintf(out, "'%s' init failed: %s\n", st.target, st.failure);
+      } else {
+        std::fprintf(out, "'%s' still initialising\n", st.target);
+      }
+    } else if (explain && st.reason[0] != '\0') {
+      std::fprintf(out, "  startup backend %s\n", st.reason);
+    }
     if (explain && d.selection.summary[0] != '\0') {
       std::fprintf(out, "  selection: %s%s\n", d.selection.summary,
                    d.selection.cached ? " (remembered: read from the selection cache)" : "");
@@ -347,6 +377,24 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
         options.push_back(std::move(o));
       }
     }
+    Json startup = nullptr;
+    if (d.startup.backend[0] != '\0') {
+      const StartupReport& st = d.startup;
+      Json executes = Json::object();
+      executes[st.backend] = st.startup_executes;
+      executes[st.target] = st.target_executes;
+      startup = {{"backend", st.backend},
+                 {"target", st.target},
+                 {"state", st.state},
+                 {"reason", st.reason},
+                 {"executes", std::move(executes)},
+                 {"switched_at_execute",
+                  st.switched_at_execute >= 0 ? Json(st.switched_at_execute) : Json(nullptr)},
+                 {"switched_after_ms",
+                  st.switched_at_execute >= 0 ? Json(st.switched_after_ms) : Json(nullptr)},
+                 {"build_ms", st.build_ms > 0 ? Json(st.build_ms) : Json(nullptr)},
+                 {"failure", st.failure[0] != '\0' ? Json(st.failure) : Json(nullptr)}};
+    }
     delegates.push_back({{"id", d.id},
                          {"backend", d.backend},
                          {"requested_backend", d.requested_backend},
@@ -358,6 +406,8 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                           {{"mode", d.selection.mode},
                            {"cached", d.selection.cached},
                            {"candidates", std::move(candidates)}}},
+                         {"startup", std::move(startup)},
+                         {"startup_reason", d.startup.reason},
                          {"options", std::move(options)}});
   }
   return delegates;

@@ -47,6 +47,7 @@ struct RunOptionsCli {
   bool has_select_cache = false;
   bool select_lower_precision = false;  // --select-lower-precision
   std::string on_execute_failure;  // --on-execute-failure: fail or fallback
+  std::string startup_backend;     // --startup-backend: a backend, auto, or "" (off)
   bool list_options = false, explain_options = false, lenient = false, device_info = false;
 
   void add_to(CLI::App& app);
@@ -68,7 +69,10 @@ Json option_schemas_json();
 void print_delegates(const Method& method, bool explain, FILE* out,
                      const ExecuteOptions& execute = ExecuteOptions::none());
 /// The JSON array of delegates: id, backend, requested_backend, nodes, reason, selection {mode,
-/// cached, candidates [{backend, median_ms, runs, accepted, chosen, reason}]}, options [{key,
+/// cached, candidates [{backend, median_ms, runs, accepted, chosen, reason}]}, startup (null
+/// unless a startup backend served it: {backend, target, state, reason, executes {<backend>:
+/// count}, switched_at_execute, switched_after_ms, build_ms, failure}), startup_reason (why a
+/// startup backend was or was not used; "" with none asked for), options [{key,
 /// value, source, origin (the front end, file and line, or null), and for a value the backend
 /// derived: resolved, reason}], as print_delegates.
 Json delegates_json(const Method& method, const ExecuteOptions& execute = ExecuteOptions::none());

@@ -37,6 +37,8 @@ class StubBackend : public BackendInterface {
   std::function<Status(Span<const BackendOption>)> on_set_option;
   std::function<Status(Span<BackendOption>)> on_get_option;
   std::function<bool(const OpView&)> on_supports_op;
+  /// What init_would_be_cold answers (default: false, a warm init).
+  std::function<Result<bool>(const BackendInitContext&)> on_init_would_be_cold;
   std::atomic<bool> available{true};
   std::atomic<const char*> why_unavailable{""};  // static strings only
   std::atomic<bool> cpu_thread_pool{false};      // what uses_cpu_thread_pool() answers
@@ -47,6 +49,11 @@ class StubBackend : public BackendInterface {
   bool uses_cpu_thread_pool() const override { return cpu_thread_pool.load(); }
   bool supports_op(const OpView& op) const override {
     return on_supports_op ? on_supports_op(op) : true;
+  }
+
+  Result<bool> init_would_be_cold(const BackendInitContext& context, const FreeableBuffer&,
+                                  Span<const CompileSpec>) const override {
+    return on_init_would_be_cold ? on_init_would_be_cold(context) : Result<bool>(false);
   }
 
   /// Default: records the options and returns a new StubHandle.

@@ -69,6 +69,54 @@ Delegate::~Delegate() {
   if (queue) clFinish(queue.get());
 }
 
+Result<DelegatePlan> plan_delegate(const fb::Graph& graph, const BackendInitContext& context,
+                                   bool specialize_shapes) {
+  DelegatePlan p;
+  TESSERA_ASSIGN_OR_RETURN(p.shapes, resolve_shapes(graph, context));
+  const size_t nvalues = p.shapes.size();
+  const size_t nnodes = graph.nodes() ? graph.nodes()->size() : 0;
+
+  // Plans, and which buffer holds each value (aliases share their input's).
+  p.plans.resize(nnodes);
+  p.buffer_of.assign(nvalues, -1);
+  for (size_t v = 0; v < nvalues; ++v) p.buffer_of[v] = static_cast<int>(v);
+  for (size_t n = 0; n < nnodes; ++n) {
+    TESSERA_RETURN_IF_ERROR(plan_node(graph, static_cast<int>(n), p.shapes, &p.plans[n]));
+    if (p.plans[n].alias) {
+      p.buffer_of[static_cast<size_t>(p.plans[n].kernel.output)] =
+          p.buffer_of[static_cast<size_t>(p.plans[n].alias_of)];
+      ++p.aliases;
+    }
+  }
+
+  // The program: every kernel in one source, in launch order.
+  for (size_t n = 0; n < nnodes; ++n) {
+    if (p.plans[n].alias) continue;
+    for (const KernelPlan& k : p.plans[n].before) p.kernels.push_back(&k);
+    p.kernels.push_back(&p.plans[n].kernel);
+    if (p.plans[n].scratch_floats > p.scratch_floats) p.scratch_floats = p.plans[n].scratch_floats;
+  }
+  // Kernels whose text differs only in their name (same op and variant; shapes are arguments
+  // unless specialize_shapes) share one function: the program, and its build, stay small.
+  std::unordered_map<std::string, std::string> function_of;
+  for (const KernelPlan* k : p.kernels) {
+    KernelPlan unnamed = *k;
+    unnamed.name = "tessera_kernel_";
+    p.texts.push_back(kernel_source(unnamed, specialize_shapes));
+    auto [it, added] =
+        function_of.emplace(p.texts.back(), "f" + std::to_string(function_of.size()));
+    p.functions.push_back(it->second);
+    if (!added) continue;
+    std::string text = p.texts.back();
+    const std::string head = "__kernel void " + unnamed.name + "(";
+    text.replace(text.find(head), head.size(), "__kernel void " + it->second + "(");
+    p.source += text;
+  }
+  p.num_functions = function_of.size();
+  if (p.source.empty()) p.source = "__kernel void tessera_empty(void) {}\n";
+  return p;
+}
+
 Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
                                                  const BackendInitContext& context,
                                                  std::shared_ptr<DeviceContext> device,
@@ -82,51 +130,18 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   d->summary.device = dev.name;
   d->summary.context = device.get();
 
-  TESSERA_ASSIGN_OR_RETURN(std::vector<Shape> shapes, resolve_shapes(graph, context));
+  TESSERA_ASSIGN_OR_RETURN(DelegatePlan plan,
+                           plan_delegate(graph, context, settings.specialize_shapes));
+  const std::vector<Shape>& shapes = plan.shapes;
+  const std::vector<int>& buffer_of = plan.buffer_of;
+  const std::vector<const KernelPlan*>& kernels = plan.kernels;
+  const std::vector<std::string>& texts = plan.texts;
+  const std::vector<std::string>& functions = plan.functions;
+  const std::string& source = plan.source;
+  const int64_t scratch_floats = plan.scratch_floats;
   const size_t nvalues = shapes.size();
-  const size_t nnodes = graph.nodes() ? graph.nodes()->size() : 0;
-
-  // Plans, and which buffer holds each value (aliases share their input's).
-  std::vector<NodePlan> plans(nnodes);
-  std::vector<int> buffer_of(nvalues, -1);
-  for (size_t v = 0; v < nvalues; ++v) buffer_of[v] = static_cast<int>(v);
-  for (size_t n = 0; n < nnodes; ++n) {
-    TESSERA_RETURN_IF_ERROR(plan_node(graph, static_cast<int>(n), shapes, &plans[n]));
-    if (plans[n].alias) {
-      buffer_of[static_cast<size_t>(plans[n].kernel.output)] = buffer_of[static_cast<size_t>(plans[n].alias_of)];
-      ++d->summary.aliases;
-    }
-  }
-
-  // The program: every kernel in one source, in launch order.
-  std::string source;
-  std::vector<const KernelPlan*> kernels;
-  std::vector<std::string> texts;
-  int64_t scratch_floats = 0;
-  for (size_t n = 0; n < nnodes; ++n) {
-    if (plans[n].alias) continue;
-    for (const KernelPlan& k : plans[n].before) kernels.push_back(&k);
-    kernels.push_back(&plans[n].kernel);
-    if (plans[n].scratch_floats > scratch_floats) scratch_floats = plans[n].scratch_floats;
-  }
-  // Kernels whose text differs only in their name (same op and variant; shapes are arguments
-  // unless specialize_shapes) share one function: the program, and its build, stay small.
-  std::vector<std::string> functions;
-  std::unordered_map<std::string, std::string> function_of;
-  for (const KernelPlan* k : kernels) {
-    KernelPlan unnamed = *k;
-    unnamed.name = "tessera_kernel_";
-    texts.push_back(kernel_source(unnamed, settings.specialize_shapes));
-    auto [it, added] = function_of.emplace(texts.back(), "f" + std::to_string(function_of.size()));
-    functions.push_back(it->second);
-    if (!added) continue;
-    std::string text = texts.back();
-    const std::string head = "__kernel void " + unnamed.name + "(";
-    text.replace(text.find(head), head.size(), "__kernel void " + it->second + "(");
-    source += text;
-  }
-  d->summary.functions = function_of.size();
-  if (source.empty()) source = "__kernel void tessera_empty(void) {}\n";
+  d->summary.aliases = plan.aliases;
+  d->summary.functions = plan.num_functions;
   TESSERA_ASSIGN_OR_RETURN(d->program, build_program(*device, source, settings.build_options,
                                                      settings.cache, &d->summary.program));
 

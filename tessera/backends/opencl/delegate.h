@@ -13,6 +13,7 @@
 
 #include "tessera/backend/context.h"
 #include "tessera/backends/opencl/cl_util.h"
+#include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/devices.h"
 #include "tessera/backends/opencl/program_cache.h"
 #include "tessera/backends/opencl/tuner.h"
@@ -76,6 +77,27 @@ class Delegate {
   std::vector<cl_event> events;  // one per launch, used when profiling
   DelegateSummary summary;
 };
+
+/// What a delegate's program is made of, before any OpenCL call: each node's plan, the buffer
+/// of each value (aliases share their input's), the kernels in launch order (pointing into
+/// `plans`) with their text and function name, and the program source.
+struct DelegatePlan {
+  std::vector<Shape> shapes;
+  std::vector<NodePlan> plans;
+  std::vector<int> buffer_of;
+  std::vector<const KernelPlan*> kernels;
+  std::vector<std::string> texts;      // per kernel, with a placeholder name
+  std::vector<std::string> functions;  // per kernel, the program function it launches
+  std::string source;
+  int64_t scratch_floats = 0;
+  size_t aliases = 0;
+  size_t num_functions = 0;
+};
+
+/// Plans `graph` with the symbols of `context`. Errors: InvalidProgram, NotSupported,
+/// ShapeMismatch.
+Result<DelegatePlan> plan_delegate(const fb::Graph& graph, const BackendInitContext& context,
+                                   bool specialize_shapes);
 
 /// Builds a delegate for `graph` on `device`. Errors: InvalidProgram (malformed graph),
 /// NotSupported (an op or variant this backend does not run), ShapeMismatch, DelegateUnavailable

@@ -139,29 +139,22 @@ const char* OpenClBackend::derivation_doc() const {
          "resolved value with the reason.";
 }
 
-Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, FreeableBuffer* payload,
-                                            Span<const CompileSpec>) const {
-  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
-  if (!is_available()) {
-    return Status(Error::DelegateUnavailable,
-                  "opencl: no OpenCL device: the ICD loader found no platform with a device "
-                  "(install a driver, e.g. pocl-opencl-icd, or use another backend)");
-  }
-
+Result<std::shared_ptr<DeviceSet>> OpenClBackend::device_set(
+    const BackendInitContext& context) const {
   TESSERA_ASSIGN_OR_RETURN(std::string_view platform, context.get(kPlatform));
   TESSERA_ASSIGN_OR_RETURN(EnumValue type, context.get(kDeviceType));
-  TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
-  std::shared_ptr<DeviceSet> set;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!devices_ || devices_->platform_filter() != platform || devices_->type_filter() != type.name) {
-      TESSERA_ASSIGN_OR_RETURN(devices_, DeviceSet::discover(platform, type.name));
-    }
-    set = devices_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!devices_ || devices_->platform_filter() != platform ||
+      devices_->type_filter() != type.name) {
+    TESSERA_ASSIGN_OR_RETURN(devices_, DeviceSet::discover(platform, type.name));
   }
-  TESSERA_RETURN_IF_ERROR(context.mark_backend_initialized());
-  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> device, set->context(index));
+  return devices_;
+}
 
+namespace {
+
+// The delegate's settings from its resolved options (tuning_level = auto derived and reported).
+Result<DelegateSettings> read_settings(const BackendInitContext& context) {
   DelegateSettings settings;
   TESSERA_ASSIGN_OR_RETURN(std::string_view build_options, context.get(kBuildOptions));
   TESSERA_ASSIGN_OR_RETURN(std::string_view cache_dir, context.get(kCacheDir));
@@ -182,11 +175,56 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
     settings.tuning = pick(tuning.index - 1, {TuningLevel::None, TuningLevel::Rapid,
                                               TuningLevel::Normal, TuningLevel::Exhaustive});
   }
+  return settings;
+}
+
+}  // namespace
+
+Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, FreeableBuffer* payload,
+                                            Span<const CompileSpec>) const {
+  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
+  if (!is_available()) {
+    return Status(Error::DelegateUnavailable,
+                  "opencl: no OpenCL device: the ICD loader found no platform with a device "
+                  "(install a driver, e.g. pocl-opencl-icd, or use another backend)");
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceSet> set, device_set(context));
+  TESSERA_RETURN_IF_ERROR(context.mark_backend_initialized());
+  TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> device, set->context(index));
+  TESSERA_ASSIGN_OR_RETURN(DelegateSettings settings, read_settings(context));
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, device, settings);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
   payload->free();
   return to_handle(std::move(delegate).value().release());
+}
+
+Result<bool> OpenClBackend::init_would_be_cold(const BackendInitContext& context,
+                                               const FreeableBuffer& payload,
+                                               Span<const CompileSpec>) const {
+  // Answered from the file system when it can: the first OpenCL call of a process (the ICD
+  // loader and the platform starting) alone can take a second or more.
+  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, &payload));
+  TESSERA_ASSIGN_OR_RETURN(DelegateSettings settings, read_settings(context));
+  if (settings.cache.dir.empty() || settings.cache.mode == CacheMode::Off) return true;
+  Result<DelegatePlan> plan = plan_delegate(*graph, context, settings.specialize_shapes);
+  if (!plan.ok()) return for_delegate(context, plan.status());
+  if (!has_program_cache_entry_for_any_device(settings.cache.dir, plan->source,
+                                              settings.build_options)) {
+    return true;
+  }
+  // An entry exists: is it this device's, and sound?
+  if (!is_available()) return false;  // init fails at once, with its own error
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceSet> set, device_set(context));
+  TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
+  if (index < 0 || static_cast<size_t>(index) >= set->size()) return false;  // as above
+  const Device& device = set->device(static_cast<size_t>(index));
+  const std::string path =
+      program_cache_path(settings.cache.dir, device, plan->source, settings.build_options);
+  // A present but damaged entry is rebuilt by init: cold as well.
+  return !read_integrity_file(path, program_cache_key(device, plan->source, settings.build_options))
+              .ok();
 }
 
 Status OpenClBackend::execute(BackendExecutionContext& context, DelegateHandle* handle,

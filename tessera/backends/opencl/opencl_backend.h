@@ -32,11 +32,21 @@ class OpenClBackend final : public BackendInterface {
   /// do not build), DelegateMemoryAllocationFailed, option errors.
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
                                Span<const CompileSpec> compile_specs) const override;
+  /// True when the delegate's program is not in the program cache (no cache_dir, cache_mode
+  /// off, no entry, or an entry init would reject), so init would compile it from source.
+  /// Makes no OpenCL call unless the cache has an entry for the program (for some device), so
+  /// it may be asked before is_available(). Tuning searches (tuning_level) are not counted.
+  /// Errors: option and payload errors as init.
+  Result<bool> init_would_be_cold(const BackendInitContext& context, const FreeableBuffer& payload,
+                                  Span<const CompileSpec> compile_specs) const override;
   Status execute(BackendExecutionContext& context, DelegateHandle* handle,
                  Span<EValue*> args) const override;
   void destroy(DelegateHandle* handle) const override;
 
  private:
+  // The device set for the context's platform and device_type, discovered on first use.
+  Result<std::shared_ptr<DeviceSet>> device_set(const BackendInitContext& context) const;
+
   // The devices selected by the (init-only) platform and device_type; created at the first
   // init, which then locks those options.
   mutable std::mutex mutex_;

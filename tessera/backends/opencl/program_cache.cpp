@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "tessera/backend/cache_limit.h"
@@ -90,15 +92,45 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+namespace {
+
+// "<16 hex digits of the content key>-": the start of every entry of one source and options.
+std::string content_prefix(const std::string& source, const std::string& build_options) {
+  char prefix[24];
+  std::snprintf(prefix, sizeof prefix, "%016llx-",
+                static_cast<unsigned long long>(content_key(source, build_options)));
+  return prefix;
+}
+
+}  // namespace
+
 std::string program_cache_path(const std::string& dir, const Device& device,
                                const std::string& source, const std::string& build_options) {
   const uint64_t key = content_key(source, build_options);
   const uint64_t name = fnv1a64(&key, sizeof key, device.fingerprint_hash);
-  char file[32];
+  char file[24];
   std::snprintf(file, sizeof file, "%016llx.clbin", static_cast<unsigned long long>(name));
   std::string path = dir;
   if (!path.empty() && path.back() != '/') path += '/';
-  return path + file;
+  return path + content_prefix(source, build_options) + file;
+}
+
+bool has_program_cache_entry_for_any_device(const std::string& dir, const std::string& source,
+                                            const std::string& build_options) {
+  const std::string prefix = content_prefix(source, build_options);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name.size() > prefix.size() + 6 && name.substr(0, prefix.size()) == prefix &&
+        name.substr(name.size() - 6) == ".clbin") {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
 }
 
 IntegrityKey program_cache_key(const Device& device, const std::string& source,

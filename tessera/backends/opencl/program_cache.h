@@ -1,10 +1,12 @@
 // Building a delegate's OpenCL program, through the on-disk cache of compiled binaries.
 //
-// A cache entry is <cache_dir>/<16 hex digits>.clbin, the name a hash of the device fingerprint,
-// the kernel source and the build options (so no option value can name a path outside the
-// directory), in the integrity-checked layout of integrity_file.h. Whatever is wrong with an
-// entry (truncated, corrupted, another format version, another device or driver, other source)
-// the program is rebuilt from source with a warning; an unwritable directory is a warning too.
+// A cache entry is <cache_dir>/<16 hex digits>-<16 hex digits>.clbin: a hash of the kernel source
+// and the build options, then a hash of that and the device fingerprint (so no option value can
+// name a path outside the directory, and whether any device has an entry for a program is known
+// without asking OpenCL), in the integrity-checked layout of integrity_file.h. Whatever is wrong
+// with an entry (truncated, corrupted, another format version, another device or driver, other
+// source) the program is rebuilt from source with a warning; an unwritable directory is a warning
+// too.
 #pragma once
 
 #include <string>
@@ -35,6 +37,11 @@ struct ProgramBuildInfo {
 /// The cache file a program would use.
 std::string program_cache_path(const std::string& dir, const Device& device,
                                const std::string& source, const std::string& build_options);
+
+/// Whether `dir` holds an entry for (source, build options) for some device: false means init
+/// would certainly build from source. Reads the directory only (no OpenCL call).
+bool has_program_cache_entry_for_any_device(const std::string& dir, const std::string& source,
+                                            const std::string& build_options);
 
 /// What a cache entry for (device, source, build options) must match: the entry's magic, the
 /// device fingerprint and the hash of source and options.
