@@ -50,7 +50,7 @@ GraphCase unary(Op op, std::vector<ir::Attr> attrs = {}) {
 
 TEST(OpenClUnary, Activations) {
   for (Op op : {Op::Relu, Op::Sigmoid, Op::Tanh, Op::HardSwish, Op::HardSigmoid, Op::LeakyRelu,
-                Op::Gelu, Op::Erf, Op::Exp, Op::Neg, Op::Abs}) {
+                Op::Gelu, Op::Erf, Op::Exp, Op::Neg, Op::Abs, Op::Mish}) {
     SCOPED_TRACE(fb::EnumNameOpType(op));
     EXPECT_TRUE(matches_portable(unary(op), -4.0f, 4.0f));
   }
