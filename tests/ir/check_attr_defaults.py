@@ -21,7 +21,6 @@ PENDING = {
     "tessera/backends/armnn/network_builder.cpp": 29,
     "tessera/backends/onednn/graph_builder.cpp": 11,
     "tessera/backends/onednn/supports.cpp": 22,
-    "tessera/backends/xnnpack/op_plan.cpp": 28,
     "tessera/compiler/evaluate.cpp": 5,
     "tessera/compiler/onnx_import.cpp": 26,
     "tessera/compiler/passes/activation_fusion.cpp": 2,
