@@ -20,6 +20,7 @@ using backend_testing::unary_case;
 TEST(OnednnUnary, Activations) {
   for (std::vector<int64_t> dims : {std::vector<int64_t>{2, 3, 5, 7}, {17}, {3, 40}}) {
     EXPECT_TRUE(matches_portable(unary_case(Op::Tanh, dims), -3.0f, 3.0f));
+    EXPECT_TRUE(matches_portable(unary_case(Op::Mish, dims), -6.0f, 6.0f));
     EXPECT_TRUE(matches_portable(unary_case(Op::Gelu, dims), -4.0f, 4.0f));
     EXPECT_TRUE(matches_portable(
         unary_case(Op::Gelu, dims, {ir::Attr::make_string("approximate", "tanh")}), -4.0f, 4.0f));
