@@ -1214,15 +1214,15 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
 
   // Ops the table marks Direct (tessera/ir/ops.def) map one to one.
   OpType direct_op;
-  const ir::OpInfo* direct =
-      ir::op_from_name(op, &direct_op) ? ir::op_info(direct_op) : nullptr;
+  const ir::OpInfo* direct = ir::op_from_name(op, &direct_op) ? ir::op_info(direct_op) : nullptr;
   if (direct != nullptr && direct->direct_import) {
     std::vector<int> inputs;
     for (size_t k = 0; k < num_inputs(); ++k) {
       TESSERA_ASSIGN_OR_RETURN(int v, need(k));
       inputs.push_back(v);
     }
-    if (direct_op == OpType::Pow && inputs.size() == 2 && g_.values[inputs[0]].dtype != g_.values[inputs[1]].dtype) {
+    if (direct_op == OpType::Pow && inputs.size() == 2 &&
+        g_.values[inputs[0]].dtype != g_.values[inputs[1]].dtype) {
       // ONNX allows an exponent of another type; the IR wants one type.
       const HostTensor* e = known(inputs[1]);
       HostTensor cast;

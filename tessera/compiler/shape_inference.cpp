@@ -374,7 +374,8 @@ Status infer_shapes(ModelGraph& g, const ir::Node& n) {
       const Value& x = *input(g, n, 0);
       TESSERA_ASSIGN_OR_RETURN(const ir::ConcatAttrs attrs, ir::ConcatAttrs::read(n));
       int64_t axis;
-      if (!normalize_axis(attrs.axis, x.dims.size(), &axis)) return node_error(n, "axis out of range");
+      if (!normalize_axis(attrs.axis, x.dims.size(), &axis))
+        return node_error(n, "axis out of range");
       std::vector<SymExpr> dims = x.dims;
       for (size_t k = 1; k < n.inputs.size(); ++k) {
         const Value* y = input(g, n, k);
@@ -444,7 +445,8 @@ Status infer_shapes(ModelGraph& g, const ir::Node& n) {
       const Value& idx = *input(g, n, 1);
       TESSERA_ASSIGN_OR_RETURN(const ir::GatherAttrs attrs, ir::GatherAttrs::read(n));
       int64_t axis;
-      if (!normalize_axis(attrs.axis, x.dims.size(), &axis)) return node_error(n, "axis out of range");
+      if (!normalize_axis(attrs.axis, x.dims.size(), &axis))
+        return node_error(n, "axis out of range");
       std::vector<SymExpr> dims(x.dims.begin(), x.dims.begin() + axis);
       dims.insert(dims.end(), idx.dims.begin(), idx.dims.end());
       dims.insert(dims.end(), x.dims.begin() + axis + 1, x.dims.end());
@@ -481,7 +483,8 @@ Status infer_shapes(ModelGraph& g, const ir::Node& n) {
       const Value& x = *input(g, n, 0);
       TESSERA_ASSIGN_OR_RETURN(const ir::SplitAttrs attrs, ir::SplitAttrs::read(n));
       int64_t axis;
-      if (!normalize_axis(attrs.axis, x.dims.size(), &axis)) return node_error(n, "axis out of range");
+      if (!normalize_axis(attrs.axis, x.dims.size(), &axis))
+        return node_error(n, "axis out of range");
       SymExpr total(0);
       for (int o : n.outputs) {
         if (o < 0) continue;

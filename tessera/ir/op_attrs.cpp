@@ -58,16 +58,20 @@ class NodeAttrs {
   }
   Status type_error(const Attr& a, const char* expected) const {
     return Status::error(Error::InvalidProgram,
-                         "%s node '%s': attribute '%s' has type %s, expected %s",
-                         op_name(node_.op), node_.name.c_str(), a.name.c_str(),
-                         fb::EnumNameAttrType(a.type), expected);
+                         "%s node '%s': attribute '%s' has type %s, expected %s", op_name(node_.op),
+                         node_.name.c_str(), a.name.c_str(), fb::EnumNameAttrType(a.type),
+                         expected);
   }
 
   const Node& node_;
 };
 
-fb::OpType op_of(const AttrView& v) { return v.op(); }
-fb::OpType op_of(const NodeAttrs& v) { return v.op(); }
+fb::OpType op_of(const AttrView& v) {
+  return v.op();
+}
+fb::OpType op_of(const NodeAttrs& v) {
+  return v.op();
+}
 
 template <typename Source, typename T>
 Status read_attr(const Source& src, const char* name, Presence presence, T* out) {
@@ -91,9 +95,9 @@ Status read_attr(const Source& src, const char* name, Presence presence, T* out)
   return Status::ok();
 }
 
-#define TESSERA_ATTRS_BEGIN(S, ops) \
-  template <typename Source>        \
-  Result<S##Attrs> read_##S(const Source& src) {  \
+#define TESSERA_ATTRS_BEGIN(S, ops)              \
+  template <typename Source>                     \
+  Result<S##Attrs> read_##S(const Source& src) { \
     S##Attrs a;
 #define TESSERA_ATTR(S, name, Kind, fallback, presence, doc) \
   TESSERA_RETURN_IF_ERROR(read_attr(src, #name, presence, &a.name));
@@ -107,9 +111,13 @@ Status read_attr(const Source& src, const char* name, Presence presence, T* out)
 
 }  // namespace
 
-#define TESSERA_ATTRS_BEGIN(S, ops)                                                     \
-  Result<S##Attrs> S##Attrs::read(const AttrView& attrs) { return read_##S(attrs); }   \
-  Result<S##Attrs> S##Attrs::read(const Node& node) { return read_##S(NodeAttrs(node)); }
+#define TESSERA_ATTRS_BEGIN(S, ops)                        \
+  Result<S##Attrs> S##Attrs::read(const AttrView& attrs) { \
+    return read_##S(attrs);                                \
+  }                                                        \
+  Result<S##Attrs> S##Attrs::read(const Node& node) {      \
+    return read_##S(NodeAttrs(node));                      \
+  }
 #define TESSERA_ATTR(S, name, Kind, fallback, presence, doc)
 #define TESSERA_ATTRS_END(S)
 #include "tessera/ir/op_attrs.def"

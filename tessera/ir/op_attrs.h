@@ -18,12 +18,28 @@ struct Node;  // tessera/ir/graph.h: the compiler's mutable node
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 
 /// The C++ type of an attribute kind.
-template <fb::AttrType K> struct AttrValue;
-template <> struct AttrValue<fb::AttrType::Int> { using type = int64_t; };
-template <> struct AttrValue<fb::AttrType::Float> { using type = float; };
-template <> struct AttrValue<fb::AttrType::String> { using type = std::string_view; };
-template <> struct AttrValue<fb::AttrType::Ints> { using type = Span<const int64_t>; };
-template <> struct AttrValue<fb::AttrType::Floats> { using type = Span<const float>; };
+template <fb::AttrType K>
+struct AttrValue;
+template <>
+struct AttrValue<fb::AttrType::Int> {
+  using type = int64_t;
+};
+template <>
+struct AttrValue<fb::AttrType::Float> {
+  using type = float;
+};
+template <>
+struct AttrValue<fb::AttrType::String> {
+  using type = std::string_view;
+};
+template <>
+struct AttrValue<fb::AttrType::Ints> {
+  using type = Span<const int64_t>;
+};
+template <>
+struct AttrValue<fb::AttrType::Floats> {
+  using type = Span<const float>;
+};
 
 /// The struct of an op without attributes.
 struct NoAttrs {
@@ -39,10 +55,11 @@ struct NoAttrs {
 #define TESSERA_ATTRS_BEGIN(S, ops) struct S##Attrs {
 #define TESSERA_ATTR(S, name, Kind, fallback, presence, doc) \
   AttrValue<fb::AttrType::Kind>::type name = fallback;
-#define TESSERA_ATTRS_END(S)                        \
+#define TESSERA_ATTRS_END(S)                           \
   static Result<S##Attrs> read(const AttrView& attrs); \
   static Result<S##Attrs> read(const Node& node);      \
-  };
+  }                                                    \
+  ;
 #include "tessera/ir/op_attrs.def"
 #undef TESSERA_ATTRS_BEGIN
 #undef TESSERA_ATTR

@@ -31,14 +31,20 @@ constexpr Span<const AttrInfo> attr_span(const AttrInfo (&a)[N]) {
 constexpr Span<const AttrInfo> kNoAttrInfo;
 #define TESSERA_ATTR_SPAN(S) attr_span(k##S##AttrInfo)
 
-#define TESSERA_OP(name, attrs, in_min, in_max, out_min, out_max, act, kernel, import, shape)       \
-  OpInfo{fb::OpType::name, #name, #attrs "Attrs", in_min, in_max, out_min, out_max,          \
-         act == Fused, #kernel, import == Direct, shape == Input0, attrs_of_##attrs()},
+#define TESSERA_OP(name, attrs, in_min, in_max, out_min, out_max, act, kernel, import, shape) \
+  OpInfo{fb::OpType::name, #name,           #attrs "Attrs",                                   \
+         in_min,           in_max,          out_min,                                          \
+         out_max,          act == Fused,    #kernel,                                          \
+         import == Direct, shape == Input0, attrs_of_##attrs()},
 
 // Every struct's span, by name (No: none).
-Span<const AttrInfo> attrs_of_No() { return kNoAttrInfo; }
-#define TESSERA_ATTRS_BEGIN(S, ops) \
-  Span<const AttrInfo> attrs_of_##S() { return TESSERA_ATTR_SPAN(S); }
+Span<const AttrInfo> attrs_of_No() {
+  return kNoAttrInfo;
+}
+#define TESSERA_ATTRS_BEGIN(S, ops)     \
+  Span<const AttrInfo> attrs_of_##S() { \
+    return TESSERA_ATTR_SPAN(S);        \
+  }
 #define TESSERA_ATTR(S, name, Kind, fallback, presence, doc)
 #define TESSERA_ATTRS_END(S)
 #include "tessera/ir/op_attrs.def"
@@ -59,7 +65,8 @@ Status read_declared_attrs(const fb::Node* node) {
   AttrView view(node);
   switch (node->op()) {
 #define TESSERA_OP(name, attrs, in_min, in_max, out_min, out_max, act, kernel, import, shape) \
-  case fb::OpType::name: return attrs##Attrs::read(view).status();
+  case fb::OpType::name:                                                                      \
+    return attrs##Attrs::read(view).status();
 #include "tessera/ir/ops.def"
 #undef TESSERA_OP
   }
@@ -68,7 +75,9 @@ Status read_declared_attrs(const fb::Node* node) {
 
 }  // namespace
 
-Span<const OpInfo> op_table() { return Span<const OpInfo>(kOps, kNumOps); }
+Span<const OpInfo> op_table() {
+  return Span<const OpInfo>(kOps, kNumOps);
+}
 
 const OpInfo* op_info(fb::OpType op) {
   const int v = static_cast<int>(op);

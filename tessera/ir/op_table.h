@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tessera/core/status.h"
 #include "tessera/core/span.h"
+#include "tessera/core/status.h"
 #include "tessera/ir/schema.h"
 
 namespace tessera::ir {

@@ -81,7 +81,8 @@ TEST(OpAttrs, WrongTypeNamesNodeAttributeAndExpectedType) {
   Result<LeakyReluAttrs> a = LeakyReluAttrs::read(AttrView(b.node));
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), Error::InvalidProgram);
-  EXPECT_NE(std::strstr(a.status().message(), "LeakyRelu node 'n1'"), nullptr) << a.status().message();
+  EXPECT_NE(std::strstr(a.status().message(), "LeakyRelu node 'n1'"), nullptr)
+      << a.status().message();
   EXPECT_NE(std::strstr(a.status().message(), "'alpha' has type Int, expected Float"), nullptr)
       << a.status().message();
 }
@@ -112,7 +113,8 @@ TEST(ValidateNode, ArityFromTheTable) {
   EXPECT_NE(std::strstr(st.message(), "Add node 'n1': 1 inputs, expected 2 to 2"), nullptr)
       << st.message();
   // Trailing absent optional inputs do not count; a required one may not be absent.
-  EXPECT_TRUE(validate_node_against_table(NodeBuffer(fb::OpType::Conv, {0, 1, -1}, {2}).node).is_ok());
+  EXPECT_TRUE(
+      validate_node_against_table(NodeBuffer(fb::OpType::Conv, {0, 1, -1}, {2}).node).is_ok());
   st = validate_node_against_table(NodeBuffer(fb::OpType::Conv, {0, -1, 3}, {2}).node);
   EXPECT_NE(std::strstr(st.message(), "required input 1 is absent"), nullptr) << st.message();
   EXPECT_FALSE(validate_node_against_table(NodeBuffer(fb::OpType::Mish, {0}, {1, 2}).node).is_ok());

@@ -107,7 +107,8 @@ TEST(Unary, GeluExact) {
 
 TEST(Unary, Mish) {
   NodeSpec spec(OpType::Mish);
-  check_unary(spec, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, -8, 8, 21);
+  check_unary(
+      spec, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, -8, 8, 21);
 }
 
 TEST(Unary, MishLargeInputsStayFinite) {

@@ -68,15 +68,16 @@ std::string generate() {
          "another type, or a missing required one, is InvalidProgram at load.\n";
   std::string last;
   for (const ir::OpInfo& op : ir::op_table()) {
-    if (op.attrs.empty() || last.find(std::string("|") + op.attrs_struct + "|") != std::string::npos) {
+    if (op.attrs.empty() ||
+        last.find(std::string("|") + op.attrs_struct + "|") != std::string::npos) {
       continue;
     }
     last += std::string("|") + op.attrs_struct + "|";
     out << "\n### " << op.attrs_struct << "\n\n"
         << "| Attribute | Type | Default | Meaning |\n| --- | --- | --- | --- |\n";
     for (const ir::AttrInfo& a : op.attrs) {
-      out << "| `" << a.name << "` | " << fb::EnumNameAttrType(a.kind) << " | `"
-          << default_text(a) << "` | " << a.doc << " |\n";
+      out << "| `" << a.name << "` | " << fb::EnumNameAttrType(a.kind) << " | `" << default_text(a)
+          << "` | " << a.doc << " |\n";
     }
   }
   return out.str();

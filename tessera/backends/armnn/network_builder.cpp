@@ -176,7 +176,8 @@ Status Checker::run() {
       if (!is_constant(graph_, b))
         return no("B must be a constant (ArmNN's fully connected layer)");
       Result<ir::GemmAttrs> gemm = ir::GemmAttrs::read(attrs);
-      if (!gemm.ok() || gemm->transA != 0) return no("transA=1 has no ArmNN fully connected equivalent");
+      if (!gemm.ok() || gemm->transA != 0)
+        return no("transA=1 has no ArmNN fully connected equivalent");
       if (c >= 0) {
         if (!is_constant(graph_, c)) return no("C must be a constant");
         if (numel(d(c)) != d(y)[1] || (d(c).size() == 2 && d(c)[0] != 1)) {
@@ -228,7 +229,8 @@ Status Checker::run() {
       return Status::ok();
     case Op::Pad: {
       Result<ir::PadAttrs> pad = ir::PadAttrs::read(attrs);
-      if (!pad.ok() || pad->mode != "constant") return no("only constant padding maps to ArmNN's Pad");
+      if (!pad.ok() || pad->mode != "constant")
+        return no("only constant padding maps to ArmNN's Pad");
       if (!pad->axes.empty()) return no("the axes attribute is not converted");
       const Span<const int64_t> pads = pad->pads;
       if (pads.size() != 2 * d(x).size()) return no("pads must have 2 x rank entries");
@@ -875,8 +877,7 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::Transpose: {
-      TESSERA_ASSIGN_OR_RETURN(const ir::TransposeAttrs transpose,
-                               ir::TransposeAttrs::read(attrs));
+      TESSERA_ASSIGN_OR_RETURN(const ir::TransposeAttrs transpose, ir::TransposeAttrs::read(attrs));
       DimVector perm(transpose.perm.begin(), transpose.perm.end());
       const size_t rank = d(x).size();
       if (perm.empty()) {

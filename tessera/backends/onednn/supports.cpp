@@ -623,7 +623,9 @@ bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
     case fb::OpType::Sigmoid: s.algorithm = dnnl_eltwise_logistic; break;
     case fb::OpType::Tanh: s.algorithm = dnnl_eltwise_tanh; break;
     case fb::OpType::HardSwish: s.algorithm = dnnl_eltwise_hardswish; break;
-    case fb::OpType::Mish: s.algorithm = dnnl_eltwise_mish; break;
+    case fb::OpType::Mish:
+      s.algorithm = dnnl_eltwise_mish;
+      break;
     case fb::OpType::Sqrt: s.algorithm = dnnl_eltwise_sqrt; break;
     case fb::OpType::Exp: s.algorithm = dnnl_eltwise_exp; break;
     case fb::OpType::Abs: s.algorithm = dnnl_eltwise_abs; break;

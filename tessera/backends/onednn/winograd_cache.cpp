@@ -23,13 +23,14 @@ using dnnl::memory;
 void transform_winograd_weights_cached(const BuildOptions& options, Delegate& delegate, memory from,
                                        memory to) {
   auto transform = [&] {
-    if (delegate.winograd_convs == delegate.weights_from_cache + 1) {  // the delegate's first transform
+    if (delegate.winograd_convs ==
+        delegate.weights_from_cache + 1) {  // the delegate's first transform
       TESSERA_LOG_INFO(
           "onednn: transforming 3x3 convolution weights to the Winograd layout (about "
           "0.1 s per convolution); %s%s%s",
           options.cache_write  ? "cached in '"
           : options.cache_read ? "cache_mode is read, so not cached"
-                                : "not cached (set onednn.cache_dir to keep them)",
+                               : "not cached (set onednn.cache_dir to keep them)",
           options.cache_write ? options.cache_dir.c_str() : "", options.cache_write ? "'" : "");
     }
     dnnl::reorder(from, to).execute(delegate.stream, from, to);

@@ -180,7 +180,11 @@ Status Planner::run() {
   switch (node_.op()) {
     case Op::Relu: case Op::Clip: case Op::Sigmoid: case Op::Tanh: case Op::HardSigmoid:
     case Op::HardSwish: case Op::LeakyRelu: case Op::Gelu: case Op::Erf: case Op::Sqrt:
-    case Op::Exp: case Op::Neg: case Op::Abs: case Op::Reciprocal: case Op::Mish:
+    case Op::Exp:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Reciprocal:
+    case Op::Mish:
       TESSERA_RETURN_IF_ERROR(unary());
       break;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow:
@@ -219,10 +223,23 @@ Status Planner::run() {
     case Op::Identity: case Op::Reshape: case Op::Flatten: case Op::Squeeze: case Op::Unsqueeze:
       TESSERA_RETURN_IF_ERROR(reshape_like());
       break;
-    case Op::ConvTranspose: case Op::PRelu: case Op::ReduceMean: case Op::ReduceSum:
-    case Op::Split: case Op::Slice: case Op::Gather: case Op::Pad: case Op::Resize: case Op::Cast:
-    case Op::Where: case Op::Equal: case Op::Less: case Op::Greater: case Op::ReduceMax:
-    case Op::Min: case Op::Max:
+    case Op::ConvTranspose:
+    case Op::PRelu:
+    case Op::ReduceMean:
+    case Op::ReduceSum:
+    case Op::Split:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Pad:
+    case Op::Resize:
+    case Op::Cast:
+    case Op::Where:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::ReduceMax:
+    case Op::Min:
+    case Op::Max:
       return unsupported("op not implemented by the opencl backend");
   }
   param("total", k().work_items);
@@ -244,7 +261,9 @@ Status Planner::unary() {
     case Op::Abs: expr = "fabs(x)"; break;
     case Op::Reciprocal: expr = "1.0f / x"; break;
     case Op::HardSwish: expr = "x * fmin(fmax(x / 6.0f + 0.5f, 0.0f), 1.0f)"; break;
-    case Op::Mish: expr = "x * tanh(log1p(exp(x)))"; break;
+    case Op::Mish:
+      expr = "x * tanh(log1p(exp(x)))";
+      break;
     case Op::Clip: {
       TESSERA_ASSIGN_OR_RETURN(const ir::ClipAttrs a, ir::ClipAttrs::read(attrs_));
       expr = "fmin(fmax(x, " + float_literal(a.min) + "), " + float_literal(a.max) + ")";

@@ -530,8 +530,7 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       p->output_max = hi;
       break;
     }
-    case Op::LeakyRelu:
-    {
+    case Op::LeakyRelu: {
       ir::LeakyReluAttrs attrs;
       TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
       p->alpha = attrs.alpha;
@@ -539,8 +538,7 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       if (!std::isfinite(p->alpha)) return XNN_UNSUPPORTED(n, "non-finite alpha");
       p->unary = UnaryOp::LeakyRelu;
       break;
-    case Op::HardSigmoid:
-    {
+    case Op::HardSigmoid: {
       ir::HardSigmoidAttrs attrs;
       TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
       p->alpha = attrs.alpha;

@@ -286,8 +286,8 @@ Result<PreparedKernel> prepare_conv(OpContext& ctx) {
   SpatialAttrs g;
   int64_t group = 1, out_channels = 0;
   TESSERA_ASSIGN_OR_RETURN(const ir::ConvAttrs attrs, ctx.read_attrs<ir::ConvAttrs>());
-  TESSERA_RETURN_IF_ERROR(check_conv_inputs(ctx, false, ir::window_of(attrs), attrs.group, &g,
-                                            &group, &out_channels));
+  TESSERA_RETURN_IF_ERROR(
+      check_conv_inputs(ctx, false, ir::window_of(attrs), attrs.group, &g, &group, &out_channels));
   TESSERA_RETURN_IF_ERROR(window_output_sizes(ctx, false, &g));
   TESSERA_ASSIGN_OR_RETURN(ConvState * s, make_conv_state<ConvState>(ctx, g, group, out_channels));
   bool pointwise = s->kvol == 1;
@@ -403,8 +403,8 @@ Result<PreparedKernel> prepare_conv_transpose(OpContext& ctx) {
   int64_t group = 1, out_channels = 0;
   TESSERA_ASSIGN_OR_RETURN(const ir::ConvTransposeAttrs attrs,
                            ctx.read_attrs<ir::ConvTransposeAttrs>());
-  TESSERA_RETURN_IF_ERROR(check_conv_inputs(ctx, true, ir::window_of(attrs), attrs.group, &g,
-                                            &group, &out_channels));
+  TESSERA_RETURN_IF_ERROR(
+      check_conv_inputs(ctx, true, ir::window_of(attrs), attrs.group, &g, &group, &out_channels));
   const Span<const int64_t> output_padding = attrs.output_padding;
   const Span<const int64_t> output_shape = attrs.output_shape;
   if (!output_padding.empty() && output_padding.size() != static_cast<size_t>(g.n)) {

@@ -13,7 +13,8 @@ Result<PreparedKernel> dispatch(OpContext& ctx) {
   // One case per row of the op table, so every op has a kernel family.
   switch (ctx.op()) {
 #define TESSERA_OP(name, attrs, in_min, in_max, out_min, out_max, act, kernel, import, shape) \
-  case Op::name: return prepare_##kernel(ctx);
+  case Op::name:                                                                              \
+    return prepare_##kernel(ctx);
 #include "tessera/ir/ops.def"
 #undef TESSERA_OP
   }

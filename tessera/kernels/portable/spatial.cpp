@@ -2,8 +2,8 @@
 
 namespace tessera::portable {
 
-static Status read_list(const OpContext& ctx, Span<const int64_t> v, const char* name,
-                        size_t count, int64_t lo, int64_t fallback, int64_t* out) {
+static Status read_list(const OpContext& ctx, Span<const int64_t> v, const char* name, size_t count,
+                        int64_t lo, int64_t fallback, int64_t* out) {
   if (v.empty()) {
     for (size_t i = 0; i < count; ++i) out[i] = fallback;
     return Status::ok();

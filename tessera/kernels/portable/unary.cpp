@@ -55,7 +55,8 @@ struct MishF {
   // x * tanh(softplus(x)), softplus(x) = log1p(exp(x)) computed in double (exp overflows in
   // float for x > 88; tanh of a softplus above 20 is 1 in float).
   static float f(float x, const Params&) {
-    const double sp = x > 20.0f ? static_cast<double>(x) : std::log1p(std::exp(static_cast<double>(x)));
+    const double sp =
+        x > 20.0f ? static_cast<double>(x) : std::log1p(std::exp(static_cast<double>(x)));
     return static_cast<float>(static_cast<double>(x) * std::tanh(sp));
   }
 };
@@ -178,7 +179,9 @@ Result<PreparedKernel> prepare_unary(OpContext& ctx) {
     case Op::Neg: fn = unary_fn<NegF>(clamp); break;
     case Op::Reciprocal: fn = unary_fn<ReciprocalF>(clamp); break;
     case Op::Abs: fn = unary_fn<AbsF>(clamp); break;
-    case Op::Mish: fn = unary_fn<MishF>(clamp); break;
+    case Op::Mish:
+      fn = unary_fn<MishF>(clamp);
+      break;
     default: return ctx.error(Error::Internal, "not a unary op");
   }
   if (clamp) ctx.mark_activation_fused();
