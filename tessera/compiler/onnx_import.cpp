@@ -19,6 +19,7 @@
 #include "tessera/compiler/evaluate.h"
 #include "tessera/compiler/shape_inference.h"
 #include "tessera/ir/op.h"
+#include "tessera/ir/op_table.h"
 
 namespace tessera::compiler {
 namespace {
@@ -139,6 +140,45 @@ class Importer {
     const auto* a = attr(name);
     if (!a) return std::nullopt;
     return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  /// The node's ONNX attributes that the op's table row declares, copied as they are (absent
+  /// ones stay absent: the IR's defaults are the table's). InvalidProgram on another ONNX type.
+  Result<std::vector<ir::Attr>> declared_attrs(const ir::OpInfo& info) const {
+    std::vector<ir::Attr> out;
+    for (const ir::AttrInfo& d : info.attrs) {
+      const auto* a = attr(d.name);
+      if (a == nullptr) continue;
+      bool ok = false;
+      switch (d.kind) {
+        case fb::AttrType::Int:
+          ok = a->type() == onnx::AttributeProto::INT;
+          if (ok) out.push_back(ir::Attr::make_int(d.name, a->i()));
+          break;
+        case fb::AttrType::Float:
+          ok = a->type() == onnx::AttributeProto::FLOAT;
+          if (ok) out.push_back(ir::Attr::make_float(d.name, a->f()));
+          break;
+        case fb::AttrType::String:
+          ok = a->type() == onnx::AttributeProto::STRING;
+          if (ok) out.push_back(ir::Attr::make_string(d.name, a->s()));
+          break;
+        case fb::AttrType::Ints:
+          ok = a->type() == onnx::AttributeProto::INTS;
+          if (ok) out.push_back(ir::Attr::make_ints(d.name, {a->ints().begin(), a->ints().end()}));
+          break;
+        case fb::AttrType::Floats:
+          ok = a->type() == onnx::AttributeProto::FLOATS;
+          if (ok) {
+            out.push_back(ir::Attr::make_floats(d.name, {a->floats().begin(), a->floats().end()}));
+          }
+          break;
+      }
+      if (!ok) {
+        return node_error(Error::InvalidProgram, "attribute '%s' has ONNX type %d, expected %s",
+                          d.name, static_cast<int>(a->type()), fb::EnumNameAttrType(d.kind));
+      }
+    }
+    return out;
   }
   size_t num_inputs() const { return static_cast<size_t>(node_->input_size()); }
   // Value index of input k, or -1 when absent.
@@ -1172,28 +1212,25 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
   if (node.output_size() == 0) return node_error(Error::InvalidProgram, "no outputs");
   const std::string& op = node.op_type();
 
-  // Elementwise and simple ops that map one to one.
-  static const std::unordered_map<std::string, OpType> kDirect = {
-      {"Add", OpType::Add}, {"Sub", OpType::Sub}, {"Mul", OpType::Mul}, {"Div", OpType::Div},
-      {"Pow", OpType::Pow}, {"Equal", OpType::Equal}, {"Less", OpType::Less}, {"Greater", OpType::Greater},
-      {"Where", OpType::Where}, {"Relu", OpType::Relu}, {"Sigmoid", OpType::Sigmoid}, {"Tanh", OpType::Tanh},
-      {"Erf", OpType::Erf}, {"Sqrt", OpType::Sqrt}, {"Exp", OpType::Exp}, {"Neg", OpType::Neg},
-      {"Reciprocal", OpType::Reciprocal}, {"Abs", OpType::Abs}, {"HardSwish", OpType::HardSwish},
-      {"PRelu", OpType::PRelu}, {"MatMul", OpType::MatMul}, {"GlobalAveragePool", OpType::GlobalAveragePool}};
-  if (auto it = kDirect.find(op); it != kDirect.end()) {
+  // Ops the table marks Direct (tessera/ir/ops.def) map one to one.
+  OpType direct_op;
+  const ir::OpInfo* direct = ir::op_from_name(op, &direct_op) ? ir::op_info(direct_op) : nullptr;
+  if (direct != nullptr && direct->direct_import) {
     std::vector<int> inputs;
     for (size_t k = 0; k < num_inputs(); ++k) {
       TESSERA_ASSIGN_OR_RETURN(int v, need(k));
       inputs.push_back(v);
     }
-    if (it->second == OpType::Pow && inputs.size() == 2 && g_.values[inputs[0]].dtype != g_.values[inputs[1]].dtype) {
+    if (direct_op == OpType::Pow && inputs.size() == 2 &&
+        g_.values[inputs[0]].dtype != g_.values[inputs[1]].dtype) {
       // ONNX allows an exponent of another type; the IR wants one type.
       const HostTensor* e = known(inputs[1]);
       HostTensor cast;
       if (!e || !cast_tensor(*e, g_.values[inputs[0]].dtype, &cast)) return unsupported_use("an exponent of another type computed at run time");
       inputs[1] = make_const(node_name_ + ":exponent", std::move(cast));
     }
-    return emit1(it->second, std::move(inputs), {}).status();
+    TESSERA_ASSIGN_OR_RETURN(std::vector<ir::Attr> attrs, declared_attrs(*direct));
+    return emit1(direct_op, std::move(inputs), std::move(attrs)).status();
   }
   if (op == "Identity" || op == "Dropout") {
     if (op == "Dropout" && output_used(1)) return unsupported_use("the mask output");
@@ -1330,16 +1367,6 @@ Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
   }
   if (op == "Min" || op == "Max" || op == "Sum") {
     return variadic(op == "Min" ? OpType::Min : op == "Max" ? OpType::Max : OpType::Add);
-  }
-  if (op == "HardSigmoid" || op == "LeakyRelu") {
-    TESSERA_ASSIGN_OR_RETURN(int x, need(0));
-    std::vector<ir::Attr> attrs;
-    if (op == "HardSigmoid") {
-      attrs = {ir::Attr::make_float("alpha", afloat("alpha", 0.2f)), ir::Attr::make_float("beta", afloat("beta", 0.5f))};
-    } else {
-      attrs = {ir::Attr::make_float("alpha", afloat("alpha", 0.01f))};
-    }
-    return emit1(op == "HardSigmoid" ? OpType::HardSigmoid : OpType::LeakyRelu, {x}, std::move(attrs)).status();
   }
   if (op == "Clip") return clip();
   if (op == "Softmax") return softmax();

@@ -28,6 +28,8 @@ class AttrView {
 
   /// Name of the node for messages ("" if unnamed).
   std::string_view node_name() const;
+  /// The node's op (Identity without a node).
+  fb::OpType op() const { return node_ ? node_->op() : fb::OpType::Identity; }
 
  private:
   const fb::Attr* find(std::string_view name) const;

@@ -9,6 +9,7 @@
 #include "tessera/core/scalar_type.h"
 #include "tessera/core/tensor.h"
 #include "tessera/ir/op.h"
+#include "tessera/ir/op_table.h"
 #include "tessera/ir/shape_expr.h"
 #include "tessera/runtime/program.h"
 
@@ -195,6 +196,10 @@ Status validate_node(const fb::Node* node,
       return invalid(where, "%s node %s %u (value %d) is not a tensor", ir::op_name(node->op()),
                      is_in ? "input" : "output", j, v);
     }
+  }
+  // Arity and attribute types, as tessera/ir/ops.def declares them.
+  if (Status st = ir::validate_node_against_table(node); !st.is_ok()) {
+    return invalid(where, "%s", st.message());
   }
   return Status::ok();
 }

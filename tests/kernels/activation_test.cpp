@@ -105,6 +105,19 @@ TEST(Unary, GeluExact) {
   check_unary(named, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, -6, 6, 20);
 }
 
+TEST(Unary, Mish) {
+  NodeSpec spec(OpType::Mish);
+  check_unary(
+      spec, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, -8, 8, 21);
+}
+
+TEST(Unary, MishLargeInputsStayFinite) {
+  TestTensor x = TestTensor::f32({4}, {-200.0f, 30.0f, 100.0f, 1e30f});
+  TestTensor y(ScalarType::Float32, {4});
+  ASSERT_TRUE(run_op(NodeSpec(OpType::Mish).node(), {&x}, {&y}).is_ok());
+  EXPECT_EQ(y.floats(), (std::vector<float>{-0.0f, 30.0f, 100.0f, 1e30f}));
+}
+
 TEST(Unary, GeluTanh) {
   NodeSpec spec(OpType::Gelu);
   spec.attr(attr_string("approximate", "tanh"));

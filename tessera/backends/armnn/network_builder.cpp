@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "tessera/ir/attributes.h"
+#include "tessera/ir/op_attrs.h"
 #include "tessera/ir/shape_expr.h"
 
 namespace tessera::armnn_backend {
@@ -51,13 +52,6 @@ bool is_constant(const fb::Graph& graph, int v) {
          graph.values()->Get(static_cast<uint32_t>(v))->constant() >= 0;
 }
 
-/// Ints attribute as a vector (empty when absent or of another type).
-DimVector ints_attr(const fb::Node& node, std::string_view name) {
-  Result<Span<const int64_t>> r = ir::AttrView(&node).get_ints(name);
-  if (!r.ok()) return {};
-  return DimVector(r->begin(), r->end());
-}
-
 // Support check ---------------------------------------------------------------------------------
 
 class Checker {
@@ -95,12 +89,12 @@ Status Checker::check_conv() {
   if (d(x).size() != 4) return no("only 2-D convolutions (rank-4 NCHW input) map to ArmNN");
   if (!is_constant(graph_, w)) return no("the weights must be a constant");
   if (b >= 0 && !is_constant(graph_, b)) return no("the bias must be a constant");
-  ir::AttrView attrs(&node_);
-  Result<std::string_view> auto_pad = attrs.get_string("auto_pad", "NOTSET");
-  if (!auto_pad.ok() || (*auto_pad != "NOTSET" && *auto_pad != "VALID")) {
+  Result<ir::ConvAttrs> attrs = ir::ConvAttrs::read(ir::AttrView(&node_));
+  if (!attrs.ok()) return no("%s", attrs.status().message());
+  if (attrs->auto_pad != "NOTSET" && attrs->auto_pad != "VALID") {
     return no("auto_pad other than NOTSET/VALID");
   }
-  const DimVector pads = ints_attr(node_, "pads");
+  const Span<const int64_t> pads = attrs->pads;
   for (int64_t p : pads) {
     if (p < 0) return no("negative pads");
   }
@@ -110,19 +104,18 @@ Status Checker::check_conv() {
 Status Checker::check_pool() {
   const int x = input_of(node_, 0);
   if (d(x).size() != 4) return no("only 2-D pooling (rank-4 NCHW input) maps to ArmNN");
-  const DimVector dil = ints_attr(node_, "dilations");
-  for (int64_t v : dil) {
+  Result<ir::PoolAttrs> attrs = ir::PoolAttrs::read(ir::AttrView(&node_));
+  if (!attrs.ok()) return no("%s", attrs.status().message());
+  for (int64_t v : attrs->dilations) {
     if (v != 1) return no("ArmNN 20.08 pooling has no dilation");
   }
-  ir::AttrView attrs(&node_);
-  Result<std::string_view> auto_pad = attrs.get_string("auto_pad", "NOTSET");
-  if (!auto_pad.ok() || (*auto_pad != "NOTSET" && *auto_pad != "VALID")) {
+  if (attrs->auto_pad != "NOTSET" && attrs->auto_pad != "VALID") {
     return no("auto_pad other than NOTSET/VALID");
   }
   if (node_.outputs() && node_.outputs()->size() > 1 && output_of(node_, 1) >= 0) {
     return no("MaxPool's Indices output has no ArmNN equivalent");
   }
-  if (ints_attr(node_, "kernel_shape").size() != 2) return no("kernel_shape must have 2 entries");
+  if (attrs->kernel_shape.size() != 2) return no("kernel_shape must have 2 entries");
   return Status::ok();
 }
 
@@ -182,8 +175,9 @@ Status Checker::run() {
       if (d(x).size() != 2) return no("A must be 2-D");
       if (!is_constant(graph_, b))
         return no("B must be a constant (ArmNN's fully connected layer)");
-      Result<int64_t> ta = attrs.get_int("transA", 0);
-      if (!ta.ok() || *ta != 0) return no("transA=1 has no ArmNN fully connected equivalent");
+      Result<ir::GemmAttrs> gemm = ir::GemmAttrs::read(attrs);
+      if (!gemm.ok() || gemm->transA != 0)
+        return no("transA=1 has no ArmNN fully connected equivalent");
       if (c >= 0) {
         if (!is_constant(graph_, c)) return no("C must be a constant");
         if (numel(d(c)) != d(y)[1] || (d(c).size() == 2 && d(c)[0] != 1)) {
@@ -234,10 +228,11 @@ Status Checker::run() {
       }
       return Status::ok();
     case Op::Pad: {
-      Result<std::string_view> mode = attrs.get_string("mode", "constant");
-      if (!mode.ok() || *mode != "constant") return no("only constant padding maps to ArmNN's Pad");
-      if (attrs.has("axes")) return no("the axes attribute is not converted");
-      const DimVector pads = ints_attr(node_, "pads");
+      Result<ir::PadAttrs> pad = ir::PadAttrs::read(attrs);
+      if (!pad.ok() || pad->mode != "constant")
+        return no("only constant padding maps to ArmNN's Pad");
+      if (!pad->axes.empty()) return no("the axes attribute is not converted");
+      const Span<const int64_t> pads = pad->pads;
       if (pads.size() != 2 * d(x).size()) return no("pads must have 2 x rank entries");
       for (int64_t p : pads) {
         if (p < 0) return no("negative pads (cropping)");
@@ -245,8 +240,8 @@ Status Checker::run() {
       return Status::ok();
     }
     case Op::ReduceMean: {
-      Result<int64_t> noop = attrs.get_int("noop_with_empty_axes", 0);
-      if (!noop.ok() || *noop != 0) return no("noop_with_empty_axes=1");
+      Result<ir::ReduceAttrs> reduce = ir::ReduceAttrs::read(attrs);
+      if (!reduce.ok() || reduce->noop_with_empty_axes != 0) return no("noop_with_empty_axes=1");
       return Status::ok();
     }
     case Op::GlobalAveragePool:
@@ -260,8 +255,8 @@ Status Checker::run() {
       for (int i = 1; i < 5; ++i) {
         if (!is_constant(graph_, input_of(node_, i))) return no("input %d must be a constant", i);
       }
-      Result<int64_t> training = attrs.get_int("training_mode", 0);
-      if (!training.ok() || *training != 0) return no("training_mode=1");
+      Result<ir::BatchNormalizationAttrs> bn = ir::BatchNormalizationAttrs::read(attrs);
+      if (!bn.ok() || bn->training_mode != 0) return no("training_mode=1");
       return Status::ok();
     }
     case Op::LayerNormalization: {
@@ -277,11 +272,11 @@ Status Checker::run() {
       if (d(x).size() != 4 || d(x)[0] != d(y)[0] || d(x)[1] != d(y)[1]) {
         return no("only resizing H and W of a rank-4 NCHW tensor maps to ArmNN");
       }
-      Result<std::string_view> mode = attrs.get_string("mode", "nearest");
-      Result<std::string_view> ctm =
-          attrs.get_string("coordinate_transformation_mode", "half_pixel");
-      Result<std::string_view> nearest = attrs.get_string("nearest_mode", "round_prefer_floor");
-      if (!mode.ok() || !ctm.ok() || !nearest.ok()) return no("bad attribute types");
+      Result<ir::ResizeAttrs> resize = ir::ResizeAttrs::read(attrs);
+      if (!resize.ok()) return no("bad attribute types");
+      const std::string_view* mode = &resize->mode;
+      const std::string_view* ctm = &resize->coordinate_transformation_mode;
+      const std::string_view* nearest = &resize->nearest_mode;
       if (*mode == "nearest") {
         if (*ctm != "asymmetric" || *nearest != "floor") {
           return no(
@@ -300,8 +295,7 @@ Status Checker::run() {
         return no("mode '%.*s' has no ArmNN equivalent", static_cast<int>(mode->size()),
                   mode->data());
       }
-      Result<Span<const float>> scales = attrs.get_floats("scales");
-      if (!scales.ok()) return no("bad scales attribute");
+      const Span<const float>* scales = &resize->scales;
       if (scales->size() == 4) {
         for (size_t k = 2; k < 4; ++k) {
           const double ratio = static_cast<double>(d(y)[k]) / static_cast<double>(d(x)[k]);
@@ -546,8 +540,8 @@ armnn::IOutputSlot* Builder::binary(Op op, armnn::IOutputSlot* a, armnn::IOutput
 Result<armnn::IOutputSlot*> Builder::conv(const fb::Node& node) {
   const int x = input_of(node, 0), w = input_of(node, 1), bias_v = input_of(node, 2);
   const int y = output_of(node, 0);
-  ir::AttrView attrs(&node);
-  TESSERA_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
+  TESSERA_ASSIGN_OR_RETURN(const ir::ConvAttrs attrs, ir::ConvAttrs::read(ir::AttrView(&node)));
+  const int64_t group = attrs.group;
   const DimVector& dx = d(x);
   const DimVector& dw = d(w);
   const DimVector& dy = d(y);
@@ -557,9 +551,9 @@ Result<armnn::IOutputSlot*> Builder::conv(const fb::Node& node) {
                          static_cast<long long>(dw.size() > 0 ? dw[0] : 0),
                          static_cast<long long>(dw.size() > 1 ? dw[1] : 0));
   }
-  const DimVector strides = ints_attr(node, "strides");
-  const DimVector dilations = ints_attr(node, "dilations");
-  DimVector pads = ints_attr(node, "pads");
+  const DimVector strides(attrs.strides.begin(), attrs.strides.end());
+  const DimVector dilations(attrs.dilations.begin(), attrs.dilations.end());
+  DimVector pads(attrs.pads.begin(), attrs.pads.end());
   if (pads.size() != 4) pads.assign(4, 0);
   TESSERA_ASSIGN_OR_RETURN(std::vector<float> weights, constant(w));
   std::vector<float> bias;
@@ -663,12 +657,13 @@ Result<armnn::IOutputSlot*> Builder::pool(const fb::Node& node) {
     desc.m_PoolWidth = static_cast<uint32_t>(d(x)[3]);
     desc.m_StrideX = desc.m_StrideY = 1;
   } else {
-    const DimVector kernel = ints_attr(node, "kernel_shape");
-    const DimVector strides = ints_attr(node, "strides");
-    DimVector pads = ints_attr(node, "pads");
+    TESSERA_ASSIGN_OR_RETURN(const ir::PoolAttrs pool, ir::PoolAttrs::read(attrs));
+    const DimVector kernel(pool.kernel_shape.begin(), pool.kernel_shape.end());
+    const DimVector strides(pool.strides.begin(), pool.strides.end());
+    DimVector pads(pool.pads.begin(), pool.pads.end());
     if (pads.size() != 4) pads.assign(4, 0);
-    TESSERA_ASSIGN_OR_RETURN(int64_t ceil_mode, attrs.get_int("ceil_mode", 0));
-    TESSERA_ASSIGN_OR_RETURN(int64_t include_pad, attrs.get_int("count_include_pad", 0));
+    const int64_t ceil_mode = pool.ceil_mode;
+    const int64_t include_pad = pool.count_include_pad;
     desc.m_PoolType =
         node.op() == Op::MaxPool ? armnn::PoolingAlgorithm::Max : armnn::PoolingAlgorithm::Average;
     desc.m_PoolHeight = static_cast<uint32_t>(kernel[0]);
@@ -694,9 +689,10 @@ Result<armnn::IOutputSlot*> Builder::pool(const fb::Node& node) {
 Result<armnn::IOutputSlot*> Builder::layer_norm(const fb::Node& node) {
   const int x = input_of(node, 0), scale = input_of(node, 1), bias = input_of(node, 2);
   const int y = output_of(node, 0);
-  ir::AttrView attrs(&node);
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs.get_int("axis", -1));
-  TESSERA_ASSIGN_OR_RETURN(float eps, attrs.get_float("epsilon", 1e-5f));
+  TESSERA_ASSIGN_OR_RETURN(const ir::LayerNormalizationAttrs attrs,
+                           ir::LayerNormalizationAttrs::read(ir::AttrView(&node)));
+  int64_t axis = attrs.axis;
+  const float eps = attrs.epsilon;
   const DimVector& dx = d(x);
   const int64_t rank = static_cast<int64_t>(dx.size());
   if (axis < 0) axis += rank;
@@ -772,21 +768,20 @@ Status Builder::convert(const fb::Node& node) {
       TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::HardSwish));
       break;
     case Op::LeakyRelu: {
-      TESSERA_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 0.01f));
-      TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::LeakyReLu, alpha));
+      TESSERA_ASSIGN_OR_RETURN(const ir::LeakyReluAttrs a, ir::LeakyReluAttrs::read(attrs));
+      TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::LeakyReLu, a.alpha));
       break;
     }
     case Op::Clip: {
-      TESSERA_ASSIGN_OR_RETURN(float lo, attrs.get_float("min", -INFINITY));
-      TESSERA_ASSIGN_OR_RETURN(float hi, attrs.get_float("max", INFINITY));
+      TESSERA_ASSIGN_OR_RETURN(const ir::ClipAttrs a, ir::ClipAttrs::read(attrs));
+      const float lo = a.min, hi = a.max;
       TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::BoundedReLu,
                                   std::isinf(hi) ? FLT_MAX : hi, std::isinf(lo) ? -FLT_MAX : lo));
       break;
     }
     case Op::HardSigmoid: {
-      TESSERA_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 0.2f));
-      TESSERA_ASSIGN_OR_RETURN(float beta, attrs.get_float("beta", 0.5f));
-      TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::Linear, alpha, beta));
+      TESSERA_ASSIGN_OR_RETURN(const ir::HardSigmoidAttrs a, ir::HardSigmoidAttrs::read(attrs));
+      TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::Linear, a.alpha, a.beta));
       result = activation(result, dy, armnn::ActivationFunction::BoundedReLu, 1.0f, 0.0f);
       break;
     }
@@ -822,9 +817,10 @@ Status Builder::convert(const fb::Node& node) {
       float alpha = 1.0f, beta = 1.0f;
       int64_t trans_b = 0;
       if (node.op() == Op::Gemm) {
-        TESSERA_ASSIGN_OR_RETURN(alpha, attrs.get_float("alpha", 1.0f));
-        TESSERA_ASSIGN_OR_RETURN(beta, attrs.get_float("beta", 1.0f));
-        TESSERA_ASSIGN_OR_RETURN(trans_b, attrs.get_int("transB", 0));
+        TESSERA_ASSIGN_OR_RETURN(const ir::GemmAttrs gemm, ir::GemmAttrs::read(attrs));
+        alpha = gemm.alpha;
+        beta = gemm.beta;
+        trans_b = gemm.transB;
       }
       if (alpha != 1.0f) {
         for (float& w : weights) w *= alpha;
@@ -868,7 +864,8 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::Softmax: {
-      TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs.get_int("axis", -1));
+      TESSERA_ASSIGN_OR_RETURN(const ir::SoftmaxAttrs softmax, ir::SoftmaxAttrs::read(attrs));
+      int64_t axis = softmax.axis;
       const int64_t rank = static_cast<int64_t>(dy.size());
       if (axis < 0) axis += rank;
       armnn::SoftmaxDescriptor desc;
@@ -880,7 +877,8 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::Transpose: {
-      DimVector perm = ints_attr(node, "perm");
+      TESSERA_ASSIGN_OR_RETURN(const ir::TransposeAttrs transpose, ir::TransposeAttrs::read(attrs));
+      DimVector perm(transpose.perm.begin(), transpose.perm.end());
       const size_t rank = d(x).size();
       if (perm.empty()) {
         for (size_t k = 0; k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
@@ -896,7 +894,8 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::Concat: {
-      TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs.get_int("axis", 0));
+      TESSERA_ASSIGN_OR_RETURN(const ir::ConcatAttrs concat, ir::ConcatAttrs::read(attrs));
+      int64_t axis = concat.axis;
       const int64_t rank = static_cast<int64_t>(dy.size());
       if (axis < 0) axis += rank;
       std::vector<armnn::TensorShape> shapes;
@@ -915,8 +914,9 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::Pad: {
-      const DimVector pads = ints_attr(node, "pads");
-      TESSERA_ASSIGN_OR_RETURN(float value, attrs.get_float("value", 0.0f));
+      TESSERA_ASSIGN_OR_RETURN(const ir::PadAttrs pad, ir::PadAttrs::read(attrs));
+      const DimVector pads(pad.pads.begin(), pad.pads.end());
+      const float value = pad.value;
       armnn::PadDescriptor desc;
       const size_t rank = d(x).size();
       for (size_t k = 0; k < rank; ++k) {
@@ -931,8 +931,9 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::ReduceMean: {
-      DimVector axes = ints_attr(node, "axes");
-      TESSERA_ASSIGN_OR_RETURN(int64_t keep, attrs.get_int("keepdims", 1));
+      TESSERA_ASSIGN_OR_RETURN(const ir::ReduceAttrs reduce, ir::ReduceAttrs::read(attrs));
+      DimVector axes(reduce.axes.begin(), reduce.axes.end());
+      const int64_t keep = reduce.keepdims;
       const int64_t rank = static_cast<int64_t>(d(x).size());
       armnn::MeanDescriptor desc;
       if (axes.empty()) {
@@ -954,7 +955,9 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::BatchNormalization: {
-      TESSERA_ASSIGN_OR_RETURN(float eps, attrs.get_float("epsilon", 1e-5f));
+      TESSERA_ASSIGN_OR_RETURN(const ir::BatchNormalizationAttrs bn,
+                               ir::BatchNormalizationAttrs::read(attrs));
+      const float eps = bn.epsilon;
       std::vector<float> params[4];
       for (int i = 0; i < 4; ++i) {
         TESSERA_ASSIGN_OR_RETURN(params[i], constant(input_of(node, i + 1)));
@@ -977,9 +980,8 @@ Status Builder::convert(const fb::Node& node) {
       break;
     }
     case Op::Resize: {
-      TESSERA_ASSIGN_OR_RETURN(std::string_view mode, attrs.get_string("mode", "nearest"));
-      TESSERA_ASSIGN_OR_RETURN(std::string_view ctm,
-                               attrs.get_string("coordinate_transformation_mode", "half_pixel"));
+      TESSERA_ASSIGN_OR_RETURN(const ir::ResizeAttrs resize, ir::ResizeAttrs::read(attrs));
+      const std::string_view mode = resize.mode, ctm = resize.coordinate_transformation_mode;
       armnn::ResizeDescriptor desc;
       desc.m_DataLayout = armnn::DataLayout::NCHW;
       desc.m_TargetHeight = static_cast<uint32_t>(dy[2]);

@@ -1,18 +1,14 @@
 #include "tessera/backends/onednn/graph_builder.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "tessera/backend/cache_limit.h"
-#include "tessera/backend/integrity_file.h"
 #include "tessera/backends/onednn/onednn_backend.h"
 #include "tessera/backends/onednn/supports.h"
+#include "tessera/backends/onednn/winograd_cache.h"
 #include "tessera/core/log.h"
 #include "tessera/ir/memory_plan.h"
 #include "tessera/ir/shape_expr.h"
@@ -50,11 +46,16 @@ bool is_plain(const memory::desc& md) {
   return md == plain(md.dims(), md.data_type());
 }
 
-/// The node's "axis" attribute (`fallback` when absent), negative values counted from `rank`.
-/// check_node has validated the range.
-int64_t axis_attr(const NodeView& n, int64_t fallback, size_t rank) {
-  int64_t axis = fallback;
-  n.attr_int("axis", fallback, &axis);
+/// The typed attributes of a node check_node accepted (it checked their types).
+template <typename A>
+A attrs_of(const NodeView& n) {
+  A a;
+  n.attrs(&a);
+  return a;
+}
+
+/// An axis check_node validated, negative values counted from `rank`.
+int64_t normalized_axis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }
 
@@ -382,104 +383,8 @@ void Builder::add_activation_step(const fb::Node& node, int value, std::string_v
 
 // ---- ops ---------------------------------------------------------------------------------------
 
-// oneDNN's Winograd weight transform (wino_reorder) is slow: 115-157 ms for one 512x512 3x3
-// weight, most of a ResNet-18 load with conv_algorithm=winograd. Its result depends only on the
-// source weights and on the target layout, which the Winograd descriptor's fields say entirely,
-// so it can be kept on disk (an integrity-checked file, see integrity_file.h) and read back.
 void Builder::transform_winograd_weights(memory from, memory to) {
-  auto transform = [&] {
-    if (d_.winograd_convs == d_.weights_from_cache + 1) {  // the delegate's first transform
-      TESSERA_LOG_INFO(
-          "onednn: transforming 3x3 convolution weights to the Winograd layout (about "
-          "0.1 s per convolution); %s%s%s",
-          options_.cache_write  ? "cached in '"
-          : options_.cache_read ? "cache_mode is read, so not cached"
-                                : "not cached (set onednn.cache_dir to keep them)",
-          options_.cache_write ? options_.cache_dir.c_str() : "", options_.cache_write ? "'" : "");
-    }
-    dnnl::reorder(from, to).execute(d_.stream, from, to);
-    d_.stream.wait();
-  };
-  if (!options_.cache_read) {  // no cache: nothing to key, hash or look up
-    transform();
-    return;
-  }
-  const dnnl_memory_desc_t& md = to.get_desc().data;
-  const dnnl_wino_desc_t& wd = md.format_desc.wino_desc;
-  const size_t bytes = to.get_desc().get_size();
-  const size_t from_bytes = from.get_desc().get_size();
-  IntegrityKey key{};
-  std::memcpy(key.magic, "TSDNNLW1", sizeof key.magic);
-  const dnnl_version_t* v = dnnl_version();
-  char device[96];
-  std::snprintf(device, sizeof device, "onednn %d.%d.%d %s isa %d", v->major, v->minor, v->patch,
-                v->hash, static_cast<int>(dnnl_get_effective_cpu_isa()));
-  key.device = fnv1a64(std::string(device));
-  // The layout: dims, type and every field of the Winograd descriptor, one by one (the struct
-  // may hold padding bytes); then the source weights.
-  uint64_t content = fnv1a64(md.dims, sizeof(md.dims[0]) * static_cast<size_t>(md.ndims));
-  const int64_t fields[] = {md.ndims,
-                            md.data_type,
-                            md.format_kind,
-                            wd.wino_format,
-                            wd.r,
-                            wd.alpha,
-                            wd.ic,
-                            wd.oc,
-                            wd.ic_block,
-                            wd.oc_block,
-                            wd.ic2_block,
-                            wd.oc2_block,
-                            static_cast<int64_t>(wd.size),
-                            static_cast<int64_t>(bytes)};
-  content = fnv1a64(fields, sizeof fields, content);
-  content = fnv1a64(&wd.adj_scale, sizeof wd.adj_scale, content);
-  key.content = hash64(from.get_data_handle(), from_bytes, content);
-
-  char file[40];
-  std::snprintf(
-      file, sizeof file, "%016llx.dnnlw",
-      static_cast<unsigned long long>(fnv1a64(&key.content, sizeof key.content, key.device)));
-  std::string path = options_.cache_dir;
-  if (path.back() != '/') path += '/';
-  path += file;
-  Result<std::vector<uint8_t>> entry = read_integrity_file(path, key);
-  if (entry.ok() && entry->size() == bytes) {
-    std::memcpy(to.get_data_handle(), entry->data(), bytes);
-    ++d_.weights_from_cache;
-    touch_cache_entry(path);  // recently used: evicted last
-    return;
-  }
-  if (entry.ok()) {
-    TESSERA_LOG_WARNING("onednn: cache entry '%s' holds %zu bytes, expected %zu; recomputing",
-                        path.c_str(), entry->size(), bytes);
-  } else if (entry.status().code() != Error::NotFound) {
-    TESSERA_LOG_WARNING("onednn: cache entry unusable: %s; recomputing", entry.status().message());
-  }
-  transform();
-  if (!options_.cache_write) return;
-  if (::mkdir(options_.cache_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    TESSERA_LOG_WARNING("onednn: cannot create cache_dir '%s': %s", options_.cache_dir.c_str(),
-                        std::strerror(errno));
-    return;
-  }
-  const auto* p = static_cast<const uint8_t*>(to.get_data_handle());
-  const Status written = write_integrity_file(path, key, std::vector<uint8_t>(p, p + bytes));
-  if (!written.is_ok()) {
-    TESSERA_LOG_WARNING("onednn: cache not written: %s", written.message());
-    return;
-  }
-  ++d_.weights_cached;
-  if (options_.cache_max_bytes != 0) {
-    const CacheTrim trim = trim_cache_dir(options_.cache_dir, ".dnnlw", options_.cache_max_bytes);
-    if (trim.removed > 0 || trim.failed > 0) {
-      TESSERA_LOG_INFO(
-          "onednn: cache_dir '%s' above cache_max_mb: removed %zu least recently "
-          "used entries (%zu could not be), %llu bytes left",
-          options_.cache_dir.c_str(), trim.removed, trim.failed,
-          static_cast<unsigned long long>(trim.bytes_after));
-    }
-  }
+  transform_winograd_weights_cached(options_, d_, from, to);
 }
 
 bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
@@ -515,8 +420,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const DimVector& dw = dims_[static_cast<size_t>(w)];
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  int64_t group = 1;
-  n.attr_int("group", 1, &group);
+  const int64_t group = attrs_of<ir::ConvAttrs>(n).group;
   const Window win = read_window(n);
   DimVector wdims = dw;
   if (group > 1) wdims = {group, dw[0] / group, dw[1], dw[2], dw[3]};
@@ -656,9 +560,10 @@ Status Builder::lower_matmul(const NodeView& n) {
   int64_t trans_a = 0, trans_b = 0;
   float beta = 1.0f;
   if (gemm) {
-    n.attr_int("transA", 0, &trans_a);
-    n.attr_int("transB", 0, &trans_b);
-    n.attr_float("beta", 1.0f, &beta);
+    const ir::GemmAttrs attrs = attrs_of<ir::GemmAttrs>(n);
+    trans_a = attrs.transA;
+    trans_b = attrs.transB;
+    beta = attrs.beta;
   }
   const int64_t k = gemm ? (trans_a ? da[0] : da[1]) : da.back();
   const int64_t m = numel(da) / k;
@@ -716,8 +621,7 @@ Status Builder::lower_pool(const NodeView& n) {
   const Window win = read_window(n);
   algorithm alg = algorithm::pooling_max;
   if (n.op() == fb::OpType::AveragePool) {
-    int64_t include = 0;
-    n.attr_int("count_include_pad", 0, &include);
+    const int64_t include = attrs_of<ir::PoolAttrs>(n).count_include_pad;
     alg = include ? algorithm::pooling_avg_include_padding : algorithm::pooling_avg_exclude_padding;
   }
   TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
@@ -834,10 +738,8 @@ Status Builder::lower_eltwise(const NodeView& n, int index) {
              n.name());
   };
   if (n.op() == fb::OpType::HardSigmoid) {
-    float alpha = 0.2f, beta = 0.5f;
-    n.attr_float("alpha", 0.2f, &alpha);
-    n.attr_float("beta", 0.5f, &beta);
-    run(algorithm::eltwise_linear, alpha, beta, src);
+    const ir::HardSigmoidAttrs attrs = attrs_of<ir::HardSigmoidAttrs>(n);
+    run(algorithm::eltwise_linear, attrs.alpha, attrs.beta, src);
     run(algorithm::eltwise_clip, 0.0f, 1.0f, dst);
   } else {
     EltwiseSpec s;
@@ -852,7 +754,7 @@ Status Builder::lower_eltwise(const NodeView& n, int index) {
 Status Builder::lower_softmax(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  const int64_t axis = axis_attr(n, -1, dx.size());
+  const int64_t axis = normalized_axis(attrs_of<ir::SoftmaxAttrs>(n).axis, dx.size());
   TESSERA_ASSIGN_OR_RETURN(memory src, plain_view(x, dx, act_));
   dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, src.get_desc(),
                                    static_cast<int>(axis));
@@ -868,7 +770,7 @@ Status Builder::lower_softmax(const NodeView& n) {
 Status Builder::lower_concat(const NodeView& n) {
   const int y = n.output(0);
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  const int64_t axis = axis_attr(n, 0, dy.size());
+  const int64_t axis = normalized_axis(attrs_of<ir::ConcatAttrs>(n).axis, dy.size());
   std::vector<memory> srcs;
   std::vector<memory::desc> mds;
   // Same layout for every part: the first part's when all share it, else row-major.
@@ -957,9 +859,9 @@ Status Builder::lower_transpose(const NodeView& n) {
 Status Builder::lower_layer_norm(const NodeView& n) {
   const int x = n.input(0), scale = n.input(1), bias = n.input(2), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  const int64_t axis = axis_attr(n, -1, dx.size());
-  float epsilon = 1e-5f;
-  n.attr_float("epsilon", 1e-5f, &epsilon);
+  const ir::LayerNormalizationAttrs attrs = attrs_of<ir::LayerNormalizationAttrs>(n);
+  const int64_t axis = normalized_axis(attrs.axis, dx.size());
+  const float epsilon = attrs.epsilon;
   // Row-major X viewed as [outer, normalized]: oneDNN normalizes over the last dim.
   const DimVector norm(dx.begin() + axis, dx.end());
   const int64_t inner = numel(norm);
@@ -1001,8 +903,7 @@ Status Builder::lower_conv_transpose(const NodeView& n) {
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const DimVector& dw = dims_[static_cast<size_t>(w)];
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  int64_t group = 1;
-  n.attr_int("group", 1, &group);
+  const int64_t group = attrs_of<ir::ConvTransposeAttrs>(n).group;
   DeconvWindow win;
   const char* why = nullptr;
   read_deconv_window(n, &win, &why);  // check_node passed
@@ -1091,7 +992,7 @@ Status Builder::lower_slice(const NodeView& n) {
 Status Builder::lower_split(const NodeView& n) {
   const int x = n.input(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  const int64_t axis = axis_attr(n, 0, dx.size());
+  const int64_t axis = normalized_axis(attrs_of<ir::SplitAttrs>(n).axis, dx.size());
   // Each part is a sub-memory of X in X's own layout when oneDNN can describe it (no blocking
   // across the split), else of a row-major copy; each is copied out by a reorder.
   TESSERA_ASSIGN_OR_RETURN(memory m, get(x));
@@ -1130,8 +1031,7 @@ Status Builder::lower_pad(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  float value = 0.0f;
-  n.attr_float("value", 0.0f, &value);
+  const float value = attrs_of<ir::PadAttrs>(n).value;
   DimVector begin, end;
   const char* why = nullptr;
   read_pads(n, &begin, &end, &why);  // check_node passed
@@ -1184,8 +1084,7 @@ Status Builder::lower_prelu(const NodeView& n) {
 Status Builder::lower_batch_norm(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
-  float epsilon = 1e-5f;
-  n.attr_float("epsilon", 1e-5f, &epsilon);
+  const float epsilon = attrs_of<ir::BatchNormalizationAttrs>(n).epsilon;
   TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   const DimVector channels = {dx[1]};
   memory params[4];  // scale, B, mean, var
@@ -1260,9 +1159,37 @@ Status Builder::lower(int index) {
       return lower_prelu(n);
     case fb::OpType::BatchNormalization:
       return lower_batch_norm(n);
-    default:
+    case fb::OpType::Relu:
+    case fb::OpType::LeakyRelu:
+    case fb::OpType::Clip:
+    case fb::OpType::Sigmoid:
+    case fb::OpType::Tanh:
+    case fb::OpType::HardSwish:
+    case fb::OpType::HardSigmoid:
+    case fb::OpType::Sqrt:
+    case fb::OpType::Exp:
+    case fb::OpType::Abs:
+    case fb::OpType::Neg:
+    case fb::OpType::Gelu:
+    case fb::OpType::Mish:
       return lower_eltwise(n, index);
+    case fb::OpType::Pow:
+    case fb::OpType::Erf:
+    case fb::OpType::ReduceSum:
+    case fb::OpType::ReduceMax:
+    case fb::OpType::Gather:
+    case fb::OpType::Resize:
+    case fb::OpType::Cast:
+    case fb::OpType::Reciprocal:
+    case fb::OpType::Where:
+    case fb::OpType::Equal:
+    case fb::OpType::Less:
+    case fb::OpType::Greater:
+      break;  // check_node rejects these
   }
+  return Status::error(Error::NotSupported, "onednn: %s node '%.*s' is not lowered",
+                       fb::EnumNameOpType(node->op()), static_cast<int>(n.name().size()),
+                       n.name().data());
 }
 
 Status Builder::finish() {

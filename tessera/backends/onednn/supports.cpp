@@ -148,13 +148,19 @@ Status check_window(const Checker& c, bool is_conv) {
   const DimVector x = n.dims(n.input(0));
   const DimVector y = n.dims(n.output(0));
   if (x.size() != 4 || y.size() != 4) return c.fail("only 2-D (rank-4 NCHW) windows are lowered");
-  std::vector<int64_t> kernel, strides, dilations, pads;
-  std::string_view auto_pad;
-  if (!n.attr_ints("kernel_shape", &kernel) || !n.attr_ints("strides", &strides) ||
-      !n.attr_ints("dilations", &dilations) || !n.attr_ints("pads", &pads) ||
-      !n.attr_string("auto_pad", "NOTSET", &auto_pad)) {
-    return c.fail("an attribute has the wrong type");
+  ir::WindowAttrs win;
+  ir::PoolAttrs pool;
+  if (is_conv) {
+    ir::ConvAttrs conv;
+    if (!n.attrs(&conv)) return c.fail("an attribute has the wrong type");
+    win = ir::window_of(conv);
+  } else {
+    if (!n.attrs(&pool)) return c.fail("an attribute has the wrong type");
+    win = ir::window_of(pool);
   }
+  std::vector<int64_t> kernel(win.kernel_shape.begin(), win.kernel_shape.end());
+  const Span<const int64_t> strides = win.strides, dilations = win.dilations, pads = win.pads;
+  const std::string_view auto_pad = win.auto_pad;
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty()) {
     return c.fail("auto_pad other than NOTSET or VALID");
   }
@@ -190,10 +196,7 @@ Status check_window(const Checker& c, bool is_conv) {
     if (expect != y[2 + d]) return c.fail("output size does not match the window");
   }
   if (n.op() == fb::OpType::AveragePool) {
-    int64_t include = 0, ceil_mode = 0;
-    if (!n.attr_int("count_include_pad", 0, &include) || !n.attr_int("ceil_mode", 0, &ceil_mode)) {
-      return c.fail("an attribute has the wrong type");
-    }
+    const int64_t include = pool.count_include_pad;
     // With count_include_pad, ONNX does not count the cells ceil_mode adds past the padding.
     if (include != 0) {
       for (int d = 0; d < 2; ++d) {
@@ -210,12 +213,10 @@ Status check_matmul_like(const Checker& c) {
   const int a = n.input(0), b = n.input(1);
   const DimVector da = n.dims(a), db = n.dims(b), dy = n.dims(n.output(0));
   if (n.op() == fb::OpType::Gemm) {
-    int64_t trans_a = 0, trans_b = 0;
-    float alpha = 1.0f, beta = 1.0f;
-    if (!n.attr_int("transA", 0, &trans_a) || !n.attr_int("transB", 0, &trans_b) ||
-        !n.attr_float("alpha", 1.0f, &alpha) || !n.attr_float("beta", 1.0f, &beta)) {
-      return c.fail("an attribute has the wrong type");
-    }
+    ir::GemmAttrs attrs;
+    if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
+    const int64_t trans_a = attrs.transA, trans_b = attrs.transB;
+    const float alpha = attrs.alpha;
     if (da.size() != 2 || db.size() != 2) return c.fail("A and B must be rank 2");
     if (!n.is_constant(b)) return c.fail("B must be a constant");
     if (alpha != 1.0f) return c.fail("alpha != 1");
@@ -248,10 +249,11 @@ Status check_matmul_like(const Checker& c) {
 Status check_layer_norm(const Checker& c) {
   const NodeView& n = c.n;
   const DimVector dx = n.dims(n.input(0));
-  int64_t axis = -1;
-  float epsilon = 1e-5f;
-  if (!n.attr_int("axis", -1, &axis)) return c.fail("axis has the wrong type");
-  if (!n.attr_float("epsilon", 1e-5f, &epsilon)) return c.fail("epsilon has the wrong type");
+  const Result<ir::LayerNormalizationAttrs> attrs =
+      ir::LayerNormalizationAttrs::read(ir::AttrView(&n.node()));
+  if (!attrs.ok()) return c.fail(attrs.status().message());  // names the attribute and types
+  const int64_t axis = attrs->axis;
+  const float epsilon = attrs->epsilon;
   const int64_t r = static_cast<int64_t>(dx.size());
   if (r < 1) return c.fail("input must have rank >= 1");
   if (axis < -r || axis >= r) return c.fail("axis out of range");
@@ -285,8 +287,9 @@ Status check_conv_transpose(const Checker& c) {
   if (dw.size() != dx.size() || dy.size() != dx.size()) {
     return c.fail("weights or output rank differs from the input's");
   }
-  int64_t group = 1;
-  if (!n.attr_int("group", 1, &group)) return c.fail("group has the wrong type");
+  ir::ConvTransposeAttrs attrs;
+  if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
+  const int64_t group = attrs.group;
   if (group < 1 || dx[1] % group != 0 || dw[0] != dx[1]) {
     return c.fail("channels do not match the group count");
   }
@@ -323,12 +326,11 @@ Status check_split(const Checker& c) {
   if (n.num_inputs() != 1) return c.fail("split sizes given as an input");
   const DimVector dx = n.dims(n.input(0));
   const int64_t r = static_cast<int64_t>(dx.size());
-  int64_t axis = 0, num_outputs = 0;
-  std::vector<int64_t> split;
-  if (!n.attr_int("axis", 0, &axis) || !n.attr_ints("split", &split) ||
-      !n.attr_int("num_outputs", 0, &num_outputs)) {
-    return c.fail("an attribute has the wrong type");
-  }
+  ir::SplitAttrs attrs;
+  if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
+  int64_t axis = attrs.axis;
+  const int64_t num_outputs = attrs.num_outputs;
+  const Span<const int64_t> split = attrs.split;
   if (r < 1 || axis < -r || axis >= r) return c.fail("axis out of range");
   if (axis < 0) axis += r;
   if (!split.empty() && split.size() != static_cast<size_t>(n.num_outputs())) {
@@ -355,12 +357,9 @@ Status check_split(const Checker& c) {
 Status check_pad(const Checker& c) {
   const NodeView& n = c.n;
   if (n.num_inputs() != 1) return c.fail("pads or value given as inputs");
-  std::string_view mode;
-  float value = 0.0f;
-  if (!n.attr_string("mode", "constant", &mode) || !n.attr_float("value", 0.0f, &value)) {
-    return c.fail("an attribute has the wrong type");
-  }
-  if (mode != "constant") return c.fail("only mode 'constant' is lowered");
+  ir::PadAttrs attrs;
+  if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
+  if (attrs.mode != "constant") return c.fail("only mode 'constant' is lowered");
   DimVector begin, end;
   const char* why = nullptr;
   if (!read_pads(n, &begin, &end, &why)) return c.fail(why);
@@ -385,11 +384,10 @@ Status check_prelu(const Checker& c) {
 Status check_batch_norm(const Checker& c) {
   const NodeView& n = c.n;
   const DimVector dx = n.dims(n.input(0));
-  int64_t training = 0;
-  float epsilon = 1e-5f;
-  if (!n.attr_int("training_mode", 0, &training) || !n.attr_float("epsilon", 1e-5f, &epsilon)) {
-    return c.fail("an attribute has the wrong type");
-  }
+  ir::BatchNormalizationAttrs attrs;
+  if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
+  const int64_t training = attrs.training_mode;
+  const float epsilon = attrs.epsilon;
   if (training != 0) return c.fail("training_mode is not lowered (inference only)");
   if (!(epsilon >= 0.0f) || std::isinf(epsilon)) return c.fail("epsilon must be finite and >= 0");
   if (dx.size() < 2 || dx.size() > 5) return c.fail("X must have rank 2 to 5 (N, C, ...)");
@@ -496,16 +494,16 @@ bool read_deconv_window(const NodeView& n, DeconvWindow* out, const char** why) 
   }
   const size_t sp = dx.size() - 2;
   w.spatial = static_cast<int>(sp);
-  std::vector<int64_t> kernel, strides, dilations, pads, output_padding, output_shape;
-  std::string_view auto_pad;
-  if (!n.attr_ints("kernel_shape", &kernel) || !n.attr_ints("strides", &strides) ||
-      !n.attr_ints("dilations", &dilations) || !n.attr_ints("pads", &pads) ||
-      !n.attr_ints("output_padding", &output_padding) ||
-      !n.attr_ints("output_shape", &output_shape) ||
-      !n.attr_string("auto_pad", "NOTSET", &auto_pad)) {
+  ir::ConvTransposeAttrs attrs;
+  if (!n.attrs(&attrs)) {
     *why = "an attribute has the wrong type";
     return false;
   }
+  const Span<const int64_t> kernel = attrs.kernel_shape, strides = attrs.strides,
+                            dilations = attrs.dilations, pads = attrs.pads,
+                            output_padding = attrs.output_padding,
+                            output_shape = attrs.output_shape;
+  const std::string_view auto_pad = attrs.auto_pad;
   const bool valid = auto_pad == "VALID";
   if (auto_pad != "NOTSET" && !valid && !auto_pad.empty()) {
     *why = "auto_pad other than NOTSET or VALID";
@@ -563,13 +561,20 @@ bool read_deconv_window(const NodeView& n, DeconvWindow* out, const char** why) 
 
 Window read_window(const NodeView& n) {
   Window w;
-  std::vector<int64_t> kernel, strides, dilations, pads;
-  n.attr_ints("kernel_shape", &kernel);
-  n.attr_ints("strides", &strides);
-  n.attr_ints("dilations", &dilations);
-  n.attr_ints("pads", &pads);
-  std::string_view auto_pad;
-  n.attr_string("auto_pad", "NOTSET", &auto_pad);
+  // The node passed check_node: its attributes have their types.
+  ir::WindowAttrs win;
+  ir::ConvAttrs conv;
+  ir::PoolAttrs pool;
+  if (n.op() == fb::OpType::Conv) {
+    n.attrs(&conv);
+    win = ir::window_of(conv);
+  } else {
+    n.attrs(&pool);
+    win = ir::window_of(pool);
+  }
+  std::vector<int64_t> kernel(win.kernel_shape.begin(), win.kernel_shape.end());
+  const Span<const int64_t> strides = win.strides, dilations = win.dilations, pads = win.pads;
+  const std::string_view auto_pad = win.auto_pad;
   if (kernel.size() != 2 && n.op() == fb::OpType::Conv) {
     const DimVector wd = n.dims(n.input(1));
     if (wd.size() == 4) kernel = {wd[2], wd[3]};
@@ -597,22 +602,30 @@ bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
   EltwiseSpec s;
   switch (n.op()) {
     case fb::OpType::Relu: s.algorithm = dnnl_eltwise_relu; break;
-    case fb::OpType::LeakyRelu:
+    case fb::OpType::LeakyRelu: {
       s.algorithm = dnnl_eltwise_relu;
-      if (!n.attr_float("alpha", 0.01f, &s.alpha)) return false;
+      ir::LeakyReluAttrs attrs;
+      if (!n.attrs(&attrs)) return false;
+      s.alpha = attrs.alpha;
       break;
-    case fb::OpType::Clip:
+    }
+    case fb::OpType::Clip: {
       s.algorithm = dnnl_eltwise_clip;
-      if (!n.attr_float("min", -FLT_MAX, &s.alpha) || !n.attr_float("max", FLT_MAX, &s.beta)) {
-        return false;
-      }
+      ir::ClipAttrs attrs;
+      if (!n.attrs(&attrs)) return false;
+      s.alpha = attrs.min;
+      s.beta = attrs.max;
       s.alpha = std::max(s.alpha, -FLT_MAX);
       s.beta = std::min(s.beta, FLT_MAX);
       if (s.alpha > s.beta) s.alpha = s.beta;  // ONNX: min > max gives max
       break;
+    }
     case fb::OpType::Sigmoid: s.algorithm = dnnl_eltwise_logistic; break;
     case fb::OpType::Tanh: s.algorithm = dnnl_eltwise_tanh; break;
     case fb::OpType::HardSwish: s.algorithm = dnnl_eltwise_hardswish; break;
+    case fb::OpType::Mish:
+      s.algorithm = dnnl_eltwise_mish;
+      break;
     case fb::OpType::Sqrt: s.algorithm = dnnl_eltwise_sqrt; break;
     case fb::OpType::Exp: s.algorithm = dnnl_eltwise_exp; break;
     case fb::OpType::Abs: s.algorithm = dnnl_eltwise_abs; break;
@@ -621,8 +634,9 @@ bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
       s.alpha = -1.0f;
       break;
     case fb::OpType::Gelu: {
-      std::string_view approx;
-      if (!n.attr_string("approximate", "none", &approx)) return false;
+      ir::GeluAttrs attrs;
+      if (!n.attrs(&attrs)) return false;
+      const std::string_view approx = attrs.approximate;
       if (approx == "tanh") {
         s.algorithm = dnnl_eltwise_gelu_tanh;
       } else if (approx == "none" || approx.empty()) {
@@ -632,7 +646,47 @@ bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
       }
       break;
     }
-    default:
+    case fb::OpType::Identity:
+    case fb::OpType::Conv:
+    case fb::OpType::ConvTranspose:
+    case fb::OpType::Gemm:
+    case fb::OpType::MatMul:
+    case fb::OpType::Add:
+    case fb::OpType::Sub:
+    case fb::OpType::Mul:
+    case fb::OpType::Div:
+    case fb::OpType::Pow:
+    case fb::OpType::PRelu:
+    case fb::OpType::HardSigmoid:
+    case fb::OpType::Erf:
+    case fb::OpType::Softmax:
+    case fb::OpType::LayerNormalization:
+    case fb::OpType::BatchNormalization:
+    case fb::OpType::MaxPool:
+    case fb::OpType::AveragePool:
+    case fb::OpType::GlobalAveragePool:
+    case fb::OpType::ReduceMean:
+    case fb::OpType::ReduceSum:
+    case fb::OpType::Reshape:
+    case fb::OpType::Flatten:
+    case fb::OpType::Squeeze:
+    case fb::OpType::Unsqueeze:
+    case fb::OpType::Transpose:
+    case fb::OpType::Concat:
+    case fb::OpType::Split:
+    case fb::OpType::Slice:
+    case fb::OpType::Gather:
+    case fb::OpType::Pad:
+    case fb::OpType::Resize:
+    case fb::OpType::Cast:
+    case fb::OpType::Reciprocal:
+    case fb::OpType::Where:
+    case fb::OpType::Equal:
+    case fb::OpType::Less:
+    case fb::OpType::Greater:
+    case fb::OpType::ReduceMax:
+    case fb::OpType::Min:
+    case fb::OpType::Max:
       return false;
   }
   *out = s;
@@ -689,8 +743,9 @@ Status check_node(const NodeView& n) {
       const int w = n.input(1), b = n.input(2);
       if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
       const DimVector dw = n.dims(w);
-      int64_t group = 1;
-      if (!n.attr_int("group", 1, &group)) return c.fail("group has the wrong type");
+      ir::ConvAttrs attrs;
+      if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
+      const int64_t group = attrs.group;
       if (dx.size() != 4 || dw.size() != 4) return c.fail("only 2-D convolution is lowered");
       if (group < 1 || dx[1] % group != 0 || dw[0] % group != 0 || dw[1] * group != dx[1]) {
         return c.fail("channels do not match the group count");
@@ -708,8 +763,8 @@ Status check_node(const NodeView& n) {
       return check_matmul_like(c);
     case fb::OpType::MaxPool:
     case fb::OpType::AveragePool: {
-      int64_t storage_order = 0;
-      if (!n.attr_int("storage_order", 0, &storage_order) || storage_order != 0) {
+      ir::PoolAttrs attrs;
+      if (!n.attrs(&attrs) || attrs.storage_order != 0) {
         return c.fail("storage_order != 0");
       }
       return check_window(c, false);
@@ -718,11 +773,9 @@ Status check_node(const NodeView& n) {
       if (dx.size() != 4) return c.fail("only rank-4 input");
       return Status::ok();
     case fb::OpType::ReduceMean: {
-      std::vector<int64_t> axes;
-      int64_t keepdims = 1;
-      if (!n.attr_ints("axes", &axes) || !n.attr_int("keepdims", 1, &keepdims)) {
-        return c.fail("an attribute has the wrong type");
-      }
+      ir::ReduceAttrs attrs;
+      if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
+      const std::vector<int64_t> axes(attrs.axes.begin(), attrs.axes.end());
       if (n.num_inputs() != 1) return c.fail("axes given as an input");
       if (dx.size() != 4 || axes.size() != 2) return c.fail("only the spatial mean of NCHW");
       std::vector<int64_t> a = axes;
@@ -751,6 +804,7 @@ Status check_node(const NodeView& n) {
     case fb::OpType::Sigmoid:
     case fb::OpType::Tanh:
     case fb::OpType::HardSwish:
+    case fb::OpType::Mish:
     case fb::OpType::HardSigmoid:
     case fb::OpType::Sqrt:
     case fb::OpType::Exp:
@@ -761,18 +815,17 @@ Status check_node(const NodeView& n) {
       if (dx != dy) return c.fail("output shape differs from the input's");
       EltwiseSpec s;
       if (op == fb::OpType::HardSigmoid) {
-        float alpha, beta;
-        if (!n.attr_float("alpha", 0.2f, &alpha) || !n.attr_float("beta", 0.5f, &beta)) {
-          return c.fail("an attribute has the wrong type");
-        }
+        ir::HardSigmoidAttrs attrs;
+        if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
         return Status::ok();
       }
       if (!eltwise_of(n, &s)) return c.fail("an attribute has the wrong type or value");
       return Status::ok();
     }
     case fb::OpType::Softmax: {
-      int64_t axis = -1;
-      if (!n.attr_int("axis", -1, &axis)) return c.fail("axis has the wrong type");
+      ir::SoftmaxAttrs attrs;
+      if (!n.attrs(&attrs)) return c.fail("axis has the wrong type");
+      const int64_t axis = attrs.axis;
       const int64_t r = static_cast<int64_t>(dx.size());
       if (axis < -r || axis >= r || dx != dy) return c.fail("axis out of range");
       return Status::ok();
@@ -792,8 +845,9 @@ Status check_node(const NodeView& n) {
     case fb::OpType::BatchNormalization:
       return check_batch_norm(c);
     case fb::OpType::Concat: {
-      int64_t axis = 0;
-      if (!n.attr_int("axis", 0, &axis)) return c.fail("axis has the wrong type");
+      ir::ConcatAttrs attrs;
+      if (!n.attrs(&attrs)) return c.fail("axis has the wrong type or is missing");
+      const int64_t axis = attrs.axis;
       const int64_t r = static_cast<int64_t>(dy.size());
       if (axis < -r || axis >= r) return c.fail("axis out of range");
       for (int i = 0; i < n.num_inputs(); ++i) {
@@ -827,9 +881,21 @@ Status check_node(const NodeView& n) {
       if (numel(dx) != numel(dy) || dx.size() != dy.size()) return c.fail("shapes do not match");
       return Status::ok();
     }
-    default:
+    case fb::OpType::Pow:
+    case fb::OpType::Erf:
+    case fb::OpType::ReduceSum:
+    case fb::OpType::Gather:
+    case fb::OpType::Resize:
+    case fb::OpType::Cast:
+    case fb::OpType::Reciprocal:
+    case fb::OpType::Where:
+    case fb::OpType::Equal:
+    case fb::OpType::Less:
+    case fb::OpType::Greater:
+    case fb::OpType::ReduceMax:
       return c.fail("op not lowered by this backend");
   }
+  return c.fail("op not lowered by this backend");
 }
 
 bool onednn_supports(const fb::Graph& graph, const fb::Node& node, std::string* why) {

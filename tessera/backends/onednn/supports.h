@@ -13,6 +13,8 @@
 
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
+#include "tessera/ir/attributes.h"
+#include "tessera/ir/op_attrs.h"
 #include "tessera/ir/schema.h"
 
 namespace tessera::onednn {
@@ -46,6 +48,15 @@ class NodeView {
   bool attr_string(std::string_view name, std::string_view fallback, std::string_view* out) const;
   /// Empty when absent.
   bool attr_ints(std::string_view name, std::vector<int64_t>* out) const;
+  /// The node's typed attributes (ir::GemmAttrs, ...; defaults from tessera/ir/op_attrs.def).
+  /// False when one has the wrong type or a required one is missing.
+  template <typename A>
+  bool attrs(A* out) const {
+    Result<A> r = A::read(ir::AttrView(&node_));
+    if (!r.ok()) return false;
+    *out = *r;
+    return true;
+  }
 
  private:
   const fb::Attr* find(std::string_view name) const;

@@ -6,6 +6,7 @@
 
 #include "tessera/core/string_format.h"
 #include "tessera/ir/attributes.h"
+#include "tessera/ir/op_attrs.h"
 
 namespace tessera::opencl {
 namespace {
@@ -179,7 +180,11 @@ Status Planner::run() {
   switch (node_.op()) {
     case Op::Relu: case Op::Clip: case Op::Sigmoid: case Op::Tanh: case Op::HardSigmoid:
     case Op::HardSwish: case Op::LeakyRelu: case Op::Gelu: case Op::Erf: case Op::Sqrt:
-    case Op::Exp: case Op::Neg: case Op::Abs: case Op::Reciprocal:
+    case Op::Exp:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Reciprocal:
+    case Op::Mish:
       TESSERA_RETURN_IF_ERROR(unary());
       break;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow:
@@ -218,7 +223,23 @@ Status Planner::run() {
     case Op::Identity: case Op::Reshape: case Op::Flatten: case Op::Squeeze: case Op::Unsqueeze:
       TESSERA_RETURN_IF_ERROR(reshape_like());
       break;
-    default:
+    case Op::ConvTranspose:
+    case Op::PRelu:
+    case Op::ReduceMean:
+    case Op::ReduceSum:
+    case Op::Split:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Pad:
+    case Op::Resize:
+    case Op::Cast:
+    case Op::Where:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::ReduceMax:
+    case Op::Min:
+    case Op::Max:
       return unsupported("op not implemented by the opencl backend");
   }
   param("total", k().work_items);
@@ -240,26 +261,28 @@ Status Planner::unary() {
     case Op::Abs: expr = "fabs(x)"; break;
     case Op::Reciprocal: expr = "1.0f / x"; break;
     case Op::HardSwish: expr = "x * fmin(fmax(x / 6.0f + 0.5f, 0.0f), 1.0f)"; break;
+    case Op::Mish:
+      expr = "x * tanh(log1p(exp(x)))";
+      break;
     case Op::Clip: {
-      TESSERA_ASSIGN_OR_RETURN(float lo, attrs_.get_float("min", -INFINITY));
-      TESSERA_ASSIGN_OR_RETURN(float hi, attrs_.get_float("max", INFINITY));
-      expr = "fmin(fmax(x, " + float_literal(lo) + "), " + float_literal(hi) + ")";
+      TESSERA_ASSIGN_OR_RETURN(const ir::ClipAttrs a, ir::ClipAttrs::read(attrs_));
+      expr = "fmin(fmax(x, " + float_literal(a.min) + "), " + float_literal(a.max) + ")";
       break;
     }
     case Op::HardSigmoid: {
-      TESSERA_ASSIGN_OR_RETURN(float alpha, attrs_.get_float("alpha", 0.2f));
-      TESSERA_ASSIGN_OR_RETURN(float beta, attrs_.get_float("beta", 0.5f));
-      expr = "fmin(fmax(" + float_literal(alpha) + " * x + " + float_literal(beta) +
+      TESSERA_ASSIGN_OR_RETURN(const ir::HardSigmoidAttrs a, ir::HardSigmoidAttrs::read(attrs_));
+      expr = "fmin(fmax(" + float_literal(a.alpha) + " * x + " + float_literal(a.beta) +
              ", 0.0f), 1.0f)";
       break;
     }
     case Op::LeakyRelu: {
-      TESSERA_ASSIGN_OR_RETURN(float alpha, attrs_.get_float("alpha", 0.01f));
-      expr = "x >= 0.0f ? x : " + float_literal(alpha) + " * x";
+      TESSERA_ASSIGN_OR_RETURN(const ir::LeakyReluAttrs a, ir::LeakyReluAttrs::read(attrs_));
+      expr = "x >= 0.0f ? x : " + float_literal(a.alpha) + " * x";
       break;
     }
     case Op::Gelu: {
-      TESSERA_ASSIGN_OR_RETURN(std::string_view approx, attrs_.get_string("approximate", "none"));
+      TESSERA_ASSIGN_OR_RETURN(const ir::GeluAttrs a, ir::GeluAttrs::read(attrs_));
+      const std::string_view approx = a.approximate;
       if (approx == "none") {
         expr = "0.5f * x * (1.0f + erf(x * 0.70710678118654752f))";
       } else if (approx == "tanh") {
@@ -345,11 +368,9 @@ struct Window {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
 };
 
-Status read_window(const ir::AttrView& attrs, size_t sd, Window* win) {
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> strides, attrs.get_ints("strides"));
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> dilations, attrs.get_ints("dilations"));
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> pads, attrs.get_ints("pads"));
-  TESSERA_ASSIGN_OR_RETURN(std::string_view auto_pad, attrs.get_string("auto_pad", "NOTSET"));
+Status read_window(const ir::WindowAttrs& attrs, size_t sd, Window* win) {
+  const Span<const int64_t> strides = attrs.strides, dilations = attrs.dilations, pads = attrs.pads;
+  const std::string_view auto_pad = attrs.auto_pad;
   if (auto_pad != "NOTSET" && auto_pad != "VALID") {
     return Status::error(Error::NotSupported, "opencl: auto_pad %.*s",
                          static_cast<int>(auto_pad.size()), auto_pad.data());
@@ -390,7 +411,8 @@ Status Planner::conv() {
   const Shape& wt = in_shape(1);
   const Shape& y = out_shape();
   if (wt.rank != x.rank || y.rank != x.rank) return fail(Error::ShapeMismatch, "X, W and Y ranks differ");
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> kshape, attrs_.get_ints("kernel_shape"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::ConvAttrs attrs, ir::ConvAttrs::read(attrs_));
+  const Span<const int64_t> kshape = attrs.kernel_shape;
   const Span<const int64_t> wspatial(wt.d + 2, static_cast<size_t>(wt.rank - 2));
   if (!kshape.empty()) {
     for (size_t i = 0; i < kshape.size() && i < wspatial.size(); ++i) {
@@ -400,9 +422,9 @@ Status Planner::conv() {
   int64_t h, w, kh, kw;
   TESSERA_RETURN_IF_ERROR(spatial_dims(x, wspatial, &h, &w, &kh, &kw));
   Window win;
-  Status s = read_window(attrs_, static_cast<size_t>(x.rank - 2), &win);
+  Status s = read_window(ir::window_of(attrs), static_cast<size_t>(x.rank - 2), &win);
   if (!s.is_ok()) return fail(s.code(), s.message());
-  TESSERA_ASSIGN_OR_RETURN(int64_t group, attrs_.get_int("group", 1));
+  const int64_t group = attrs.group;
   const int64_t n = x.d[0], c = x.d[1], m = wt.d[0];
   if (group < 1 || c % group != 0 || m % group != 0 || wt.d[1] != c / group) {
     return fail(Error::InvalidProgram, "group does not divide the channels or W's shape");
@@ -590,10 +612,9 @@ Status Planner::gemm() {
   const Shape& a = in_shape(0);
   const Shape& b = in_shape(1);
   if (a.rank != 2 || b.rank != 2) return fail(Error::InvalidProgram, "A and B must be 2-D");
-  TESSERA_ASSIGN_OR_RETURN(int64_t ta, attrs_.get_int("transA", 0));
-  TESSERA_ASSIGN_OR_RETURN(int64_t tb, attrs_.get_int("transB", 0));
-  TESSERA_ASSIGN_OR_RETURN(float alpha, attrs_.get_float("alpha", 1.0f));
-  TESSERA_ASSIGN_OR_RETURN(float beta, attrs_.get_float("beta", 1.0f));
+  TESSERA_ASSIGN_OR_RETURN(const ir::GemmAttrs attrs, ir::GemmAttrs::read(attrs_));
+  const int64_t ta = attrs.transA, tb = attrs.transB;
+  const float alpha = attrs.alpha, beta = attrs.beta;
   const int64_t m = ta ? a.d[1] : a.d[0], kk = ta ? a.d[0] : a.d[1];
   const int64_t k2 = tb ? b.d[1] : b.d[0], n = tb ? b.d[0] : b.d[1];
   const Shape& y = out_shape();
@@ -693,15 +714,16 @@ Status Planner::pool() {
   if (num_inputs() != 1) return fail(Error::InvalidProgram, "takes one input");
   const Shape& x = in_shape(0);
   const Shape& y = out_shape();
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> kshape, attrs_.get_ints("kernel_shape"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::PoolAttrs attrs, ir::PoolAttrs::read(attrs_));
+  const Span<const int64_t> kshape = attrs.kernel_shape;
   if (kshape.empty()) return fail(Error::InvalidProgram, "kernel_shape is required");
   int64_t h, w, kh, kw;
   TESSERA_RETURN_IF_ERROR(spatial_dims(x, kshape, &h, &w, &kh, &kw));
   Window win;
-  Status s = read_window(attrs_, static_cast<size_t>(x.rank - 2), &win);
+  Status s = read_window(ir::window_of(attrs), static_cast<size_t>(x.rank - 2), &win);
   if (!s.is_ok()) return fail(s.code(), s.message());
-  TESSERA_ASSIGN_OR_RETURN(int64_t ceil_mode, attrs_.get_int("ceil_mode", 0));
-  TESSERA_ASSIGN_OR_RETURN(int64_t include_pad, attrs_.get_int("count_include_pad", 0));
+  const int64_t ceil_mode = attrs.ceil_mode;
+  const int64_t include_pad = attrs.count_include_pad;
   auto out_size = [&](int64_t in, int64_t k, int64_t st, int64_t dl, int64_t p0, int64_t p1) {
     const int64_t span = in + p0 + p1 - ((k - 1) * dl + 1);
     int64_t o = (ceil_mode ? (span + st - 1) / st : span / st) + 1;
@@ -789,7 +811,8 @@ Status Planner::global_average_pool() {
 Status Planner::softmax() {
   const Shape& x = in_shape(0);
   if (!(x == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from input");
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs_.get_int("axis", -1));
+  TESSERA_ASSIGN_OR_RETURN(const ir::SoftmaxAttrs attrs, ir::SoftmaxAttrs::read(attrs_));
+  int64_t axis = attrs.axis;
   if (axis < 0) axis += x.rank;
   if (axis < 0 || axis >= x.rank) return fail(Error::InvalidProgram, "axis out of range");
   int64_t inner = 1;
@@ -814,8 +837,10 @@ Status Planner::layer_norm() {
   if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
   const Shape& x = in_shape(0);
   if (!(x == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from input");
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs_.get_int("axis", -1));
-  TESSERA_ASSIGN_OR_RETURN(float eps, attrs_.get_float("epsilon", 1e-5f));
+  TESSERA_ASSIGN_OR_RETURN(const ir::LayerNormalizationAttrs attrs,
+                           ir::LayerNormalizationAttrs::read(attrs_));
+  int64_t axis = attrs.axis;
+  const float eps = attrs.epsilon;
   if (axis < 0) axis += x.rank;
   if (axis < 0 || axis >= x.rank) return fail(Error::InvalidProgram, "axis out of range");
   int64_t len = 1;
@@ -848,9 +873,10 @@ Status Planner::layer_norm() {
 
 Status Planner::batch_norm() {
   if (num_inputs() != 5) return fail(Error::InvalidProgram, "takes five inputs");
-  TESSERA_ASSIGN_OR_RETURN(int64_t training, attrs_.get_int("training_mode", 0));
-  if (training != 0) return unsupported("training_mode");
-  TESSERA_ASSIGN_OR_RETURN(float eps, attrs_.get_float("epsilon", 1e-5f));
+  TESSERA_ASSIGN_OR_RETURN(const ir::BatchNormalizationAttrs attrs,
+                           ir::BatchNormalizationAttrs::read(attrs_));
+  if (attrs.training_mode != 0) return unsupported("training_mode");
+  const float eps = attrs.epsilon;
   const Shape& x = in_shape(0);
   if (x.rank < 2 || !(x == out_shape())) return fail(Error::ShapeMismatch, "X must be [N, C, ...] like Y");
   for (int i = 1; i < 5; ++i) {
@@ -867,7 +893,8 @@ Status Planner::batch_norm() {
 Status Planner::transpose() {
   const Shape& x = in_shape(0);
   const Shape& y = out_shape();
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> perm_attr, attrs_.get_ints("perm"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::TransposeAttrs attrs, ir::TransposeAttrs::read(attrs_));
+  const Span<const int64_t> perm_attr = attrs.perm;
   int perm[kMaxDims];
   bool seen[kMaxDims] = {};
   for (int d = 0; d < x.rank; ++d) {
@@ -901,8 +928,8 @@ Status Planner::transpose() {
 
 Status Planner::concat() {
   const Shape& y = out_shape();
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis, attrs_.get_int("axis", INT64_MIN));
-  if (axis == INT64_MIN) return fail(Error::InvalidProgram, "axis is required");
+  TESSERA_ASSIGN_OR_RETURN(const ir::ConcatAttrs attrs, ir::ConcatAttrs::read(attrs_));
+  int64_t axis = attrs.axis;
   if (axis < 0) axis += y.rank;
   if (axis < 0 || axis >= y.rank || num_inputs() < 1) return fail(Error::InvalidProgram, "axis out of range");
   int64_t inner = 1;

@@ -51,6 +51,10 @@ class NodeReader {
   /// Empty when absent. The span views the graph.
   virtual bool attr_ints(std::string_view name, Span<const int64_t>* out) const = 0;
   virtual bool attr_floats(std::string_view name, Span<const float>* out) const = 0;
+  /// The node in its graph form, for the typed attribute readers (tessera/ir/op_attrs.h): one
+  /// of the two is set.
+  virtual const fb::Node* fb_node() const { return nullptr; }
+  virtual const ir::Node* ir_node() const { return nullptr; }
 };
 
 /// A node of an fb::Graph. Dims come from `resolved` (one Dims per graph value, e.g. evaluated
@@ -77,6 +81,7 @@ class FbNodeReader final : public NodeReader {
                    std::string_view* out) const override;
   bool attr_ints(std::string_view name, Span<const int64_t>* out) const override;
   bool attr_floats(std::string_view name, Span<const float>* out) const override;
+  const fb::Node* fb_node() const override { return &node_; }
 
  private:
   ValueFacts facts(int value) const;
@@ -99,6 +104,7 @@ class IrNodeReader final : public NodeReader {
   float activation_max() const override { return node_.activation_max; }
   int num_inputs() const override { return static_cast<int>(node_.inputs.size()); }
   int num_outputs() const override { return static_cast<int>(node_.outputs.size()); }
+  const ir::Node* ir_node() const override { return &node_; }
   ValueFacts input(int i) const override;
   ValueFacts output(int i) const override;
   bool has_attr(std::string_view name) const override;

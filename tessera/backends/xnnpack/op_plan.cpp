@@ -6,7 +6,9 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "tessera/ir/attributes.h"
 #include "tessera/ir/op.h"
+#include "tessera/ir/op_attrs.h"
 
 namespace tessera::xnnpack {
 namespace {
@@ -30,30 +32,32 @@ constexpr int64_t kMaxAttr = int64_t{1} << 31;
 #define XNN_UNSUPPORTED(n, ...) fail(Error::NotSupported, n, __VA_ARGS__)
 #define XNN_INVALID(n, ...) fail(Error::InvalidProgram, n, __VA_ARGS__)
 
-Status bad_type(const NodeReader& n, const char* attr) {
-  return XNN_INVALID(n, "attribute '%s' has the wrong type", attr);
+// The node's typed attributes (defaults from tessera/ir/op_attrs.def); InvalidProgram naming the
+// attribute when one has the wrong type.
+template <typename A>
+Status read_attrs(const NodeReader& n, A* out) {
+  Result<A> r = n.fb_node() ? A::read(ir::AttrView(n.fb_node())) : A::read(*n.ir_node());
+  if (!r.ok()) return r.status();
+  *out = *r;
+  return Status::ok();
 }
 
-// The NodeReader getters, with a wrongly typed attribute turned into its InvalidProgram status.
-Status get_int(const NodeReader& n, const char* name, int64_t fallback, int64_t* out) {
-  return n.attr_int(name, fallback, out) ? Status::ok() : bad_type(n, name);
-}
-
-Status get_float(const NodeReader& n, const char* name, float fallback, float* out) {
-  return n.attr_float(name, fallback, out) ? Status::ok() : bad_type(n, name);
-}
-
-Status get_string(const NodeReader& n, const char* name, std::string_view fallback,
-                  std::string_view* out) {
-  return n.attr_string(name, fallback, out) ? Status::ok() : bad_type(n, name);
-}
-
-Status get_ints(const NodeReader& n, const char* name, Span<const int64_t>* out) {
-  return n.attr_ints(name, out) ? Status::ok() : bad_type(n, name);
-}
-
-Status get_floats(const NodeReader& n, const char* name, Span<const float>* out) {
-  return n.attr_floats(name, out) ? Status::ok() : bad_type(n, name);
+// The window attributes of a Conv, ConvTranspose or pooling node.
+Status read_window_attrs(const NodeReader& n, ir::WindowAttrs* w) {
+  if (n.op() == Op::Conv) {
+    ir::ConvAttrs a;
+    TESSERA_RETURN_IF_ERROR(read_attrs(n, &a));
+    *w = ir::window_of(a);
+  } else if (n.op() == Op::ConvTranspose) {
+    ir::ConvTransposeAttrs a;
+    TESSERA_RETURN_IF_ERROR(read_attrs(n, &a));
+    *w = ir::window_of(a);
+  } else {
+    ir::PoolAttrs a;
+    TESSERA_RETURN_IF_ERROR(read_attrs(n, &a));
+    *w = ir::window_of(a);
+  }
+  return Status::ok();
 }
 
 // Every present input and the single output are float32 tensors of rank 1..6.
@@ -129,10 +133,9 @@ bool fits_u32(int64_t v) {
 }
 
 // Reads a list attribute of `count` entries, each >= lo, or fills `fallback` when absent.
-Status read_list(const NodeReader& n, const char* name, size_t count, int64_t lo, int64_t fallback,
-                 int64_t* out) {
-  Span<const int64_t> v;
-  TESSERA_RETURN_IF_ERROR(get_ints(n, name, &v));
+// `name` is the attribute's, for messages.
+Status read_list(const NodeReader& n, Span<const int64_t> v, size_t count, int64_t lo,
+                 int64_t fallback, int64_t* out, const char* name) {
   if (v.empty()) {
     for (size_t i = 0; i < count; ++i) out[i] = fallback;
     return Status::ok();
@@ -161,14 +164,14 @@ struct Spatial2d {
 
 // strides, dilations, pads and auto_pad (NOTSET or VALID) of a 2-D window op.
 Status read_spatial(const NodeReader& n, Spatial2d* s) {
-  std::string_view auto_pad;
-  TESSERA_RETURN_IF_ERROR(get_string(n, "auto_pad", "NOTSET", &auto_pad));
+  ir::WindowAttrs w;
+  TESSERA_RETURN_IF_ERROR(read_window_attrs(n, &w));
+  const std::string_view auto_pad = w.auto_pad;
   if (auto_pad != "NOTSET" && auto_pad != "VALID") {
     return XNN_UNSUPPORTED(n, "auto_pad '%.*s' (the compiler emits explicit pads)",
                            static_cast<int>(auto_pad.size()), auto_pad.data());
   }
-  Span<const int64_t> ks;
-  TESSERA_RETURN_IF_ERROR(get_ints(n, "kernel_shape", &ks));
+  const Span<const int64_t> ks = w.kernel_shape;
   if (!ks.empty()) {
     if (ks.size() != 2)
       return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
@@ -179,10 +182,10 @@ Status read_spatial(const NodeReader& n, Spatial2d* s) {
       }
     }
   }
-  TESSERA_RETURN_IF_ERROR(read_list(n, "strides", 2, 1, 1, s->stride));
-  TESSERA_RETURN_IF_ERROR(read_list(n, "dilations", 2, 1, 1, s->dilation));
+  TESSERA_RETURN_IF_ERROR(read_list(n, w.strides, 2, 1, 1, s->stride, "strides"));
+  TESSERA_RETURN_IF_ERROR(read_list(n, w.dilations, 2, 1, 1, s->dilation, "dilations"));
   int64_t pads[4];
-  TESSERA_RETURN_IF_ERROR(read_list(n, "pads", 4, 0, 0, pads));
+  TESSERA_RETURN_IF_ERROR(read_list(n, w.pads, 4, 0, 0, pads, "pads"));
   for (int i = 0; i < 2; ++i) {
     s->pad_begin[i] = pads[i];
     s->pad_end[i] = pads[2 + i];
@@ -331,8 +334,9 @@ Status plan_conv(const NodeReader& n, OpPlan* p) {
   ConvOperands c;
   TESSERA_RETURN_IF_ERROR(read_conv_operands(n, &c));
   const ValueFacts &x = c.x, &w = c.w, &y = c.y;
-  int64_t group;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "group", 1, &group));
+  ir::ConvAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  const int64_t group = attrs.group;
   const int64_t cin = x.dims.d[1], cout = w.dims.d[0];
   if (group < 1 || !fits_u32(group) || w.dims.d[1] * group != cin || cout % group != 0) {
     return XNN_INVALID(n, "group %lld does not match input channels %lld and weight [%lld, %lld]",
@@ -368,8 +372,9 @@ Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(read_conv_operands(n, &c));
   const ValueFacts &x = c.x, &w = c.w, &y = c.y;
   if (n.has_attr("output_shape")) return XNN_UNSUPPORTED(n, "the output_shape attribute");
-  int64_t group;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "group", 1, &group));
+  ir::ConvTransposeAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  const int64_t group = attrs.group;
   const int64_t cin = x.dims.d[1];
   if (group < 1 || !fits_u32(group) || w.dims.d[0] != cin || cin % group != 0) {
     return XNN_INVALID(n, "group %lld does not match input channels %lld and weight dim %lld",
@@ -381,7 +386,7 @@ Status plan_conv_transpose(const NodeReader& n, OpPlan* p) {
   Spatial2d s;
   TESSERA_RETURN_IF_ERROR(read_conv_window(n, c, &s));
   int64_t adj[2];
-  TESSERA_RETURN_IF_ERROR(read_list(n, "output_padding", 2, 0, 0, adj));
+  TESSERA_RETURN_IF_ERROR(read_list(n, attrs.output_padding, 2, 0, 0, adj, "output_padding"));
   for (int i = 0; i < 2; ++i) {
     if (adj[i] >= s.stride[i]) {
       return XNN_UNSUPPORTED(n, "output_padding %lld is not below the stride %lld",
@@ -411,13 +416,11 @@ Status plan_gemm(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_rank(n, y, 2, "output"));
   TESSERA_RETURN_IF_ERROR(check_not_constant(n, a, "A"));
   TESSERA_RETURN_IF_ERROR(check_constant(n, b, "B (the weights)"));
-  int64_t trans_a, trans_b;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "transA", 0, &trans_a));
-  TESSERA_RETURN_IF_ERROR(get_int(n, "transB", 0, &trans_b));
-  if (trans_a != 0) return XNN_UNSUPPORTED(n, "transA = 1");
-  float alpha, beta;
-  TESSERA_RETURN_IF_ERROR(get_float(n, "alpha", 1.0f, &alpha));
-  TESSERA_RETURN_IF_ERROR(get_float(n, "beta", 1.0f, &beta));
+  ir::GemmAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  const int64_t trans_b = attrs.transB;
+  if (attrs.transA != 0) return XNN_UNSUPPORTED(n, "transA = 1");
+  const float alpha = attrs.alpha, beta = attrs.beta;
   if (!std::isfinite(alpha) || !std::isfinite(beta))
     return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
   const int64_t k = a.dims.d[1];
@@ -516,9 +519,9 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       p->output_min = 0.0f;
       break;
     case Op::Clip: {
-      float lo, hi;
-      TESSERA_RETURN_IF_ERROR(get_float(n, "min", -INFINITY, &lo));
-      TESSERA_RETURN_IF_ERROR(get_float(n, "max", INFINITY, &hi));
+      ir::ClipAttrs attrs;
+      TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+      const float lo = attrs.min, hi = attrs.max;
       if (!(lo < hi)) {
         return XNN_UNSUPPORTED(n, "clip range [%g, %g] is empty (XNNPACK needs min < max)", lo, hi);
       }
@@ -527,14 +530,20 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       p->output_max = hi;
       break;
     }
-    case Op::LeakyRelu:
-      TESSERA_RETURN_IF_ERROR(get_float(n, "alpha", 0.01f, &p->alpha));
+    case Op::LeakyRelu: {
+      ir::LeakyReluAttrs attrs;
+      TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+      p->alpha = attrs.alpha;
+    }
       if (!std::isfinite(p->alpha)) return XNN_UNSUPPORTED(n, "non-finite alpha");
       p->unary = UnaryOp::LeakyRelu;
       break;
-    case Op::HardSigmoid:
-      TESSERA_RETURN_IF_ERROR(get_float(n, "alpha", 0.2f, &p->alpha));
-      TESSERA_RETURN_IF_ERROR(get_float(n, "beta", 0.5f, &p->beta));
+    case Op::HardSigmoid: {
+      ir::HardSigmoidAttrs attrs;
+      TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+      p->alpha = attrs.alpha;
+      p->beta = attrs.beta;
+    }
       if (!std::isfinite(p->alpha) || !std::isfinite(p->beta)) {
         return XNN_UNSUPPORTED(n, "non-finite alpha/beta");
       }
@@ -569,8 +578,9 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
 Status plan_softmax(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0);
-  int64_t axis;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "axis", -1, &axis));
+  ir::SoftmaxAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  int64_t axis = attrs.axis;
   const int rank = x.dims.rank;
   TESSERA_RETURN_IF_ERROR(normalize_axis(n, rank, &axis));
   Layout layout;
@@ -589,8 +599,9 @@ Status plan_pool(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(fused_activation(n, p));
   const ValueFacts x = n.input(0), y = n.output(0);
   TESSERA_RETURN_IF_ERROR(check_4d(n, "input (2-D pooling only)"));
-  Span<const int64_t> ks;
-  TESSERA_RETURN_IF_ERROR(get_ints(n, "kernel_shape", &ks));
+  ir::PoolAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  const Span<const int64_t> ks = attrs.kernel_shape;
   if (ks.size() != 2)
     return XNN_UNSUPPORTED(n, "kernel_shape has %zu entries (2-D only)", ks.size());
   Spatial2d s;
@@ -602,9 +613,7 @@ Status plan_pool(const NodeReader& n, OpPlan* p) {
     return XNN_UNSUPPORTED(n, "a 1x1 pooling window (XNNPACK rejects it)");
   }
   TESSERA_RETURN_IF_ERROR(read_spatial(n, &s));
-  int64_t ceil_mode, include_pad;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "ceil_mode", 0, &ceil_mode));
-  TESSERA_RETURN_IF_ERROR(get_int(n, "count_include_pad", 0, &include_pad));
+  const int64_t ceil_mode = attrs.ceil_mode, include_pad = attrs.count_include_pad;
   if (!is_max && (s.dilation[0] != 1 || s.dilation[1] != 1)) {
     return XNN_UNSUPPORTED(n, "dilated average pooling");
   }
@@ -650,10 +659,10 @@ Status plan_reduce_mean(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0), y = n.output(0);
   TESSERA_RETURN_IF_ERROR(check_rank(n, x, 4, "input (spatial means of 4-D tensors only)"));
-  Span<const int64_t> axes;
-  TESSERA_RETURN_IF_ERROR(get_ints(n, "axes", &axes));
-  int64_t keepdims;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "keepdims", 1, &keepdims));
+  ir::ReduceAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  const Span<const int64_t> axes = attrs.axes;
+  const int64_t keepdims = attrs.keepdims;
   bool reduced[4] = {};
   for (int64_t a : axes) {
     TESSERA_RETURN_IF_ERROR(normalize_axis(n, 4, &a));
@@ -675,16 +684,15 @@ Status plan_pad(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0);
   TESSERA_RETURN_IF_ERROR(check_not_constant(n, x, "the input"));
-  std::string_view mode;
-  TESSERA_RETURN_IF_ERROR(get_string(n, "mode", "constant", &mode));
+  ir::PadAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  const std::string_view mode = attrs.mode;
   if (mode != "constant") {
     return XNN_UNSUPPORTED(n, "mode '%.*s' (constant only)", static_cast<int>(mode.size()),
                            mode.data());
   }
-  Span<const int64_t> pads, axes;
-  TESSERA_RETURN_IF_ERROR(get_ints(n, "pads", &pads));
-  TESSERA_RETURN_IF_ERROR(get_ints(n, "axes", &axes));
-  TESSERA_RETURN_IF_ERROR(get_float(n, "value", 0.0f, &p->pad_value));
+  const Span<const int64_t> pads = attrs.pads, axes = attrs.axes;
+  p->pad_value = attrs.value;
   const int rank = x.dims.rank;
   const size_t n_axes = axes.empty() ? static_cast<size_t>(rank) : axes.size();
   if (n_axes > static_cast<size_t>(rank) || (!pads.empty() && pads.size() != 2 * n_axes)) {
@@ -718,8 +726,9 @@ Status plan_reshape(const NodeReader& n, OpPlan* p) {
 Status plan_concat(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 64));
   const ValueFacts y = n.output(0);
-  int64_t axis;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "axis", 0, &axis));
+  ir::ConcatAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  int64_t axis = attrs.axis;
   const int rank = y.dims.rank;
   TESSERA_RETURN_IF_ERROR(normalize_axis(n, rank, &axis));
   int64_t total = 0;
@@ -757,10 +766,10 @@ Status plan_batch_norm(const NodeReader& n, OpPlan* p) {
                          static_cast<long long>(x.dims.d[1]));
     }
   }
-  int64_t training;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "training_mode", 0, &training));
-  if (training != 0) return XNN_UNSUPPORTED(n, "training mode");
-  TESSERA_RETURN_IF_ERROR(get_float(n, "epsilon", 1e-5f, &p->epsilon));
+  ir::BatchNormalizationAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  if (attrs.training_mode != 0) return XNN_UNSUPPORTED(n, "training mode");
+  p->epsilon = attrs.epsilon;
   if (!(p->epsilon >= 0.0f) || !std::isfinite(p->epsilon)) return XNN_INVALID(n, "bad epsilon");
   if (n.num_outputs() != 1) return XNN_UNSUPPORTED(n, "training outputs");
   return follow_layout(p, OpKind::BatchNorm);
@@ -773,24 +782,20 @@ Status plan_resize(const NodeReader& n, OpPlan* p) {
   if (x.dims.d[0] != y.dims.d[0] || x.dims.d[1] != y.dims.d[1]) {
     return XNN_UNSUPPORTED(n, "resizing the batch or channel dims");
   }
-  std::string_view mode, ctm;
-  TESSERA_RETURN_IF_ERROR(get_string(n, "mode", "nearest", &mode));
-  TESSERA_RETURN_IF_ERROR(get_string(n, "coordinate_transformation_mode", "half_pixel", &ctm));
+  ir::ResizeAttrs attrs;
+  TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+  const std::string_view mode = attrs.mode, ctm = attrs.coordinate_transformation_mode;
   if (mode != "linear") {
     return XNN_UNSUPPORTED(n, "mode '%.*s' (this XNNPACK has bilinear resize only)",
                            static_cast<int>(mode.size()), mode.data());
   }
-  int64_t antialias;
-  TESSERA_RETURN_IF_ERROR(get_int(n, "antialias", 0, &antialias));
-  if (antialias != 0) return XNN_UNSUPPORTED(n, "antialias");
-  Span<const int64_t> axes;
-  TESSERA_RETURN_IF_ERROR(get_ints(n, "axes", &axes));
+  if (attrs.antialias != 0) return XNN_UNSUPPORTED(n, "antialias");
+  const Span<const int64_t> axes = attrs.axes;
   if (!axes.empty() &&
       !(axes.size() == 2 && (axes[0] == 2 || axes[0] == -2) && (axes[1] == 3 || axes[1] == -1))) {
     return XNN_UNSUPPORTED(n, "axes other than the two spatial dims");
   }
-  Span<const float> scales;
-  TESSERA_RETURN_IF_ERROR(get_floats(n, "scales", &scales));
+  const Span<const float> scales = attrs.scales;
   if (!scales.empty()) {
     const size_t first = scales.size() == 4 ? 2 : 0;
     if (scales.size() != 4 && scales.size() != 2)
@@ -908,7 +913,25 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
       return plan_concat(node, plan);
     case Op::BatchNormalization:
       return plan_batch_norm(node, plan);
-    default:
+    case Op::Pow:
+    case Op::Tanh:
+    case Op::Erf:
+    case Op::Gelu:
+    case Op::Exp:
+    case Op::LayerNormalization:
+    case Op::ReduceSum:
+    case Op::Transpose:
+    case Op::Split:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Cast:
+    case Op::Reciprocal:
+    case Op::Where:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::ReduceMax:
+    case Op::Mish:
       break;
   }
   return XNN_UNSUPPORTED(node, "no operator in this XNNPACK version");

@@ -178,7 +178,9 @@ Status run_conv(const void* state, Span<const Tensor* const> in, Span<Tensor* co
 
 // Checks X, W and B of a (transposed) convolution and fills the common geometry.
 // For Conv W is [M, C/group, k...]; for ConvTranspose W is [C, M/group, k...].
-Status check_conv_inputs(const OpContext& ctx, bool transposed, SpatialAttrs* g, int64_t* group,
+// `window` and `group_attr` are the node's attributes.
+Status check_conv_inputs(const OpContext& ctx, bool transposed, const ir::WindowAttrs& window,
+                         int64_t group_attr, SpatialAttrs* g, int64_t* group,
                          int64_t* out_channels) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(2, 3));
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
@@ -196,7 +198,7 @@ Status check_conv_inputs(const OpContext& ctx, bool transposed, SpatialAttrs* g,
     return ctx.error(Error::ShapeMismatch, "weights have rank %d, input has rank %d", w->dim(),
                      x->dim());
   }
-  TESSERA_ASSIGN_OR_RETURN(*group, ctx.attrs().get_int("group", 1));
+  *group = group_attr;
   if (*group < 1 || *group > x->size(1) || (x->size(1) > 0 && x->size(1) % *group != 0)) {
     return ctx.error(Error::InvalidProgram, "group %lld does not divide the %lld input channels",
                      static_cast<long long>(*group), static_cast<long long>(x->size(1)));
@@ -244,7 +246,7 @@ Status check_conv_inputs(const OpContext& ctx, bool transposed, SpatialAttrs* g,
                        static_cast<long long>(g->kernel[s]), i);
     }
   }
-  return read_spatial_attrs(ctx, /*allow_dilations=*/true, g);
+  return read_spatial_attrs(ctx, window, g);
 }
 
 // Checks Y against the shape `g` computes, then makes the kernel's state with the geometry filled
@@ -283,7 +285,9 @@ Result<State*> make_conv_state(OpContext& ctx, const SpatialAttrs& g, int64_t gr
 Result<PreparedKernel> prepare_conv(OpContext& ctx) {
   SpatialAttrs g;
   int64_t group = 1, out_channels = 0;
-  TESSERA_RETURN_IF_ERROR(check_conv_inputs(ctx, false, &g, &group, &out_channels));
+  TESSERA_ASSIGN_OR_RETURN(const ir::ConvAttrs attrs, ctx.read_attrs<ir::ConvAttrs>());
+  TESSERA_RETURN_IF_ERROR(
+      check_conv_inputs(ctx, false, ir::window_of(attrs), attrs.group, &g, &group, &out_channels));
   TESSERA_RETURN_IF_ERROR(window_output_sizes(ctx, false, &g));
   TESSERA_ASSIGN_OR_RETURN(ConvState * s, make_conv_state<ConvState>(ctx, g, group, out_channels));
   bool pointwise = s->kvol == 1;
@@ -397,10 +401,12 @@ Status run_conv_transpose(const void* state, Span<const Tensor* const> in,
 Result<PreparedKernel> prepare_conv_transpose(OpContext& ctx) {
   SpatialAttrs g;
   int64_t group = 1, out_channels = 0;
-  TESSERA_RETURN_IF_ERROR(check_conv_inputs(ctx, true, &g, &group, &out_channels));
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> output_padding,
-                           ctx.attrs().get_ints("output_padding"));
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> output_shape, ctx.attrs().get_ints("output_shape"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::ConvTransposeAttrs attrs,
+                           ctx.read_attrs<ir::ConvTransposeAttrs>());
+  TESSERA_RETURN_IF_ERROR(
+      check_conv_inputs(ctx, true, ir::window_of(attrs), attrs.group, &g, &group, &out_channels));
+  const Span<const int64_t> output_padding = attrs.output_padding;
+  const Span<const int64_t> output_shape = attrs.output_shape;
   if (!output_padding.empty() && output_padding.size() != static_cast<size_t>(g.n)) {
     return ctx.error(Error::InvalidProgram, "'output_padding' has %zu entries, expected %d",
                      output_padding.size(), g.n);

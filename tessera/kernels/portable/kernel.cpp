@@ -10,59 +10,13 @@ namespace {
 using Op = fb::OpType;
 
 Result<PreparedKernel> dispatch(OpContext& ctx) {
+  // One case per row of the op table, so every op has a kernel family.
   switch (ctx.op()) {
-    case Op::Identity: return prepare_identity(ctx);
-    case Op::Conv: return prepare_conv(ctx);
-    case Op::ConvTranspose: return prepare_conv_transpose(ctx);
-    case Op::Gemm: return prepare_gemm(ctx);
-    case Op::MatMul: return prepare_matmul(ctx);
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Min:
-    case Op::Max: return prepare_arithmetic(ctx);
-    case Op::Equal:
-    case Op::Less:
-    case Op::Greater: return prepare_compare(ctx);
-    case Op::Where: return prepare_where(ctx);
-    case Op::PRelu: return prepare_prelu(ctx);
-    case Op::Relu:
-    case Op::Clip:
-    case Op::LeakyRelu:
-    case Op::Sigmoid:
-    case Op::Tanh:
-    case Op::HardSigmoid:
-    case Op::HardSwish:
-    case Op::Erf:
-    case Op::Gelu:
-    case Op::Sqrt:
-    case Op::Exp:
-    case Op::Neg:
-    case Op::Reciprocal:
-    case Op::Abs: return prepare_unary(ctx);
-    case Op::Softmax: return prepare_softmax(ctx);
-    case Op::LayerNormalization: return prepare_layer_norm(ctx);
-    case Op::BatchNormalization: return prepare_batch_norm(ctx);
-    case Op::MaxPool:
-    case Op::AveragePool: return prepare_pool(ctx);
-    case Op::GlobalAveragePool: return prepare_global_average_pool(ctx);
-    case Op::ReduceMean:
-    case Op::ReduceSum:
-    case Op::ReduceMax: return prepare_reduce(ctx);
-    case Op::Reshape:
-    case Op::Flatten:
-    case Op::Squeeze:
-    case Op::Unsqueeze: return prepare_reshape_like(ctx);
-    case Op::Transpose: return prepare_transpose(ctx);
-    case Op::Concat: return prepare_concat(ctx);
-    case Op::Split: return prepare_split(ctx);
-    case Op::Slice: return prepare_slice(ctx);
-    case Op::Gather: return prepare_gather(ctx);
-    case Op::Pad: return prepare_pad(ctx);
-    case Op::Resize: return prepare_resize(ctx);
-    case Op::Cast: return prepare_cast(ctx);
+#define TESSERA_OP(name, attrs, in_min, in_max, out_min, out_max, act, kernel, import, shape) \
+  case Op::name:                                                                              \
+    return prepare_##kernel(ctx);
+#include "tessera/ir/ops.def"
+#undef TESSERA_OP
   }
   return ctx.error(Error::OperatorMissing, "no portable kernel");
 }

@@ -68,10 +68,9 @@ Result<PreparedKernel> prepare_gemm(OpContext& ctx) {
     return ctx.error(Error::InvalidProgram, "A and B must be 2-D, got ranks %d and %d", a->dim(),
                      b->dim());
   }
-  TESSERA_ASSIGN_OR_RETURN(int64_t trans_a, ctx.attrs().get_int("transA", 0));
-  TESSERA_ASSIGN_OR_RETURN(int64_t trans_b, ctx.attrs().get_int("transB", 0));
-  TESSERA_ASSIGN_OR_RETURN(float alpha, ctx.attrs().get_float("alpha", 1.0f));
-  TESSERA_ASSIGN_OR_RETURN(float beta, ctx.attrs().get_float("beta", 1.0f));
+  TESSERA_ASSIGN_OR_RETURN(const ir::GemmAttrs attrs, ctx.read_attrs<ir::GemmAttrs>());
+  const int64_t trans_a = attrs.transA, trans_b = attrs.transB;
+  const float alpha = attrs.alpha, beta = attrs.beta;
   if ((trans_a != 0 && trans_a != 1) || (trans_b != 0 && trans_b != 1)) {
     return ctx.error(Error::InvalidProgram, "transA and transB must be 0 or 1");
   }

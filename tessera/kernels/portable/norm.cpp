@@ -80,9 +80,9 @@ Result<PreparedKernel> prepare_softmax(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, ScalarType::Float32));
   const Tensor* x = ctx.input(0);
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, x->sizes()));
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", -1));
+  TESSERA_ASSIGN_OR_RETURN(const ir::SoftmaxAttrs attrs, ctx.read_attrs<ir::SoftmaxAttrs>());
   if (x->dim() == 0) return ctx.error(Error::InvalidProgram, "input must have rank >= 1");
-  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(axis_attr, x->dim(), "axis"));
+  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(attrs.axis, x->dim(), "axis"));
   TESSERA_ASSIGN_OR_RETURN(SoftmaxState * s, ctx.make_state<SoftmaxState>());
   split_at(x, axis, &s->outer, &s->n, &s->inner);
   if (s->inner > 1 && s->n > 0) {
@@ -178,9 +178,10 @@ Result<PreparedKernel> prepare_layer_norm(OpContext& ctx) {
   const Tensor* x = ctx.input(0);
   const int rank = x->dim();
   if (rank == 0) return ctx.error(Error::InvalidProgram, "input must have rank >= 1");
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", -1));
-  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(axis_attr, rank, "axis"));
-  TESSERA_ASSIGN_OR_RETURN(float epsilon, ctx.attrs().get_float("epsilon", 1e-5f));
+  TESSERA_ASSIGN_OR_RETURN(const ir::LayerNormalizationAttrs attrs,
+                           ctx.read_attrs<ir::LayerNormalizationAttrs>());
+  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(attrs.axis, rank, "axis"));
+  const float epsilon = attrs.epsilon;
   if (!(epsilon >= 0.0f) || std::isinf(epsilon)) {
     return ctx.error(Error::InvalidProgram, "epsilon %g must be finite and >= 0",
                      static_cast<double>(epsilon));
@@ -254,7 +255,9 @@ Status run_batch_norm(const void* state, Span<const Tensor* const> in, Span<Tens
 Result<PreparedKernel> prepare_batch_norm(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(5, 5));
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
-  TESSERA_ASSIGN_OR_RETURN(int64_t training, ctx.attrs().get_int("training_mode", 0));
+  TESSERA_ASSIGN_OR_RETURN(const ir::BatchNormalizationAttrs attrs,
+                           ctx.read_attrs<ir::BatchNormalizationAttrs>());
+  const int64_t training = attrs.training_mode;
   if (training != 0) {
     return ctx.error(Error::NotSupported, "training_mode=%lld is not supported (inference only)",
                      static_cast<long long>(training));
@@ -279,7 +282,7 @@ Result<PreparedKernel> prepare_batch_norm(OpContext& ctx) {
                        static_cast<long long>(channels));
     }
   }
-  TESSERA_ASSIGN_OR_RETURN(float epsilon, ctx.attrs().get_float("epsilon", 1e-5f));
+  const float epsilon = attrs.epsilon;
   if (!(epsilon >= 0.0f) || std::isinf(epsilon)) {
     return ctx.error(Error::InvalidProgram, "epsilon %g must be finite and >= 0",
                      static_cast<double>(epsilon));

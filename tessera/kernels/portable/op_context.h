@@ -12,6 +12,7 @@
 #include "tessera/core/result.h"
 #include "tessera/core/tensor.h"
 #include "tessera/ir/attributes.h"
+#include "tessera/ir/op_attrs.h"
 #include "tessera/kernels/portable/kernel.h"
 
 namespace tessera::portable {
@@ -53,6 +54,11 @@ class OpContext {
   const char* op_name() const;
   std::string_view node_name() const { return attrs_.node_name(); }
   const ir::AttrView& attrs() const { return attrs_; }
+  /// The node's typed attributes (ir::GemmAttrs, ...), defaults from tessera/ir/op_attrs.def.
+  template <typename A>
+  Result<A> read_attrs() const {
+    return A::read(attrs_);
+  }
   MemoryAllocator& allocator() const { return *allocator_; }
 
   size_t num_inputs() const { return kn_.inputs.size(); }

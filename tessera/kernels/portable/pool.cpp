@@ -132,7 +132,8 @@ Result<PreparedKernel> prepare_pool(OpContext& ctx) {
   }
   SpatialAttrs g;
   g.n = x->dim() - 2;
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> ks, ctx.attrs().get_ints("kernel_shape"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::PoolAttrs attrs, ctx.read_attrs<ir::PoolAttrs>());
+  const Span<const int64_t> ks = attrs.kernel_shape;
   if (ks.size() != static_cast<size_t>(g.n)) {
     return ctx.error(Error::InvalidProgram, "'kernel_shape' has %zu entries, expected %d",
                      ks.size(), g.n);
@@ -145,10 +146,10 @@ Result<PreparedKernel> prepare_pool(OpContext& ctx) {
     g.kernel[g.slot(i)] = ks[i];
     g.in[g.slot(i)] = x->size(2 + i);
   }
-  TESSERA_RETURN_IF_ERROR(read_spatial_attrs(ctx, /*allow_dilations=*/true, &g));
-  TESSERA_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().get_int("ceil_mode", 0));
-  TESSERA_ASSIGN_OR_RETURN(int64_t include_pad, ctx.attrs().get_int("count_include_pad", 0));
-  TESSERA_ASSIGN_OR_RETURN(int64_t storage_order, ctx.attrs().get_int("storage_order", 0));
+  TESSERA_RETURN_IF_ERROR(read_spatial_attrs(ctx, ir::window_of(attrs), &g));
+  const int64_t ceil_mode = attrs.ceil_mode;
+  const int64_t include_pad = attrs.count_include_pad;
+  const int64_t storage_order = attrs.storage_order;
   if ((ceil_mode != 0 && ceil_mode != 1) || (include_pad != 0 && include_pad != 1) ||
       (storage_order != 0 && storage_order != 1)) {
     return ctx.error(Error::InvalidProgram,

@@ -65,9 +65,10 @@ Result<PreparedKernel> prepare_reduce(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, ScalarType::Float32));
   const Tensor* x = ctx.input(0);
   const int rank = x->dim();
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> axes, ctx.attrs().get_ints("axes"));
-  TESSERA_ASSIGN_OR_RETURN(int64_t keepdims, ctx.attrs().get_int("keepdims", 1));
-  TESSERA_ASSIGN_OR_RETURN(int64_t noop, ctx.attrs().get_int("noop_with_empty_axes", 0));
+  TESSERA_ASSIGN_OR_RETURN(const ir::ReduceAttrs attrs, ctx.read_attrs<ir::ReduceAttrs>());
+  const Span<const int64_t> axes = attrs.axes;
+  const int64_t keepdims = attrs.keepdims;
+  const int64_t noop = attrs.noop_with_empty_axes;
   if ((keepdims != 0 && keepdims != 1) || (noop != 0 && noop != 1)) {
     return ctx.error(Error::InvalidProgram, "keepdims and noop_with_empty_axes must be 0 or 1");
   }

@@ -151,14 +151,12 @@ Result<PreparedKernel> prepare_resize(OpContext& ctx) {
   const Tensor* x = ctx.input(0);
   const Tensor* y = ctx.output(0);
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, x->dtype()));
-  const ir::AttrView& attrs = ctx.attrs();
-  TESSERA_ASSIGN_OR_RETURN(std::string_view mode, attrs.get_string("mode", "nearest"));
-  TESSERA_ASSIGN_OR_RETURN(std::string_view ctm,
-                           attrs.get_string("coordinate_transformation_mode", "half_pixel"));
-  TESSERA_ASSIGN_OR_RETURN(std::string_view nearest_mode,
-                           attrs.get_string("nearest_mode", "round_prefer_floor"));
-  TESSERA_ASSIGN_OR_RETURN(Span<const float> scales, attrs.get_floats("scales"));
-  TESSERA_ASSIGN_OR_RETURN(int64_t antialias, attrs.get_int("antialias", 0));
+  TESSERA_ASSIGN_OR_RETURN(const ir::ResizeAttrs attrs, ctx.read_attrs<ir::ResizeAttrs>());
+  const std::string_view mode = attrs.mode;
+  const std::string_view ctm = attrs.coordinate_transformation_mode;
+  const std::string_view nearest_mode = attrs.nearest_mode;
+  const Span<const float> scales = attrs.scales;
+  const int64_t antialias = attrs.antialias;
   bool linear;
   if (mode == "nearest") {
     linear = false;
@@ -170,7 +168,7 @@ Result<PreparedKernel> prepare_resize(OpContext& ctx) {
                      static_cast<int>(mode.size()), mode.data());
   }
   if (antialias != 0) return ctx.error(Error::NotSupported, "antialias is not supported");
-  if (attrs.has("axes")) return ctx.error(Error::NotSupported, "'axes' is not supported");
+  if (!attrs.axes.empty()) return ctx.error(Error::NotSupported, "'axes' is not supported");
   Transform transform;
   if (ctm == "half_pixel") {
     transform = Transform::HalfPixel;

@@ -48,12 +48,11 @@ Status expect_unary_io(OpContext& ctx) {
   return ctx.expect_output_dtype(0, ctx.input(0)->dtype());
 }
 
-// Reads an Ints attribute of at most kMaxDims entries.
-Status get_dims_attr(const OpContext& ctx, const char* name, Span<const int64_t>* out) {
-  TESSERA_ASSIGN_OR_RETURN(*out, ctx.attrs().get_ints(name));
-  if (out->size() > static_cast<size_t>(kMaxDims)) {
+// Checks that the Ints attribute `name` has at most kMaxDims entries.
+Status check_dims_attr(const OpContext& ctx, const char* name, Span<const int64_t> v) {
+  if (v.size() > static_cast<size_t>(kMaxDims)) {
     return ctx.error(Error::InvalidProgram, "attribute '%s' has %zu entries (at most %d)", name,
-                     out->size(), kMaxDims);
+                     v.size(), kMaxDims);
   }
   return Status::ok();
 }
@@ -74,7 +73,8 @@ Result<PreparedKernel> prepare_reshape_like(OpContext& ctx) {
   bool have_computed = false;
   switch (ctx.op()) {
     case Op::Flatten: {
-      TESSERA_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 1));
+      TESSERA_ASSIGN_OR_RETURN(const ir::FlattenAttrs attrs, ctx.read_attrs<ir::FlattenAttrs>());
+      int64_t axis = attrs.axis;
       if (axis < -rank || axis > rank) {
         return ctx.error(Error::InvalidProgram, "axis %lld is out of range for rank %d",
                          static_cast<long long>(axis), rank);
@@ -88,8 +88,9 @@ Result<PreparedKernel> prepare_reshape_like(OpContext& ctx) {
       break;
     }
     case Op::Squeeze: {
-      Span<const int64_t> axes;
-      TESSERA_RETURN_IF_ERROR(get_dims_attr(ctx, "axes", &axes));
+      TESSERA_ASSIGN_OR_RETURN(const ir::AxesAttrs attrs, ctx.read_attrs<ir::AxesAttrs>());
+      const Span<const int64_t> axes = attrs.axes;
+      TESSERA_RETURN_IF_ERROR(check_dims_attr(ctx, "axes", axes));
       if (axes.empty()) break;
       bool squeeze[kMaxDims] = {};
       for (int64_t a : axes) {
@@ -108,8 +109,9 @@ Result<PreparedKernel> prepare_reshape_like(OpContext& ctx) {
       break;
     }
     case Op::Unsqueeze: {
-      Span<const int64_t> axes;
-      TESSERA_RETURN_IF_ERROR(get_dims_attr(ctx, "axes", &axes));
+      TESSERA_ASSIGN_OR_RETURN(const ir::AxesAttrs attrs, ctx.read_attrs<ir::AxesAttrs>());
+      const Span<const int64_t> axes = attrs.axes;
+      TESSERA_RETURN_IF_ERROR(check_dims_attr(ctx, "axes", axes));
       if (axes.empty()) break;
       const int out_rank = rank + static_cast<int>(axes.size());
       if (out_rank > kMaxDims) {
@@ -163,8 +165,9 @@ Result<PreparedKernel> prepare_transpose(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(expect_unary_io(ctx));
   const Tensor* x = ctx.input(0);
   const int rank = x->dim();
-  Span<const int64_t> perm_attr;
-  TESSERA_RETURN_IF_ERROR(get_dims_attr(ctx, "perm", &perm_attr));
+  TESSERA_ASSIGN_OR_RETURN(const ir::TransposeAttrs attrs, ctx.read_attrs<ir::TransposeAttrs>());
+  const Span<const int64_t> perm_attr = attrs.perm;
+  TESSERA_RETURN_IF_ERROR(check_dims_attr(ctx, "perm", perm_attr));
   int perm[kMaxDims];
   if (perm_attr.empty()) {
     for (int d = 0; d < rank; ++d) perm[d] = rank - 1 - d;
@@ -203,11 +206,9 @@ Result<PreparedKernel> prepare_slice(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(expect_unary_io(ctx));
   const Tensor* x = ctx.input(0);
   const int rank = x->dim();
-  Span<const int64_t> starts, ends, axes, steps;
-  TESSERA_ASSIGN_OR_RETURN(starts, ctx.attrs().get_ints("starts"));
-  TESSERA_ASSIGN_OR_RETURN(ends, ctx.attrs().get_ints("ends"));
-  TESSERA_ASSIGN_OR_RETURN(axes, ctx.attrs().get_ints("axes"));
-  TESSERA_ASSIGN_OR_RETURN(steps, ctx.attrs().get_ints("steps"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::SliceAttrs attrs, ctx.read_attrs<ir::SliceAttrs>());
+  const Span<const int64_t> starts = attrs.starts, ends = attrs.ends, axes = attrs.axes,
+                            steps = attrs.steps;
   const size_t n = starts.size();
   if (ends.size() != n || (!axes.empty() && axes.size() != n) ||
       (!steps.empty() && steps.size() != n)) {
@@ -337,10 +338,8 @@ Result<PreparedKernel> prepare_concat(OpContext& ctx) {
   }
   const Tensor* first = ctx.input(0);
   const int rank = first->dim();
-  if (!ctx.attrs().has("axis")) {
-    return ctx.error(Error::InvalidProgram, "missing required attribute 'axis'");
-  }
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", 0));
+  TESSERA_ASSIGN_OR_RETURN(const ir::ConcatAttrs attrs, ctx.read_attrs<ir::ConcatAttrs>());
+  const int64_t axis_attr = attrs.axis;
   if (rank == 0) return ctx.error(Error::InvalidProgram, "cannot concatenate scalars");
   TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(axis_attr, rank, "axis"));
   Shape computed(first->sizes());
@@ -375,9 +374,9 @@ Result<PreparedKernel> prepare_split(OpContext& ctx) {
   const Tensor* x = ctx.input(0);
   const int rank = x->dim();
   if (rank == 0) return ctx.error(Error::InvalidProgram, "cannot split a scalar");
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", 0));
-  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(axis_attr, rank, "axis"));
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> split, ctx.attrs().get_ints("split"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::SplitAttrs attrs, ctx.read_attrs<ir::SplitAttrs>());
+  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(attrs.axis, rank, "axis"));
+  const Span<const int64_t> split = attrs.split;
   if (!split.empty() && split.size() != n) {
     return ctx.error(Error::InvalidProgram, "'split' has %zu entries for %zu outputs",
                      split.size(), n);
@@ -398,7 +397,7 @@ Result<PreparedKernel> prepare_split(OpContext& ctx) {
                        static_cast<long long>(sum), axis, static_cast<long long>(x->size(axis)));
     }
   }
-  TESSERA_ASSIGN_OR_RETURN(int64_t num_outputs, ctx.attrs().get_int("num_outputs", 0));
+  const int64_t num_outputs = attrs.num_outputs;
   if (num_outputs != 0 && num_outputs != static_cast<int64_t>(n)) {
     return ctx.error(Error::InvalidProgram, "num_outputs is %lld but the node has %zu outputs",
                      static_cast<long long>(num_outputs), n);
@@ -484,8 +483,8 @@ Result<PreparedKernel> prepare_gather(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, data->dtype()));
   const int rank = data->dim();
   if (rank == 0) return ctx.error(Error::InvalidProgram, "data must have rank >= 1");
-  TESSERA_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", 0));
-  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(axis_attr, rank, "axis"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::GatherAttrs attrs, ctx.read_attrs<ir::GatherAttrs>());
+  TESSERA_ASSIGN_OR_RETURN(int axis, ctx.normalize_axis(attrs.axis, rank, "axis"));
   if (rank - 1 + indices->dim() > kMaxDims) {
     return ctx.error(Error::NotSupported, "output rank %d exceeds %d", rank - 1 + indices->dim(),
                      kMaxDims);
@@ -615,7 +614,8 @@ Result<PreparedKernel> prepare_pad(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(expect_unary_io(ctx));
   const Tensor* x = ctx.input(0);
   const int rank = x->dim();
-  TESSERA_ASSIGN_OR_RETURN(std::string_view mode_name, ctx.attrs().get_string("mode", "constant"));
+  TESSERA_ASSIGN_OR_RETURN(const ir::PadAttrs attrs, ctx.read_attrs<ir::PadAttrs>());
+  const std::string_view mode_name = attrs.mode;
   PadMode mode;
   if (mode_name == "constant") {
     mode = PadMode::Constant;
@@ -629,9 +629,8 @@ Result<PreparedKernel> prepare_pad(OpContext& ctx) {
                      "mode '%.*s' is not supported (constant, reflect, edge)",
                      static_cast<int>(mode_name.size()), mode_name.data());
   }
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> pads, ctx.attrs().get_ints("pads"));
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> axes, ctx.attrs().get_ints("axes"));
-  TESSERA_ASSIGN_OR_RETURN(float value, ctx.attrs().get_float("value", 0.0f));
+  const Span<const int64_t> pads = attrs.pads, axes = attrs.axes;
+  const float value = attrs.value;
   int axis_of[kMaxDims];
   size_t n_axes = axes.empty() ? static_cast<size_t>(rank) : axes.size();
   if (n_axes > static_cast<size_t>(rank)) {
@@ -805,10 +804,8 @@ Status run_cast(const void* state, Span<const Tensor* const> in, Span<Tensor* co
 Result<PreparedKernel> prepare_cast(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(1, 1));
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
-  if (!ctx.attrs().has("to")) {
-    return ctx.error(Error::InvalidProgram, "missing required attribute 'to'");
-  }
-  TESSERA_ASSIGN_OR_RETURN(int64_t to, ctx.attrs().get_int("to", 0));
+  TESSERA_ASSIGN_OR_RETURN(const ir::CastAttrs attrs, ctx.read_attrs<ir::CastAttrs>());
+  const int64_t to = attrs.to;
   if (to < 0 || to >= kNumScalarTypes) {
     return ctx.error(Error::InvalidProgram, "'to' is %lld, not a scalar type (0..%d)",
                      static_cast<long long>(to), kNumScalarTypes - 1);

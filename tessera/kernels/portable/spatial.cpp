@@ -2,9 +2,8 @@
 
 namespace tessera::portable {
 
-static Status read_list(const OpContext& ctx, const char* name, size_t count, int64_t lo,
-                        int64_t fallback, int64_t* out) {
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> v, ctx.attrs().get_ints(name));
+static Status read_list(const OpContext& ctx, Span<const int64_t> v, const char* name, size_t count,
+                        int64_t lo, int64_t fallback, int64_t* out) {
   if (v.empty()) {
     for (size_t i = 0; i < count; ++i) out[i] = fallback;
     return Status::ok();
@@ -23,9 +22,9 @@ static Status read_list(const OpContext& ctx, const char* name, size_t count, in
   return Status::ok();
 }
 
-Status read_spatial_attrs(const OpContext& ctx, bool allow_dilations, SpatialAttrs* a) {
+Status read_spatial_attrs(const OpContext& ctx, const ir::WindowAttrs& w, SpatialAttrs* a) {
   const int n = a->n;
-  TESSERA_ASSIGN_OR_RETURN(std::string_view auto_pad, ctx.attrs().get_string("auto_pad", "NOTSET"));
+  const std::string_view auto_pad = w.auto_pad;
   const bool valid = auto_pad == "VALID";
   if (auto_pad != "NOTSET" && !valid) {
     return ctx.error(Error::NotSupported,
@@ -33,7 +32,7 @@ Status read_spatial_attrs(const OpContext& ctx, bool allow_dilations, SpatialAtt
                      static_cast<int>(auto_pad.size()), auto_pad.data());
   }
   int64_t v[2 * kMaxSpatial];
-  TESSERA_ASSIGN_OR_RETURN(Span<const int64_t> ks, ctx.attrs().get_ints("kernel_shape"));
+  const Span<const int64_t> ks = w.kernel_shape;
   if (!ks.empty()) {
     if (ks.size() != static_cast<size_t>(n)) {
       return ctx.error(Error::InvalidProgram, "'kernel_shape' has %zu entries, expected %d",
@@ -48,16 +47,12 @@ Status read_spatial_attrs(const OpContext& ctx, bool allow_dilations, SpatialAtt
       }
     }
   }
-  TESSERA_RETURN_IF_ERROR(read_list(ctx, "strides", n, 1, 1, v));
+  TESSERA_RETURN_IF_ERROR(read_list(ctx, w.strides, "strides", n, 1, 1, v));
   for (int i = 0; i < n; ++i) a->stride[a->slot(i)] = v[i];
-  if (allow_dilations) {
-    TESSERA_RETURN_IF_ERROR(read_list(ctx, "dilations", n, 1, 1, v));
-    for (int i = 0; i < n; ++i) a->dilation[a->slot(i)] = v[i];
-  } else if (ctx.attrs().has("dilations")) {
-    return ctx.error(Error::InvalidProgram, "'dilations' is not an attribute of this op");
-  }
-  TESSERA_RETURN_IF_ERROR(read_list(ctx, "pads", 2 * n, 0, 0, v));
-  if (valid && ctx.attrs().has("pads")) {
+  TESSERA_RETURN_IF_ERROR(read_list(ctx, w.dilations, "dilations", n, 1, 1, v));
+  for (int i = 0; i < n; ++i) a->dilation[a->slot(i)] = v[i];
+  TESSERA_RETURN_IF_ERROR(read_list(ctx, w.pads, "pads", 2 * n, 0, 0, v));
+  if (valid && !w.pads.empty()) {
     return ctx.error(Error::InvalidProgram, "auto_pad VALID and explicit 'pads' both given");
   }
   for (int i = 0; i < n; ++i) {

@@ -32,7 +32,7 @@ struct SpatialAttrs {
 /// VALID) for `attrs->n` spatial dims, and checks `kernel_shape` against attrs->kernel when
 /// present. Kernel sizes and `in` must already be set. Values must be in range (strides and
 /// dilations >= 1, pads >= 0, all below kMaxAttrValue): InvalidProgram otherwise.
-Status read_spatial_attrs(const OpContext& ctx, bool allow_dilations, SpatialAttrs* attrs);
+Status read_spatial_attrs(const OpContext& ctx, const ir::WindowAttrs& window, SpatialAttrs* attrs);
 
 /// For positions t in [0, run): t is valid when 0 <= base + t * stride < size (stride > 0).
 /// Returns the valid range [*lo, *hi), empty when none is.

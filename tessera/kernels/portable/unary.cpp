@@ -1,5 +1,5 @@
 // Float32 elementwise functions: Relu Clip LeakyRelu Sigmoid Tanh HardSigmoid HardSwish Erf Gelu
-// Sqrt Exp Neg Reciprocal Abs. A fused activation is applied in the same loop.
+// Sqrt Exp Neg Reciprocal Abs Mish. A fused activation is applied in the same loop.
 #include <cmath>
 
 #include "tessera/kernels/portable/ops.h"
@@ -49,6 +49,15 @@ struct HardSwishF {
   static float f(float x, const Params&) {
     const float v = (x + 3.0f) / 6.0f;
     return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+  }
+};
+struct MishF {
+  // x * tanh(softplus(x)), softplus(x) = log1p(exp(x)) computed in double (exp overflows in
+  // float for x > 88; tanh of a softplus above 20 is 1 in float).
+  static float f(float x, const Params&) {
+    const double sp =
+        x > 20.0f ? static_cast<double>(x) : std::log1p(std::exp(static_cast<double>(x)));
+    return static_cast<float>(static_cast<double>(x) * std::tanh(sp));
   }
 };
 struct ErfF {
@@ -119,15 +128,15 @@ Result<PreparedKernel> prepare_unary(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_input_dtype(0, {ScalarType::Float32}));
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, ScalarType::Float32));
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, ctx.input(0)->sizes()));
-  const ir::AttrView& attrs = ctx.attrs();
   const bool clamp = ctx.activation().enabled;
   Params p{0.0f, 0.0f, ctx.activation().min, ctx.activation().max};
   UnaryFn fn = nullptr;
   switch (ctx.op()) {
     case Op::Relu: fn = unary_fn<ReluF>(clamp); break;
     case Op::Clip: {
-      TESSERA_ASSIGN_OR_RETURN(p.alpha, attrs.get_float("min", -INFINITY));
-      TESSERA_ASSIGN_OR_RETURN(p.beta, attrs.get_float("max", INFINITY));
+      TESSERA_ASSIGN_OR_RETURN(const ir::ClipAttrs a, ctx.read_attrs<ir::ClipAttrs>());
+      p.alpha = a.min;
+      p.beta = a.max;
       if (std::isnan(p.alpha) || std::isnan(p.beta)) {
         return ctx.error(Error::InvalidProgram, "min and max must not be NaN");
       }
@@ -135,22 +144,26 @@ Result<PreparedKernel> prepare_unary(OpContext& ctx) {
       break;
     }
     case Op::LeakyRelu: {
-      TESSERA_ASSIGN_OR_RETURN(p.alpha, attrs.get_float("alpha", 0.01f));
+      TESSERA_ASSIGN_OR_RETURN(const ir::LeakyReluAttrs a, ctx.read_attrs<ir::LeakyReluAttrs>());
+      p.alpha = a.alpha;
       fn = unary_fn<LeakyReluF>(clamp);
       break;
     }
     case Op::Sigmoid: fn = unary_fn<SigmoidF>(clamp); break;
     case Op::Tanh: fn = unary_fn<TanhF>(clamp); break;
     case Op::HardSigmoid: {
-      TESSERA_ASSIGN_OR_RETURN(p.alpha, attrs.get_float("alpha", 0.2f));
-      TESSERA_ASSIGN_OR_RETURN(p.beta, attrs.get_float("beta", 0.5f));
+      TESSERA_ASSIGN_OR_RETURN(const ir::HardSigmoidAttrs a,
+                               ctx.read_attrs<ir::HardSigmoidAttrs>());
+      p.alpha = a.alpha;
+      p.beta = a.beta;
       fn = unary_fn<HardSigmoidF>(clamp);
       break;
     }
     case Op::HardSwish: fn = unary_fn<HardSwishF>(clamp); break;
     case Op::Erf: fn = unary_fn<ErfF>(clamp); break;
     case Op::Gelu: {
-      TESSERA_ASSIGN_OR_RETURN(std::string_view approx, attrs.get_string("approximate", "none"));
+      TESSERA_ASSIGN_OR_RETURN(const ir::GeluAttrs a, ctx.read_attrs<ir::GeluAttrs>());
+      const std::string_view approx = a.approximate;
       if (approx == "none") {
         fn = unary_fn<GeluF>(clamp);
       } else if (approx == "tanh") {
@@ -166,6 +179,9 @@ Result<PreparedKernel> prepare_unary(OpContext& ctx) {
     case Op::Neg: fn = unary_fn<NegF>(clamp); break;
     case Op::Reciprocal: fn = unary_fn<ReciprocalF>(clamp); break;
     case Op::Abs: fn = unary_fn<AbsF>(clamp); break;
+    case Op::Mish:
+      fn = unary_fn<MishF>(clamp);
+      break;
     default: return ctx.error(Error::Internal, "not a unary op");
   }
   if (clamp) ctx.mark_activation_fused();

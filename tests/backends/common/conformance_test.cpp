@@ -368,6 +368,8 @@ std::vector<UnaryCfg> unary_cfgs(Op op) {
       return {{{}, -4.0f, 4.0f}, {{Attr::make_string("approximate", "tanh")}, -4.0f, 4.0f}};
     case Op::Exp:
       return {{{}, -3.0f, 3.0f}};
+    case Op::Mish:
+      return {{{}, -6.0f, 6.0f}};
     case Op::Sqrt:
       return {{{}, 0.0f, 4.0f}};
     case Op::Reciprocal:
