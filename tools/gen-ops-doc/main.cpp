@@ -49,7 +49,8 @@ std::string generate() {
          "Fused: the op can carry a fused Relu or Clip. Kernel: the portable kernel family "
          "(`prepare_<kernel>` in `tessera/kernels/portable`). Import: `direct` when the ONNX op "
          "of the same name maps one to one, `custom` when `tessera/compiler/onnx_import.cpp` "
-         "has its own importer.\n\n"
+         "has its own importer. Which backend takes which op, and why one rejects a case: "
+         "[ops-support.md](ops-support.md), from the conformance suite.\n\n"
       << "| Op | Inputs | Outputs | Attributes | Fused | Kernel | Import |\n"
       << "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const ir::OpInfo& op : ir::op_table()) {

@@ -21,7 +21,7 @@ constexpr const char kIntro[] =
     "the op. Every node of a case counts, so an op that only feeds another in a case is\n"
     "counted too. The reasons the backends give for what they reject follow the table,\n"
     "without node names; a SKIPPED conformance test prints the same reasons. What each op\n"
-    "means: tessera/kernels/portable/ops.md.\n"
+    "means: docs/ops.md (the op table) and tessera/kernels/portable/ops.md.\n"
     "\n"
     "Each backend's conformance executable writes its own column and section (`cmake\n"
     "--build build --target ops-support-doc`); the ctest `<backend>.ops_support_current`\n"
