@@ -50,14 +50,7 @@ endfunction()
 # Tessera::<name> that applications and in-tree consumers link (tessera_backend_component).
 function(tessera_add_backend_library name)
   add_library(tessera_${name} ${ARGN} ${CMAKE_SOURCE_DIR}/tessera/backend/backend_library_entry.cpp)
-  get_target_property(runtime_type tessera_runtime TYPE)
-  if(runtime_type STREQUAL "STATIC_LIBRARY")
-    # Static: libtessera.a is linked whole everywhere (Tessera::runtime, cmake/components.cmake);
-    # CMake refuses a program that links one archive both whole and plainly.
-    target_link_libraries(tessera_${name} PUBLIC tessera_runtime_component)
-  else()
-    target_link_libraries(tessera_${name} PUBLIC tessera_runtime)
-  endif()
+  target_link_libraries(tessera_${name} PUBLIC tessera_runtime)
   set_target_properties(tessera_${name} PROPERTIES
     VERSION ${PROJECT_VERSION}
     SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
