@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -24,7 +25,10 @@ std::string runtime_directory() {
   char origin[PATH_MAX] = {};
   const bool found = ::dlinfo(handle, RTLD_DI_ORIGIN, origin) == 0;
   ::dlclose(handle);
-  return found ? std::string(origin) : std::string();
+  if (!found) return "";
+  // Found through the tool's RUNPATH, it reads <prefix>/bin/../lib: say <prefix>/lib.
+  char resolved[PATH_MAX] = {};
+  return ::realpath(origin, resolved) != nullptr ? std::string(resolved) : std::string(origin);
 #else
   return "";
 #endif
