@@ -80,9 +80,9 @@ extern "C" int ctest_register_backend(void) {
 }
 
 extern "C" unsigned char* ctest_program(int which, size_t* size) {
-  ir::ProgramBuilder builder = which == 0   ? testing::add_relu_mul_program(/*symbolic=*/true)
-                               : which == 1 ? testing::delegate_chain_program({"ctest", "ctest"})
-                                            : testing::delegate_chain_program({"ctest_failing"});
+  ir::ProgramBuilder builder = testing::add_relu_mul_program(/*symbolic=*/true);
+  if (which == 1) builder = testing::delegate_chain_program({"ctest", "ctest"});
+  if (which == 2) builder = testing::delegate_chain_program({"ctest_failing"});
   auto built = builder.build();
   if (!built.ok()) return nullptr;
   const std::vector<uint8_t>& bytes = *built;
