@@ -600,7 +600,8 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
     if (!py::isinstance<py::str>(on_execute_failure))
       argument_error("on_execute_failure must be a str (fail, fallback), not a " +
                      type_name(on_execute_failure));
-    Result<OnExecuteFailure> parsed = parse_on_execute_failure(on_execute_failure.cast<std::string>());
+    Result<OnExecuteFailure> parsed =
+        parse_on_execute_failure(on_execute_failure.cast<std::string>());
     if (!parsed.ok()) throw StatusError(parsed.status());
     config->load.on_execute_failure = *parsed;
   }

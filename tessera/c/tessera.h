@@ -392,14 +392,13 @@ TESSERA_C_EXPORT tessera_status* tessera_trace_event_count(const tessera_trace* 
                                                            size_t* count);
 /** Event `index` of the trace. NotFound past the end. */
 TESSERA_C_EXPORT tessera_status* tessera_trace_get_event(const tessera_trace* trace, size_t index,
-                                                     tessera_trace_event* event);
+                                                         tessera_trace_event* event);
 /** Writes the trace as Chrome trace-event JSON (opens in Perfetto) to `path`, replacing it.
  * AccessFailed naming the path when it cannot be written. */
 TESSERA_C_EXPORT tessera_status* tessera_trace_write_chrome_json(const tessera_trace* trace,
                                                                  const char* path);
 /** The same JSON as a string, malloc'ed: free with tessera_string_free. */
-TESSERA_C_EXPORT tessera_status* tessera_trace_chrome_json(const tessera_trace* trace,
-                                                           char** json);
+TESSERA_C_EXPORT tessera_status* tessera_trace_chrome_json(const tessera_trace* trace, char** json);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -648,7 +648,7 @@ tessera_status* tessera_load_options_set_lenient(tessera_load_options* options, 
 }
 
 tessera_status* tessera_load_options_set_on_execute_failure(tessera_load_options* options,
-                                                           const char* mode) {
+                                                            const char* mode) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(options);
     TESSERA_C_REQUIRE(mode);
@@ -808,8 +808,8 @@ tessera_status* tessera_method_execute(tessera_method* method,
                                        const tessera_execute_options* options) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(method);
-    Status status = options == nullptr ? method->method.execute()
-                                       : method->method.execute(options->options);
+    Status status =
+        options == nullptr ? method->method.execute() : method->method.execute(options->options);
     // A delegate moved to another backend (on_execute_failure fallback): report where it is now.
     int fallbacks = 0;
     for (size_t i = 0; i < method->method.num_delegates(); ++i) {
@@ -964,7 +964,7 @@ tessera_status* tessera_trace_event_count(const tessera_trace* trace, size_t* co
 }
 
 tessera_status* tessera_trace_get_event(const tessera_trace* trace, size_t index,
-                                    tessera_trace_event* event) {
+                                        tessera_trace_event* event) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(trace);
     TESSERA_C_REQUIRE(event);

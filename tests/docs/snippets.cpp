@@ -47,9 +47,9 @@ Status input_shapes(Program& program) {
 Status selection_measure() {
   // [selection-measure]
   LoadOptions load;
-  load.selection = Selection::Measure;          // or tessera-run --select measure
-  load.selection_budget_ms = 300;               // per delegate, inits and runs
-  load.selection_tolerance = 1e-4;              // relative to max |reference|
+  load.selection = Selection::Measure;  // or tessera-run --select measure
+  load.selection_budget_ms = 300;       // per delegate, inits and runs
+  load.selection_tolerance = 1e-4;      // relative to max |reference|
   TESSERA_RETURN_IF_ERROR(load.set_selection_candidates("xnnpack,onednn"));  // default: all
   // [selection-measure]
   return Status::ok();
@@ -57,7 +57,7 @@ Status selection_measure() {
 
 LoadOptions selection_cache() {
   // [selection-cache]
-  LoadOptions remembered;                                // selection = Selection::Auto
+  LoadOptions remembered;                                       // selection = Selection::Auto
   remembered.selection_cache_dir = "/var/cache/myapp/tessera";  // or tessera-run --select-cache DIR
   // nullptr (the default): $XDG_CACHE_HOME/tessera/selection, else ~/.cache/tessera/selection;
   // "" disables the cache (auto then runs every delegate on its program's backend).
@@ -77,7 +77,7 @@ LoadOptions selection_bf16() {
 
 Status trace(Method& method) {
   // [trace]
-  TESSERA_RETURN_IF_ERROR(Trace::start());        // process-wide; InvalidState if one runs
+  TESSERA_RETURN_IF_ERROR(Trace::start());  // process-wide; InvalidState if one runs
   // ... Program::load, load_method, execute ...
   TESSERA_ASSIGN_OR_RETURN(std::vector<TraceEvent> events, Trace::stop());
   TESSERA_RETURN_IF_ERROR(Trace::write_chrome_json(events, "run.json"));

@@ -1,4 +1,6 @@
 // docs/usage.md "Example", whole: the region below is the snippet (check_snippets.py).
+// Not formatted: the docs show 'Tensor* input' (clang-format spaces a macro argument's '*').
+// clang-format off
 // [usage-example]
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/global_options.h"
@@ -38,3 +40,4 @@ tessera::Status run(const char* path) {
   return Status::ok();
 }
 // [usage-example]
+// clang-format on

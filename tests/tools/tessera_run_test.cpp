@@ -779,7 +779,8 @@ TEST_F(TesseraRun, ListBackendsLoadsTheLibrariesBesideLibtessera) {
       EXPECT_EQ(b["library"], "libtessera");
       EXPECT_EQ(b["available"], true);
     } else {
-      EXPECT_EQ(b["library"], j["backend_directory"].get<std::string>() + "/libtessera_" + name + ".so");
+      EXPECT_EQ(b["library"],
+                j["backend_directory"].get<std::string>() + "/libtessera_" + name + ".so");
     }
   }
   EXPECT_EQ(listed, registered_backends());
@@ -788,7 +789,6 @@ TEST_F(TesseraRun, ListBackendsLoadsTheLibrariesBesideLibtessera) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_CONTAINS(text.out, "portable   available (libtessera)\n");
 }
-
 
 }  // namespace
 }  // namespace tessera

@@ -70,9 +70,9 @@ InstalledBackends load_installed_backends() {
     const std::string path = out.directory + "/" + file;
     Result<std::vector<std::string>> names = load_backend_library(path);
     if (!names.ok()) {
-      out.problems.push_back("the " + backend_of_file(file) + " backend is not available: " +
-                             names.status().message() + " (" + error_name(names.status().code()) +
-                             ")");
+      out.problems.push_back("the " + backend_of_file(file) +
+                             " backend is not available: " + names.status().message() + " (" +
+                             error_name(names.status().code()) + ")");
       continue;
     }
     for (const std::string& name : *names) out.loaded.push_back({name, path});

@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
        no_patterns = false;
   auto* model_opt = app.add_option("model", model, "ONNX model file");
   auto* output_opt = app.add_option("-o,--output", output, "program file to write (.tsr)");
-  app.add_flag("--list-backends", list_backends, "print the delegate backends found (the libraries installed beside libtessera, and TESSERA_BACKEND_PATH), one a line, and exit");
+  app.add_flag("--list-backends", list_backends,
+               "print the delegate backends found (the libraries installed beside libtessera, and "
+               "TESSERA_BACKEND_PATH), one a line, and exit");
   app.add_option("--backends", backends_text,
                  "delegate backends in order of preference, comma-separated; 'portable' alone "
                  "means kernels only (default: xnnpack, then onednn, then any other CPU backend, then "

@@ -168,9 +168,9 @@ void print_backends(const InstalledBackends& installed, bool json) {
       if (!(*backend)->is_available()) entry["reason"] = (*backend)->unavailable_reason();
     }
     std::string library = installed.library_of(name);
-    entry["library"] = name == "portable"  ? Json("libtessera")
-                       : library.empty()   ? Json(nullptr)
-                                           : Json(library);
+    entry["library"] = name == "portable" ? Json("libtessera")
+                       : library.empty()  ? Json(nullptr)
+                                          : Json(library);
     backends.push_back(std::move(entry));
   }
   if (json) {
@@ -182,8 +182,8 @@ void print_backends(const InstalledBackends& installed, bool json) {
   for (const Json& b : backends) {
     const std::string name = b["name"];
     std::string state = b["available"] ? "available" : "not available: " + std::string(b["reason"]);
-    std::string from = b["library"].is_null() ? "linked in, or TESSERA_BACKEND_PATH"
-                                              : std::string(b["library"]);
+    std::string from =
+        b["library"].is_null() ? "linked in, or TESSERA_BACKEND_PATH" : std::string(b["library"]);
     std::printf("%-10s %s (%s)\n", name.c_str(), state.c_str(), from.c_str());
   }
   if (installed.directory.empty()) {
