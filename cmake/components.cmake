@@ -2,9 +2,15 @@
 # library that was built (cmake/backends.cmake). Included right after tessera/ so that tools,
 # tests and examples can use the names an installed package gives (cmake/TesseraConfig.cmake.in).
 
-# Tessera::runtime: libtessera, linked the way backend libraries are (a static libtessera whole,
-# so the portable backend's registrar is kept).
-tessera_backend_component(runtime tessera_runtime)
+# Tessera::runtime: libtessera, linked plainly, also as a static archive: the registry calls a
+# function beside the portable backend's registrar (detail::portable_backend_linked), so the
+# linker keeps that object without the archive being linked whole. (A whole archive here would
+# make CMake refuse every program that also links tessera_runtime directly, as the backend
+# libraries and the tests do.)
+add_library(tessera_runtime_component INTERFACE)
+target_link_libraries(tessera_runtime_component INTERFACE tessera_runtime)
+set_target_properties(tessera_runtime_component PROPERTIES EXPORT_NAME runtime)
+add_library(Tessera::runtime ALIAS tessera_runtime_component)
 set_target_properties(tessera_runtime PROPERTIES EXPORT_NAME runtime_library)
 # Tessera::portable: the portable backend is part of libtessera.
 add_library(tessera_portable_component INTERFACE)

@@ -3,6 +3,7 @@
  *
  *   tessera_c_run MODEL.tsr [--dim NAME=VALUE] [--option BACKEND.KEY=VALUE]
  *                 [--global-option BACKEND.KEY=VALUE] [--retarget FROM=TO] [--fallback LIST]
+ *                 [--trace FILE.json]
  *
  * Exit status: 0 on success, 1 when Tessera reports an error (code and message on stderr),
  * 2 for a usage error. */
@@ -42,7 +43,7 @@ static int usage(const char* message) {
   fprintf(stderr,
           "tessera_c_run: %s\nusage: tessera_c_run MODEL.tsr [--dim NAME=VALUE] "
           "[--option BACKEND.KEY=VALUE] [--global-option BACKEND.KEY=VALUE] "
-          "[--retarget FROM=TO] [--fallback LIST]\n",
+          "[--retarget FROM=TO] [--fallback LIST] [--trace FILE.json]\n",
           message);
   return 2;
 }
@@ -67,6 +68,24 @@ static int print_reports(const tessera_method* method) {
       printf("\n");
     }
   }
+  return 0;
+}
+
+/* --trace: where the trace of the load and the run goes; NULL without the flag. */
+static const char* g_trace_path = NULL;
+
+/* Stops the running trace and writes it to `path` as Chrome trace-event JSON (Perfetto). */
+static int write_trace(const char* path) {
+  /* [c-trace] */
+  tessera_trace* trace = NULL;
+  size_t events = 0;
+  if (failed(tessera_trace_stop(&trace), "trace")) return 1;
+  tessera_status* st = tessera_trace_event_count(trace, &events);
+  if (st == NULL) st = tessera_trace_write_chrome_json(trace, path);
+  tessera_trace_free(trace);
+  if (failed(st, path)) return 1;
+  printf("trace %s: %zu events\n", path, events);
+  /* [c-trace] */
   return 0;
 }
 
@@ -99,6 +118,10 @@ static int parse_flags(int argc, char** argv, tessera_load_options* options) {
       st = tessera_load_options_add_retarget(options, a, c);
     } else if (strcmp(flag, "--fallback") == 0) {
       st = tessera_load_options_set_fallback(options, value);
+    } else if (strcmp(flag, "--trace") == 0) {
+      /* From here on the runtime records what it does: the load and the run. */
+      if (g_trace_path == NULL) st = tessera_trace_start();
+      g_trace_path = value;
     } else {
       snprintf(buf, sizeof buf, "unknown flag '%s'", flag);
       return usage(buf);
@@ -164,6 +187,9 @@ int main(int argc, char** argv) {
   /* [c-load] */
   if (status == 0) status = run(method);
   if (status == 0) status = print_reports(method);
+  if (g_trace_path != NULL && tessera_trace_running() && write_trace(g_trace_path) != 0) {
+    status = 1;
+  }
   tessera_method_free(method); /* before the program it came from */
   tessera_program_free(program);
   return status;

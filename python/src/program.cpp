@@ -545,7 +545,8 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
                                       py::handle delegate_options, py::handle dims,
                                       py::handle retarget, py::handle fallback, py::handle policy,
                                       bool lenient, py::handle selection,
-                                      py::handle selection_cache_dir, py::handle startup_backend) {
+                                      py::handle selection_cache_dir, py::handle startup_backend,
+                                      py::handle on_execute_failure) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -602,6 +603,15 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
           "none), not a " +
           type_name(startup_backend));
     check(config->load.set_startup_backend(startup_backend.cast<std::string>()));
+  }
+  if (!on_execute_failure.is_none()) {
+    if (!py::isinstance<py::str>(on_execute_failure))
+      argument_error("on_execute_failure must be a str (fail, fallback), not a " +
+                     type_name(on_execute_failure));
+    Result<OnExecuteFailure> parsed =
+        parse_on_execute_failure(on_execute_failure.cast<std::string>());
+    if (!parsed.ok()) throw StatusError(parsed.status());
+    config->load.on_execute_failure = *parsed;
   }
   config->load.lenient_options = lenient;
   config->load.backend_options = &config->backend_options;
@@ -688,6 +698,8 @@ py::dict delegate_dict(const DelegateInfo& d) {
   out["requested_backend"] = std::string(d.requested_backend);
   out["reason"] = std::string(d.reason);
   out["nodes"] = d.num_nodes;
+  out["execute_fallbacks"] = d.execute_fallbacks;
+  out["execute_fallback_reason"] = std::string(d.execute_fallback_reason);
   py::list options;
   if (d.options != nullptr) {
     for (size_t k = 0; k < d.options->size(); ++k) {
@@ -812,17 +824,17 @@ may be called any number of times, from any thread.)doc")
           [](PyProgram& p, py::handle name, py::object options, py::object delegate_options,
              py::object dims, py::object retarget, py::object fallback, py::object policy,
              py::handle lenient, py::object selection, py::object selection_cache_dir,
-             py::object startup_backend) {
+             py::object startup_backend, py::object on_execute_failure) {
             return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
                                fallback, policy, bool_arg(lenient, "lenient"), selection,
-                               selection_cache_dir, startup_backend);
+                               selection_cache_dir, startup_backend, on_execute_failure);
           },
           py::arg("name") = "forward", py::kw_only(), py::arg("options") = py::none(),
           py::arg("delegate_options") = py::none(), py::arg("dims") = py::none(),
           py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
           py::arg("policy") = py::none(), py::arg("lenient") = py::bool_(false),
           py::arg("selection") = py::none(), py::arg("selection_cache_dir") = py::none(),
-          py::arg("startup_backend") = py::none(),
+          py::arg("startup_backend") = py::none(), py::arg("on_execute_failure") = py::none(),
           R"doc(Loads method `name` and initialises its delegates.
 
 options: load-scope backend options, {"xnnpack.num_threads": 2} or {"xnnpack": {"num_threads": 2}}
@@ -840,7 +852,11 @@ selection_cache_dir: where measured choices are remembered (default ~/.cache/tes
 startup_backend: "xnnpack", "onednn" or "auto": a delegate whose backend would compile device
     code now (OpenCL without its programs cached) runs on this CPU backend while that compiles
     in the background, and moves over between two calls once it is ready (see
-    Method.wait_for_startup and each delegate's "startup").)doc")
+    Method.wait_for_startup and each delegate's "startup").
+on_execute_failure: "fail" (default: the error is raised) or "fallback": when a delegate's backend
+    fails while running, the delegate moves to the next backend of `fallback` and runs again once
+    in the same call; Method.delegates reports the move (execute_fallbacks,
+    execute_fallback_reason).)doc")
       .def(
           "save",
           [](PyProgram& p, py::object path) {

@@ -370,6 +370,19 @@ def test_retarget_fallback_and_policy(add_program):
         program.load_method(fallback=3)
 
 
+def test_on_execute_failure(add_program):
+    program, _ = add_program
+    method = program.load_method(fallback="xnnpack,portable", on_execute_failure="fallback")
+    np.testing.assert_array_equal(method(*xy())[0], sum(xy()))
+    (d,) = method.delegates
+    assert (d["execute_fallbacks"], d["execute_fallback_reason"]) == (0, "")
+    assert program.load_method(on_execute_failure="fail").delegates[0]["execute_fallbacks"] == 0
+    with pytest.raises(tessera.ArgumentError, match="fallback"):
+        program.load_method(on_execute_failure="retry")
+    with pytest.raises(tessera.ArgumentError, match="on_execute_failure must be a str"):
+        program.load_method(on_execute_failure=1)
+
+
 def test_selection_auto_measures_once_then_remembers(add_onnx, tmp_path):
     # Compiled without backends: each delegate may run on xnnpack or onednn; auto measures at
     # the first load and the second load reads the choice from the cache directory.

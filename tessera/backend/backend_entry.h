@@ -51,6 +51,11 @@ struct StagedBackend {
 /// of registering (nullptr: register again). Returns the previous value. For the loader.
 std::vector<StagedBackend>* stage_registrations(std::vector<StagedBackend>* staging);
 
+/// Defined beside the portable backend's registrar (portable_backend.cpp) and called by the
+/// registry, so that a program linking a static libtessera.a keeps that object, and the
+/// registrar with it, without linking the archive whole.
+void portable_backend_linked();
+
 /// Loads the libraries of TESSERA_BACKEND_PATH the first time it is called (backend_library.cpp).
 /// Called by every registry lookup; does nothing when called again, or from inside that loading.
 void load_backend_path_once();

@@ -24,7 +24,7 @@ struct Registry {
 // Never destroyed: backends registered by static objects of other libraries may be looked up
 // during their own static destruction.
 Registry& registry() {
-  static Registry* instance = new Registry;
+  static Registry* instance = (detail::portable_backend_linked(), new Registry);
   return *instance;
 }
 

@@ -262,6 +262,12 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_policy(tessera_load_op
  * Every other error (type, range, scope) stays an error. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_lenient(tessera_load_options* options,
                                                                   int lenient);
+/** What execute does when a delegate's backend fails: "fail" (the default: the error goes to
+ * the caller) or "fallback" (the delegate moves to the next backend of the fallback chain that
+ * is available and supports its ops, and runs again once in the same call; the move is reported
+ * in tessera_delegate_info). InvalidArgument naming both for another value. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_on_execute_failure(
+    tessera_load_options* options, const char* mode);
 
 /* ---- execute options (scope 6) --------------------------------------------------------- */
 
@@ -322,7 +328,8 @@ TESSERA_C_EXPORT tessera_status* tessera_method_symbol_value(const tessera_metho
 /* ---- what the load did ----------------------------------------------------------------- */
 
 /** One delegate: the backend that runs it, the one the program named, and why it moved ("" if
- * it did not). Strings are owned by the method. */
+ * it did not). Strings are owned by the method and stay valid until it is freed or an execute
+ * moves one of its delegates to another backend (on_execute_failure "fallback"). */
 typedef struct tessera_delegate_info {
   const char* id; /* "xnnpack#0" */
   const char* backend;
@@ -330,6 +337,10 @@ typedef struct tessera_delegate_info {
   const char* reason;
   size_t num_nodes;
   size_t num_options; /* entries for tessera_method_delegate_option */
+  /* Moves at execute time (on_execute_failure "fallback") and why the last one happened ("" if
+   * none). */
+  int execute_fallbacks;
+  const char* execute_fallback_reason;
 } tessera_delegate_info;
 
 /** One effective option of a delegate. Strings are owned by the method. */
@@ -380,6 +391,43 @@ TESSERA_C_EXPORT tessera_status* tessera_method_wait_for_startup(tessera_method*
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_option(const tessera_method* method,
                                                                 size_t delegate, size_t option,
                                                                 tessera_delegate_option* info);
+
+/* ---- traces ---------------------------------------------------------------------------- */
+
+/** The events of a stopped trace (tessera::Trace): spans of program and method loads, delegate
+ * inits, executes, delegate calls and the operators or kernels backends report with their
+ * profiling option on. */
+typedef struct tessera_trace tessera_trace;
+
+/** One span. Strings are owned by the trace. */
+typedef struct tessera_trace_event {
+  const char* name;     /* "execute forward", "xnnpack#0", an operator's name, ... */
+  const char* category; /* "load", "init", "execute", "delegate", "kernel", "operator" */
+  double start_us;      /* microseconds since the trace started */
+  double dur_us;
+  uint32_t tid;       /* the recording thread (Linux thread id) */
+  const char* detail; /* e.g. "backend=xnnpack"; "" if none */
+} tessera_trace_event;
+
+/** Starts recording a trace, process-wide. InvalidState if one is running already. */
+TESSERA_C_EXPORT tessera_status* tessera_trace_start(void);
+/** Non-zero while a trace is running. */
+TESSERA_C_EXPORT int tessera_trace_running(void);
+/** Stops the running trace; `*trace` receives its events in the order they ended (free with
+ * tessera_trace_free). InvalidState if no trace is running. */
+TESSERA_C_EXPORT tessera_status* tessera_trace_stop(tessera_trace** trace);
+TESSERA_C_EXPORT void tessera_trace_free(tessera_trace* trace);
+TESSERA_C_EXPORT tessera_status* tessera_trace_event_count(const tessera_trace* trace,
+                                                           size_t* count);
+/** Event `index` of the trace. NotFound past the end. */
+TESSERA_C_EXPORT tessera_status* tessera_trace_get_event(const tessera_trace* trace, size_t index,
+                                                         tessera_trace_event* event);
+/** Writes the trace as Chrome trace-event JSON (opens in Perfetto) to `path`, replacing it.
+ * AccessFailed naming the path when it cannot be written. */
+TESSERA_C_EXPORT tessera_status* tessera_trace_write_chrome_json(const tessera_trace* trace,
+                                                                 const char* path);
+/** The same JSON as a string, malloc'ed: free with tessera_string_free. */
+TESSERA_C_EXPORT tessera_status* tessera_trace_chrome_json(const tessera_trace* trace, char** json);
 
 #ifdef __cplusplus
 } /* extern "C" */

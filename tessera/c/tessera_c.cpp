@@ -29,9 +29,11 @@
 #include "tessera/core/log.h"
 #include "tessera/core/scalar_type.h"
 #include "tessera/core/status.h"
+#include "tessera/core/trace.h"
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
+#include "tessera/runtime/on_execute_failure.h"
 #include "tessera/runtime/program.h"
 
 #ifndef TESSERA_VERSION_STRING
@@ -73,6 +75,8 @@ namespace {
 struct DelegateReport {
   std::string id, backend, requested_backend, reason;
   size_t num_nodes = 0;
+  int execute_fallbacks = 0;
+  std::string execute_fallback_reason;
   struct Option {
     std::string key, value, source, origin;
     bool has_resolved = false;
@@ -91,6 +95,10 @@ struct tessera_method {
   // switch, an execute fallback), by the accessors below.
   mutable std::vector<DelegateReport> delegates;
   std::string policy, policy_reason;
+};
+
+struct tessera_trace {
+  std::vector<tessera::TraceEvent> events;
 };
 
 namespace {
@@ -224,6 +232,8 @@ DelegateReport delegate_report(const tessera::DelegateInfo& d) {
   r.requested_backend = d.requested_backend;
   r.reason = d.reason;
   r.num_nodes = d.num_nodes;
+  r.execute_fallbacks = d.execute_fallbacks;
+  r.execute_fallback_reason = d.execute_fallback_reason;
   for (size_t k = 0; d.options != nullptr && k < d.options->size(); ++k) {
     DelegateReport::Option o;
     o.key = std::string(d.options->option(k).key());
@@ -256,11 +266,15 @@ void build_reports(tessera_method* m) {
   }
 }
 
-// The report of delegate `index`, rebuilt first if the delegate moved since it was made.
+// The report of delegate `index`, rebuilt first if the delegate moved since it was made (a
+// startup backend's switch, an execute fallback).
 const DelegateReport& current_report(const tessera_method* m, size_t index) {
   const tessera::DelegateInfo& d = m->method.delegate_info(index);
   DelegateReport& r = m->delegates[index];
-  if (r.backend != d.backend || r.reason != d.reason) r = delegate_report(d);
+  if (r.backend != d.backend || r.reason != d.reason ||
+      r.execute_fallbacks != d.execute_fallbacks) {
+    r = delegate_report(d);
+  }
   return r;
 }
 
@@ -661,6 +675,18 @@ tessera_status* tessera_load_options_set_lenient(tessera_load_options* options, 
   });
 }
 
+tessera_status* tessera_load_options_set_on_execute_failure(tessera_load_options* options,
+                                                            const char* mode) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    TESSERA_C_REQUIRE(mode);
+    TESSERA_ASSIGN_OR_RETURN(tessera::OnExecuteFailure value,
+                             tessera::parse_on_execute_failure(mode));
+    options->load.on_execute_failure = value;
+    return Status::ok();
+  });
+}
+
 // ---- execute options ----------------------------------------------------------------------
 
 tessera_status* tessera_execute_options_create(tessera_execute_options** options) {
@@ -810,8 +836,10 @@ tessera_status* tessera_method_execute(tessera_method* method,
                                        const tessera_execute_options* options) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
     TESSERA_C_REQUIRE(method);
-    if (options == nullptr) return method->method.execute();
-    return method->method.execute(options->options);
+    Status status =
+        options == nullptr ? method->method.execute() : method->method.execute(options->options);
+    // A delegate that moved (on_execute_failure fallback) is reported anew by current_report.
+    return status;
   });
 }
 
@@ -889,6 +917,8 @@ tessera_status* tessera_method_delegate_info(const tessera_method* method, size_
     info->reason = d.reason.c_str();
     info->num_nodes = d.num_nodes;
     info->num_options = d.options.size();
+    info->execute_fallbacks = d.execute_fallbacks;
+    info->execute_fallback_reason = d.execute_fallback_reason.c_str();
     return Status::ok();
   });
 }
@@ -946,6 +976,83 @@ tessera_status* tessera_method_delegate_option(const tessera_method* method, siz
     info->origin = o.origin.c_str();
     info->resolved_value = o.has_resolved ? o.resolved_value.c_str() : nullptr;
     info->resolved_reason = o.has_resolved ? o.resolved_reason.c_str() : nullptr;
+    return Status::ok();
+  });
+}
+
+// ---- traces -------------------------------------------------------------------------------
+
+tessera_status* tessera_trace_start(void) {
+  return guarded(__func__, []([[maybe_unused]] const char* fn) { return tessera::Trace::start(); });
+}
+
+int tessera_trace_running(void) {
+  return tessera::Trace::running() ? 1 : 0;
+}
+
+tessera_status* tessera_trace_stop(tessera_trace** trace) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) -> Status {
+    TESSERA_C_REQUIRE(trace);
+    // The trace keeps running when the result cannot be handed over.
+    auto* out = new tessera_trace;
+    tessera::Result<std::vector<tessera::TraceEvent>> events = tessera::Trace::stop();
+    if (!events.ok()) {
+      delete out;
+      return events.status();
+    }
+    out->events = std::move(events).value();
+    *trace = out;
+    return Status::ok();
+  });
+}
+
+void tessera_trace_free(tessera_trace* trace) {
+  delete trace;
+}
+
+tessera_status* tessera_trace_event_count(const tessera_trace* trace, size_t* count) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(trace);
+    TESSERA_C_REQUIRE(count);
+    *count = trace->events.size();
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_trace_get_event(const tessera_trace* trace, size_t index,
+                                        tessera_trace_event* event) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(trace);
+    TESSERA_C_REQUIRE(event);
+    if (index >= trace->events.size()) return out_of_range("event", index, trace->events.size());
+    const tessera::TraceEvent& e = trace->events[index];
+    event->name = e.name.c_str();
+    event->category = e.category.c_str();
+    event->start_us = e.start_us;
+    event->dur_us = e.dur_us;
+    event->tid = e.tid;
+    event->detail = e.detail.c_str();
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_trace_write_chrome_json(const tessera_trace* trace, const char* path) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(trace);
+    TESSERA_C_REQUIRE(path);
+    return tessera::Trace::write_chrome_json(trace->events, path);
+  });
+}
+
+tessera_status* tessera_trace_chrome_json(const tessera_trace* trace, char** json) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(trace);
+    TESSERA_C_REQUIRE(json);
+    std::string text = tessera::Trace::to_chrome_json(trace->events);
+    char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+    if (copy == nullptr) return Status(Error::MemoryAllocationFailed, "trace JSON");
+    std::memcpy(copy, text.c_str(), text.size() + 1);
+    *json = copy;
     return Status::ok();
   });
 }

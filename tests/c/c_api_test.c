@@ -791,6 +791,146 @@ static void test_delegates(void) {
   tessera_program_free(program);
 }
 
+static void test_execute_failure(void) {
+  tessera_program* program = load_test_program(2);
+  float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8] = {0};
+  const int64_t dims[2] = {2, 4};
+  tessera_load_options* options = NULL;
+  EXPECT_OK(tessera_load_options_create(&options));
+  EXPECT_ERROR(tessera_load_options_set_on_execute_failure(options, "retry"),
+               TESSERA_ERROR_INVALID_ARGUMENT, "fallback");
+  EXPECT_ERROR(tessera_load_options_set_on_execute_failure(options, NULL),
+               TESSERA_ERROR_INVALID_ARGUMENT, "mode is NULL");
+  EXPECT_ERROR(tessera_load_options_set_on_execute_failure(NULL, "fail"),
+               TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
+  EXPECT_OK(tessera_load_options_set_fallback(options, "ctest"));
+
+  /* "fail" (the default): the error reaches the caller and the delegate stays. */
+  EXPECT_OK(tessera_load_options_set_on_execute_failure(options, "fail"));
+  tessera_method* method = NULL;
+  EXPECT_OK(tessera_method_load(program, "forward", options, &method));
+  EXPECT_OK(tessera_method_set_input(method, 0, TESSERA_DTYPE_FLOAT32, dims, 2, x, sizeof x));
+  EXPECT_ERROR(tessera_method_execute(method, NULL), TESSERA_ERROR_DELEGATE_EXECUTION_FAILED,
+               "injected execute failure");
+  tessera_delegate_info info;
+  EXPECT_OK(tessera_method_delegate_info(method, 0, &info));
+  CHECK_STR(info.backend, "ctest_failing");
+  CHECK(info.execute_fallbacks == 0);
+  CHECK_STR(info.execute_fallback_reason, "");
+  tessera_method_free(method);
+
+  /* "fallback": the delegate moves to ctest and runs again in the same call. */
+  EXPECT_OK(tessera_load_options_set_on_execute_failure(options, "fallback"));
+  EXPECT_OK(tessera_method_load(program, "forward", options, &method));
+  EXPECT_OK(tessera_method_set_input(method, 0, TESSERA_DTYPE_FLOAT32, dims, 2, x, sizeof x));
+  EXPECT_OK(tessera_method_execute(method, NULL));
+  EXPECT_OK(tessera_method_copy_output(method, 0, y, sizeof y));
+  CHECK(memcmp(x, y, sizeof x) == 0);
+  EXPECT_OK(tessera_method_delegate_info(method, 0, &info));
+  CHECK_STR(info.backend, "ctest");
+  CHECK_STR(info.requested_backend, "ctest_failing");
+  CHECK(info.execute_fallbacks == 1);
+  CHECK(strstr(info.execute_fallback_reason, "injected execute failure") != NULL);
+  CHECK(strstr(info.execute_fallback_reason, "ctest") != NULL);
+  /* It stays on ctest. */
+  EXPECT_OK(tessera_method_execute(method, NULL));
+  EXPECT_OK(tessera_method_delegate_info(method, 0, &info));
+  CHECK(info.execute_fallbacks == 1);
+  tessera_method_free(method);
+  tessera_load_options_free(options);
+  tessera_program_free(program);
+}
+
+static int count_events(const tessera_trace* trace, const char* category, const char* name) {
+  size_t count = 0;
+  EXPECT_OK(tessera_trace_event_count(trace, &count));
+  int found = 0;
+  for (size_t i = 0; i < count; ++i) {
+    tessera_trace_event e;
+    EXPECT_OK(tessera_trace_get_event(trace, i, &e));
+    if (strcmp(e.category, category) == 0 && (name == NULL || strcmp(e.name, name) == 0)) {
+      ++found;
+    }
+  }
+  return found;
+}
+
+static void test_traces(void) {
+  tessera_trace* trace = NULL;
+  CHECK(tessera_trace_running() == 0);
+  EXPECT_ERROR(tessera_trace_stop(&trace), TESSERA_ERROR_INVALID_STATE, "");
+  CHECK(trace == NULL);
+  EXPECT_OK(tessera_trace_start());
+  CHECK(tessera_trace_running() == 1);
+  EXPECT_ERROR(tessera_trace_start(), TESSERA_ERROR_INVALID_STATE, "");
+  EXPECT_ERROR(tessera_trace_stop(NULL), TESSERA_ERROR_INVALID_ARGUMENT, "trace is NULL");
+  CHECK(tessera_trace_running() == 1); /* a failed stop leaves it running */
+
+  tessera_program* program = load_test_program(1);
+  tessera_method* method = NULL;
+  EXPECT_OK(tessera_method_load(program, "forward", NULL, &method));
+  float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const int64_t dims[2] = {2, 4};
+  EXPECT_OK(tessera_method_set_input(method, 0, TESSERA_DTYPE_FLOAT32, dims, 2, x, sizeof x));
+  EXPECT_OK(tessera_method_execute(method, NULL));
+  EXPECT_OK(tessera_method_execute(method, NULL));
+  EXPECT_OK(tessera_trace_stop(&trace));
+  CHECK(tessera_trace_running() == 0);
+  tessera_method_free(method);
+  tessera_program_free(program);
+
+  /* Spans of the loads, the two executes and each delegate call, with thread ids. */
+  size_t count = 0;
+  EXPECT_OK(tessera_trace_event_count(trace, &count));
+  CHECK(count > 0);
+  CHECK(count_events(trace, "load", NULL) >= 2);
+  CHECK(count_events(trace, "execute", NULL) == 2);
+  CHECK(count_events(trace, "delegate", "ctest#0") == 2);
+  CHECK(count_events(trace, "delegate", "ctest#1") == 2);
+  tessera_trace_event e;
+  EXPECT_OK(tessera_trace_get_event(trace, 0, &e));
+  CHECK(e.tid != 0 && e.dur_us >= 0 && e.start_us >= 0 && e.detail != NULL);
+  EXPECT_ERROR(tessera_trace_get_event(trace, count, &e), TESSERA_ERROR_NOT_FOUND, "out of range");
+  EXPECT_ERROR(tessera_trace_get_event(trace, 0, NULL), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(tessera_trace_get_event(NULL, 0, &e), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(tessera_trace_event_count(NULL, &count), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(tessera_trace_event_count(trace, NULL), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+
+  /* Chrome trace-event JSON, as a string and as a file with the same text. */
+  char* json = NULL;
+  EXPECT_OK(tessera_trace_chrome_json(trace, &json));
+  CHECK(json != NULL && strstr(json, "\"traceEvents\"") != NULL);
+  CHECK(json != NULL && strstr(json, "\"ctest#1\"") != NULL);
+  EXPECT_ERROR(tessera_trace_chrome_json(trace, NULL), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(tessera_trace_chrome_json(NULL, &json), TESSERA_ERROR_INVALID_ARGUMENT, "NULL");
+  char dir[] = "/tmp/tessera_c_trace_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[64];
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  EXPECT_OK(tessera_trace_write_chrome_json(trace, path));
+  FILE* f = fopen(path, "rb");
+  CHECK(f != NULL);
+  if (f != NULL && json != NULL) {
+    size_t size = strlen(json);
+    char* text = malloc(size + 1);
+    size_t read = fread(text, 1, size + 1, f);
+    CHECK(read == size && memcmp(text, json, size) == 0);
+    free(text);
+    fclose(f);
+  }
+  unlink(path);
+  rmdir(dir);
+  tessera_string_free(json);
+  EXPECT_ERROR(tessera_trace_write_chrome_json(trace, "/nonexistent/dir/trace.json"),
+               TESSERA_ERROR_ACCESS_FAILED, "/nonexistent/dir/trace.json");
+  EXPECT_ERROR(tessera_trace_write_chrome_json(trace, NULL), TESSERA_ERROR_INVALID_ARGUMENT,
+               "path is NULL");
+  EXPECT_ERROR(tessera_trace_write_chrome_json(NULL, path), TESSERA_ERROR_INVALID_ARGUMENT,
+               "trace is NULL");
+  tessera_trace_free(trace);
+  tessera_trace_free(NULL);
+}
+
 typedef struct {
   const char* name;
   void (*run)(void);
@@ -808,6 +948,8 @@ int main(int argc, char** argv) {
       {"execute_options", test_execute_options},
       {"method", test_method},
       {"delegates", test_delegates},
+      {"execute_failure", test_execute_failure},
+      {"traces", test_traces},
   };
   if (ctest_register_backend() != 0) {
     fprintf(stderr, "c_api_test: could not register the test backend\n");

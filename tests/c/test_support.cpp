@@ -52,16 +52,37 @@ class CTestBackend final : public BackendInterface {
   void destroy(DelegateHandle* handle) const override { delete from_handle<Handle>(handle); }
 };
 
+// Accepts every op and initialises, then fails every execute.
+class FailingBackend final : public BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+  Span<const OptionSpec> option_schema() const override { return {}; }
+  bool supports_op(const OpView&) const override { return true; }
+  Result<DelegateHandle*> init(BackendInitContext&, FreeableBuffer*,
+                               Span<const CompileSpec>) const override {
+    return to_handle(new Handle{0});
+  }
+  Status execute(BackendExecutionContext&, DelegateHandle*, Span<EValue*>) const override {
+    return Status(Error::DelegateExecutionFailed, "ctest_failing: injected execute failure");
+  }
+  void destroy(DelegateHandle* handle) const override { delete from_handle<Handle>(handle); }
+};
+
 }  // namespace
 
 extern "C" int ctest_register_backend(void) {
+  if (!get_backend("ctest_failing").ok() &&
+      !register_backend("ctest_failing", std::make_unique<FailingBackend>()).is_ok()) {
+    return 1;
+  }
   if (get_backend("ctest").ok()) return 0;
   return register_backend("ctest", std::make_unique<CTestBackend>()).is_ok() ? 0 : 1;
 }
 
 extern "C" unsigned char* ctest_program(int which, size_t* size) {
-  ir::ProgramBuilder builder = which == 0 ? testing::add_relu_mul_program(/*symbolic=*/true)
-                                          : testing::delegate_chain_program({"ctest", "ctest"});
+  ir::ProgramBuilder builder = testing::add_relu_mul_program(/*symbolic=*/true);
+  if (which == 1) builder = testing::delegate_chain_program({"ctest", "ctest"});
+  if (which == 2) builder = testing::delegate_chain_program({"ctest_failing"});
   auto built = builder.build();
   if (!built.ok()) return nullptr;
   const std::vector<uint8_t>& bytes = *built;

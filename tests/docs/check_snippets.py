@@ -2,7 +2,8 @@
 
 A fenced block preceded by `<!-- snippet: PATH REGION -->` must equal (ignoring indentation) the
 lines of PATH between the two lines that contain `[REGION]`. PATH is a file that the build
-compiles (examples/), so the snippet is compiled code.
+compiles (examples/, tests/docs/), so the snippet is compiled code. Every block in a compiled
+language (```cpp, ```c, ```cmake) must have such a marker.
 
 usage: check_snippets.py SOURCE_DIR DOC.md[:MIN_SNIPPETS]...
 """
@@ -12,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 MARKER = re.compile(r"^<!-- snippet: (\S+) (\S+) -->$")
+COMPILED = {"c", "cpp", "c++", "cmake"}
 
 
 def region(path: Path, name: str) -> str:
@@ -29,7 +31,15 @@ def main() -> int:
         doc, _, minimum = arg.partition(":")
         lines = (source / doc).read_text().splitlines()
         found = 0
+        in_block = False
         for i, line in enumerate(lines):
+            if line.startswith("```"):
+                language = line[3:].strip().lower()
+                if not in_block and language in COMPILED and not MARKER.match(lines[i - 1] if i else ""):
+                    print(f"{doc}:{i + 1}: a ```{language} block without a snippet marker: "
+                          "make it a region of a compiled file")
+                    failures += 1
+                in_block = not in_block
             m = MARKER.match(line)
             if not m:
                 continue

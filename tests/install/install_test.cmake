@@ -77,6 +77,43 @@ endif()
 run("installed tessera-run --list-options" ${prefix}/bin/tessera-run --list-options)
 expect_match("tessera-run --list-options" "portable" "${run_output}")
 
+# The tools link libtessera only and load the backend libraries installed beside it.
+foreach(tool tessera-run tessera-compile)
+  if(NOT EXISTS ${prefix}/bin/${tool})
+    continue()
+  endif()
+  run("readelf ${tool}" readelf -d ${prefix}/bin/${tool})
+  expect_match("${tool} links libtessera" "NEEDED[^\n]*\\[libtessera\\.so\\.${soversion}\\]" "${run_output}")
+  if(run_output MATCHES "NEEDED[^\n]*libtessera_")
+    message(FATAL_ERROR "${tool} links a backend library:\n${run_output}")
+  endif()
+endforeach()
+run("installed tessera-run --list-backends" ${prefix}/bin/tessera-run --list-backends)
+set(listed "${run_output}")
+foreach(backend IN LISTS BACKENDS)
+  if(NOT backend STREQUAL "portable")
+    expect_match("tessera-run --list-backends: ${backend}"
+                 "\n${backend} +[^\n]*\\(${prefix}/lib/libtessera_${backend}\\.so\\)" "\n${listed}")
+  endif()
+endforeach()
+# A copy of the install with one backend library left out and one that does not load: the tool
+# runs with the others and says which backend is missing and why.
+set(partial ${WORK_DIR}/partial)
+file(MAKE_DIRECTORY ${partial}/bin ${partial}/lib)
+file(COPY ${prefix}/bin/tessera-run DESTINATION ${partial}/bin)
+file(GLOB libraries ${prefix}/lib/libtessera*.so*)
+list(FILTER libraries EXCLUDE REGEX "libtessera_xnnpack")
+file(COPY ${libraries} DESTINATION ${partial}/lib)
+file(WRITE ${partial}/lib/libtessera_broken.so "not a shared library\n")
+run("tessera-run of a partial install" ${partial}/bin/tessera-run --list-backends)
+if(run_output MATCHES "\nxnnpack ")
+  message(FATAL_ERROR "xnnpack listed though its library is not installed:\n${run_output}")
+endif()
+expect_match("a library that does not load"
+             "tessera-run: warning: the broken backend is not available: backend library '[^']*' could not be loaded: "
+             "${run_output}")
+expect_match("portable" "\nportable +available \\(libtessera\\)" "\n${run_output}")
+
 # 2. Every installed header compiles with only the prefix on the include path: no generated
 # FlatBuffers header, no backend's headers. tessera.h also as strict C11.
 file(GLOB_RECURSE headers RELATIVE ${prefix}/include ${prefix}/include/*.h)
@@ -100,6 +137,11 @@ foreach(h IN LISTS headers)
     endif()
     message(FATAL_ERROR "${h}: '${line}' is neither a standard header nor an installed one")
   endforeach()
+endforeach()
+# The docs' C++ snippets (tests/docs) compile against the installed headers alone.
+foreach(snippet snippets usage_example)
+  run("docs snippets ${snippet}.cpp with the installed headers" ${CXX} -std=c++20 -Wall -Wextra
+      -Werror -fsyntax-only -I${prefix}/include ${SOURCE_DIR}/tests/docs/${snippet}.cpp)
 endforeach()
 file(WRITE ${WORK_DIR}/c_header.c "#include \"tessera/c/tessera.h\"\nint main(void) { return 0; }\n")
 run("tessera.h (C11)" ${CC} -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tessera/backend/registry.h"
 #include "tests/testing/test_programs.h"
 #include "tools/common/npy.h"
 
@@ -759,6 +760,34 @@ TEST_F(TesseraRun, DeviceInfoTextAndJson) {
   ASSERT_EQ(live.exit_code, 0) << live.err;
   EXPECT_CONTAINS(live.out, "usable by this process");
   EXPECT_EQ(live.out.find("4294967295"), std::string::npos);
+}
+
+// The tool links libtessera only and loads the backend libraries beside it: in the build tree,
+// every backend this build made (the ones this test links).
+TEST_F(TesseraRun, ListBackendsLoadsTheLibrariesBesideLibtessera) {
+  RunResult r = run("--list-backends --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto j = parse_one_line(r.out);
+  EXPECT_FALSE(j["backend_directory"].get<std::string>().empty());
+  EXPECT_TRUE(j["not_loaded"].empty()) << j.dump();
+  std::vector<std::string> listed;
+  for (const auto& b : j["backends"]) {
+    const std::string name = b["name"];
+    listed.push_back(name);
+    if (name == "portable") {
+      EXPECT_EQ(b["library"], "libtessera");
+      EXPECT_EQ(b["available"], true);
+    } else {
+      EXPECT_EQ(b["library"],
+                j["backend_directory"].get<std::string>() + "/libtessera_" + name + ".so");
+    }
+  }
+  EXPECT_EQ(listed, registered_backends());
+
+  RunResult text = run("--list-backends");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_CONTAINS(text.out, "portable   available (libtessera)\n");
 }
 
 }  // namespace

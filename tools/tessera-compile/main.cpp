@@ -18,6 +18,7 @@
 #include "tessera/compiler/backend_targets.h"
 #include "tessera/compiler/compiler.h"
 #include "tessera/compiler/graph_dump.h"
+#include "tools/common/installed_backends.h"
 #include "tools/common/json_output.h"
 
 namespace {
@@ -75,7 +76,9 @@ int main(int argc, char** argv) {
        no_patterns = false;
   auto* model_opt = app.add_option("model", model, "ONNX model file");
   auto* output_opt = app.add_option("-o,--output", output, "program file to write (.tsr)");
-  app.add_flag("--list-backends", list_backends, "print the delegate backends built in, one a line, and exit");
+  app.add_flag("--list-backends", list_backends,
+               "print the delegate backends found (the libraries installed beside libtessera, and "
+               "TESSERA_BACKEND_PATH), one a line, and exit");
   app.add_option("--backends", backends_text,
                  "delegate backends in order of preference, comma-separated; 'portable' alone "
                  "means kernels only (default: xnnpack, then onednn, then any other CPU backend, then "
@@ -103,6 +106,9 @@ int main(int argc, char** argv) {
         argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--json") == 0; });
     return usage_error(e.what(), wants_json);
   }
+  // The backend libraries installed beside libtessera: the partitioner's candidates.
+  const tt::InstalledBackends installed = tt::load_installed_backends();
+  tt::print_backend_problems("tessera-compile", installed);
   if (list_backends) {
     for (const std::string& name : tessera::registered_backends()) {
       if (name != "portable") std::printf("%s\n", name.c_str());

@@ -25,6 +25,7 @@
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
+#include "tools/common/installed_backends.h"
 #include "tools/common/json_output.h"
 #include "tools/common/npy.h"
 #include "tools/common/terminal.h"
@@ -156,6 +157,43 @@ std::string file_name_for(std::string_view name, size_t index) {
   return out + ".npy";
 }
 
+// --list-backends: every registered backend, whether it is available here and where it came
+// from; then the installed libraries that did not load.
+void print_backends(const InstalledBackends& installed, bool json) {
+  Json backends = Json::array();
+  for (const std::string& name : registered_backends()) {
+    Json entry = {{"name", name}, {"available", false}, {"reason", ""}};
+    if (auto backend = get_backend(name); backend.ok()) {
+      entry["available"] = (*backend)->is_available();
+      if (!(*backend)->is_available()) entry["reason"] = (*backend)->unavailable_reason();
+    }
+    std::string library = installed.library_of(name);
+    entry["library"] = name == "portable" ? Json("libtessera")
+                       : library.empty()  ? Json(nullptr)
+                                          : Json(library);
+    backends.push_back(std::move(entry));
+  }
+  if (json) {
+    print_json({{"backends", backends},
+                {"backend_directory", installed.directory},
+                {"not_loaded", installed.problems}});
+    return;
+  }
+  for (const Json& b : backends) {
+    const std::string name = b["name"];
+    std::string state = b["available"] ? "available" : "not available: " + std::string(b["reason"]);
+    std::string from =
+        b["library"].is_null() ? "linked in, or TESSERA_BACKEND_PATH" : std::string(b["library"]);
+    std::printf("%-10s %s (%s)\n", name.c_str(), state.c_str(), from.c_str());
+  }
+  if (installed.directory.empty()) {
+    std::printf("(libtessera is linked statically: no backend libraries to load)\n");
+  }
+  for (const std::string& problem : installed.problems) {
+    std::printf("not loaded: %s\n", problem.c_str());
+  }
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Run a Tessera program"};
   std::string program_path, method_name = "forward", output_dir;
@@ -195,7 +233,12 @@ int run(int argc, char** argv) {
   std::vector<std::string> backend_libraries;
   app.add_option("--backend-library", backend_libraries,
                  "Load a backend library (libtessera_<name>.so, or your own) before anything "
-                 "else; repeatable. TESSERA_BACKEND_PATH lists directories to load them all from");
+                 "else; repeatable. The libraries installed beside libtessera are loaded at "
+                 "start, and TESSERA_BACKEND_PATH lists more directories to load them all from");
+  bool list_backends = false;
+  app.add_flag("--list-backends", list_backends,
+               "List the backends: each one's availability on this machine and the library it "
+               "was loaded from, and the installed backend libraries that did not load");
   RunOptionsCli option_cli;
   option_cli.add_to(app);
   app.set_version_flag("--version", std::string("tessera-run ") + tessera_version());
@@ -216,6 +259,13 @@ int run(int argc, char** argv) {
   for (const std::string& path : backend_libraries) {
     auto loaded = load_backend_library(path);
     if (!loaded.ok()) return fail(loaded.status(), "--backend-library");
+  }
+  // Then the installed ones (a --backend-library of the same name wins: it is reported).
+  const InstalledBackends installed = load_installed_backends();
+  print_backend_problems("tessera-run", installed);
+  if (list_backends) {
+    print_backends(installed, json);
+    return 0;
   }
   RunOptionsState options_state;
   if (Status st = option_cli.apply(&options_state); !st.is_ok()) return fail(st, "options");

@@ -222,4 +222,10 @@ void PortableBackend::destroy(DelegateHandle*) const {
 
 TESSERA_REGISTER_BACKEND("portable", PortableBackend);
 
+namespace detail {
+
+void portable_backend_linked() {}
+
+}  // namespace detail
+
 }  // namespace tessera
