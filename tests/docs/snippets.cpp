@@ -75,6 +75,16 @@ LoadOptions selection_bf16() {
   return bf16_ok;
 }
 
+Result<LoadOptions> startup_backend() {
+  // [startup-backend]
+  LoadOptions load;
+  TESSERA_RETURN_IF_ERROR(load.set_startup_backend("xnnpack"));  // or "onednn", "auto"
+  // tessera-run --startup-backend xnnpack; Python load_method(startup_backend="xnnpack");
+  // C tessera_load_options_set_startup_backend(options, "xnnpack")
+  // [startup-backend]
+  return load;
+}
+
 Status trace(Method& method) {
   // [trace]
   TESSERA_RETURN_IF_ERROR(Trace::start());  // process-wide; InvalidState if one runs
