@@ -134,9 +134,13 @@ Status Session::init(const GraphCase& c, const RunOptions& options) {
   for (size_t i = 0; i < c.graph.symbols.size(); ++i) {
     symbols.push_back({c.graph.symbols[i].name, c.symbol_values[i]});
   }
-  HeapMemoryAllocator allocator;
+  if (handle_ != nullptr) {  // a second init replaces the first delegate
+    backend_->destroy(handle_);
+    handle_ = nullptr;
+  }
+  allocator_.reset();
   BackendInitContext::Params params;
-  params.method_allocator = &allocator;
+  params.method_allocator = &allocator_;
   params.options = &resolved_;
   params.method_name = "forward";
   params.cpu_pool_peers = {options.cpu_pool_peers.data(), options.cpu_pool_peers.size()};

@@ -16,6 +16,7 @@
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/interface.h"
 #include "tessera/backend/options_map.h"
+#include "tessera/core/heap_allocator.h"
 #include "tessera/backend/profile_buffer.h"
 #include "tessera/core/result.h"
 #include "tessera/ir/graph.h"
@@ -86,6 +87,9 @@ class Session {
  private:
   const char* backend_name_;
   BackendInterface* backend_ = nullptr;
+  // The method allocator of the init: a backend may place its delegate in it (the portable
+  // backend does), so it lives as long as the handle (destroyed in ~Session's body, before it).
+  HeapMemoryAllocator allocator_;
   DelegateHandle* handle_ = nullptr;
   ResolvedOptions resolved_;
   DerivedValues derived_;

@@ -1,6 +1,6 @@
 // AddressSanitizer defaults for the OpenCL test binaries (opencl_backend_test,
-// opencl_conformance_test): intercept_tls_get_addr=0. ASAN_OPTIONS given at run time still
-// override this.
+// opencl_conformance_test): intercept_tls_get_addr=0 and use_sigaltstack=0 (see below). ASAN_OPTIONS
+// given at run time still override these.
 //
 // Why: without it, LeakSanitizer's tracer crashes at exit ("Tracer caught signal 11") after some
 // tests pass (OpenClMatMul.OneDOperands, OpenClLayerNorm.LastAxisAndTwoAxes, OpenClShape.Concat
@@ -28,6 +28,15 @@
 // PoCL drops without deleting. Tessera never sees that object. A suppression would have to name
 // libpocl.so, which would also hide OpenCL objects Tessera might fail to release.
 
+// use_sigaltstack=0: when PoCL compiles kernels on a thread other than the main one (the startup
+// backend's background init, OpenclStartup.*), LLVM inside it finds ASan's alternate signal
+// stack too small for its own handlers and installs a malloc'd one (MINSIGSTKSZ + 64 KiB, 79,040
+// bytes here). When that thread exits, ASan unmaps whatever alternate stack the thread has and
+// aborts on the heap block: "AddressSanitizer failed to deallocate 0x134c0 (79040) bytes",
+// "CHECK failed: sanitizer_posix.cpp:61 unable to unmap", in AsanThread::Destroy ->
+// UnsetAlternateSignalStack. Without ASan's own alternate stack it leaves the thread's alone;
+// the cost is that a stack overflow in these binaries is reported as a plain SIGSEGV.
+
 #if defined(__SANITIZE_ADDRESS__)
 #define TESSERA_TEST_ASAN 1
 #elif defined(__has_feature)
@@ -38,6 +47,6 @@
 
 #if defined(TESSERA_TEST_ASAN)
 extern "C" const char* __asan_default_options() {
-  return "intercept_tls_get_addr=0";
+  return "intercept_tls_get_addr=0:use_sigaltstack=0";
 }
 #endif
