@@ -16,8 +16,8 @@
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/interface.h"
 #include "tessera/backend/options_map.h"
-#include "tessera/core/heap_allocator.h"
 #include "tessera/backend/profile_buffer.h"
+#include "tessera/core/heap_allocator.h"
 #include "tessera/core/result.h"
 #include "tessera/ir/graph.h"
 

@@ -1,6 +1,6 @@
 // AddressSanitizer defaults for the OpenCL test binaries (opencl_backend_test,
-// opencl_conformance_test): intercept_tls_get_addr=0 and use_sigaltstack=0 (see below). ASAN_OPTIONS
-// given at run time still override these.
+// opencl_conformance_test): intercept_tls_get_addr=0 and use_sigaltstack=0 (see below).
+// ASAN_OPTIONS given at run time still override these.
 //
 // Why: without it, LeakSanitizer's tracer crashes at exit ("Tracer caught signal 11") after some
 // tests pass (OpenClMatMul.OneDOperands, OpenClLayerNorm.LastAxisAndTwoAxes, OpenClShape.Concat
