@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "tools/common/generated_doc.h"
+
 #include "tessera/ir/op_table.h"
 
 namespace {
@@ -87,32 +89,6 @@ std::string generate() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string doc = generate();
-  if (argc == 1) {
-    std::fputs(doc.c_str(), stdout);
-    return 0;
-  }
-  if (argc == 3 && std::strcmp(argv[1], "--check") == 0) {
-    std::ifstream f(argv[2]);
-    std::stringstream have;
-    have << f.rdbuf();
-    if (!f || have.str() != doc) {
-      std::fprintf(stderr,
-                   "%s is out of date with the op table; regenerate it with "
-                   "gen-ops-doc --write %s\n",
-                   argv[2], argv[2]);
-      return 1;
-    }
-    return 0;
-  }
-  if (argc == 3 && std::strcmp(argv[1], "--write") == 0) {
-    std::ofstream f(argv[2]);
-    f << doc;
-    return f ? 0 : 1;
-  }
-  std::fprintf(stderr,
-               "gen-ops-doc: unexpected argument '%s'\n"
-               "usage: gen-ops-doc [--check FILE | --write FILE]\n",
-               argv[1]);
-  return 2;
+  return tessera::tools::generated_doc_main(argc, argv, "gen-ops-doc", "the op table", nullptr,
+                                            generate);
 }

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "tools/common/generated_doc.h"
+
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/registry.h"
 #include "tessera/c/tessera.h"
@@ -19,8 +21,10 @@ using namespace tessera;
 std::string escape(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else
+      out += c;
   }
   return out;
 }
@@ -37,13 +41,15 @@ std::string range_of(const OptionSpec& s) {
       return buf;
     case OptionType::Enum: {
       std::string out;
-      for (size_t i = 0; i < s.choices.size(); ++i) out += (i ? ", `" : "`") + std::string(s.choices[i]) + "`";
+      for (size_t i = 0; i < s.choices.size(); ++i)
+        out += (i ? ", `" : "`") + std::string(s.choices[i]) + "`";
       return out;
     }
     case OptionType::String:
       std::snprintf(buf, sizeof buf, "up to %zu characters", s.max_length);
       return buf;
-    case OptionType::Bool: return "`true`, `false`";
+    case OptionType::Bool:
+      return "`true`, `false`";
   }
   return "";
 }
@@ -160,36 +166,6 @@ std::string generate() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
-    std::printf("gen-options-doc %s\n", tessera_version());
-    return 0;
-  }
-  std::string doc = generate();
-  if (argc == 1) {
-    std::fputs(doc.c_str(), stdout);
-    return 0;
-  }
-  if (argc == 3 && std::strcmp(argv[1], "--check") == 0) {
-    std::ifstream f(argv[2]);
-    std::stringstream have;
-    have << f.rdbuf();
-    if (!f || have.str() != doc) {
-      std::fprintf(stderr,
-                   "%s is out of date with the backends' option schemas; regenerate it with "
-                   "gen-options-doc --write %s\n",
-                   argv[2], argv[2]);
-      return 1;
-    }
-    return 0;
-  }
-  if (argc == 3 && std::strcmp(argv[1], "--write") == 0) {
-    std::ofstream f(argv[2]);
-    f << doc;
-    return f ? 0 : 1;
-  }
-  std::fprintf(stderr,
-               "gen-options-doc: unexpected argument '%s'\n"
-               "usage: gen-options-doc [--check FILE | --write FILE | --version]\n",
-               argv[1]);
-  return 2;
+  return tessera::tools::generated_doc_main(
+      argc, argv, "gen-options-doc", "the backends' option schemas", tessera_version(), generate);
 }
