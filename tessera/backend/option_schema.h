@@ -1,11 +1,16 @@
 // OptionSpec: how a backend declares one option (type, default, range or choices, scopes,
-// init-only, doc). A backend's schema is a constexpr array of them:
+// init-only, doc). A backend's schema is a constexpr array of them, each built from the option's
+// typed key (declared once, in the backend's options.h), so the key string is written once and
+// the spec's type is the key's:
 //
-//   static constexpr const char* kDeviceChoices[] = {"cpu", "gpu"};
+//   inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};         // options.h
+//   inline constexpr OptionKey<EnumValue> kDeviceType{"device_type"};
+//
+//   static constexpr const char* kDeviceChoices[] = {"cpu", "gpu"};         // <name>_backend.cpp
 //   static constexpr OptionSpec kSchema[] = {
-//       OptionSpec::integer("num_threads", 0, 0, 256, kLoadScopes | OptionScope::Execute,
+//       OptionSpec::integer(kNumThreads, 0, 0, 256, kRuntimeScopes | OptionScope::Execute,
 //                           "Worker threads; 0 = auto (performance cores)"),
-//       OptionSpec::enumeration("device_type", "gpu", kDeviceChoices, kInitScopes,
+//       OptionSpec::enumeration(kDeviceType, "gpu", kDeviceChoices, kInitScopes,
 //                               "Device kind to run on").init_only(),
 //   };
 #pragma once
@@ -63,47 +68,52 @@ inline constexpr Scopes kAllScopes = kInitScopes | OptionScope::Execute;
 /// Largest schema a backend may declare (ResolvedOptions holds one entry per schema option).
 inline constexpr size_t kMaxSchemaOptions = 48;
 
-/// One option of a backend's schema. Build it with the constexpr factories below; the strings
-/// and the choices it points to must have static storage duration.
+/// One option of a backend's schema. Build it with the constexpr factories below, each taking the
+/// typed key of its own type (a key of another type does not compile); the key's name, the
+/// strings and the choices it points to must have static storage duration.
 class OptionSpec {
  public:
-  static constexpr OptionSpec boolean(const char* key, bool default_value, Scopes scopes,
-                                      const char* doc) {
-    OptionSpec s(key, OptionType::Bool, scopes, doc);
+  static constexpr OptionSpec boolean(const OptionKey<bool>& key, bool default_value,
+                                      Scopes scopes, const char* doc) {
+    OptionSpec s(key, scopes, doc);
     s.default_bool = default_value;
     return s;
   }
   /// An int option accepting [min_value, max_value] (inclusive).
-  static constexpr OptionSpec integer(const char* key, int64_t default_value, int64_t min_value,
-                                      int64_t max_value, Scopes scopes, const char* doc) {
-    OptionSpec s(key, OptionType::Int, scopes, doc);
+  static constexpr OptionSpec integer(const OptionKey<int64_t>& key, int64_t default_value,
+                                      int64_t min_value, int64_t max_value, Scopes scopes,
+                                      const char* doc) {
+    OptionSpec s(key, scopes, doc);
     s.default_int = default_value;
     s.min_int = min_value;
     s.max_int = max_value;
     return s;
   }
   /// A double option accepting finite values in [min_value, max_value].
-  static constexpr OptionSpec floating(const char* key, double default_value, double min_value,
-                                       double max_value, Scopes scopes, const char* doc) {
-    OptionSpec s(key, OptionType::Double, scopes, doc);
+  static constexpr OptionSpec floating(const OptionKey<double>& key, double default_value,
+                                       double min_value, double max_value, Scopes scopes,
+                                       const char* doc) {
+    OptionSpec s(key, scopes, doc);
     s.default_double = default_value;
     s.min_double = min_value;
     s.max_double = max_value;
     return s;
   }
   /// A string option of at most `max_length` (<= 255) characters.
-  static constexpr OptionSpec string(const char* key, const char* default_value, Scopes scopes,
-                                     const char* doc, size_t max_length = kMaxOptionStringLength) {
-    OptionSpec s(key, OptionType::String, scopes, doc);
+  static constexpr OptionSpec string(const OptionKey<std::string_view>& key,
+                                     const char* default_value, Scopes scopes, const char* doc,
+                                     size_t max_length = kMaxOptionStringLength) {
+    OptionSpec s(key, scopes, doc);
     s.default_string = default_value;
     s.max_length = max_length;
     return s;
   }
   /// An enum option: the value is one of `choices`, by name.
-  static constexpr OptionSpec enumeration(const char* key, const char* default_choice,
+  static constexpr OptionSpec enumeration(const OptionKey<EnumValue>& key,
+                                          const char* default_choice,
                                           Span<const char* const> choices, Scopes scopes,
                                           const char* doc) {
-    OptionSpec s(key, OptionType::Enum, scopes, doc);
+    OptionSpec s(key, scopes, doc);
     s.default_string = default_choice;
     s.choices = choices;
     return s;
@@ -151,11 +161,12 @@ class OptionSpec {
   const char* doc;
 
  private:
-  constexpr OptionSpec(const char* k, OptionType t, Scopes s, const char* d)
-      : key(k),
-        key_length(std::string_view(k).size()),
-        key_hash(hash_option_key(std::string_view(k))),
-        type(t),
+  template <OptionValueType T>
+  constexpr OptionSpec(const OptionKey<T>& k, Scopes s, const char* d)
+      : key(k.name),
+        key_length(k.length),
+        key_hash(k.hash),
+        type(OptionTypeOf<T>::value),
         scopes(s),
         doc(d) {}
 };

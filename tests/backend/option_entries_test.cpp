@@ -16,8 +16,8 @@ namespace tessera::test {
 namespace {
 
 constexpr OptionSpec kEntrySchema[] = {
-    OptionSpec::string("pass", "", OptionScope::Global, "NAME=VALUE entries", 80).with_entries(),
-    OptionSpec::integer("level", 0, 0, 3, kRuntimeScopes, "a plain option"),
+    OptionSpec::string(OptionKey<std::string_view>{"pass"}, "", OptionScope::Global, "NAME=VALUE entries", 80).with_entries(),
+    OptionSpec::integer(OptionKey<int64_t>{"level"}, 0, 0, 3, kRuntimeScopes, "a plain option"),
 };
 
 class OptionEntries : public ::testing::Test {
@@ -164,9 +164,9 @@ TEST_F(OptionEntries, TheCAbiSetsEntries) {
 
 TEST(OptionEntriesSchema, OnlyGlobalStringOptionsTakeEntries) {
   constexpr OptionSpec int_entries[] = {
-      OptionSpec::integer("n", 0, 0, 3, OptionScope::Global, "n").with_entries()};
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 3, OptionScope::Global, "n").with_entries()};
   constexpr OptionSpec load_entries[] = {
-      OptionSpec::string("s", "", kRuntimeScopes, "s").with_entries()};
+      OptionSpec::string(OptionKey<std::string_view>{"s"}, "", kRuntimeScopes, "s").with_entries()};
   for (Span<const OptionSpec> schema :
        {Span<const OptionSpec>(int_entries), Span<const OptionSpec>(load_entries)}) {
     Status st = check_schema("b", schema);

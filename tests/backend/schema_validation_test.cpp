@@ -179,32 +179,32 @@ TEST(CheckSchema, AcceptsTheTestSchema) {
 
 TEST(CheckSchema, RejectsMalformedSchemas) {
   static constexpr OptionSpec kDuplicate[] = {
-      OptionSpec::boolean("a", true, kInitScopes, "x"),
-      OptionSpec::boolean("a", false, kInitScopes, "y"),
+      OptionSpec::boolean(OptionKey<bool>{"a"}, true, kInitScopes, "x"),
+      OptionSpec::boolean(OptionKey<bool>{"a"}, false, kInitScopes, "y"),
   };
   Status dup = check_schema("b", kDuplicate);
   EXPECT_EQ(dup.code(), Error::InvalidArgument);
   EXPECT_STREQ(dup.message(), "b: schema declares 'a' twice");
 
-  static constexpr OptionSpec kBadKey[] = {OptionSpec::boolean("Bad.Key", true, kInitScopes, "")};
+  static constexpr OptionSpec kBadKey[] = {OptionSpec::boolean(OptionKey<bool>{"Bad.Key"}, true, kInitScopes, "")};
   EXPECT_EQ(check_schema("b", kBadKey).code(), Error::InvalidArgument);
 
-  static constexpr OptionSpec kBadDefault[] = {OptionSpec::integer("n", 10, 0, 5, kInitScopes, "")};
+  static constexpr OptionSpec kBadDefault[] = {OptionSpec::integer(OptionKey<int64_t>{"n"}, 10, 0, 5, kInitScopes, "")};
   Status def = check_schema("b", kBadDefault);
   EXPECT_EQ(def.code(), Error::InvalidArgument);
   EXPECT_STREQ(def.message(), "invalid default: b: option 'n' = 10 is out of range [0, 5]");
 
   static constexpr const char* kChoices[] = {"x", "y"};
   static constexpr OptionSpec kBadChoice[] = {
-      OptionSpec::enumeration("e", "z", kChoices, kInitScopes, "")};
+      OptionSpec::enumeration(OptionKey<EnumValue>{"e"}, "z", kChoices, kInitScopes, "")};
   EXPECT_EQ(check_schema("b", kBadChoice).code(), Error::InvalidArgument);
 
   static constexpr OptionSpec kInitOnlyExecute[] = {
-      OptionSpec::integer("n", 0, 0, 5, kAllScopes, "").init_only()};
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 5, kAllScopes, "").init_only()};
   EXPECT_STREQ(check_schema("b", kInitOnlyExecute).message(),
                "b: option 'n' is init-only, so it cannot allow execute scope");
 
-  static constexpr OptionSpec kNoScope[] = {OptionSpec::integer("n", 0, 0, 5, Scopes(), "")};
+  static constexpr OptionSpec kNoScope[] = {OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 5, Scopes(), "")};
   EXPECT_EQ(check_schema("b", kNoScope).code(), Error::InvalidArgument);
 }
 
@@ -216,7 +216,7 @@ TEST(CheckSchema, RejectsTooManyOptions) {
   }();
   std::vector<OptionSpec> big;
   for (size_t i = 0; i <= kMaxSchemaOptions; ++i) {
-    big.push_back(OptionSpec::boolean(keys[i].c_str(), true, kInitScopes, ""));
+    big.push_back(OptionSpec::boolean(OptionKey<bool>{keys[i].c_str()}, true, kInitScopes, ""));
   }
   Status s = check_schema("b", big);
   EXPECT_EQ(s.code(), Error::InvalidArgument);

@@ -27,9 +27,9 @@ int g_handle_target = 0;  // what the stubs' handles point at
 
 constexpr const char* kModes[] = {"fast", "low_power"};
 constexpr OptionSpec kStubSchema[] = {
-    OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
-    OptionSpec::enumeration("mode", "fast", kModes, kInitScopes, "power mode"),
-    OptionSpec::boolean("profile", false, OptionScope::Execute, "per-call profile"),
+    OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "fast", kModes, kInitScopes, "power mode"),
+    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionScope::Execute, "per-call profile"),
 };
 constexpr OptionKey<int64_t> kThreads{"num_threads"};
 constexpr OptionKey<bool> kProfile{"profile"};
@@ -361,7 +361,7 @@ TEST_F(DelegateTest, ExecuteOptionsReachTheBackendPerCall) {
 TEST(DelegateLifecycle, InitOnlyOptionsLockAtTheFirstLoad) {
   static constexpr const char* kPlatforms[] = {"any", "pocl", "nvidia"};
   static constexpr OptionSpec kSchema[] = {
-      OptionSpec::enumeration("platform", "any", kPlatforms, OptionScope::Global, "platform").init_only(),
+      OptionSpec::enumeration(OptionKey<EnumValue>{"platform"}, "any", kPlatforms, OptionScope::Global, "platform").init_only(),
   };
   testing::StubBackend stub(kSchema);
   ASSERT_TRUE(register_backend("stub_life", &stub).is_ok());
