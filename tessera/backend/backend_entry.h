@@ -37,7 +37,7 @@ struct BackendEntry {
   char lock_reason[160] = {};
   size_t num_locked = 0;
   BackendOption locked[kMaxSchemaOptions];             // init-only values at the time of locking
-  OptionSource locked_source[kMaxSchemaOptions] = {};  // where each locked value came from
+  OptionLevel locked_source[kMaxSchemaOptions] = {};  // where each locked value came from
 };
 
 /// A registration recorded while load_backend_library loads a library: `factory` or `instance`.
@@ -69,7 +69,7 @@ Status unknown_backend_status(std::string_view name, Error code);
 /// The locked value of init-only key `key`, or null; its source in `*source` if not null.
 /// Caller holds entry.mutex.
 const BackendOption* locked_value(const BackendEntry& entry, std::string_view key,
-                                  OptionSource* source = nullptr);
+                                  OptionLevel* source = nullptr);
 
 /// The InvalidState error for changing init-only `spec` to `requested` after locking. Caller
 /// holds entry.mutex.

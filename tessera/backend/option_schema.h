@@ -8,7 +8,7 @@
 //
 //   static constexpr const char* kDeviceChoices[] = {"cpu", "gpu"};         // <name>_backend.cpp
 //   static constexpr OptionSpec kSchema[] = {
-//       OptionSpec::integer(kNumThreads, 0, 0, 256, kRuntimeScopes | OptionScope::Execute,
+//       OptionSpec::integer(kNumThreads, 0, 0, 256, kRuntimeScopes | OptionLevel::Execute,
 //                           "Worker threads; 0 = auto (performance cores)"),
 //       OptionSpec::enumeration(kDeviceType, "gpu", kDeviceChoices, kInitScopes,
 //                               "Device kind to run on").init_only(),
@@ -21,49 +21,13 @@
 #include <string_view>
 
 #include "tessera/backend/option_key.h"
+#include "tessera/backend/option_level.h"
 #include "tessera/backend/option_type.h"
 #include "tessera/backend/option_value.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 
 namespace tessera {
-
-/// Where an option value may come from. Each is one bit of a Scopes mask.
-enum class OptionScope : uint8_t {
-  CompileSpec = 1u << 0,  // baked into the program AOT
-  Global = 1u << 1,       // set_option(backend, ...)
-  Load = 1u << 2,         // LoadBackendOptionsMap, per backend
-  Delegate = 1u << 3,     // DelegateOptionsMap, per delegate instance
-  Execute = 1u << 4,      // ExecuteOptions, per Method::execute call
-};
-
-/// Lower-case name: "compile_spec", "global", "load", "delegate", "execute".
-const char* option_scope_name(OptionScope scope);
-
-/// A set of OptionScopes.
-struct Scopes {
-  constexpr Scopes() = default;
-  constexpr Scopes(OptionScope scope) : bits(static_cast<uint8_t>(scope)) {}  // NOLINT implicit
-  constexpr bool has(OptionScope scope) const { return (bits & static_cast<uint8_t>(scope)) != 0; }
-  constexpr bool empty() const { return bits == 0; }
-  uint8_t bits = 0;
-};
-constexpr Scopes operator|(Scopes a, Scopes b) {
-  Scopes s;
-  s.bits = static_cast<uint8_t>(a.bits | b.bits);
-  return s;
-}
-constexpr Scopes operator|(OptionScope a, OptionScope b) {
-  return Scopes(a) | Scopes(b);
-}
-
-/// Every scope that takes effect when a delegate is initialised.
-inline constexpr Scopes kInitScopes =
-    OptionScope::CompileSpec | OptionScope::Global | OptionScope::Load | OptionScope::Delegate;
-/// The init scopes a running application may set (everything but compile specs).
-inline constexpr Scopes kRuntimeScopes =
-    OptionScope::Global | OptionScope::Load | OptionScope::Delegate;
-inline constexpr Scopes kAllScopes = kInitScopes | OptionScope::Execute;
 
 /// Largest schema a backend may declare (ResolvedOptions holds one entry per schema option).
 inline constexpr size_t kMaxSchemaOptions = 48;
@@ -135,7 +99,7 @@ class OptionSpec {
   }
 
   std::string_view key_view() const { return {key, key_length}; }
-  bool allows(OptionScope scope) const { return scopes.has(scope); }
+  bool allows(OptionLevel scope) const { return scopes.has(scope); }
   /// Index of `choice` in choices, or -1.
   int choice_index(std::string_view choice) const;
   /// The schema default as a BackendOption keyed by this spec.
@@ -192,7 +156,7 @@ int find_entry_spec(Span<const OptionSpec> schema, std::string_view key,
 /// letters, digits, '_' and '.'; OptionTypeMismatch for an enum value; InvalidArgument for a
 /// string value with ';' or '='.
 Status validate_entry_option(std::string_view backend, const OptionSpec& spec,
-                             const BackendOption& entry, OptionScope scope);
+                             const BackendOption& entry, OptionLevel scope);
 
 /// `base` (the value the with_entries() `spec` has now) with `entry` (a valid entry option) put
 /// in: NAME=VALUE replaces the entry of the same NAME or is appended. Values are written as
@@ -209,13 +173,13 @@ Status merge_option_entry(std::string_view backend, const OptionSpec& spec,
 /// OptionTypeMismatch, OptionOutOfRange (gives the range), OptionInvalidChoice (lists choices),
 /// OptionTooLong.
 Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
-                       const BackendOption& option, OptionScope scope,
+                       const BackendOption& option, OptionLevel scope,
                        size_t* spec_index = nullptr);
 
 /// Checks `option` against the spec its key names: scope, then value. For callers that already
 /// looked the spec up.
 Status validate_option_for(std::string_view backend, const OptionSpec& spec,
-                           const BackendOption& option, OptionScope scope);
+                           const BackendOption& option, OptionLevel scope);
 
 /// The check of validate_option_value without building an error: true if `option` has the
 /// spec's type and an accepted value. For hot paths; call validate_option_value for the message.

@@ -128,7 +128,7 @@ typedef enum tessera_option_type {
   TESSERA_OPTION_MAX_ENUM = 0x7fffffff
 } tessera_option_type;
 
-/** Scope bits of tessera_option_spec.scopes (tessera::OptionScope). */
+/** Scope bits of tessera_option_spec.scopes (tessera::Scopes: one per settable tessera::OptionLevel). */
 #define TESSERA_SCOPE_COMPILE_SPEC 0x01u
 #define TESSERA_SCOPE_GLOBAL 0x02u
 #define TESSERA_SCOPE_LOAD 0x04u

@@ -98,8 +98,8 @@ struct LoadOptions {
   size_t fallback_size() const { return num_fallback_; }
   std::string_view fallback(size_t i) const { return fallback_[i]; }
 
-  /// Per-backend load options (OptionScope::Load) and per-delegate options
-  /// (OptionScope::Delegate); may be null.
+  /// Per-backend load options (OptionLevel::Load) and per-delegate options
+  /// (OptionLevel::Delegate); may be null.
   const LoadBackendOptionsMap* backend_options = nullptr;
   const DelegateOptionsMap* delegate_options = nullptr;
   /// Unknown option keys warn and are skipped instead of failing the load (version skew).

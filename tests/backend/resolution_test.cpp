@@ -29,7 +29,7 @@ TEST_F(Resolution, DefaultsOnly) {
   ResolvedOptions r;
   ASSERT_OK(resolve("xnnpack#0", {}, nullptr, nullptr, &r));
   ASSERT_EQ(r.size(), std::size(kTestSchema));
-  for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(r.source(i), OptionSource::Default);
+  for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(r.source(i), OptionLevel::Default);
   EXPECT_EQ(*r.get(kNumThreads), 0);
   EXPECT_TRUE(*r.get(kWeightCache));
   EXPECT_EQ(*r.get(kCacheDir), "");
@@ -68,14 +68,14 @@ TEST_F(Resolution, PrecedenceTable) {
     BackendExecutionContext ctx(&r, view);
 
     int64_t expected = 0;
-    OptionSource source = OptionSource::Default;
-    if (mask & kCompile) expected = 1, source = OptionSource::CompileSpec;
-    if (mask & kGlobal) expected = 2, source = OptionSource::Global;
-    if (mask & kLoad) expected = 3, source = OptionSource::Load;
-    if (mask & kDelegate) expected = 4, source = OptionSource::Delegate;
+    OptionLevel source = OptionLevel::Default;
+    if (mask & kCompile) expected = 1, source = OptionLevel::CompileSpec;
+    if (mask & kGlobal) expected = 2, source = OptionLevel::Global;
+    if (mask & kLoad) expected = 3, source = OptionLevel::Load;
+    if (mask & kDelegate) expected = 4, source = OptionLevel::Delegate;
     int64_t at_load = expected;
-    OptionSource load_source = source;
-    if (mask & kExecute) expected = 5, source = OptionSource::Execute;
+    OptionLevel load_source = source;
+    if (mask & kExecute) expected = 5, source = OptionLevel::Execute;
 
     EXPECT_EQ(*r.get(kNumThreads), at_load);
     EXPECT_EQ(r.source(0), load_source);
@@ -96,15 +96,15 @@ TEST_F(Resolution, EachKeyKeepsItsOwnSource) {
   ResolvedOptions r;
   ASSERT_OK(resolve("xnnpack#0", specs, &load, &delegates, &r));
   auto source_of = [&](const char* key) { return r.source(static_cast<size_t>(r.find(key))); };
-  EXPECT_EQ(source_of("weight_cache"), OptionSource::CompileSpec);
+  EXPECT_EQ(source_of("weight_cache"), OptionLevel::CompileSpec);
   EXPECT_FALSE(*r.get(kWeightCache));
-  EXPECT_EQ(source_of("ratio"), OptionSource::Global);
+  EXPECT_EQ(source_of("ratio"), OptionLevel::Global);
   EXPECT_DOUBLE_EQ(*r.get(kRatio), 0.75);
-  EXPECT_EQ(source_of("num_threads"), OptionSource::CompileSpec);
-  EXPECT_EQ(source_of("cache_dir"), OptionSource::Load);
-  EXPECT_EQ(source_of("perf_mode"), OptionSource::Delegate);
+  EXPECT_EQ(source_of("num_threads"), OptionLevel::CompileSpec);
+  EXPECT_EQ(source_of("cache_dir"), OptionLevel::Load);
+  EXPECT_EQ(source_of("perf_mode"), OptionLevel::Delegate);
   EXPECT_EQ(r.get(kPerfMode)->index, 1);
-  EXPECT_EQ(source_of("device_type"), OptionSource::Default);
+  EXPECT_EQ(source_of("device_type"), OptionLevel::Default);
 
   std::string explained = explain_options(r);
   EXPECT_NE(explained.find("xnnpack#0  cache_dir = \"/cache\"  (load)"), std::string::npos)
@@ -143,10 +143,10 @@ TEST_F(Resolution, OriginsAreCarriedFromEachScope) {
   EXPECT_NE(explained.find("num_threads = 3  (delegate (settings.json:7))"), std::string::npos);
   EXPECT_NE(explained.find("weight_cache = false  (compile_spec)"), std::string::npos);
   char buf[32];
-  EXPECT_STREQ(format_option_source(OptionSource::Execute, "options.toml:12", buf, sizeof buf),
+  EXPECT_STREQ(format_option_source(OptionLevel::Execute, "options.toml:12", buf, sizeof buf),
                "execute (options.toml:12)");
-  EXPECT_STREQ(format_option_source(OptionSource::Load, "", buf, sizeof buf), "load");
-  EXPECT_STREQ(format_option_source(OptionSource::Load, "a-very-long-origin-label", buf, 12),
+  EXPECT_STREQ(format_option_source(OptionLevel::Load, "", buf, sizeof buf), "load");
+  EXPECT_STREQ(format_option_source(OptionLevel::Load, "a-very-long-origin-label", buf, 12),
                "load (a-ver");
   ASSERT_OK(reset_backend_options("xnnpack"));
 }
@@ -162,7 +162,7 @@ TEST_F(Resolution, TwoDelegatesOfOneBackendGetDifferentValues) {
   EXPECT_EQ(*first.get(kNumThreads), 1);
   EXPECT_EQ(*second.get(kNumThreads), 6);
   EXPECT_EQ(*third.get(kNumThreads), 0);
-  EXPECT_EQ(third.source(0), OptionSource::Default);
+  EXPECT_EQ(third.source(0), OptionLevel::Default);
 }
 
 // The RFC's case: one Method loaded twice, delegating to backends A and B, gets four different
@@ -289,7 +289,7 @@ TEST_F(Resolution, InitOnlyOptionCannotMoveAfterTheBackendInitialised) {
   ResolvedOptions defaults;
   ASSERT_OK(resolve("xnnpack#1", {}, nullptr, nullptr, &defaults));
   EXPECT_EQ(*defaults.get(kPlatform), 2);
-  EXPECT_EQ(defaults.source(static_cast<size_t>(defaults.find("platform"))), OptionSource::Load);
+  EXPECT_EQ(defaults.source(static_cast<size_t>(defaults.find("platform"))), OptionLevel::Load);
   ASSERT_OK(reset_backend_options("xnnpack"));
 }
 

@@ -11,7 +11,7 @@
 namespace tessera::test {
 namespace {
 
-Status check(const BackendOption& o, OptionScope scope = OptionScope::Load) {
+Status check(const BackendOption& o, OptionLevel scope = OptionLevel::Load) {
   return validate_option("xnnpack", kTestSchema, o, scope);
 }
 
@@ -25,7 +25,7 @@ BackendOption raw_int(const char* key, int64_t v) {
 TEST(SchemaValidation, AcceptsValidValuesAndReportsTheIndex) {
   size_t index = 99;
   EXPECT_OK(
-      validate_option("xnnpack", kTestSchema, opt(kNumThreads, 8), OptionScope::Load, &index));
+      validate_option("xnnpack", kTestSchema, opt(kNumThreads, 8), OptionLevel::Load, &index));
   EXPECT_EQ(index, 0u);
   EXPECT_OK(check(opt(kPerfMode, EnumValue{"throughput"})));
   EXPECT_OK(check(opt(kRatio, 1.0)));
@@ -53,7 +53,7 @@ TEST(SchemaValidation, UnknownKeyWithoutCloseMatchListsTheKnownKeys) {
 }
 
 TEST(SchemaValidation, UnknownKeyOnABackendWithoutOptions) {
-  Status s = validate_option("portable", {}, raw_int("num_threads", 1), OptionScope::Load);
+  Status s = validate_option("portable", {}, raw_int("num_threads", 1), OptionLevel::Load);
   EXPECT_STREQ(s.message(),
                "portable: unknown option 'num_threads' (this backend declares no options)");
 }
@@ -92,14 +92,14 @@ TEST(SchemaValidation, InvalidChoiceListsTheChoices) {
 }
 
 TEST(SchemaValidation, WrongScopeListsTheAllowedScopes) {
-  Status s = check(opt(kNumThreads, 2), OptionScope::Execute);
+  Status s = check(opt(kNumThreads, 2), OptionLevel::Execute);
   EXPECT_OK(s);  // num_threads allows every scope
-  Status w = check(opt(kWeightCache, true), OptionScope::Execute);
+  Status w = check(opt(kWeightCache, true), OptionLevel::Execute);
   EXPECT_EQ(w.code(), Error::OptionWrongScope);
   EXPECT_STREQ(w.message(),
                "xnnpack: option 'weight_cache' cannot be set at execute scope (allowed: "
                "compile_spec, global, load, delegate)");
-  Status b = check(opt(kBatchHint, 2), OptionScope::Load);
+  Status b = check(opt(kBatchHint, 2), OptionLevel::Load);
   EXPECT_STREQ(b.message(),
                "xnnpack: option 'batch_hint' cannot be set at load scope (allowed: execute)");
 }
@@ -246,8 +246,8 @@ TEST(Scopes, FormatAndMembership) {
   char buf[96];
   EXPECT_STREQ(format_scopes(kRuntimeScopes, buf, sizeof buf), "global, load, delegate");
   EXPECT_STREQ(format_scopes(Scopes(), buf, sizeof buf), "none");
-  EXPECT_TRUE(kAllScopes.has(OptionScope::Execute));
-  EXPECT_FALSE(kInitScopes.has(OptionScope::Execute));
+  EXPECT_TRUE(kAllScopes.has(OptionLevel::Execute));
+  EXPECT_FALSE(kInitScopes.has(OptionLevel::Execute));
 }
 
 }  // namespace

@@ -52,10 +52,10 @@ inline constexpr OptionSpec kTestSchema[] = {
     OptionSpec::floating(kRatio, 0.5, 0.0, 1.0, kInitScopes, "Share of work on this backend"),
     OptionSpec::enumeration(kDeviceType, "cpu", kDeviceTypes, kInitScopes, "Device kind")
         .init_only(),
-    OptionSpec::integer(kPlatform, 0, 0, 8, OptionScope::Global | OptionScope::Load,
+    OptionSpec::integer(kPlatform, 0, 0, 8, OptionLevel::Global | OptionLevel::Load,
                         "OpenCL platform index")
         .init_only(),
-    OptionSpec::integer(kBatchHint, 1, 1, 64, OptionScope::Execute, "Rows in this call"),
+    OptionSpec::integer(kBatchHint, 1, 1, 64, OptionLevel::Execute, "Rows in this call"),
 };
 
 /// Registers a StubBackend (borrowed) under `name` for the lifetime of this object.

@@ -25,7 +25,7 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::string(OptionKey<std::string_view>{"label"}, "", kRuntimeScopes, "A label", 8),
     OptionSpec::floating(OptionKey<double>{"scale"}, 1.0, 0.0, 10.0, kRuntimeScopes, "A factor"),
     OptionSpec::enumeration(OptionKey<EnumValue>{"device"}, "cpu", kDevices, kRuntimeScopes, "Device").init_only(),
-    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionScope::Execute, "Profile this call"),
+    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionLevel::Execute, "Profile this call"),
 };
 
 struct Handle {

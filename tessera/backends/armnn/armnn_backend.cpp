@@ -23,11 +23,11 @@
 namespace tessera::armnn_backend {
 namespace {
 
-constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
+constexpr Scopes kGlobalLoad = OptionLevel::Global | OptionLevel::Load;
 
 constexpr OptionSpec kSchema[] = {
     OptionSpec::string(
-        kBackendOption, "", OptionScope::Global,
+        kBackendOption, "", OptionLevel::Global,
         "Typed pass-through to IRuntime::CreationOptions::m_BackendOptions: "
         "'<BackendId>.<Name>=<value>' entries separated by ';' (GpuAcc.TuningLevel=2), or one "
         "entry per key: backend_option.GpuAcc.TuningLevel = 2 (typed; merged into the list, "
@@ -49,7 +49,7 @@ constexpr OptionSpec kSchema[] = {
                         "ArmNN's FastMathEnabled model option (Winograd and other faster, less "
                         "exact kernels on CpuAcc/GpuAcc); ArmNN 20.08 has no model options, so "
                         "true is an init error there"),
-    OptionSpec::boolean(kKernelProfiling, false, OptionScope::Global,
+    OptionSpec::boolean(kKernelProfiling, false, OptionLevel::Global,
                         "GpuAcc KernelProfilingEnabled: OpenCL kernel timings in ArmNN's profiler")
         .init_only(),
     OptionSpec::integer(kNumThreads, 0, 0, 64, kRuntimeScopes,
@@ -66,11 +66,11 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::boolean(kReduceFp32ToFp16, false, kRuntimeScopes,
                         "OptimizerOptions::m_ReduceFp32ToFp16: run in float16 where the backend "
                         "can; exclusive with reduce_fp32_to_bf16"),
-    OptionSpec::string(kTuningFile, "", OptionScope::Global,
+    OptionSpec::string(kTuningFile, "", OptionLevel::Global,
                        "GpuAcc TuningFile: the OpenCL tuning data read at start and, with "
                        "tuning_level > 0, written when the runtime is destroyed (\"\" = none)")
         .init_only(),
-    OptionSpec::integer(kTuningLevel, 0, 0, 3, OptionScope::Global,
+    OptionSpec::integer(kTuningLevel, 0, 0, 3, OptionLevel::Global,
                         "GpuAcc TuningLevel: 0 = use tuning_file only, 1 rapid, 2 normal, 3 "
                         "exhaustive tuning of OpenCL kernels")
         .init_only(),

@@ -32,7 +32,7 @@ constexpr dnnl_cpu_isa_t kIsaValues[] = {dnnl_cpu_isa_all,
 constexpr const char* kPrecisionChoices[] = {"fp32", "bf16", "auto"};
 constexpr const char* kConvAlgorithmChoices[] = {"auto", "direct", "winograd"};
 constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
-constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
+constexpr Scopes kGlobalLoad = OptionLevel::Global | OptionLevel::Load;
 
 constexpr OptionSpec kSchema[] = {
     OptionSpec::string(
@@ -48,7 +48,7 @@ constexpr OptionSpec kSchema[] = {
                         "entry is written, the least recently used (written or read) are removed "
                         "until the entries fit"),
     OptionSpec::enumeration(
-        kConvAlgorithm, "auto", kConvAlgorithmChoices, OptionScope::Load | OptionScope::Delegate,
+        kConvAlgorithm, "auto", kConvAlgorithmChoices, OptionLevel::Load | OptionLevel::Delegate,
         "How float32 3x3 convolutions with stride 1, no dilation and no groups are computed. "
         "auto = direct under the power_saver policy (no load-time weight transform), else "
         "Winograd (F(2x2,3x3): 2.25x fewer multiplications, 1.1-1.7x faster on ResNet-18's "
@@ -63,7 +63,7 @@ constexpr OptionSpec kSchema[] = {
         "Other convolutions and bf16 are always direct; the delegate summary counts the Winograd "
         "ones and profiling names their kernel (jit_fp32_wino...)"),
     OptionSpec::enumeration(
-        kMaxCpuIsa, "all", kIsaChoices, OptionScope::Global,
+        kMaxCpuIsa, "all", kIsaChoices, OptionLevel::Global,
         "Highest ISA oneDNN may dispatch to (dnnl::set_max_cpu_isa), applied before the first "
         "primitive; reads back as the effective ISA once the backend initialised")
         .init_only(),
@@ -76,14 +76,14 @@ constexpr OptionSpec kSchema[] = {
         "has delegates on another CPU thread pool (xnnpack): idle OpenMP workers busy-wait and "
         "would starve it"),
     OptionSpec::enumeration(
-        kPrecision, "fp32", kPrecisionChoices, OptionScope::Load | OptionScope::Delegate,
+        kPrecision, "fp32", kPrecisionChoices, OptionLevel::Load | OptionLevel::Delegate,
         "fp32; bf16 = bf16 weights and activations with fp32 accumulation (needs native bf16: "
         "avx512_bf16 or AMX, else an error); auto = bf16 where AMX makes it faster, else fp32 "
         "(without AMX, bf16 dot products run at half the fp32 FMA rate)"),
-    OptionSpec::integer(kPrimitiveCacheCapacity, 1024, 0, 65536, OptionScope::Global,
+    OptionSpec::integer(kPrimitiveCacheCapacity, 1024, 0, 65536, OptionLevel::Global,
                         "oneDNN primitive cache capacity in primitives "
                         "(dnnl::set_primitive_cache_capacity); 0 disables the cache"),
-    OptionSpec::boolean(kProfile, false, OptionScope::Execute,
+    OptionSpec::boolean(kProfile, false, OptionLevel::Execute,
                         "Report this call's per-primitive times (reorders included) through the "
                         "execution context"),
 };

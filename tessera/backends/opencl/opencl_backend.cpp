@@ -16,14 +16,14 @@ namespace {
 constexpr const char* kDeviceTypes[] = {"any", "gpu", "cpu", "accelerator"};
 constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
 constexpr const char* kTuningLevels[] = {"auto", "none", "rapid", "normal", "exhaustive"};
-constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
+constexpr Scopes kGlobalLoad = OptionLevel::Global | OptionLevel::Load;
 
 constexpr OptionSpec kSchema[] = {
-    OptionSpec::string(kPlatform, "", OptionScope::Global,
+    OptionSpec::string(kPlatform, "", OptionLevel::Global,
                        "Use the first OpenCL platform whose name contains this text (\"\" = every "
                        "platform), e.g. \"Portable Computing Language\"")
         .init_only(),
-    OptionSpec::enumeration(kDeviceType, "any", kDeviceTypes, OptionScope::Global,
+    OptionSpec::enumeration(kDeviceType, "any", kDeviceTypes, OptionLevel::Global,
                             "Kind of device to use; the devices of that kind on the selected "
                             "platforms are numbered in platform order for device_index")
         .init_only(),
@@ -52,7 +52,7 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::boolean(kSpecializeShapes, false, kInitScopes,
                         "Bake the concrete shapes (symbolic dims resolved at load) into the "
                         "kernels as compile-time constants instead of kernel arguments"),
-    OptionSpec::boolean(kKernelProfiling, false, kGlobalLoad | OptionScope::Execute,
+    OptionSpec::boolean(kKernelProfiling, false, kGlobalLoad | OptionLevel::Execute,
                         "Report each kernel's time from OpenCL profiling events through the "
                         "execution context"),
 };

@@ -44,7 +44,7 @@ constexpr OptionSpec kSchema[] = {
         "(2022-02) honours it only on CPUs with native fp16 arithmetic (Armv8.2), so x86 "
         "ignores it"),
     OptionSpec::boolean(
-        kProfile, false, OptionScope::Execute,
+        kProfile, false, OptionLevel::Execute,
         "Report this call's per-operator timings through the execution context (events "
         "\"<op>:<node>\", plus input and output staging): this XNNPACK has no profiling API, so "
         "the call runs a twin of the delegate with one runtime per node, built on the first "
@@ -122,8 +122,8 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
   // Threads: the shared pool unless the delegate's value was chosen for it specifically.
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
   const int index = context.options().find(kNumThreads.view());
-  const OptionSource source =
-      index >= 0 ? context.options().source(static_cast<size_t>(index)) : OptionSource::Default;
+  const OptionLevel source =
+      index >= 0 ? context.options().source(static_cast<size_t>(index)) : OptionLevel::Default;
   const PolicyDecision& policy = context.policy();
   const size_t workers = threads > 0 ? static_cast<size_t>(threads) : policy.threads;
   if (threads == 0) {
@@ -131,7 +131,7 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
                            policy.threads_reason);
   }
   BuildOptions build;
-  if (source == OptionSource::Default || source == OptionSource::Global) {
+  if (source == OptionLevel::Default || source == OptionLevel::Global) {
     TESSERA_ASSIGN_OR_RETURN(build.pool, pools_.shared(workers));
   } else {
     TESSERA_ASSIGN_OR_RETURN(build.pool, ThreadPools::create(workers));
