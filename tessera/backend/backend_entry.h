@@ -11,6 +11,7 @@
 
 #include "tessera/backend/interface.h"
 #include "tessera/backend/lifecycle.h"
+#include "tessera/backend/name_limits.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/option_value.h"
 #include "tessera/backend/registry.h"

@@ -454,10 +454,10 @@ Status check_schema(std::string_view backend, Span<const OptionSpec> schema) {
       return Status::error(Error::InvalidArgument, "%.*s: schema entry %zu has an empty key", b,
                            backend.data(), i);
     }
-    if (spec.key_length > kMaxOptionKeyLength) {
+    if (spec.key_length > kMaxNameLength) {
       return Status::error(Error::InvalidArgument,
                            "%.*s: schema key '%.40s...' is longer than %zu characters", b,
-                           backend.data(), spec.key, kMaxOptionKeyLength);
+                           backend.data(), spec.key, kMaxNameLength);
     }
     for (size_t c = 0; c < spec.key_length; ++c) {
       if (!is_key_char(spec.key[c])) {

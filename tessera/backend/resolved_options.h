@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tessera/backend/name_limits.h"
 #include "tessera/backend/option_key.h"
 #include "tessera/backend/option_level.h"
 #include "tessera/backend/option_schema.h"
@@ -108,9 +109,9 @@ class ResolvedOptions {
   uint8_t table_[kTableSize] = {};
   uint32_t hashes_[kCapacity] = {};
   OptionLevel sources_[kCapacity] = {};
-  char backend_[32] = {};
+  char backend_[kMaxBackendNameLength + 1] = {};
   size_t backend_length_ = 0;
-  char delegate_id_[64] = {};
+  char delegate_id_[kMaxNameLength + 1] = {};
   size_t delegate_id_length_ = 0;
   BackendOption options_[kCapacity];
 };

@@ -8,7 +8,9 @@
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
+#include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
+#include "tessera/backend/resolved_options.h"
 #include "tests/backend/test_support.h"
 
 namespace tessera::test {
@@ -365,6 +367,35 @@ TEST(OptionMaps, MergeReplaceAndCapacity) {
 TEST(OptionMaps, BackendOfDelegateId) {
   static_assert(backend_of_delegate_id("xnnpack#0") == "xnnpack");
   static_assert(backend_of_delegate_id("opencl") == "opencl");
+}
+
+// kMaxBackendNameLength for backend names and kMaxNameLength for delegate ids and keys, end to
+// end: the longest backend name registers, its delegate ids are accepted as delegate targets, and
+// ResolvedOptions keeps both names whole.
+TEST(OptionMaps, NameLimitsFitTogether) {
+  const std::string backend(kMaxBackendNameLength, 'b');
+  ScopedStub stub(backend);
+  EXPECT_EQ(register_backend(backend + "x", &stub.backend()).code(), Error::InvalidArgument);
+
+  LoadBackendOptionsMap load;
+  ASSERT_OK(load.set(backend, kNumThreads, 2));
+  EXPECT_EQ(load.set(backend + "x", kNumThreads, 2).code(), Error::OptionTooLong);
+
+  const std::string id = backend + "#4294967295";
+  DelegateOptionsMap delegates;
+  ASSERT_OK(delegates.set(id, kNumThreads, 3));
+  ASSERT_OK(delegates.set(std::string(kMaxNameLength, 'd'), kNumThreads, 3));
+  EXPECT_EQ(delegates.set(std::string(kMaxNameLength + 1, 'd'), kNumThreads, 3).code(),
+            Error::OptionTooLong);
+
+  BackendOption key;
+  ASSERT_OK(key.set_key(std::string(kMaxNameLength, 'k')));
+  EXPECT_EQ(key.set_key(std::string(kMaxNameLength + 1, 'k')).code(), Error::OptionTooLong);
+
+  ResolvedOptions resolved;
+  ASSERT_OK(resolved.reset(backend, id, kTestSchema));
+  EXPECT_EQ(resolved.backend(), backend);
+  EXPECT_EQ(resolved.delegate_id(), id);
 }
 
 }  // namespace
