@@ -2,6 +2,7 @@
 // the did-you-mean machinery.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "tessera/backend/option_schema.h"
@@ -248,6 +249,38 @@ TEST(Scopes, FormatAndMembership) {
   EXPECT_STREQ(format_scopes(Scopes(), buf, sizeof buf), "none");
   EXPECT_TRUE(kAllScopes.has(OptionLevel::Execute));
   EXPECT_FALSE(kInitScopes.has(OptionLevel::Execute));
+}
+
+// One enum for where a value may be set and where it came from: precedence order, one name each
+// (as reports show them), and a scope bit only for the levels a caller can set.
+TEST(OptionLevels, OrderNamesAndScopeBits) {
+  const OptionLevel in_order[] = {OptionLevel::Default,  OptionLevel::Selection,
+                                  OptionLevel::CompileSpec, OptionLevel::Global,
+                                  OptionLevel::Load,     OptionLevel::Delegate,
+                                  OptionLevel::Execute};
+  const char* names[] = {"default", "selection", "compile_spec", "global",
+                         "load",    "delegate",  "execute"};
+  for (size_t i = 0; i < std::size(in_order); ++i) {
+    EXPECT_EQ(static_cast<size_t>(in_order[i]), i);
+    EXPECT_STREQ(option_level_name(in_order[i]), names[i]);
+  }
+  EXPECT_TRUE(Scopes(OptionLevel::Default).empty());
+  EXPECT_TRUE(Scopes(OptionLevel::Selection).empty());
+  EXPECT_FALSE(kAllScopes.has(OptionLevel::Default));
+  EXPECT_FALSE(kAllScopes.has(OptionLevel::Selection));
+  unsigned all = 0;
+  for (size_t i = 0; i < std::size(kScopeLevels); ++i) {
+    EXPECT_EQ(Scopes(kScopeLevels[i]).bits, 1u << i);
+    all |= Scopes(kScopeLevels[i]).bits;
+  }
+  EXPECT_EQ(all, kAllScopes.bits);
+
+  // A level nobody sets is never an allowed scope.
+  Status s = check(opt(kNumThreads, 2), OptionLevel::Selection);
+  EXPECT_EQ(s.code(), Error::OptionWrongScope);
+  EXPECT_STREQ(s.message(),
+               "xnnpack: option 'num_threads' cannot be set at selection scope (allowed: "
+               "compile_spec, global, load, delegate, execute)");
 }
 
 }  // namespace
