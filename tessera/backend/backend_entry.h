@@ -38,7 +38,7 @@ struct BackendEntry {
   char lock_reason[160] = {};
   size_t num_locked = 0;
   BackendOption locked[kMaxSchemaOptions];             // init-only values at the time of locking
-  OptionLevel locked_source[kMaxSchemaOptions] = {};  // where each locked value came from
+  OptionLevel locked_source[kMaxSchemaOptions] = {};   // where each locked value came from
 };
 
 /// A registration recorded while load_backend_library loads a library: `factory` or `instance`.

@@ -68,7 +68,9 @@ constexpr Scopes operator|(Scopes a, Scopes b) {
   s.bits = static_cast<uint8_t>(a.bits | b.bits);
   return s;
 }
-constexpr Scopes operator|(OptionLevel a, OptionLevel b) { return Scopes(a) | Scopes(b); }
+constexpr Scopes operator|(OptionLevel a, OptionLevel b) {
+  return Scopes(a) | Scopes(b);
+}
 
 /// Every scope that takes effect when a delegate is initialised.
 inline constexpr Scopes kInitScopes =

@@ -37,8 +37,8 @@ inline constexpr size_t kMaxSchemaOptions = 48;
 /// strings and the choices it points to must have static storage duration.
 class OptionSpec {
  public:
-  static constexpr OptionSpec boolean(const OptionKey<bool>& key, bool default_value,
-                                      Scopes scopes, const char* doc) {
+  static constexpr OptionSpec boolean(const OptionKey<bool>& key, bool default_value, Scopes scopes,
+                                      const char* doc) {
     OptionSpec s(key, scopes, doc);
     s.default_bool = default_value;
     return s;

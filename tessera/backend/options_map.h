@@ -59,8 +59,8 @@ class NamedOptionsMap {
 
 /// Load-time options per backend: every delegate of that backend in the loaded Method sees them
 /// (precedence above global options). Up to 16 backends and 64 options in total.
-class LoadBackendOptionsMap
-    : public detail::NamedOptionsMap<16, kMaxBackendNameLength, 64, false> {};
+class LoadBackendOptionsMap : public detail::NamedOptionsMap<16, kMaxBackendNameLength, 64, false> {
+};
 
 /// Load-time options per delegate instance, by delegate id ("<backend>#<index>", e.g.
 /// "xnnpack#0"); precedence above LoadBackendOptionsMap. Up to 16 delegates and 64 options.

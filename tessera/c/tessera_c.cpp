@@ -114,7 +114,8 @@ static_assert(TESSERA_DTYPE_BOOL == static_cast<int>(tessera::ScalarType::Bool))
 static_assert(TESSERA_C_MAX_DIMS == tessera::kMaxDims);
 // The scope bits of the C header are those of tessera::Scopes (tessera_option_spec.scopes copies
 // the mask).
-static_assert(TESSERA_SCOPE_COMPILE_SPEC == tessera::Scopes(tessera::OptionLevel::CompileSpec).bits);
+static_assert(TESSERA_SCOPE_COMPILE_SPEC ==
+              tessera::Scopes(tessera::OptionLevel::CompileSpec).bits);
 static_assert(TESSERA_SCOPE_GLOBAL == tessera::Scopes(tessera::OptionLevel::Global).bits);
 static_assert(TESSERA_SCOPE_LOAD == tessera::Scopes(tessera::OptionLevel::Load).bits);
 static_assert(TESSERA_SCOPE_DELEGATE == tessera::Scopes(tessera::OptionLevel::Delegate).bits);

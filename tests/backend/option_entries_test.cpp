@@ -16,7 +16,9 @@ namespace tessera::test {
 namespace {
 
 constexpr OptionSpec kEntrySchema[] = {
-    OptionSpec::string(OptionKey<std::string_view>{"pass"}, "", OptionLevel::Global, "NAME=VALUE entries", 80).with_entries(),
+    OptionSpec::string(OptionKey<std::string_view>{"pass"}, "", OptionLevel::Global,
+                       "NAME=VALUE entries", 80)
+        .with_entries(),
     OptionSpec::integer(OptionKey<int64_t>{"level"}, 0, 0, 3, kRuntimeScopes, "a plain option"),
 };
 
@@ -164,7 +166,8 @@ TEST_F(OptionEntries, TheCAbiSetsEntries) {
 
 TEST(OptionEntriesSchema, OnlyGlobalStringOptionsTakeEntries) {
   constexpr OptionSpec int_entries[] = {
-      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 3, OptionLevel::Global, "n").with_entries()};
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 3, OptionLevel::Global, "n")
+          .with_entries()};
   constexpr OptionSpec load_entries[] = {
       OptionSpec::string(OptionKey<std::string_view>{"s"}, "", kRuntimeScopes, "s").with_entries()};
   for (Span<const OptionSpec> schema :

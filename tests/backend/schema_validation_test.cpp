@@ -187,10 +187,12 @@ TEST(CheckSchema, RejectsMalformedSchemas) {
   EXPECT_EQ(dup.code(), Error::InvalidArgument);
   EXPECT_STREQ(dup.message(), "b: schema declares 'a' twice");
 
-  static constexpr OptionSpec kBadKey[] = {OptionSpec::boolean(OptionKey<bool>{"Bad.Key"}, true, kInitScopes, "")};
+  static constexpr OptionSpec kBadKey[] = {
+      OptionSpec::boolean(OptionKey<bool>{"Bad.Key"}, true, kInitScopes, "")};
   EXPECT_EQ(check_schema("b", kBadKey).code(), Error::InvalidArgument);
 
-  static constexpr OptionSpec kBadDefault[] = {OptionSpec::integer(OptionKey<int64_t>{"n"}, 10, 0, 5, kInitScopes, "")};
+  static constexpr OptionSpec kBadDefault[] = {
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 10, 0, 5, kInitScopes, "")};
   Status def = check_schema("b", kBadDefault);
   EXPECT_EQ(def.code(), Error::InvalidArgument);
   EXPECT_STREQ(def.message(), "invalid default: b: option 'n' = 10 is out of range [0, 5]");
@@ -205,7 +207,8 @@ TEST(CheckSchema, RejectsMalformedSchemas) {
   EXPECT_STREQ(check_schema("b", kInitOnlyExecute).message(),
                "b: option 'n' is init-only, so it cannot allow execute scope");
 
-  static constexpr OptionSpec kNoScope[] = {OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 5, Scopes(), "")};
+  static constexpr OptionSpec kNoScope[] = {
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 5, Scopes(), "")};
   EXPECT_EQ(check_schema("b", kNoScope).code(), Error::InvalidArgument);
 }
 
@@ -254,10 +257,9 @@ TEST(Scopes, FormatAndMembership) {
 // One enum for where a value may be set and where it came from: precedence order, one name each
 // (as reports show them), and a scope bit only for the levels a caller can set.
 TEST(OptionLevels, OrderNamesAndScopeBits) {
-  const OptionLevel in_order[] = {OptionLevel::Default,  OptionLevel::Selection,
-                                  OptionLevel::CompileSpec, OptionLevel::Global,
-                                  OptionLevel::Load,     OptionLevel::Delegate,
-                                  OptionLevel::Execute};
+  const OptionLevel in_order[] = {
+      OptionLevel::Default, OptionLevel::Selection, OptionLevel::CompileSpec, OptionLevel::Global,
+      OptionLevel::Load,    OptionLevel::Delegate,  OptionLevel::Execute};
   const char* names[] = {"default", "selection", "compile_spec", "global",
                          "load",    "delegate",  "execute"};
   for (size_t i = 0; i < std::size(in_order); ++i) {

@@ -28,8 +28,10 @@ int g_handle_target = 0;  // what the stubs' handles point at
 constexpr const char* kModes[] = {"fast", "low_power"};
 constexpr OptionSpec kStubSchema[] = {
     OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
-    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "fast", kModes, kInitScopes, "power mode"),
-    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionLevel::Execute, "per-call profile"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "fast", kModes, kInitScopes,
+                            "power mode"),
+    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionLevel::Execute,
+                        "per-call profile"),
 };
 constexpr OptionKey<int64_t> kThreads{"num_threads"};
 constexpr OptionKey<bool> kProfile{"profile"};
@@ -361,7 +363,9 @@ TEST_F(DelegateTest, ExecuteOptionsReachTheBackendPerCall) {
 TEST(DelegateLifecycle, InitOnlyOptionsLockAtTheFirstLoad) {
   static constexpr const char* kPlatforms[] = {"any", "pocl", "nvidia"};
   static constexpr OptionSpec kSchema[] = {
-      OptionSpec::enumeration(OptionKey<EnumValue>{"platform"}, "any", kPlatforms, OptionLevel::Global, "platform").init_only(),
+      OptionSpec::enumeration(OptionKey<EnumValue>{"platform"}, "any", kPlatforms,
+                              OptionLevel::Global, "platform")
+          .init_only(),
   };
   testing::StubBackend stub(kSchema);
   ASSERT_TRUE(register_backend("stub_life", &stub).is_ok());

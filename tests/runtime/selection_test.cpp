@@ -230,8 +230,10 @@ TEST_F(SelectionTest, BadSettingsAreClearErrors) {
 constexpr const char* kModes[] = {"slow", "fast"};
 constexpr const char* kPrecisions[] = {"full", "low"};
 constexpr OptionSpec kVariantSchema[] = {
-    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "slow", kModes, kInitScopes, "speed only"),
-    OptionSpec::enumeration(OptionKey<EnumValue>{"precision"}, "full", kPrecisions, kInitScopes, "lowers precision"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "slow", kModes, kInitScopes,
+                            "speed only"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"precision"}, "full", kPrecisions, kInitScopes,
+                            "lowers precision"),
     OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
 };
 constexpr OptionKey<EnumValue> kMode{"mode"};

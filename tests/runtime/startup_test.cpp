@@ -33,7 +33,8 @@ constexpr OptionSpec kCpuSchema[] = {
 };
 constexpr OptionSpec kDeviceSchema[] = {
     OptionSpec::integer(OptionKey<int64_t>{"device_index"}, 0, 0, 3, kRuntimeScopes, "device"),
-    OptionSpec::boolean(OptionKey<bool>{"kernel_profiling"}, false, OptionLevel::Execute, "per-call profile"),
+    OptionSpec::boolean(OptionKey<bool>{"kernel_profiling"}, false, OptionLevel::Execute,
+                        "per-call profile"),
 };
 
 // A gate the background init waits at until the test opens it.

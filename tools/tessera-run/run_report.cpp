@@ -134,16 +134,20 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
     TESSERA_RETURN_IF_ERROR(parse_options_file(options_file, validation, &parsed));
   }
   for (const std::string& s : global) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionLevel::Global, validation, "--global-option", &parsed));
+    TESSERA_RETURN_IF_ERROR(
+        parse_option_assignment(s, OptionLevel::Global, validation, "--global-option", &parsed));
   }
   for (const std::string& s : load) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionLevel::Load, validation, "--option", &parsed));
+    TESSERA_RETURN_IF_ERROR(
+        parse_option_assignment(s, OptionLevel::Load, validation, "--option", &parsed));
   }
   for (const std::string& s : delegate) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionLevel::Delegate, validation, "--delegate-option", &parsed));
+    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionLevel::Delegate, validation,
+                                                    "--delegate-option", &parsed));
   }
   for (const std::string& s : execute) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionLevel::Execute, validation, "--execute-option", &parsed));
+    TESSERA_RETURN_IF_ERROR(
+        parse_option_assignment(s, OptionLevel::Execute, validation, "--execute-option", &parsed));
   }
   for (const std::string& d : dims) {
     size_t eq = d.find('=');

@@ -24,4 +24,6 @@ constexpr OptionSpec kSchema[] = {
 };
 }  // namespace
 
-tessera::Span<const OptionSpec> schema() { return kSchema; }
+tessera::Span<const OptionSpec> schema() {
+  return kSchema;
+}
