@@ -474,10 +474,13 @@ Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffe
       std::string_view b = options->backend_at(i);
       bool used = false;
       for (uint32_t k = 0; k < s->num_delegates && !used; ++k) {
-        // A delegate still on its startup backend will run on its own one later.
+        // A delegate with a startup backend runs on either of two backends, and moves from one
+        // to the other between executes at a time the application does not choose: the same
+        // execute options stay valid before and after the switch (or a failed build).
         const DelegateInfo& info = *s->delegates[k].info;
-        used =
-            b == info.backend || (s->delegates[k].startup != nullptr && b == info.startup.target);
+        const bool had_startup = info.startup.backend[0] != '\0';
+        used = b == info.backend ||
+               (had_startup && (b == info.startup.backend || b == info.startup.target));
       }
       if (!used) {
         return Status::error(Error::OptionUnknownBackend,
