@@ -29,12 +29,14 @@ Result<ModelGraph> import_onnx(const void* data, size_t size, const ImportOption
     for (const auto& op : model.opset_import()) {
       if (op.domain().empty() || op.domain() == "ai.onnx") opset = static_cast<int>(op.version());
     }
-    if (opset < 0) return Status(Error::InvalidProgram, "ONNX model imports no default-domain opset");
+    if (opset < 0)
+      return Status(Error::InvalidProgram, "ONNX model imports no default-domain opset");
     if (opset < kMinOpset || opset > kMaxOpset) {
-      return Status::error(Error::NotSupported,
-                           "ONNX opset %d is not supported (supported: %d to %d); re-export the model "
-                           "with an opset in that range",
-                           opset, kMinOpset, kMaxOpset);
+      return Status::error(
+          Error::NotSupported,
+          "ONNX opset %d is not supported (supported: %d to %d); re-export the model "
+          "with an opset in that range",
+          opset, kMinOpset, kMaxOpset);
     }
     if (options.check_model) {
       try {
@@ -52,7 +54,8 @@ Result<ModelGraph> import_onnx(const void* data, size_t size, const ImportOption
     auto graph = importer.run();
     if (!graph.ok() || !options.onnx_shape_check) return graph;
     try {
-      onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/false);
+      onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0,
+                                     /*data_propagation=*/false);
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
     } catch (const std::exception&) {
       return graph;  // no second opinion
@@ -83,7 +86,8 @@ Result<ModelGraph> import_onnx_file(const std::string& path, ImportOptions optio
 Result<DimBound> parse_dim_bound(const std::string& text) {
   const auto eq = text.find('=');
   auto bad = [&]() {
-    return Status::error(Error::InvalidArgument, "bad dim bound '%s' (expected NAME=MIN:MAX, e.g. batch=1:8)",
+    return Status::error(Error::InvalidArgument,
+                         "bad dim bound '%s' (expected NAME=MIN:MAX, e.g. batch=1:8)",
                          text.c_str());
   };
   if (eq == std::string::npos || eq == 0) return bad();
@@ -107,7 +111,8 @@ Result<DimBound> parse_dim_bound(const std::string& text) {
     return bad();
   }
   if (b.min < 1 || b.max < b.min) {
-    return Status::error(Error::InvalidArgument, "dim bound '%s': need 1 <= MIN <= MAX", text.c_str());
+    return Status::error(Error::InvalidArgument, "dim bound '%s': need 1 <= MIN <= MAX",
+                         text.c_str());
   }
   return b;
 }

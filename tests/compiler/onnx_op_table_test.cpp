@@ -27,15 +27,18 @@ TEST(OnnxOpTable, DirectOpsMapOneToOneAndCustomOpsHaveAnImporter) {
     if (info.direct_import) continue;
     // A Custom op's importer is one of the files of concern, not the Direct one.
     bool custom = false;
-    for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(), layout_op_importers()}) {
+    for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(),
+                      layout_op_importers()}) {
       for (const OpImporter& r : list) custom |= r.onnx_op == info.name;
     }
-    EXPECT_TRUE(custom) << info.name << " is Custom in tessera/ir/ops.def but has no importer of its own";
+    EXPECT_TRUE(custom) << info.name
+                        << " is Custom in tessera/ir/ops.def but has no importer of its own";
   }
 }
 
 TEST(OnnxOpTable, NoCustomRowShadowsADirectOp) {
-  for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(), layout_op_importers()}) {
+  for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(),
+                    layout_op_importers()}) {
     for (const OpImporter& r : list) {
       for (const ir::OpInfo& info : ir::op_table()) {
         EXPECT_FALSE(info.direct_import && r.onnx_op == info.name)

@@ -38,7 +38,8 @@ Status import_variadic(Importer& im, OpType op) {
   for (size_t k = 1; k < im.num_inputs(); ++k) {
     TESSERA_ASSIGN_OR_RETURN(int v, im.need(k));
     const bool last = k + 1 == im.num_inputs();
-    TESSERA_ASSIGN_OR_RETURN(auto outs, im.emit(op, {acc, v}, {}, {last ? im.node().output(0) : std::string()}));
+    TESSERA_ASSIGN_OR_RETURN(
+        auto outs, im.emit(op, {acc, v}, {}, {last ? im.node().output(0) : std::string()}));
     acc = outs[0];
   }
   return Status::ok();
@@ -54,17 +55,16 @@ Status import_clip(Importer& im, OpType op) {
     if (v < 0) continue;
     const HostTensor* t = im.known(v);
     if (!t) return im.unsupported_use("%s computed at run time", names[k]);
-    if (t->numel() != 1 || t->is_symbolic()) return im.node_error(Error::InvalidProgram, "%s must be a scalar", names[k]);
+    if (t->numel() != 1 || t->is_symbolic())
+      return im.node_error(Error::InvalidProgram, "%s must be a scalar", names[k]);
     attrs.push_back(ir::Attr::make_float(names[k], static_cast<float>(t->as_double(0))));
   }
   return im.emit1(op, {x}, std::move(attrs)).status();
 }
 
 constexpr OpImporter kRows[] = {
-    {"Pow", import_pow, OpType::Pow},
-    {"Min", import_variadic, OpType::Min},
-    {"Max", import_variadic, OpType::Max},
-    {"Sum", import_variadic, OpType::Add},
+    {"Pow", import_pow, OpType::Pow},      {"Min", import_variadic, OpType::Min},
+    {"Max", import_variadic, OpType::Max}, {"Sum", import_variadic, OpType::Add},
     {"Clip", import_clip, OpType::Clip},
 };
 

@@ -33,8 +33,9 @@ Status Importer::node_error(Error code, const char* fmt, ...) const {
 
 Status Importer::unsupported() const {
   if (!node_->domain().empty() && node_->domain() != "ai.onnx") {
-    return Status::error(Error::NotSupported, "unsupported ONNX op '%s' (domain '%s') in node '%s' (opset %d)",
-                         node_->op_type().c_str(), node_->domain().c_str(), node_name_.c_str(), opset_);
+    return Status::error(
+        Error::NotSupported, "unsupported ONNX op '%s' (domain '%s') in node '%s' (opset %d)",
+        node_->op_type().c_str(), node_->domain().c_str(), node_name_.c_str(), opset_);
   }
   return Status::error(Error::NotSupported, "unsupported ONNX op '%s' in node '%s' (opset %d)",
                        node_->op_type().c_str(), node_name_.c_str(), opset_);
@@ -45,7 +46,8 @@ Status Importer::unsupported_use(const char* fmt, ...) const {
   va_start(ap, fmt);
   std::string msg = vformat(fmt, ap);
   va_end(ap);
-  return Status::error(Error::NotSupported, "ONNX op '%s' in node '%s' (opset %d): %s is not supported",
+  return Status::error(Error::NotSupported,
+                       "ONNX op '%s' in node '%s' (opset %d): %s is not supported",
                        node_->op_type().c_str(), node_name_.c_str(), opset_, msg.c_str());
 }
 
@@ -131,7 +133,8 @@ Result<std::vector<int>> Importer::need_all() const {
 Result<int64_t> Importer::norm_axis(int64_t axis, size_t r) const {
   const int64_t rr = static_cast<int64_t>(r);
   if (axis < -rr || axis >= rr) {
-    return node_error(Error::InvalidProgram, "axis %lld out of range for rank %zu", static_cast<long long>(axis), r);
+    return node_error(Error::InvalidProgram, "axis %lld out of range for rank %zu",
+                      static_cast<long long>(axis), r);
   }
   return axis < 0 ? axis + rr : axis;
 }
@@ -186,10 +189,11 @@ Status Importer::import_opset() {
   }
   if (!found) return Status(Error::InvalidProgram, "ONNX model imports no default-domain opset");
   if (opset_ < kMinOpset || opset_ > kMaxOpset) {
-    return Status::error(Error::NotSupported,
-                         "ONNX opset %d is not supported (supported: %d to %d); re-export the model "
-                         "with an opset in that range",
-                         opset_, kMinOpset, kMaxOpset);
+    return Status::error(
+        Error::NotSupported,
+        "ONNX opset %d is not supported (supported: %d to %d); re-export the model "
+        "with an opset in that range",
+        opset_, kMinOpset, kMaxOpset);
   }
   return Status::ok();
 }
@@ -217,11 +221,13 @@ Status Importer::import_inputs() {
     ScalarType dtype;
     bool exact;
     if (!map_onnx_type(tt.elem_type(), &dtype, &exact) || !exact) {
-      return Status::error(Error::NotSupported, "input '%s' has ONNX element type %s, which is not supported",
+      return Status::error(Error::NotSupported,
+                           "input '%s' has ONNX element type %s, which is not supported",
                            vi.name().c_str(), onnx_type_name(tt.elem_type()));
     }
     if (!tt.has_shape()) {
-      return Status::error(Error::InvalidProgram, "input '%s' has no shape; export it with a fixed rank",
+      return Status::error(Error::InvalidProgram,
+                           "input '%s' has no shape; export it with a fixed rank",
                            vi.name().c_str());
     }
     std::vector<SymExpr> d;
@@ -229,17 +235,19 @@ Status Importer::import_inputs() {
       const auto& dim = tt.shape().dim(k);
       if (dim.has_dim_value()) {
         if (dim.dim_value() < 0 || dim.dim_value() > kMaxDimValue) {
-          return Status::error(Error::InvalidProgram, "input '%s' dim %d is %lld (must be in [0, 2^40])",
+          return Status::error(Error::InvalidProgram,
+                               "input '%s' dim %d is %lld (must be in [0, 2^40])",
                                vi.name().c_str(), k, static_cast<long long>(dim.dim_value()));
         }
         d.emplace_back(dim.dim_value());
         continue;
       }
       if (!dim.has_dim_param() || dim.dim_param().empty()) {
-        return Status::error(Error::InvalidProgram,
-                             "input '%s' dim %d has neither a size nor a name; export it with a fixed "
-                             "size or a named dynamic axis",
-                             vi.name().c_str(), k);
+        return Status::error(
+            Error::InvalidProgram,
+            "input '%s' dim %d has neither a size nor a name; export it with a fixed "
+            "size or a named dynamic axis",
+            vi.name().c_str(), k);
       }
       const std::string& name = dim.dim_param();
       int sym = -1;
@@ -252,9 +260,10 @@ Status Importer::import_inputs() {
           if (options_.dims[b].name == name) bound = static_cast<int>(b);
         }
         if (bound < 0) {
-          return Status::error(Error::InvalidArgument,
-                               "input '%s' dim %d is symbolic ('%s'): bound it with --dim %s=MIN:MAX",
-                               vi.name().c_str(), k, name.c_str(), name.c_str());
+          return Status::error(
+              Error::InvalidArgument,
+              "input '%s' dim %d is symbolic ('%s'): bound it with --dim %s=MIN:MAX",
+              vi.name().c_str(), k, name.c_str(), name.c_str());
         }
         const DimBound& b = options_.dims[bound];
         g_.symbols.push_back({name, b.min, b.max});
@@ -306,7 +315,8 @@ void Importer::collect_onnx_shapes() {
   auto add = [&](const onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
     std::vector<int64_t> d;
-    for (const auto& dim : vi.type().tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    for (const auto& dim : vi.type().tensor_type().shape().dim())
+      d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
     onnx_dims_[vi.name()] = std::move(d);
   };
   for (const auto& vi : model_.graph().value_info()) add(vi);
@@ -325,7 +335,8 @@ Status Importer::check_against_onnx(int v) {
   }
   if (!mismatch) return Status::ok();
   std::string theirs = "[";
-  for (size_t k = 0; k < od.size(); ++k) theirs += (k ? ", " : "") + (od[k] >= 0 ? std::to_string(od[k]) : "?");
+  for (size_t k = 0; k < od.size(); ++k)
+    theirs += (k ? ", " : "") + (od[k] >= 0 ? std::to_string(od[k]) : "?");
   theirs += "]";
   return node_error(Error::InvalidProgram, "output '%s' is %s, but the model declares %s",
                     g_.values[v].name.c_str(), g_.dims_string(v).c_str(), theirs.c_str());
@@ -344,16 +355,20 @@ Result<std::vector<int64_t>> Importer::const_ints(size_t k, const char* what) co
   const HostTensor* t = known(v);
   std::vector<int64_t> out;
   if (!t) {
-    return Status::error(Error::NotSupported,
-                         "ONNX op '%s' in node '%s' (opset %d): %s computed at run time is not supported "
-                         "(it must be a constant)",
-                         node_->op_type().c_str(), node_name_.c_str(), opset_, what);
+    return Status::error(
+        Error::NotSupported,
+        "ONNX op '%s' in node '%s' (opset %d): %s computed at run time is not supported "
+        "(it must be a constant)",
+        node_->op_type().c_str(), node_name_.c_str(), opset_, what);
   }
   if (t->is_float()) return node_error(Error::InvalidProgram, "%s is not an integer tensor", what);
   if (!t->to_ints(&out)) {
     std::string expr;
     for (const SymExpr& e : t->sym) {
-      if (!e.is_const()) { expr = e.to_string(&g_.symbols); break; }
+      if (!e.is_const()) {
+        expr = e.to_string(&g_.symbols);
+        break;
+      }
     }
     return Status::error(Error::NotSupported,
                          "ONNX op '%s' in node '%s' (opset %d): %s depends on a symbolic dim (%s), "
@@ -367,10 +382,11 @@ Result<std::vector<SymExpr>> Importer::shape_ints(size_t k, const char* what) co
   TESSERA_ASSIGN_OR_RETURN(int v, need(k));
   const HostTensor* t = known(v);
   if (!t) {
-    return Status::error(Error::NotSupported,
-                         "ONNX op '%s' in node '%s' (opset %d): %s computed from tensor data at run time "
-                         "is not supported",
-                         node_->op_type().c_str(), node_name_.c_str(), opset_, what);
+    return Status::error(
+        Error::NotSupported,
+        "ONNX op '%s' in node '%s' (opset %d): %s computed from tensor data at run time "
+        "is not supported",
+        node_->op_type().c_str(), node_name_.c_str(), opset_, what);
   }
   if (t->is_float()) return node_error(Error::InvalidProgram, "%s is not an integer tensor", what);
   std::vector<SymExpr> out;
@@ -378,7 +394,8 @@ Result<std::vector<SymExpr>> Importer::shape_ints(size_t k, const char* what) co
   return out;
 }
 
-Result<std::vector<int>> Importer::emit(fb::OpType op, std::vector<int> inputs, std::vector<ir::Attr> attrs,
+Result<std::vector<int>> Importer::emit(fb::OpType op, std::vector<int> inputs,
+                                        std::vector<ir::Attr> attrs,
                                         std::vector<std::string> out_names,
                                         std::vector<std::vector<SymExpr>> preset) {
   ir::Node node;
@@ -410,12 +427,16 @@ Result<std::vector<int>> Importer::emit(fb::OpType op, std::vector<int> inputs, 
       if (!t || !t->is_symbolic()) continue;
       std::string expr;
       for (const SymExpr& e : t->sym) {
-        if (!e.is_const()) { expr = e.to_string(&g_.symbols); break; }
+        if (!e.is_const()) {
+          expr = e.to_string(&g_.symbols);
+          break;
+        }
       }
-      return Status::error(Error::NotSupported,
-                           "node '%s' (%s) computes at run time with shape value '%s' = %s, which depends "
-                           "on a symbolic dim; only integer shape arithmetic is folded",
-                           node.name.c_str(), ir::op_name(op), g_.values[v].name.c_str(), expr.c_str());
+      return Status::error(
+          Error::NotSupported,
+          "node '%s' (%s) computes at run time with shape value '%s' = %s, which depends "
+          "on a symbolic dim; only integer shape arithmetic is folded",
+          node.name.c_str(), ir::op_name(op), g_.values[v].name.c_str(), expr.c_str());
     }
     g_.nodes.push_back(node);
   }
@@ -445,8 +466,7 @@ Status Importer::import_node(const onnx::NodeProto& node, size_t index) {
 Status Importer::dispatch_node(const onnx::NodeProto& node, size_t index) {
   node_ = &node;
   emitted_ = 0;
-  node_name_ = !node.name().empty() ? node.name()
-                                    : node.op_type() + "_" + std::to_string(index);
+  node_name_ = !node.name().empty() ? node.name() : node.op_type() + "_" + std::to_string(index);
   if (!node.domain().empty() && node.domain() != "ai.onnx") return unsupported();
   if (node.output_size() == 0) return node_error(Error::InvalidProgram, "no outputs");
   const OpImporter* row = find_op_importer(node.op_type());
@@ -458,7 +478,8 @@ Status Importer::import_outputs() {
   for (const auto& vi : model_.graph().output()) {
     auto it = names_.find(vi.name());
     if (it == names_.end()) {
-      return Status::error(Error::InvalidProgram, "graph output '%s' is not produced by any node", vi.name().c_str());
+      return Status::error(Error::InvalidProgram, "graph output '%s' is not produced by any node",
+                           vi.name().c_str());
     }
     const int v = it->second;
     // A declared rank must agree with the value's (ONNX's own shape inference, run afterwards,
@@ -472,7 +493,8 @@ Status Importer::import_outputs() {
                            dims(v).size());
     }
     if (const HostTensor* t = known(v); t && t->is_symbolic()) {
-      return Status::error(Error::NotSupported, "graph output '%s' is a shape value that depends on a symbolic dim",
+      return Status::error(Error::NotSupported,
+                           "graph output '%s' is a shape value that depends on a symbolic dim",
                            vi.name().c_str());
     }
     g_.outputs.push_back(v);
@@ -501,7 +523,8 @@ Result<ModelGraph> Importer::run() {
 Status Importer::cross_check(const ModelGraph& g) const {
   std::unordered_map<std::string, const onnx::TensorShapeProto*> shapes;
   for (const auto& vi : model_.graph().value_info()) {
-    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) shapes[vi.name()] = &vi.type().tensor_type().shape();
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+      shapes[vi.name()] = &vi.type().tensor_type().shape();
   }
   for (const ir::Node& n : g.nodes) {
     for (int v : n.outputs) {
@@ -512,12 +535,14 @@ Status Importer::cross_check(const ModelGraph& g) const {
       const onnx::TensorShapeProto& theirs = *it->second;
       bool mismatch = theirs.dim_size() != static_cast<int>(dims.size());
       for (int k = 0; !mismatch && k < theirs.dim_size(); ++k) {
-        mismatch = theirs.dim(k).has_dim_value() && dims[k].is_const() && theirs.dim(k).dim_value() != dims[k].const_value();
+        mismatch = theirs.dim(k).has_dim_value() && dims[k].is_const() &&
+                   theirs.dim(k).dim_value() != dims[k].const_value();
       }
       if (mismatch) {
-        return Status::error(Error::InvalidProgram,
-                             "node '%s': output '%s' is %s, but ONNX shape inference disagrees (rank %d)",
-                             n.name.c_str(), g.values[v].name.c_str(), g.dims_string(v).c_str(), theirs.dim_size());
+        return Status::error(
+            Error::InvalidProgram,
+            "node '%s': output '%s' is %s, but ONNX shape inference disagrees (rank %d)",
+            n.name.c_str(), g.values[v].name.c_str(), g.dims_string(v).c_str(), theirs.dim_size());
       }
     }
   }

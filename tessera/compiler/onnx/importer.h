@@ -29,7 +29,8 @@ inline constexpr int64_t kMaxDimValue = int64_t{1} << 40;
 class Importer {
  public:
   /// `model` and `options` are borrowed and must outlive the Importer.
-  Importer(onnx::ModelProto& model, const ImportOptions& options) : model_(model), options_(options) {}
+  Importer(onnx::ModelProto& model, const ImportOptions& options)
+      : model_(model), options_(options) {}
 
   /// Imports the whole graph.
   Result<ModelGraph> run();

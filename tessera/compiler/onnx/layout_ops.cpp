@@ -20,7 +20,8 @@ using fb::OpType;
 
 /// Identity and Dropout (inference): output 0 is input 0.
 Status import_identity(Importer& im, OpType) {
-  if (im.node().op_type() == "Dropout" && im.output_used(1)) return im.unsupported_use("the mask output");
+  if (im.node().op_type() == "Dropout" && im.output_used(1))
+    return im.unsupported_use("the mask output");
   TESSERA_ASSIGN_OR_RETURN(int x, im.need(0));
   im.alias(0, x);
   return Status::ok();
@@ -31,9 +32,12 @@ Status import_flatten(Importer& im, OpType op) {
   TESSERA_ASSIGN_OR_RETURN(auto a, im.attrs<ir::FlattenAttrs>(op));
   const int64_t r = static_cast<int64_t>(im.rank(x));
   int64_t axis = a.axis;
-  if (axis < -r || axis > r) return im.node_error(Error::InvalidProgram, "axis %lld out of range", static_cast<long long>(axis));
+  if (axis < -r || axis > r)
+    return im.node_error(Error::InvalidProgram, "axis %lld out of range",
+                         static_cast<long long>(axis));
   if (axis < 0) axis += r;
-  return im.emit1(op, {x}, {}, {product(im.dims(x), 0, axis), product(im.dims(x), axis)}, true).status();
+  return im.emit1(op, {x}, {}, {product(im.dims(x), 0, axis), product(im.dims(x), axis)}, true)
+      .status();
 }
 
 Status import_transpose(Importer& im, OpType op) {
@@ -72,10 +76,12 @@ Status import_reshape(Importer& im, OpType op) {
     if (!target[i].is_const()) continue;
     const int64_t t = target[i].const_value();
     if (t == 0 && !allowzero) {
-      if (i >= in_dims.size()) return im.node_error(Error::InvalidProgram, "0 in the target shape beyond the input rank");
+      if (i >= in_dims.size())
+        return im.node_error(Error::InvalidProgram, "0 in the target shape beyond the input rank");
       target[i] = in_dims[i];
     } else if (t == -1) {
-      if (infer >= 0) return im.node_error(Error::InvalidProgram, "more than one -1 in the target shape");
+      if (infer >= 0)
+        return im.node_error(Error::InvalidProgram, "more than one -1 in the target shape");
       infer = static_cast<int>(i);
     } else if (t < 0) {
       return im.node_error(Error::InvalidProgram, "target dim %lld", static_cast<long long>(t));
@@ -86,7 +92,8 @@ Status import_reshape(Importer& im, OpType op) {
     for (size_t i = 0; i < target.size(); ++i) {
       if (static_cast<int>(i) != infer) known = known * target[i];
     }
-    if (known.is_const() && known.const_value() == 0) return im.node_error(Error::InvalidProgram, "-1 with a zero-sized target");
+    if (known.is_const() && known.const_value() == 0)
+      return im.node_error(Error::InvalidProgram, "-1 with a zero-sized target");
     target[infer] = SymExpr::floor_div(product(in_dims), known);
   }
   return im.emit1(op, {x}, {}, std::move(target), true).status();
@@ -115,7 +122,9 @@ Status import_squeeze(Importer& im, OpType op) {
     std::vector<bool> inserted(r, false);
     for (int64_t a : axes) {
       TESSERA_ASSIGN_OR_RETURN(int64_t ax, im.norm_axis(a, r));
-      if (inserted[ax]) return im.node_error(Error::InvalidProgram, "axis %lld repeated", static_cast<long long>(a));
+      if (inserted[ax])
+        return im.node_error(Error::InvalidProgram, "axis %lld repeated",
+                             static_cast<long long>(a));
       inserted[ax] = true;
     }
     size_t j = 0;
@@ -123,13 +132,14 @@ Status import_squeeze(Importer& im, OpType op) {
   } else {
     std::vector<bool> removed(in_dims.size(), false);
     if (!have_axes) {
-      for (size_t i = 0; i < in_dims.size(); ++i) removed[i] = in_dims[i].is_const() && in_dims[i].const_value() == 1;
+      for (size_t i = 0; i < in_dims.size(); ++i)
+        removed[i] = in_dims[i].is_const() && in_dims[i].const_value() == 1;
     }
     for (int64_t a : axes) {
       TESSERA_ASSIGN_OR_RETURN(int64_t ax, im.norm_axis(a, in_dims.size()));
       if (!(in_dims[ax].is_const() && in_dims[ax].const_value() == 1)) {
-        return im.node_error(Error::InvalidProgram, "cannot squeeze axis %lld of %s", static_cast<long long>(a),
-                          im.graph().dims_string(x).c_str());
+        return im.node_error(Error::InvalidProgram, "cannot squeeze axis %lld of %s",
+                             static_cast<long long>(a), im.graph().dims_string(x).c_str());
       }
       removed[ax] = true;
     }
@@ -160,15 +170,20 @@ Status import_split(Importer& im, OpType op) {
   }
   const SymExpr& d = im.dims(x)[axis];
   if (have) {
-    if (given.size() != outputs) return im.node_error(Error::InvalidProgram, "split has %zu sizes for %zu outputs", given.size(), outputs);
+    if (given.size() != outputs)
+      return im.node_error(Error::InvalidProgram, "split has %zu sizes for %zu outputs",
+                           given.size(), outputs);
     for (int64_t s : given) {
-      if (s < 0) return im.node_error(Error::InvalidProgram, "negative split size %lld", static_cast<long long>(s));
+      if (s < 0)
+        return im.node_error(Error::InvalidProgram, "negative split size %lld",
+                             static_cast<long long>(s));
       sizes.emplace_back(s);
     }
   } else {
     SymExpr each = SymExpr::floor_div(d, SymExpr(static_cast<int64_t>(outputs)));
     if (!(each * SymExpr(static_cast<int64_t>(outputs)) == d)) {
-      return im.node_error(Error::InvalidProgram, "axis size %s does not split evenly into %zu", d.to_string(&im.graph().symbols).c_str(), outputs);
+      return im.node_error(Error::InvalidProgram, "axis size %s does not split evenly into %zu",
+                           d.to_string(&im.graph().symbols).c_str(), outputs);
     }
     sizes.assign(outputs, each);
   }
@@ -199,7 +214,8 @@ Status import_slice(Importer& im, OpType op) {
   } else {
     steps.assign(starts_s.size(), 1);
   }
-  if (ends_s.size() != starts_s.size() || axes.size() != starts_s.size() || steps.size() != starts_s.size()) {
+  if (ends_s.size() != starts_s.size() || axes.size() != starts_s.size() ||
+      steps.size() != starts_s.size()) {
     return im.node_error(Error::InvalidProgram, "starts, ends, axes and steps differ in length");
   }
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -217,7 +233,8 @@ Status import_slice(Importer& im, OpType op) {
         *out = steps[k] > 0 ? kMax : -1;
         return Status::ok();
       }
-      return im.unsupported_use("a %s that depends on a symbolic dim (%s)", what, e.to_string(&im.graph().symbols).c_str());
+      return im.unsupported_use("a %s that depends on a symbolic dim (%s)", what,
+                                e.to_string(&im.graph().symbols).c_str());
     };
     int64_t s = 0, e = 0;
     TESSERA_RETURN_IF_ERROR(resolve(starts_s[k], "start", &s));
@@ -233,9 +250,10 @@ Status import_slice(Importer& im, OpType op) {
     starts.push_back(s);
     ends.push_back(e);
   }
-  return im.emit1(op, {x},
-               {ir::Attr::make_ints("starts", starts), ir::Attr::make_ints("ends", ends),
-                ir::Attr::make_ints("axes", axes), ir::Attr::make_ints("steps", steps)})
+  return im
+      .emit1(op, {x},
+             {ir::Attr::make_ints("starts", starts), ir::Attr::make_ints("ends", ends),
+              ir::Attr::make_ints("axes", axes), ir::Attr::make_ints("steps", steps)})
       .status();
 }
 
@@ -248,7 +266,8 @@ Status import_pad(Importer& im, OpType op) {
   if (int cv = im.in(2); cv >= 0) {
     const HostTensor* t = im.known(cv);
     if (!t) return im.unsupported_use("a constant_value computed at run time");
-    if (t->numel() != 1) return im.node_error(Error::InvalidProgram, "constant_value must be a scalar");
+    if (t->numel() != 1)
+      return im.node_error(Error::InvalidProgram, "constant_value must be a scalar");
     value = t->is_float() ? t->f[0] : static_cast<float>(t->int_at(0).const_value());
   }
   const std::string mode(a.mode);
@@ -256,10 +275,13 @@ Status import_pad(Importer& im, OpType op) {
     return im.unsupported_use("mode '%s'", mode.c_str());
   for (int64_t p : pads) {
     if (p < 0) return im.unsupported_use("negative pads");
-    if (p > kMaxDimValue) return im.node_error(Error::InvalidProgram, "pad %lld", static_cast<long long>(p));
+    if (p > kMaxDimValue)
+      return im.node_error(Error::InvalidProgram, "pad %lld", static_cast<long long>(p));
   }
-  return im.emit1(op, {x},
-               {ir::Attr::make_ints("pads", pads), ir::Attr::make_string("mode", mode), ir::Attr::make_float("value", value)})
+  return im
+      .emit1(op, {x},
+             {ir::Attr::make_ints("pads", pads), ir::Attr::make_string("mode", mode),
+              ir::Attr::make_float("value", value)})
       .status();
 }
 
@@ -270,7 +292,8 @@ Status import_resize(Importer& im, OpType op) {
   if (mode != "nearest" && mode != "linear") return im.unsupported_use("mode '%s'", mode.c_str());
   if (im.flag("exclude_outside")) return im.unsupported_use("exclude_outside=1");
   const std::string ctm(a.coordinate_transformation_mode);
-  if (ctm == "tf_crop_and_resize") return im.unsupported_use("coordinate_transformation_mode 'tf_crop_and_resize'");
+  if (ctm == "tf_crop_and_resize")
+    return im.unsupported_use("coordinate_transformation_mode 'tf_crop_and_resize'");
   const std::string nearest(a.nearest_mode);
   const auto& in_dims = im.dims(x);
   std::vector<SymExpr> out_dims;
@@ -288,7 +311,8 @@ Status import_resize(Importer& im, OpType op) {
       if (!(s > 0)) return im.node_error(Error::InvalidProgram, "scale %g", s);
       if (in_dims[i].is_const()) {
         const double size = std::floor(static_cast<double>(in_dims[i].const_value()) * s);
-        if (!(size >= 1 && size < 9.0e15)) return im.node_error(Error::InvalidProgram, "scale %g gives output size %g", s, size);
+        if (!(size >= 1 && size < 9.0e15))
+          return im.node_error(Error::InvalidProgram, "scale %g gives output size %g", s, size);
         out_dims.emplace_back(static_cast<int64_t>(size));
       } else if (s == std::floor(s)) {
         out_dims.push_back(in_dims[i] * SymExpr(static_cast<int64_t>(s)));
@@ -298,9 +322,12 @@ Status import_resize(Importer& im, OpType op) {
     }
   } else if (sizes_in >= 0) {
     TESSERA_ASSIGN_OR_RETURN(out_dims, im.shape_ints(3, "sizes"));
-    if (out_dims.size() != in_dims.size()) return im.node_error(Error::InvalidProgram, "sizes must have %zu entries", in_dims.size());
+    if (out_dims.size() != in_dims.size())
+      return im.node_error(Error::InvalidProgram, "sizes must have %zu entries", in_dims.size());
     for (const SymExpr& d : out_dims) {
-      if (d.is_const() && d.const_value() < 1) return im.node_error(Error::InvalidProgram, "output size %lld", static_cast<long long>(d.const_value()));
+      if (d.is_const() && d.const_value() < 1)
+        return im.node_error(Error::InvalidProgram, "output size %lld",
+                             static_cast<long long>(d.const_value()));
     }
   } else {
     return im.node_error(Error::InvalidProgram, "neither scales nor sizes given");
@@ -351,7 +378,10 @@ Status import_expand(Importer& im, OpType op) {
   zeros.dims = zd;
   const int64_t n = zeros.numel();
   if (n > kMaxFoldElements) return im.unsupported_use("expanding to a tensor this large");
-  if (zeros.is_float()) zeros.f.assign(n, 0.0f); else zeros.i.assign(n, 0);
+  if (zeros.is_float())
+    zeros.f.assign(n, 0.0f);
+  else
+    zeros.i.assign(n, 0);
   int z = im.make_const(im.node_name() + ":zeros", std::move(zeros));
   return im.emit1(op, {x, z}, {}).status();
 }

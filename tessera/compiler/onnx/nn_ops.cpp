@@ -30,13 +30,15 @@ std::vector<int64_t> or_fill(Span<const int64_t> list, size_t n, int64_t fill) {
 
 /// Explicit pads for `auto_pad` (NOTSET keeps `pads`, VALID is no padding, SAME_* splits what
 /// keeps the output at ceil(input / stride)).
-Status resolve_auto_pad(Importer& im, std::string_view auto_pad, int x, const std::vector<int64_t>& kernel,
-                        const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
-                        std::vector<int64_t>* pads) {
+Status resolve_auto_pad(Importer& im, std::string_view auto_pad, int x,
+                        const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                        const std::vector<int64_t>& dilations, std::vector<int64_t>* pads) {
   const size_t n = kernel.size();
   if (auto_pad == "NOTSET") {
     if (pads->empty()) pads->assign(2 * n, 0);
-    if (pads->size() != 2 * n) return im.node_error(Error::InvalidProgram, "pads has %zu entries (need %zu)", pads->size(), 2 * n);
+    if (pads->size() != 2 * n)
+      return im.node_error(Error::InvalidProgram, "pads has %zu entries (need %zu)", pads->size(),
+                           2 * n);
     return Status::ok();
   }
   pads->assign(2 * n, 0);
@@ -53,7 +55,8 @@ Status resolve_auto_pad(Importer& im, std::string_view auto_pad, int x, const st
     }
     const int64_t in = d.const_value();
     const int64_t out = (in + strides[i] - 1) / strides[i];
-    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1 - in);
+    const int64_t total =
+        std::max<int64_t>(0, (out - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1 - in);
     const int64_t small = total / 2, big = total - small;
     (*pads)[i] = auto_pad == "SAME_UPPER" ? small : big;
     (*pads)[n + i] = auto_pad == "SAME_UPPER" ? big : small;
@@ -84,14 +87,16 @@ Status import_conv(Importer& im, OpType op) {
   TESSERA_ASSIGN_OR_RETURN(int w, im.need(1));
   const int b = im.in(2);
   if (im.rank(x) < 3 || im.rank(w) != im.rank(x)) {
-    return im.node_error(Error::InvalidProgram, "input %s and weight %s must have the same rank >= 3",
+    return im.node_error(Error::InvalidProgram,
+                         "input %s and weight %s must have the same rank >= 3",
                          im.graph().dims_string(x).c_str(), im.graph().dims_string(w).c_str());
   }
   TESSERA_ASSIGN_OR_RETURN(ConvParams a, conv_params(im, op));
   const size_t n = im.rank(x) - 2;
   std::vector<int64_t> kernel;
   for (size_t i = 0; i < n; ++i) {
-    if (!im.dims(w)[2 + i].is_const()) return im.node_error(Error::InvalidProgram, "symbolic kernel size");
+    if (!im.dims(w)[2 + i].is_const())
+      return im.node_error(Error::InvalidProgram, "symbolic kernel size");
     kernel.push_back(im.dims(w)[2 + i].const_value());
   }
   const Span<const int64_t> ks = a.window.kernel_shape;
@@ -106,9 +111,10 @@ Status import_conv(Importer& im, OpType op) {
     return im.node_error(Error::InvalidProgram, "strides/dilations must have %zu entries", n);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (strides[i] < 1 || dilations[i] < 1 || strides[i] > kMaxWindowValue || dilations[i] > kMaxWindowValue ||
-        kernel[i] < 1 || kernel[i] > kMaxWindowValue) {
-      return im.node_error(Error::InvalidProgram, "kernel size, strides and dilations must be in [1, 2^31)");
+    if (strides[i] < 1 || dilations[i] < 1 || strides[i] > kMaxWindowValue ||
+        dilations[i] > kMaxWindowValue || kernel[i] < 1 || kernel[i] > kMaxWindowValue) {
+      return im.node_error(Error::InvalidProgram,
+                           "kernel size, strides and dilations must be in [1, 2^31)");
     }
   }
   const int64_t group = a.group;
@@ -118,21 +124,26 @@ Status import_conv(Importer& im, OpType op) {
     TESSERA_RETURN_IF_ERROR(resolve_auto_pad(im, auto_pad, x, kernel, strides, dilations, &pads));
   } else {
     std::vector<int64_t> out_pad = or_fill(a.output_padding, n, 0);
-    if (out_pad.size() != n) return im.node_error(Error::InvalidProgram, "output_padding must have %zu entries", n);
+    if (out_pad.size() != n)
+      return im.node_error(Error::InvalidProgram, "output_padding must have %zu entries", n);
     std::vector<int64_t> output_shape(a.output_shape.begin(), a.output_shape.end());
     const bool has_output_shape = !output_shape.empty();
-    if (output_shape.size() == n + 2) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+    if (output_shape.size() == n + 2)
+      output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
     if (has_output_shape && output_shape.size() != n) {
-      return im.node_error(Error::InvalidProgram, "output_shape must have %zu or %zu entries", n, n + 2);
+      return im.node_error(Error::InvalidProgram, "output_shape must have %zu or %zu entries", n,
+                           n + 2);
     }
     if (has_output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       pads.assign(2 * n, 0);
       for (size_t i = 0; i < n; ++i) {
         const SymExpr& d = im.dims(x)[2 + i];
-        if (!d.is_const()) return im.unsupported_use("output_shape/auto_pad along a symbolic spatial dim");
+        if (!d.is_const())
+          return im.unsupported_use("output_shape/auto_pad along a symbolic spatial dim");
         const int64_t in_size = d.const_value();
         const int64_t target = has_output_shape ? output_shape[i] : in_size * strides[i];
-        const int64_t total = strides[i] * (in_size - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - target;
+        const int64_t total =
+            strides[i] * (in_size - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - target;
         if (total < 0) {
           // Grow through output_padding, as ONNX Runtime does.
           out_pad[i] += -total;
@@ -147,13 +158,16 @@ Status import_conv(Importer& im, OpType op) {
     } else if (pads.empty()) {
       pads.assign(2 * n, 0);
     }
-    if (pads.size() != 2 * n) return im.node_error(Error::InvalidProgram, "pads must have %zu entries", 2 * n);
+    if (pads.size() != 2 * n)
+      return im.node_error(Error::InvalidProgram, "pads must have %zu entries", 2 * n);
     attrs.push_back(ir::Attr::make_ints("output_padding", out_pad));
   }
   for (int64_t p : pads) {
-    if (p < 0 || p > kMaxWindowValue) return im.node_error(Error::InvalidProgram, "pads must be in [0, 2^31)");
+    if (p < 0 || p > kMaxWindowValue)
+      return im.node_error(Error::InvalidProgram, "pads must be in [0, 2^31)");
   }
-  if (group < 1 || group > kMaxWindowValue) return im.node_error(Error::InvalidProgram, "group %lld", static_cast<long long>(group));
+  if (group < 1 || group > kMaxWindowValue)
+    return im.node_error(Error::InvalidProgram, "group %lld", static_cast<long long>(group));
   attrs.push_back(ir::Attr::make_ints("strides", strides));
   attrs.push_back(ir::Attr::make_ints("dilations", dilations));
   attrs.push_back(ir::Attr::make_ints("pads", pads));
@@ -165,9 +179,10 @@ Status import_gemm(Importer& im, OpType op) {
   TESSERA_ASSIGN_OR_RETURN(int a, im.need(0));
   TESSERA_ASSIGN_OR_RETURN(int b, im.need(1));
   TESSERA_ASSIGN_OR_RETURN(auto g, im.attrs<ir::GemmAttrs>(op));
-  return im.emit1(op, {a, b, im.in(2)},
-                  {ir::Attr::make_float("alpha", g.alpha), ir::Attr::make_float("beta", g.beta),
-                   ir::Attr::make_int("transA", g.transA), ir::Attr::make_int("transB", g.transB)})
+  return im
+      .emit1(op, {a, b, im.in(2)},
+             {ir::Attr::make_float("alpha", g.alpha), ir::Attr::make_float("beta", g.beta),
+              ir::Attr::make_int("transA", g.transA), ir::Attr::make_int("transB", g.transB)})
       .status();
 }
 
@@ -178,28 +193,34 @@ Status import_pool(Importer& im, OpType op) {
   if (a.storage_order != 0) return im.unsupported_use("storage_order=1");
   const std::vector<int64_t> kernel(a.kernel_shape.begin(), a.kernel_shape.end());
   if (kernel.empty() || im.rank(x) != kernel.size() + 2) {
-    return im.node_error(Error::InvalidProgram, "kernel_shape must have one entry per spatial dim of %s",
+    return im.node_error(Error::InvalidProgram,
+                         "kernel_shape must have one entry per spatial dim of %s",
                          im.graph().dims_string(x).c_str());
   }
   const size_t n = kernel.size();
   std::vector<int64_t> strides = or_fill(a.strides, n, 1);
   std::vector<int64_t> dilations = or_fill(a.dilations, n, 1);
   std::vector<int64_t> pads(a.pads.begin(), a.pads.end());
-  if (strides.size() != n || dilations.size() != n) return im.node_error(Error::InvalidProgram, "strides/dilations size");
+  if (strides.size() != n || dilations.size() != n)
+    return im.node_error(Error::InvalidProgram, "strides/dilations size");
   for (size_t i = 0; i < n; ++i) {
     if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || kernel[i] > kMaxWindowValue ||
         strides[i] > kMaxWindowValue || dilations[i] > kMaxWindowValue) {
-      return im.node_error(Error::InvalidProgram, "kernel_shape, strides and dilations must be in [1, 2^31)");
+      return im.node_error(Error::InvalidProgram,
+                           "kernel_shape, strides and dilations must be in [1, 2^31)");
     }
   }
   TESSERA_RETURN_IF_ERROR(resolve_auto_pad(im, a.auto_pad, x, kernel, strides, dilations, &pads));
   for (int64_t p : pads) {
-    if (p < 0 || p > kMaxWindowValue) return im.node_error(Error::InvalidProgram, "pads must be in [0, 2^31)");
+    if (p < 0 || p > kMaxWindowValue)
+      return im.node_error(Error::InvalidProgram, "pads must be in [0, 2^31)");
   }
-  std::vector<ir::Attr> attrs = {ir::Attr::make_ints("kernel_shape", kernel), ir::Attr::make_ints("strides", strides),
-                                 ir::Attr::make_ints("pads", pads), ir::Attr::make_ints("dilations", dilations),
-                                 ir::Attr::make_int("ceil_mode", a.ceil_mode)};
-  if (op == OpType::AveragePool) attrs.push_back(ir::Attr::make_int("count_include_pad", a.count_include_pad));
+  std::vector<ir::Attr> attrs = {
+      ir::Attr::make_ints("kernel_shape", kernel), ir::Attr::make_ints("strides", strides),
+      ir::Attr::make_ints("pads", pads), ir::Attr::make_ints("dilations", dilations),
+      ir::Attr::make_int("ceil_mode", a.ceil_mode)};
+  if (op == OpType::AveragePool)
+    attrs.push_back(ir::Attr::make_int("count_include_pad", a.count_include_pad));
   // ONNX before opset 19 lets the last ceil-mode window start in the end padding; PyTorch (and
   // the kernels) do not, so exporters may declare one more output row than PyTorch computes.
   // Follow PyTorch and do not compare this output, or what depends on it, with ONNX's shapes.
@@ -207,9 +228,11 @@ Status import_pool(Importer& im, OpType op) {
   if (a.ceil_mode != 0) {
     for (size_t i = 0; i < n; ++i) {
       const SymExpr& in = im.dims(x)[2 + i];
-      const SymExpr span = in + SymExpr(pads[i] + pads[n + i] - (dilations[i] * (kernel[i] - 1) + 1));
+      const SymExpr span =
+          in + SymExpr(pads[i] + pads[n + i] - (dilations[i] * (kernel[i] - 1) + 1));
       const SymExpr onnx_size = SymExpr::ceil_div(span, SymExpr(strides[i])) + SymExpr(1);
-      if (!(onnx_size == window_output_dim(in, kernel[i], strides[i], dilations[i], pads[i], pads[n + i], true))) {
+      if (!(onnx_size == window_output_dim(in, kernel[i], strides[i], dilations[i], pads[i],
+                                           pads[n + i], true))) {
         diverges = true;
       }
     }
@@ -225,7 +248,10 @@ Status import_global_max_pool(Importer& im, OpType op) {
   TESSERA_ASSIGN_OR_RETURN(int x, im.need(0));
   std::vector<int64_t> axes;
   for (size_t i = 2; i < im.rank(x); ++i) axes.push_back(static_cast<int64_t>(i));
-  return im.emit1(op, {x}, {ir::Attr::make_ints("axes", axes), ir::Attr::make_int("keepdims", kKeepDims)}).status();
+  return im
+      .emit1(op, {x},
+             {ir::Attr::make_ints("axes", axes), ir::Attr::make_int("keepdims", kKeepDims)})
+      .status();
 }
 
 Status import_reduce(Importer& im, OpType op) {
@@ -251,7 +277,9 @@ Status import_reduce(Importer& im, OpType op) {
     TESSERA_ASSIGN_OR_RETURN(axis, im.norm_axis(axis, im.rank(x)));
   }
   std::sort(axes.begin(), axes.end());
-  return im.emit1(op, {x}, {ir::Attr::make_ints("axes", axes), ir::Attr::make_int("keepdims", a.keepdims)})
+  return im
+      .emit1(op, {x},
+             {ir::Attr::make_ints("axes", axes), ir::Attr::make_int("keepdims", a.keepdims)})
       .status();
 }
 
@@ -269,18 +297,21 @@ Status import_softmax(Importer& im, OpType op) {
   std::vector<SymExpr> flat = {product(im.dims(x), 0, axis), product(im.dims(x), axis)};
   const std::vector<SymExpr> orig = im.dims(x);
   TESSERA_ASSIGN_OR_RETURN(auto r1, im.emit(OpType::Reshape, {x}, {}, {""}, {flat}));
-  TESSERA_ASSIGN_OR_RETURN(auto r2, im.emit(op, {r1[0]}, {ir::Attr::make_int("axis", kSoftmax2dAxis)}, {""}));
+  TESSERA_ASSIGN_OR_RETURN(
+      auto r2, im.emit(op, {r1[0]}, {ir::Attr::make_int("axis", kSoftmax2dAxis)}, {""}));
   return im.emit(OpType::Reshape, {r2[0]}, {}, {im.node().output(0)}, {orig}).status();
 }
 
 Status import_layer_norm(Importer& im, OpType op) {
-  if (im.output_used(1) || im.output_used(2)) return im.unsupported_use("the Mean/InvStdDev outputs");
+  if (im.output_used(1) || im.output_used(2))
+    return im.unsupported_use("the Mean/InvStdDev outputs");
   TESSERA_ASSIGN_OR_RETURN(int x, im.need(0));
   TESSERA_ASSIGN_OR_RETURN(int scale, im.need(1));
   TESSERA_ASSIGN_OR_RETURN(auto a, im.attrs<ir::LayerNormalizationAttrs>(op));
   TESSERA_ASSIGN_OR_RETURN(int64_t axis, im.norm_axis(a.axis, im.rank(x)));
-  return im.emit1(op, {x, scale, im.in(2)},
-                  {ir::Attr::make_int("axis", axis), ir::Attr::make_float("epsilon", a.epsilon)})
+  return im
+      .emit1(op, {x, scale, im.in(2)},
+             {ir::Attr::make_int("axis", axis), ir::Attr::make_float("epsilon", a.epsilon)})
       .status();
 }
 
@@ -298,19 +329,23 @@ Status import_batch_norm(Importer& im, OpType op) {
   }
   // scale, B, mean and var are [C], C the channel dim of X.
   if (im.rank(inputs[0]) < 2) {
-    return im.node_error(Error::InvalidProgram, "input X has rank %zu, needs at least 2", im.rank(inputs[0]));
+    return im.node_error(Error::InvalidProgram, "input X has rank %zu, needs at least 2",
+                         im.rank(inputs[0]));
   }
   const SymExpr& channels = im.dims(inputs[0])[1];
   for (size_t k = 1; k < 5; ++k) {
     const std::vector<SymExpr>& d = im.dims(inputs[k]);
     if (d.size() != 1) {
-      return im.node_error(Error::InvalidProgram, "input %zu ('%s') has rank %zu, must be 1-D [%s] (the channels of X)",
-                           k, node.input(static_cast<int>(k)).c_str(), d.size(), channels.to_string().c_str());
+      return im.node_error(Error::InvalidProgram,
+                           "input %zu ('%s') has rank %zu, must be 1-D [%s] (the channels of X)", k,
+                           node.input(static_cast<int>(k)).c_str(), d.size(),
+                           channels.to_string().c_str());
     }
     if (channels.is_const() && d[0].is_const() && d[0].const_value() != channels.const_value()) {
-      return im.node_error(Error::InvalidProgram, "input %zu ('%s') has %lld elements, X has %lld channels", k,
-                           node.input(static_cast<int>(k)).c_str(), static_cast<long long>(d[0].const_value()),
-                           static_cast<long long>(channels.const_value()));
+      return im.node_error(
+          Error::InvalidProgram, "input %zu ('%s') has %lld elements, X has %lld channels", k,
+          node.input(static_cast<int>(k)).c_str(), static_cast<long long>(d[0].const_value()),
+          static_cast<long long>(channels.const_value()));
     }
   }
   return im.emit1(op, std::move(inputs), {ir::Attr::make_float("epsilon", a.epsilon)}).status();

@@ -24,7 +24,8 @@ struct Table {
     for (const ir::OpInfo& info : ir::op_table()) {
       if (info.direct_import) rows.push_back({info.name, import_direct, info.op});
     }
-    for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(), layout_op_importers()}) {
+    for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(),
+                      layout_op_importers()}) {
       rows.insert(rows.end(), list.begin(), list.end());
     }
     by_name = rows;
@@ -42,8 +43,9 @@ const Table& table() {
 
 const OpImporter* find_op_importer(std::string_view onnx_op) {
   const std::vector<OpImporter>& rows = table().by_name;
-  auto it = std::lower_bound(rows.begin(), rows.end(), onnx_op,
-                             [](const OpImporter& r, std::string_view name) { return r.onnx_op < name; });
+  auto it =
+      std::lower_bound(rows.begin(), rows.end(), onnx_op,
+                       [](const OpImporter& r, std::string_view name) { return r.onnx_op < name; });
   return it != rows.end() && it->onnx_op == onnx_op ? &*it : nullptr;
 }
 

@@ -22,7 +22,8 @@ using fb::OpType;
 Status import_constant(Importer& im, OpType) {
   HostTensor t;
   if (const auto* a = im.attr("value")) {
-    TESSERA_RETURN_IF_ERROR(im.import_tensor(a->t(), "node '" + im.node_name() + "' (Constant)", &t));
+    TESSERA_RETURN_IF_ERROR(
+        im.import_tensor(a->t(), "node '" + im.node_name() + "' (Constant)", &t));
   } else if (const auto* a = im.attr("value_float")) {
     t = HostTensor::scalar_float(a->f());
   } else if (const auto* a = im.attr("value_floats")) {
@@ -59,7 +60,10 @@ Status import_shape(Importer& im, OpType) {
   bool sym = false;
   for (int64_t i = start; i < end; ++i) sym |= !im.dims(x)[i].is_const();
   for (int64_t i = start; i < end; ++i) {
-    if (sym) t.sym.push_back(im.dims(x)[i]); else t.i.push_back(im.dims(x)[i].const_value());
+    if (sym)
+      t.sym.push_back(im.dims(x)[i]);
+    else
+      t.i.push_back(im.dims(x)[i].const_value());
   }
   im.bind_const(0, std::move(t));
   return Status::ok();
@@ -71,7 +75,10 @@ Status import_size(Importer& im, OpType) {
   HostTensor t;
   t.dtype = ScalarType::Int64;
   SymExpr n = product(im.dims(x));
-  if (n.is_const()) t.i = {n.const_value()}; else t.sym = {n};
+  if (n.is_const())
+    t.i = {n.const_value()};
+  else
+    t.sym = {n};
   im.bind_const(0, std::move(t));
   return Status::ok();
 }
@@ -82,8 +89,10 @@ Status import_constant_of_shape(Importer& im, OpType) {
   HostTensor t;
   HostTensor value = HostTensor::scalar_float(0.0f);
   if (const auto* a = im.attr("value")) {
-    TESSERA_RETURN_IF_ERROR(im.import_tensor(a->t(), "node '" + im.node_name() + "' value", &value));
-    if (value.numel() != 1) return im.node_error(Error::InvalidProgram, "value must have one element");
+    TESSERA_RETURN_IF_ERROR(
+        im.import_tensor(a->t(), "node '" + im.node_name() + "' value", &value));
+    if (value.numel() != 1)
+      return im.node_error(Error::InvalidProgram, "value must have one element");
   }
   value.dims.clear();
   int64_t n = 1;
@@ -103,10 +112,12 @@ Status import_range(Importer& im, OpType) {
     TESSERA_ASSIGN_OR_RETURN(int v, im.need(k));
     const HostTensor* t = im.known(v);
     if (!t || t->numel() != 1) return im.unsupported_use("bounds computed at run time");
-    if (t->is_symbolic() && !t->sym[0].is_const()) return im.unsupported_use("bounds that depend on a symbolic dim");
+    if (t->is_symbolic() && !t->sym[0].is_const())
+      return im.unsupported_use("bounds that depend on a symbolic dim");
   }
   const HostTensor* s = im.known(im.in(0));
-  const double start = s->is_symbolic() ? static_cast<double>(s->sym[0].const_value()) : s->as_double(0);
+  const double start =
+      s->is_symbolic() ? static_cast<double>(s->sym[0].const_value()) : s->as_double(0);
   auto val = [&](int k) {
     const HostTensor* t = im.known(im.in(k));
     return t->is_symbolic() ? static_cast<double>(t->sym[0].const_value()) : t->as_double(0);
@@ -114,14 +125,17 @@ Status import_range(Importer& im, OpType) {
   const double limit = val(1), delta = val(2);
   if (delta == 0) return im.node_error(Error::InvalidProgram, "delta 0");
   const double count = std::ceil((limit - start) / delta);
-  if (!(count <= static_cast<double>(kMaxFoldElements))) return im.unsupported_use("a range this large");
+  if (!(count <= static_cast<double>(kMaxFoldElements)))
+    return im.unsupported_use("a range this large");
   const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   HostTensor t;
   t.dtype = s->dtype;
   t.dims = {n};
   for (int64_t k = 0; k < n; ++k) {
-    if (t.is_float()) t.f.push_back(static_cast<float>(start + k * delta));
-    else t.i.push_back(static_cast<int64_t>(start + k * delta));
+    if (t.is_float())
+      t.f.push_back(static_cast<float>(start + k * delta));
+    else
+      t.i.push_back(static_cast<int64_t>(start + k * delta));
   }
   im.bind_const(0, std::move(t));
   return Status::ok();
