@@ -507,12 +507,15 @@ Status plan_binary(const NodeReader& n, OpPlan* p) {
 }
 
 // The unary ops' xnn_define_* calls (UnaryDefine): the plan's output range is the clamp's and
-// the fused activation's; alpha is LeakyRelu's.
+// the fused activation's; alpha is LeakyRelu's and Elu's.
 xnn_status define_clamp(xnn_subgraph_t sg, const OpPlan& p, uint32_t x, uint32_t y) {
   return xnn_define_clamp(sg, p.output_min, p.output_max, x, y, 0);
 }
 xnn_status define_leaky_relu(xnn_subgraph_t sg, const OpPlan& p, uint32_t x, uint32_t y) {
   return xnn_define_leaky_relu(sg, p.alpha, x, y, 0);
+}
+xnn_status define_elu(xnn_subgraph_t sg, const OpPlan& p, uint32_t x, uint32_t y) {
+  return xnn_define_elu(sg, p.alpha, x, y, 0);
 }
 xnn_status define_sigmoid(xnn_subgraph_t sg, const OpPlan&, uint32_t x, uint32_t y) {
   return xnn_define_sigmoid(sg, x, y, 0);
@@ -590,6 +593,14 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
     case Op::Sqrt:
       p->unary = {"xnn_define_square_root", define_square_root};
       break;
+    case Op::Elu: {
+      ir::EluAttrs attrs;
+      TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+      p->alpha = attrs.alpha;
+      if (!std::isfinite(p->alpha)) return XNN_UNSUPPORTED(n, "non-finite alpha");
+      p->unary = {"xnn_define_elu", define_elu};
+      break;
+    }
     case Op::Identity:
       p->kind = OpKind::Copy;
       break;
@@ -911,6 +922,7 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
     case Op::Neg:
     case Op::Abs:
     case Op::Sqrt:
+    case Op::Elu:
     case Op::Identity:
       return plan_unary(node, plan);
     case Op::Softmax:
