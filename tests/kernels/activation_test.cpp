@@ -113,10 +113,12 @@ TEST(Unary, Mish) {
 
 TEST(Unary, Elu) {
   NodeSpec spec(OpType::Elu);  // alpha: the table's default, 1
-  check_unary(spec, [](double x) { return x < 0 ? std::expm1(x) : x; }, -8, 8, 23);
+  check_unary(
+      spec, [](double x) { return x < 0 ? std::expm1(x) : x; }, -8, 8, 23);
   NodeSpec scaled(OpType::Elu);
   scaled.attr(attr_float("alpha", 0.25f));
-  check_unary(scaled, [](double x) { return x < 0 ? 0.25 * std::expm1(x) : x; }, -8, 8, 24);
+  check_unary(
+      scaled, [](double x) { return x < 0 ? 0.25 * std::expm1(x) : x; }, -8, 8, 24);
 }
 
 TEST(Unary, MishLargeInputsStayFinite) {
