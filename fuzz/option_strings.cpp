@@ -22,7 +22,7 @@
 
 namespace {
 
-using tessera::OptionScope;
+using tessera::OptionLevel;
 
 struct Schema {
   std::string backend;
@@ -41,8 +41,8 @@ const std::vector<Schema>& schemas() {
   return all;
 }
 
-constexpr OptionScope kScopes[] = {OptionScope::Global, OptionScope::Load, OptionScope::Delegate,
-                                   OptionScope::Execute};
+constexpr OptionLevel kScopes[] = {OptionLevel::Global, OptionLevel::Load, OptionLevel::Delegate,
+                                   OptionLevel::Execute};
 
 // Validates every parsed option against every backend's schema at every scope (the target's
 // own schema included), as apply_global, load and execute would.
@@ -50,7 +50,7 @@ void validate_everywhere(const std::vector<tessera::ParsedOptionList>& lists) {
   for (const tessera::ParsedOptionList& list : lists) {
     for (const tessera::BackendOption& option : list.options) {
       for (const Schema& schema : schemas()) {
-        for (OptionScope scope : kScopes) {
+        for (OptionLevel scope : kScopes) {
           (void)tessera::validate_option(schema.backend, schema.specs, option, scope);
         }
       }
@@ -88,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   const tessera::Validation validation =
       (mode & 0x80) != 0 ? tessera::Validation::Lenient : tessera::Validation::Strict;
-  const OptionScope scope = kScopes[(mode >> 3) & 3];
+  const OptionLevel scope = kScopes[(mode >> 3) & 3];
 
   tessera::ParsedOptions parsed;
   tessera::Status status;

@@ -26,7 +26,8 @@ struct Fixture {
     for (size_t i = 0; i < kOptions; ++i) {
       std::snprintf(names[i], sizeof names[i], "option_%02zu", i);
       Scopes scopes = i >= kOptions - 2 ? kAllScopes : kInitScopes;
-      schema.push_back(OptionSpec::integer(names[i], 0, 0, 1000, scopes, "benchmark option"));
+      schema.push_back(OptionSpec::integer(OptionKey<int64_t>{names[i]}, 0, 0, 1000, scopes,
+                                           "benchmark option"));
       keys.emplace_back(names[i]);
       specs_text[i] = std::to_string(i);
     }

@@ -62,9 +62,8 @@ py::list schema_list(BackendInterface* b) {
         break;
     }
     py::list scopes;
-    for (OptionScope scope : {OptionScope::CompileSpec, OptionScope::Global, OptionScope::Load,
-                              OptionScope::Delegate, OptionScope::Execute}) {
-      if (s.allows(scope)) scopes.append(std::string(option_scope_name(scope)));
+    for (OptionLevel scope : kScopeLevels) {
+      if (s.allows(scope)) scopes.append(std::string(option_level_name(scope)));
     }
     e["scopes"] = scopes;
     e["init_only"] = s.is_init_only;
@@ -166,7 +165,7 @@ PYBIND11_MODULE(_tessera, m) {
         for (auto& [backend, opts] : by_backend) {
           Result<BackendInterface*> b = get_backend(backend);
           for (const BackendOption& o : opts)
-            check(validate_option(backend, (*b)->option_schema(), o, OptionScope::Global));
+            check(validate_option(backend, (*b)->option_schema(), o, OptionLevel::Global));
         }
         for (auto& [backend, opts] : by_backend) {
           check(set_option(backend, Span<const BackendOption>(opts.data(), opts.size())));

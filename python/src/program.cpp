@@ -708,7 +708,7 @@ py::dict delegate_dict(const DelegateInfo& d) {
       const char* key = d.options->spec(k).key;
       entry["key"] = std::string(key);
       entry["value"] = option_value(o);
-      entry["source"] = std::string(option_source_name(d.options->source(k)));
+      entry["source"] = std::string(option_level_name(d.options->source(k)));
       entry["origin"] = o.origin().empty() ? py::object(py::none())
                                            : py::object(py::str(std::string(o.origin())));
       const DerivedValue* derived = d.derived != nullptr ? d.derived->find(key) : nullptr;

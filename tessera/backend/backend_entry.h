@@ -11,6 +11,7 @@
 
 #include "tessera/backend/interface.h"
 #include "tessera/backend/lifecycle.h"
+#include "tessera/backend/name_limits.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/option_value.h"
 #include "tessera/backend/registry.h"
@@ -37,7 +38,7 @@ struct BackendEntry {
   char lock_reason[160] = {};
   size_t num_locked = 0;
   BackendOption locked[kMaxSchemaOptions];             // init-only values at the time of locking
-  OptionSource locked_source[kMaxSchemaOptions] = {};  // where each locked value came from
+  OptionLevel locked_source[kMaxSchemaOptions] = {};   // where each locked value came from
 };
 
 /// A registration recorded while load_backend_library loads a library: `factory` or `instance`.
@@ -69,7 +70,7 @@ Status unknown_backend_status(std::string_view name, Error code);
 /// The locked value of init-only key `key`, or null; its source in `*source` if not null.
 /// Caller holds entry.mutex.
 const BackendOption* locked_value(const BackendEntry& entry, std::string_view key,
-                                  OptionSource* source = nullptr);
+                                  OptionLevel* source = nullptr);
 
 /// The InvalidState error for changing init-only `spec` to `requested` after locking. Caller
 /// holds entry.mutex.

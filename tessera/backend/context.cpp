@@ -52,7 +52,7 @@ const PolicyDecision& BackendInitContext::policy() const {
 
 bool BackendInitContext::is_default(std::string_view key) const {
   const int i = params_.options->find(key);
-  return i < 0 || params_.options->source(static_cast<size_t>(i)) == OptionSource::Default;
+  return i < 0 || params_.options->source(static_cast<size_t>(i)) == OptionLevel::Default;
 }
 
 void BackendInitContext::report_derived(std::string_view key, std::string_view value,
@@ -81,10 +81,10 @@ Status BackendInitContext::mark_backend_initialized(std::string_view reason) con
   return tessera::mark_backend_initialized(backend_name(), reason, params_.options);
 }
 
-OptionSource BackendExecutionContext::source(std::string_view key) const {
-  if (execute_.find(key, hash_option_key(key)) != nullptr) return OptionSource::Execute;
+OptionLevel BackendExecutionContext::source(std::string_view key) const {
+  if (execute_.find(key, hash_option_key(key)) != nullptr) return OptionLevel::Execute;
   int i = resolved_->find(key);
-  return i < 0 ? OptionSource::Default : resolved_->source(static_cast<size_t>(i));
+  return i < 0 ? OptionLevel::Default : resolved_->source(static_cast<size_t>(i));
 }
 
 void BackendExecutionContext::record_event(const char* name, double ms) {

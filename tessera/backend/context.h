@@ -144,7 +144,7 @@ class BackendExecutionContext {
     return resolved_->get(key);
   }
   /// Where the value get(key) returns comes from; Default for an unknown key.
-  OptionSource source(std::string_view key) const;
+  OptionLevel source(std::string_view key) const;
 
   /// Records a timed event that ends now (name copied) into the caller's ProfileBuffer, if
   /// any, with its start time and the delegate's id; and into the running Trace, if any.

@@ -10,7 +10,7 @@ Status ExecuteOptions::set_options(std::string_view backend, Span<const BackendO
   std::shared_ptr<detail::BackendEntry> entry = detail::find_backend_entry(backend);
   if (!entry) return detail::unknown_backend_status(backend, Error::OptionUnknownBackend);
   for (const BackendOption& option : options) {
-    TESSERA_RETURN_IF_ERROR(validate_option(backend, entry->schema, option, OptionScope::Execute));
+    TESSERA_RETURN_IF_ERROR(validate_option(backend, entry->schema, option, OptionLevel::Execute));
   }
   return table_.merge(backend, options, "backend");
 }
@@ -28,11 +28,11 @@ Status select_nonempty_execute_options(const ExecuteOptions& options, std::strin
   Span<const BackendOption> mine = options.get_options(backend);
   for (const BackendOption& option : mine) {
     int i = find_option_spec(schema, option.key(), option.key_hash());
-    if (i >= 0 && schema[static_cast<size_t>(i)].allows(OptionScope::Execute) &&
+    if (i >= 0 && schema[static_cast<size_t>(i)].allows(OptionLevel::Execute) &&
         option_value_is_valid(schema[static_cast<size_t>(i)], option)) {
       continue;
     }
-    return validate_option(backend, schema, option, OptionScope::Execute);  // the error
+    return validate_option(backend, schema, option, OptionLevel::Execute);  // the error
   }
   out->options = mine;
   return Status::ok();

@@ -27,7 +27,7 @@ const char* backend_lifecycle_name(BackendLifecycle state) {
 namespace detail {
 
 const BackendOption* locked_value(const BackendEntry& entry, std::string_view key,
-                                  OptionSource* source) {
+                                  OptionLevel* source) {
   for (size_t i = 0; i < entry.num_locked; ++i) {
     if (entry.locked[i].key() == key) {
       if (source != nullptr) *source = entry.locked_source[i];
@@ -57,14 +57,14 @@ namespace {
 
 // The value a global key has now: stored, or the default. Caller holds the entry mutex.
 BackendOption current_global(const detail::BackendEntry& entry, const OptionSpec& spec,
-                             OptionSource* source = nullptr) {
+                             OptionLevel* source = nullptr) {
   for (size_t i = 0; i < entry.num_globals; ++i) {
     if (entry.globals[i].key() == spec.key_view()) {
-      if (source != nullptr) *source = OptionSource::Global;
+      if (source != nullptr) *source = OptionLevel::Global;
       return entry.globals[i];
     }
   }
-  if (source != nullptr) *source = OptionSource::Default;
+  if (source != nullptr) *source = OptionLevel::Default;
   return spec.default_option();
 }
 
@@ -87,7 +87,7 @@ Status set_option(std::string_view backend, Span<const BackendOption> options,
   size_t num_entries = 0;
   for (const BackendOption& option : options) {
     size_t index = 0;
-    Status s = validate_option(backend, schema, option, OptionScope::Global, &index);
+    Status s = validate_option(backend, schema, option, OptionLevel::Global, &index);
     if (!s.is_ok()) {
       if (s.code() == Error::OptionUnknownKey && validation == Validation::Lenient) {
         TESSERA_LOG_WARNING("%s (skipped: lenient mode)", s.message());

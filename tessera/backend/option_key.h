@@ -7,12 +7,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tessera/backend/name_limits.h"
 #include "tessera/backend/option_type.h"
 
 namespace tessera {
-
-/// Longest key a BackendOption can hold (its storage is 64 bytes with the terminator).
-inline constexpr size_t kMaxOptionKeyLength = 63;
 
 /// FNV-1a hash of a key; used to make key comparisons cheap. Stable across builds.
 constexpr uint32_t hash_option_key(std::string_view key) {
@@ -27,7 +25,7 @@ constexpr uint32_t hash_option_key(std::string_view key) {
 namespace detail {
 // Not constexpr on purpose: reaching it during constant evaluation is a compile error.
 inline void option_key_too_long() {
-  assert(false && "option key longer than 63 characters");
+  assert(false && "option key longer than kMaxNameLength characters");
 }
 }  // namespace detail
 
@@ -36,12 +34,12 @@ struct OptionKey {
   using ValueType = T;
 
   /// `name` must be a string with static storage duration (normally a literal) of at most
-  /// kMaxOptionKeyLength characters; a longer literal fails to compile in a constexpr key.
+  /// kMaxNameLength characters; a longer literal fails to compile in a constexpr key.
   constexpr explicit OptionKey(const char* key_name)
       : name(key_name),
         length(std::string_view(key_name).size()),
         hash(hash_option_key(std::string_view(key_name))) {
-    if (length > kMaxOptionKeyLength) detail::option_key_too_long();
+    if (length > kMaxNameLength) detail::option_key_too_long();
   }
 
   std::string_view view() const { return {name, length}; }

@@ -74,7 +74,7 @@ struct RawValue {
 // An entry "<spec>.<NAME>" of a with_entries() spec: the value keeps the type the front end
 // gave it (text stays a string), and set_option merges it into the spec's value.
 Status convert_entry(std::string_view backend, const OptionSpec& spec, std::string_view key,
-                     const RawValue& value, OptionScope scope, BackendOption* out, bool* at_value) {
+                     const RawValue& value, OptionLevel scope, BackendOption* out, bool* at_value) {
   BackendOption option;
   TESSERA_RETURN_IF_ERROR(option.set_key(key));
   using Kind = RawValue::Kind;
@@ -112,7 +112,7 @@ Status convert_entry(std::string_view backend, const OptionSpec& spec, std::stri
 // Converts a raw value to an option of `schema`'s key at `scope`. `*at_value` tells whether an
 // error concerns the value (else the key).
 Status convert(std::string_view backend, Span<const OptionSpec> schema, std::string_view key,
-               const RawValue& value, OptionScope scope, BackendOption* out, bool* at_value) {
+               const RawValue& value, OptionLevel scope, BackendOption* out, bool* at_value) {
   *at_value = false;
   int index = find_option_spec(schema, key);
   if (index < 0 && find_entry_spec(schema, key) >= 0) {
@@ -125,7 +125,7 @@ Status convert(std::string_view backend, Span<const OptionSpec> schema, std::str
     char allowed[96];
     return Status::error(
         Error::OptionWrongScope, "%.*s: option '%s' cannot be set at %s scope (allowed: %s)",
-        static_cast<int>(backend.size()), backend.data(), spec.key, option_scope_name(scope),
+        static_cast<int>(backend.size()), backend.data(), spec.key, option_level_name(scope),
         format_scopes(spec.scopes, allowed, sizeof allowed));
   }
   *at_value = true;
@@ -165,17 +165,19 @@ Status convert(std::string_view backend, Span<const OptionSpec> schema, std::str
   return Status::ok();
 }
 
-std::vector<ParsedOptionList>* lists_of(ParsedOptions* p, OptionScope scope) {
+std::vector<ParsedOptionList>* lists_of(ParsedOptions* p, OptionLevel scope) {
   switch (scope) {
-    case OptionScope::Global:
+    case OptionLevel::Global:
       return &p->global;
-    case OptionScope::Load:
+    case OptionLevel::Load:
       return &p->load;
-    case OptionScope::Delegate:
+    case OptionLevel::Delegate:
       return &p->delegate;
-    case OptionScope::Execute:
+    case OptionLevel::Execute:
       return &p->execute;
-    case OptionScope::CompileSpec:
+    case OptionLevel::Default:
+    case OptionLevel::Selection:
+    case OptionLevel::CompileSpec:
       break;
   }
   return nullptr;
@@ -193,7 +195,7 @@ std::string_view trim(std::string_view s, size_t* column) {
 }
 
 // Parses one "target.key=value" whose first character is at `pos`.
-Status parse_entry(std::string_view text, Position pos, OptionScope scope, std::string_view source,
+Status parse_entry(std::string_view text, Position pos, OptionLevel scope, std::string_view source,
                    ParsedOptions* out, Validation validation) {
   size_t column = pos.column;
   text = trim(text, &column);
@@ -234,11 +236,11 @@ Status parse_entry(std::string_view text, Position pos, OptionScope scope, std::
   Position key_pos{pos.line, lhs_column + dot + 1};
   Position value_pos{pos.line, value_column};
 
-  OptionScope effective = scope;
+  OptionLevel effective = scope;
   if (target.find('#') != std::string_view::npos) {
-    if (scope == OptionScope::Load) {
-      effective = OptionScope::Delegate;
-    } else if (scope != OptionScope::Delegate) {
+    if (scope == OptionLevel::Load) {
+      effective = OptionLevel::Delegate;
+    } else if (scope != OptionLevel::Delegate) {
       return at(source, target_pos,
                 Status::error(Error::OptionParseError,
                               "delegate id '%.*s' is only valid for load or delegate options",
@@ -291,15 +293,15 @@ Status parse_toml_table(const toml::table& root, std::string_view source, Parsed
   for (const auto& [section_key, section_node] : root) {
     Position section_pos = position_of(section_key.source());
     std::string_view section = section_key.str();
-    OptionScope scope;
+    OptionLevel scope;
     if (section == "global") {
-      scope = OptionScope::Global;
+      scope = OptionLevel::Global;
     } else if (section == "load") {
-      scope = OptionScope::Load;
+      scope = OptionLevel::Load;
     } else if (section == "delegate") {
-      scope = OptionScope::Delegate;
+      scope = OptionLevel::Delegate;
     } else if (section == "execute") {
-      scope = OptionScope::Execute;
+      scope = OptionLevel::Execute;
     } else {
       return at(source, section_pos,
                 Status::error(Error::OptionParseError,
@@ -325,7 +327,7 @@ Status parse_toml_table(const toml::table& root, std::string_view source, Parsed
                                 static_cast<int>(section.size()), section.data(),
                                 static_cast<int>(target.size()), target.data()));
       }
-      if (scope != OptionScope::Delegate && target.find('#') != std::string_view::npos) {
+      if (scope != OptionLevel::Delegate && target.find('#') != std::string_view::npos) {
         return at(source, target_pos,
                   Status::error(Error::OptionParseError,
                                 "'%.*s' is a delegate id; put it under [delegate.\"%.*s\"]",
@@ -413,7 +415,7 @@ bool ParsedOptions::empty() const {
   return global.empty() && load.empty() && delegate.empty() && execute.empty();
 }
 
-void ParsedOptions::add(OptionScope scope, std::string_view target, const BackendOption& option) {
+void ParsedOptions::add(OptionLevel scope, std::string_view target, const BackendOption& option) {
   std::vector<ParsedOptionList>* lists = lists_of(this, scope);
   if (lists == nullptr) return;
   ParsedOptionList* list = nullptr;
@@ -434,11 +436,11 @@ void ParsedOptions::add(OptionScope scope, std::string_view target, const Backen
 }
 
 void ParsedOptions::merge(const ParsedOptions& later) {
-  const std::pair<OptionScope, const std::vector<ParsedOptionList>*> scopes[] = {
-      {OptionScope::Global, &later.global},
-      {OptionScope::Load, &later.load},
-      {OptionScope::Delegate, &later.delegate},
-      {OptionScope::Execute, &later.execute}};
+  const std::pair<OptionLevel, const std::vector<ParsedOptionList>*> scopes[] = {
+      {OptionLevel::Global, &later.global},
+      {OptionLevel::Load, &later.load},
+      {OptionLevel::Delegate, &later.delegate},
+      {OptionLevel::Execute, &later.execute}};
   for (const auto& [scope, lists] : scopes) {
     for (const ParsedOptionList& l : *lists) {
       for (const BackendOption& o : l.options) add(scope, l.target, o);
@@ -451,7 +453,7 @@ Status ParsedOptions::apply_global(Validation validation) const {
     std::shared_ptr<detail::BackendEntry> entry = detail::find_backend_entry(l.target);
     if (!entry) return detail::unknown_backend_status(l.target, Error::OptionUnknownBackend);
     for (const BackendOption& o : l.options) {
-      Status s = validate_option(l.target, entry->schema, o, OptionScope::Global);
+      Status s = validate_option(l.target, entry->schema, o, OptionLevel::Global);
       if (!s.is_ok() &&
           !(validation == Validation::Lenient && s.code() == Error::OptionUnknownKey)) {
         return s;
@@ -490,7 +492,7 @@ Status ParsedOptions::to_execute_options(ExecuteOptions* out) const {
   return Status::ok();
 }
 
-Status parse_option_assignment(std::string_view text, OptionScope scope, Validation validation,
+Status parse_option_assignment(std::string_view text, OptionLevel scope, Validation validation,
                                std::string_view source, ParsedOptions* out) {
   if (lists_of(out, scope) == nullptr) {
     return Status(Error::InvalidArgument,
@@ -500,7 +502,7 @@ Status parse_option_assignment(std::string_view text, OptionScope scope, Validat
   return parse_entry(text, Position{1, 1}, scope, source, out, validation);
 }
 
-Status parse_option_list(std::string_view text, OptionScope scope, Validation validation,
+Status parse_option_list(std::string_view text, OptionLevel scope, Validation validation,
                          std::string_view source, ParsedOptions* out) {
   if (lists_of(out, scope) == nullptr) {
     return Status(Error::InvalidArgument,
@@ -529,14 +531,14 @@ Status parse_option_list(std::string_view text, OptionScope scope, Validation va
 }
 
 Status parse_options_env(std::string_view value, Validation validation, ParsedOptions* out) {
-  return parse_option_list(value, OptionScope::Load, validation, "TESSERA_OPTIONS", out);
+  return parse_option_list(value, OptionLevel::Load, validation, "TESSERA_OPTIONS", out);
 }
 
 Status parse_options_from_environment(Validation validation, ParsedOptions* out,
                                       const char* variable) {
   const char* value = std::getenv(variable);
   if (value == nullptr || value[0] == '\0') return Status::ok();
-  return parse_option_list(value, OptionScope::Load, validation, variable, out);
+  return parse_option_list(value, OptionLevel::Load, validation, variable, out);
 }
 
 Status parse_options_toml(std::string_view text, std::string_view source_name,

@@ -37,7 +37,7 @@ struct ParsedOptions {
 
   bool empty() const;
   /// Adds (or replaces) one option of `target` at `scope` (Global, Load, Delegate or Execute).
-  void add(OptionScope scope, std::string_view target, const BackendOption& option);
+  void add(OptionLevel scope, std::string_view target, const BackendOption& option);
   /// Merges `later` into this; its values win.
   void merge(const ParsedOptions& later);
 
@@ -61,12 +61,12 @@ struct ParsedOptions {
 /// Errors: OptionParseError (syntax), OptionUnknownBackend, and the validate_option errors;
 /// unknown backends and keys warn and are skipped under Validation::Lenient. On error `out` is
 /// unchanged.
-Status parse_option_assignment(std::string_view text, OptionScope scope, Validation validation,
+Status parse_option_assignment(std::string_view text, OptionLevel scope, Validation validation,
                                std::string_view source, ParsedOptions* out);
 
 /// Parses a ';'-separated list of assignments (the TESSERA_OPTIONS syntax). A value may be
 /// double-quoted to contain ';'. Empty entries are ignored. All or nothing.
-Status parse_option_list(std::string_view text, OptionScope scope, Validation validation,
+Status parse_option_list(std::string_view text, OptionLevel scope, Validation validation,
                          std::string_view source, ParsedOptions* out);
 
 /// Parses `value`, the text of the TESSERA_OPTIONS variable, as a load-scope list (errors say

@@ -13,10 +13,6 @@
 namespace tessera {
 namespace {
 
-constexpr OptionScope kAllScopeValues[] = {OptionScope::CompileSpec, OptionScope::Global,
-                                           OptionScope::Load, OptionScope::Delegate,
-                                           OptionScope::Execute};
-
 bool equals_ignore_case(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -56,30 +52,14 @@ bool is_key_char(char c) {
 
 }  // namespace
 
-const char* option_scope_name(OptionScope scope) {
-  switch (scope) {
-    case OptionScope::CompileSpec:
-      return "compile_spec";
-    case OptionScope::Global:
-      return "global";
-    case OptionScope::Load:
-      return "load";
-    case OptionScope::Delegate:
-      return "delegate";
-    case OptionScope::Execute:
-      return "execute";
-  }
-  return "?";
-}
-
 const char* format_scopes(Scopes scopes, char* buf, size_t size) {
   if (size == 0) return buf;
   buf[0] = '\0';
   bool first = true;
-  for (OptionScope s : kAllScopeValues) {
+  for (OptionLevel s : kScopeLevels) {
     if (!scopes.has(s)) continue;
     if (!first) append_text(buf, size, ", ");
-    append_text(buf, size, option_scope_name(s));
+    append_text(buf, size, option_level_name(s));
     first = false;
   }
   if (first) append_text(buf, size, "none");
@@ -237,12 +217,12 @@ bool option_value_is_valid(const OptionSpec& spec, const BackendOption& option) 
 }
 
 Status validate_option_for(std::string_view backend, const OptionSpec& spec,
-                           const BackendOption& option, OptionScope scope) {
+                           const BackendOption& option, OptionLevel scope) {
   if (!spec.allows(scope)) {
     char allowed[96];
     return Status::error(
         Error::OptionWrongScope, "%.*s: option '%s' cannot be set at %s scope (allowed: %s)",
-        static_cast<int>(backend.size()), backend.data(), spec.key, option_scope_name(scope),
+        static_cast<int>(backend.size()), backend.data(), spec.key, option_level_name(scope),
         format_scopes(spec.scopes, allowed, sizeof allowed));
   }
   return validate_option_value(backend, spec, option);
@@ -262,7 +242,7 @@ int find_entry_spec(Span<const OptionSpec> schema, std::string_view key, std::st
 }
 
 Status validate_entry_option(std::string_view backend, const OptionSpec& spec,
-                             const BackendOption& entry, OptionScope scope) {
+                             const BackendOption& entry, OptionLevel scope) {
   const int b = static_cast<int>(backend.size());
   const std::string_view key = entry.key();
   if (!spec.allows(scope)) {
@@ -271,7 +251,7 @@ Status validate_entry_option(std::string_view backend, const OptionSpec& spec,
                          "%.*s: option '%.*s' (an entry of '%s') cannot be set at %s scope "
                          "(allowed: %s)",
                          b, backend.data(), static_cast<int>(key.size()), key.data(), spec.key,
-                         option_scope_name(scope),
+                         option_level_name(scope),
                          format_scopes(spec.scopes, allowed, sizeof allowed));
   }
   const std::string_view name =
@@ -365,7 +345,7 @@ Status merge_option_entry(std::string_view backend, const OptionSpec& spec,
 }
 
 Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
-                       const BackendOption& option, OptionScope scope, size_t* spec_index) {
+                       const BackendOption& option, OptionLevel scope, size_t* spec_index) {
   int index = find_option_spec(schema, option.key(), option.key_hash());
   if (index < 0) {
     index = find_entry_spec(schema, option.key());
@@ -474,10 +454,10 @@ Status check_schema(std::string_view backend, Span<const OptionSpec> schema) {
       return Status::error(Error::InvalidArgument, "%.*s: schema entry %zu has an empty key", b,
                            backend.data(), i);
     }
-    if (spec.key_length > kMaxOptionKeyLength) {
+    if (spec.key_length > kMaxNameLength) {
       return Status::error(Error::InvalidArgument,
                            "%.*s: schema key '%.40s...' is longer than %zu characters", b,
-                           backend.data(), spec.key, kMaxOptionKeyLength);
+                           backend.data(), spec.key, kMaxNameLength);
     }
     for (size_t c = 0; c < spec.key_length; ++c) {
       if (!is_key_char(spec.key[c])) {
@@ -497,13 +477,13 @@ Status check_schema(std::string_view backend, Span<const OptionSpec> schema) {
                            backend.data(), spec.key);
     }
     if (spec.has_entries &&
-        (spec.type != OptionType::String || spec.scopes.bits != Scopes(OptionScope::Global).bits)) {
+        (spec.type != OptionType::String || spec.scopes.bits != Scopes(OptionLevel::Global).bits)) {
       return Status::error(Error::InvalidArgument,
                            "%.*s: option '%s' takes entries, so it must be a string of global "
                            "scope only",
                            b, backend.data(), spec.key);
     }
-    if (spec.is_init_only && spec.allows(OptionScope::Execute)) {
+    if (spec.is_init_only && spec.allows(OptionLevel::Execute)) {
       return Status::error(Error::InvalidArgument,
                            "%.*s: option '%s' is init-only, so it cannot allow execute scope", b,
                            backend.data(), spec.key);

@@ -1,11 +1,16 @@
 // OptionSpec: how a backend declares one option (type, default, range or choices, scopes,
-// init-only, doc). A backend's schema is a constexpr array of them:
+// init-only, doc). A backend's schema is a constexpr array of them, each built from the option's
+// typed key (declared once, in the backend's options.h), so the key string is written once and
+// the spec's type is the key's:
 //
-//   static constexpr const char* kDeviceChoices[] = {"cpu", "gpu"};
+//   inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};         // options.h
+//   inline constexpr OptionKey<EnumValue> kDeviceType{"device_type"};
+//
+//   static constexpr const char* kDeviceChoices[] = {"cpu", "gpu"};         // <name>_backend.cpp
 //   static constexpr OptionSpec kSchema[] = {
-//       OptionSpec::integer("num_threads", 0, 0, 256, kLoadScopes | OptionScope::Execute,
+//       OptionSpec::integer(kNumThreads, 0, 0, 256, kRuntimeScopes | OptionLevel::Execute,
 //                           "Worker threads; 0 = auto (performance cores)"),
-//       OptionSpec::enumeration("device_type", "gpu", kDeviceChoices, kInitScopes,
+//       OptionSpec::enumeration(kDeviceType, "gpu", kDeviceChoices, kInitScopes,
 //                               "Device kind to run on").init_only(),
 //   };
 #pragma once
@@ -16,6 +21,7 @@
 #include <string_view>
 
 #include "tessera/backend/option_key.h"
+#include "tessera/backend/option_level.h"
 #include "tessera/backend/option_type.h"
 #include "tessera/backend/option_value.h"
 #include "tessera/core/span.h"
@@ -23,87 +29,55 @@
 
 namespace tessera {
 
-/// Where an option value may come from. Each is one bit of a Scopes mask.
-enum class OptionScope : uint8_t {
-  CompileSpec = 1u << 0,  // baked into the program AOT
-  Global = 1u << 1,       // set_option(backend, ...)
-  Load = 1u << 2,         // LoadBackendOptionsMap, per backend
-  Delegate = 1u << 3,     // DelegateOptionsMap, per delegate instance
-  Execute = 1u << 4,      // ExecuteOptions, per Method::execute call
-};
-
-/// Lower-case name: "compile_spec", "global", "load", "delegate", "execute".
-const char* option_scope_name(OptionScope scope);
-
-/// A set of OptionScopes.
-struct Scopes {
-  constexpr Scopes() = default;
-  constexpr Scopes(OptionScope scope) : bits(static_cast<uint8_t>(scope)) {}  // NOLINT implicit
-  constexpr bool has(OptionScope scope) const { return (bits & static_cast<uint8_t>(scope)) != 0; }
-  constexpr bool empty() const { return bits == 0; }
-  uint8_t bits = 0;
-};
-constexpr Scopes operator|(Scopes a, Scopes b) {
-  Scopes s;
-  s.bits = static_cast<uint8_t>(a.bits | b.bits);
-  return s;
-}
-constexpr Scopes operator|(OptionScope a, OptionScope b) {
-  return Scopes(a) | Scopes(b);
-}
-
-/// Every scope that takes effect when a delegate is initialised.
-inline constexpr Scopes kInitScopes =
-    OptionScope::CompileSpec | OptionScope::Global | OptionScope::Load | OptionScope::Delegate;
-/// The init scopes a running application may set (everything but compile specs).
-inline constexpr Scopes kRuntimeScopes =
-    OptionScope::Global | OptionScope::Load | OptionScope::Delegate;
-inline constexpr Scopes kAllScopes = kInitScopes | OptionScope::Execute;
-
 /// Largest schema a backend may declare (ResolvedOptions holds one entry per schema option).
 inline constexpr size_t kMaxSchemaOptions = 48;
 
-/// One option of a backend's schema. Build it with the constexpr factories below; the strings
-/// and the choices it points to must have static storage duration.
+/// One option of a backend's schema. Build it with the constexpr factories below, each taking the
+/// typed key of its own type (a key of another type does not compile); the key's name, the
+/// strings and the choices it points to must have static storage duration.
 class OptionSpec {
  public:
-  static constexpr OptionSpec boolean(const char* key, bool default_value, Scopes scopes,
+  static constexpr OptionSpec boolean(const OptionKey<bool>& key, bool default_value, Scopes scopes,
                                       const char* doc) {
-    OptionSpec s(key, OptionType::Bool, scopes, doc);
+    OptionSpec s(key, scopes, doc);
     s.default_bool = default_value;
     return s;
   }
   /// An int option accepting [min_value, max_value] (inclusive).
-  static constexpr OptionSpec integer(const char* key, int64_t default_value, int64_t min_value,
-                                      int64_t max_value, Scopes scopes, const char* doc) {
-    OptionSpec s(key, OptionType::Int, scopes, doc);
+  static constexpr OptionSpec integer(const OptionKey<int64_t>& key, int64_t default_value,
+                                      int64_t min_value, int64_t max_value, Scopes scopes,
+                                      const char* doc) {
+    OptionSpec s(key, scopes, doc);
     s.default_int = default_value;
     s.min_int = min_value;
     s.max_int = max_value;
     return s;
   }
   /// A double option accepting finite values in [min_value, max_value].
-  static constexpr OptionSpec floating(const char* key, double default_value, double min_value,
-                                       double max_value, Scopes scopes, const char* doc) {
-    OptionSpec s(key, OptionType::Double, scopes, doc);
+  static constexpr OptionSpec floating(const OptionKey<double>& key, double default_value,
+                                       double min_value, double max_value, Scopes scopes,
+                                       const char* doc) {
+    OptionSpec s(key, scopes, doc);
     s.default_double = default_value;
     s.min_double = min_value;
     s.max_double = max_value;
     return s;
   }
   /// A string option of at most `max_length` (<= 255) characters.
-  static constexpr OptionSpec string(const char* key, const char* default_value, Scopes scopes,
-                                     const char* doc, size_t max_length = kMaxOptionStringLength) {
-    OptionSpec s(key, OptionType::String, scopes, doc);
+  static constexpr OptionSpec string(const OptionKey<std::string_view>& key,
+                                     const char* default_value, Scopes scopes, const char* doc,
+                                     size_t max_length = kMaxOptionStringLength) {
+    OptionSpec s(key, scopes, doc);
     s.default_string = default_value;
     s.max_length = max_length;
     return s;
   }
   /// An enum option: the value is one of `choices`, by name.
-  static constexpr OptionSpec enumeration(const char* key, const char* default_choice,
+  static constexpr OptionSpec enumeration(const OptionKey<EnumValue>& key,
+                                          const char* default_choice,
                                           Span<const char* const> choices, Scopes scopes,
                                           const char* doc) {
-    OptionSpec s(key, OptionType::Enum, scopes, doc);
+    OptionSpec s(key, scopes, doc);
     s.default_string = default_choice;
     s.choices = choices;
     return s;
@@ -125,7 +99,7 @@ class OptionSpec {
   }
 
   std::string_view key_view() const { return {key, key_length}; }
-  bool allows(OptionScope scope) const { return scopes.has(scope); }
+  bool allows(OptionLevel scope) const { return scopes.has(scope); }
   /// Index of `choice` in choices, or -1.
   int choice_index(std::string_view choice) const;
   /// The schema default as a BackendOption keyed by this spec.
@@ -151,11 +125,12 @@ class OptionSpec {
   const char* doc;
 
  private:
-  constexpr OptionSpec(const char* k, OptionType t, Scopes s, const char* d)
-      : key(k),
-        key_length(std::string_view(k).size()),
-        key_hash(hash_option_key(std::string_view(k))),
-        type(t),
+  template <OptionValueType T>
+  constexpr OptionSpec(const OptionKey<T>& k, Scopes s, const char* d)
+      : key(k.name),
+        key_length(k.length),
+        key_hash(k.hash),
+        type(OptionTypeOf<T>::value),
         scopes(s),
         doc(d) {}
 };
@@ -181,7 +156,7 @@ int find_entry_spec(Span<const OptionSpec> schema, std::string_view key,
 /// letters, digits, '_' and '.'; OptionTypeMismatch for an enum value; InvalidArgument for a
 /// string value with ';' or '='.
 Status validate_entry_option(std::string_view backend, const OptionSpec& spec,
-                             const BackendOption& entry, OptionScope scope);
+                             const BackendOption& entry, OptionLevel scope);
 
 /// `base` (the value the with_entries() `spec` has now) with `entry` (a valid entry option) put
 /// in: NAME=VALUE replaces the entry of the same NAME or is appended. Values are written as
@@ -198,13 +173,13 @@ Status merge_option_entry(std::string_view backend, const OptionSpec& spec,
 /// OptionTypeMismatch, OptionOutOfRange (gives the range), OptionInvalidChoice (lists choices),
 /// OptionTooLong.
 Status validate_option(std::string_view backend, Span<const OptionSpec> schema,
-                       const BackendOption& option, OptionScope scope,
+                       const BackendOption& option, OptionLevel scope,
                        size_t* spec_index = nullptr);
 
 /// Checks `option` against the spec its key names: scope, then value. For callers that already
 /// looked the spec up.
 Status validate_option_for(std::string_view backend, const OptionSpec& spec,
-                           const BackendOption& option, OptionScope scope);
+                           const BackendOption& option, OptionLevel scope);
 
 /// The check of validate_option_value without building an error: true if `option` has the
 /// spec's type and an accepted value. For hot paths; call validate_option_value for the message.

@@ -14,9 +14,10 @@
 
 namespace tessera::detail {
 
-/// Up to kMaxNames names, each with a list of options with distinct keys; at most kMaxOptions
-/// options in total. Options are copied in.
-template <size_t kMaxNames, size_t kMaxNameLength, size_t kMaxOptions>
+/// Up to kMaxNames names of at most kLongestName characters (kMaxBackendNameLength for backend
+/// names, kMaxNameLength for delegate ids), each with a list of options with distinct keys; at
+/// most kMaxOptions options in total. Options are copied in.
+template <size_t kMaxNames, size_t kLongestName, size_t kMaxOptions>
 class OptionTable {
  public:
   /// Adds `options` to the list of `name`, replacing values of keys already there (the last of
@@ -25,10 +26,10 @@ class OptionTable {
   /// OptionTooLong (name too long), MemoryAllocationFailed (capacity).
   Status merge(std::string_view name, Span<const BackendOption> options, const char* what) {
     if (name.empty()) return Status::error(Error::InvalidArgument, "empty %s name", what);
-    if (name.size() > kMaxNameLength) {
+    if (name.size() > kLongestName) {
       return Status::error(Error::OptionTooLong, "%s name '%.*s' has %zu characters; at most %zu",
                            what, static_cast<int>(std::min<size_t>(name.size(), 80)), name.data(),
-                           name.size(), kMaxNameLength);
+                           name.size(), kLongestName);
     }
     int e = find(name);
     size_t added = 0;
@@ -103,7 +104,7 @@ class OptionTable {
 
  private:
   struct Entry {
-    char name[kMaxNameLength + 1];
+    char name[kLongestName + 1];
     size_t name_length;
     size_t begin;
     size_t count;

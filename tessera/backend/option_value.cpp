@@ -23,10 +23,10 @@ const char* option_type_name(OptionType type) {
 
 Status BackendOption::set_key(std::string_view key) {
   if (key.empty()) return Status(Error::InvalidArgument, "option key is empty");
-  if (key.size() > kMaxOptionKeyLength) {
+  if (key.size() > kMaxNameLength) {
     return Status::error(Error::OptionTooLong,
                          "option key '%.40s...' has %zu characters; at most %zu allowed",
-                         key.data(), key.size(), kMaxOptionKeyLength);
+                         key.data(), key.size(), kMaxNameLength);
   }
   std::memcpy(key_, key.data(), key.size());
   key_[key.size()] = '\0';

@@ -29,7 +29,7 @@ class BackendOption {
   /// An option with an empty key and the value `false`.
   BackendOption() = default;
 
-  /// Sets the key. OptionTooLong if longer than kMaxOptionKeyLength, InvalidArgument if empty.
+  /// Sets the key. OptionTooLong if longer than kMaxNameLength, InvalidArgument if empty.
   Status set_key(std::string_view key);
 
   void set_bool(bool value);
@@ -98,7 +98,7 @@ class BackendOption {
  private:
   Status type_mismatch(OptionType wanted) const;
 
-  char key_[kMaxOptionKeyLength + 1] = {};
+  char key_[kMaxNameLength + 1] = {};
   uint8_t key_length_ = 0;
   OptionType type_ = OptionType::Bool;
   uint16_t string_length_ = 0;

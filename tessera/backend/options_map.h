@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "tessera/backend/name_limits.h"
 #include "tessera/backend/option_key.h"
 #include "tessera/backend/option_table.h"
 #include "tessera/backend/option_value.h"
@@ -13,13 +14,10 @@
 
 namespace tessera {
 
-/// Longest delegate id, e.g. "xnnpack#0".
-inline constexpr size_t kMaxDelegateIdLength = 63;
-
 namespace detail {
 
 /// Shared shape of the two maps below: a name (backend or delegate id) to a list of options.
-template <size_t kMaxNames, size_t kMaxNameLength, size_t kMaxOptions, bool kByDelegate>
+template <size_t kMaxNames, size_t kLongestName, size_t kMaxOptions, bool kByDelegate>
 class NamedOptionsMap {
  public:
   static constexpr size_t kMaxEntries = kMaxNames;
@@ -54,18 +52,19 @@ class NamedOptionsMap {
   void clear() { table_.clear(); }
 
  private:
-  OptionTable<kMaxNames, kMaxNameLength, kMaxOptions> table_;
+  OptionTable<kMaxNames, kLongestName, kMaxOptions> table_;
 };
 
 }  // namespace detail
 
 /// Load-time options per backend: every delegate of that backend in the loaded Method sees them
 /// (precedence above global options). Up to 16 backends and 64 options in total.
-class LoadBackendOptionsMap : public detail::NamedOptionsMap<16, 31, 64, false> {};
+class LoadBackendOptionsMap : public detail::NamedOptionsMap<16, kMaxBackendNameLength, 64, false> {
+};
 
 /// Load-time options per delegate instance, by delegate id ("<backend>#<index>", e.g.
 /// "xnnpack#0"); precedence above LoadBackendOptionsMap. Up to 16 delegates and 64 options.
-class DelegateOptionsMap : public detail::NamedOptionsMap<16, kMaxDelegateIdLength, 64, true> {};
+class DelegateOptionsMap : public detail::NamedOptionsMap<16, kMaxNameLength, 64, true> {};
 
 /// The backend part of a delegate id: "xnnpack" for "xnnpack#0" (the whole id if it has no '#').
 constexpr std::string_view backend_of_delegate_id(std::string_view delegate_id) {

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "tessera/backend/interface.h"
+#include "tessera/backend/name_limits.h"
 #include "tessera/core/result.h"
 #include "tessera/core/status.h"
 
 namespace tessera {
 
-inline constexpr size_t kMaxBackendNameLength = 31;
 inline constexpr size_t kMaxBackends = 32;
 
 /// Registers `backend` under `name`; the registry owns it. The name is 1 to 31 characters of

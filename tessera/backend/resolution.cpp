@@ -30,7 +30,7 @@ bool skip_in_lenient(const Status& s, Validation validation) {
 
 // Validates `options` at `scope`; `index` (reset to `schema`) finds each key's spec quickly.
 Status stage(std::string_view backend, Span<const OptionSpec> schema, const ResolvedOptions& index,
-             Span<const BackendOption> options, OptionScope scope, Validation validation,
+             Span<const BackendOption> options, OptionLevel scope, Validation validation,
              Staged* out) {
   for (const BackendOption& option : options) {
     int i = index.find(option.key(), option.key_hash());
@@ -52,7 +52,7 @@ Status stage(std::string_view backend, Span<const OptionSpec> schema, const Reso
 
 // Validates `options` at `scope` without keeping them (whole-map checks).
 Status check_all(std::string_view backend, Span<const OptionSpec> schema,
-                 Span<const BackendOption> options, OptionScope scope, Validation validation) {
+                 Span<const BackendOption> options, OptionLevel scope, Validation validation) {
   for (const BackendOption& option : options) {
     Status s = validate_option(backend, schema, option, scope);
     if (!s.is_ok() && !skip_in_lenient(s, validation)) return s;
@@ -79,7 +79,7 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
       return s.with_prefix("compile spec");
     }
     const OptionSpec& spec = schema[static_cast<size_t>(index)];
-    if (!spec.allows(OptionScope::CompileSpec)) {
+    if (!spec.allows(OptionLevel::CompileSpec)) {
       char allowed[96];
       return Status::error(Error::OptionWrongScope,
                            "%.*s: option '%s' cannot be set at compile_spec scope (allowed: %s)",
@@ -90,7 +90,7 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
     Status parsed =
         parse_option_value(backend_name, spec, cs.value != nullptr ? cs.value : "", &value);
     if (!parsed.is_ok()) return parsed.with_prefix("compile spec");
-    out->assign(static_cast<size_t>(index), value, OptionSource::CompileSpec);
+    out->assign(static_cast<size_t>(index), value, OptionLevel::CompileSpec);
   }
 
   // 2. Validate the load-time scopes before taking the backend's lock.
@@ -98,11 +98,11 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
   Staged delegate_staged;
   if (load != nullptr) {
     TESSERA_RETURN_IF_ERROR(stage(backend_name, schema, *out, load->get_options(backend_name),
-                                  OptionScope::Load, validation, &load_staged));
+                                  OptionLevel::Load, validation, &load_staged));
   }
   if (delegates != nullptr) {
     TESSERA_RETURN_IF_ERROR(stage(backend_name, schema, *out, delegates->get_options(delegate_id),
-                                  OptionScope::Delegate, validation, &delegate_staged));
+                                  OptionLevel::Delegate, validation, &delegate_staged));
   }
 
   // 3. Global values, then the staged scopes, in one snapshot of the global store.
@@ -113,15 +113,15 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
     for (size_t g = 0; g < entry->num_globals; ++g) {
       int index = out->find(entry->globals[g].key(), entry->globals[g].key_hash());
       if (index >= 0)
-        out->assign(static_cast<size_t>(index), entry->globals[g], OptionSource::Global);
+        out->assign(static_cast<size_t>(index), entry->globals[g], OptionLevel::Global);
     }
   }
   for (size_t i = 0; i < schema.size(); ++i) {
     if (load_staged.by_spec[i] != nullptr) {
-      out->assign(i, *load_staged.by_spec[i], OptionSource::Load);
+      out->assign(i, *load_staged.by_spec[i], OptionLevel::Load);
     }
     if (delegate_staged.by_spec[i] != nullptr) {
-      out->assign(i, *delegate_staged.by_spec[i], OptionSource::Delegate);
+      out->assign(i, *delegate_staged.by_spec[i], OptionLevel::Delegate);
     }
   }
 
@@ -130,11 +130,11 @@ Status resolve_options(std::string_view backend_name, const BackendInterface& ba
   if (entry && entry->lifecycle == BackendLifecycle::Initialized) {
     for (size_t i = 0; i < schema.size(); ++i) {
       if (!schema[i].is_init_only) continue;
-      OptionSource locked_source = OptionSource::Default;
+      OptionLevel locked_source = OptionLevel::Default;
       const BackendOption* locked =
           detail::locked_value(*entry, schema[i].key_view(), &locked_source);
       if (locked == nullptr || locked->same_value(out->option(i))) continue;
-      if (out->source(i) == OptionSource::Default) {
+      if (out->source(i) == OptionLevel::Default) {
         out->assign(i, *locked, locked_source);
       } else {
         char source[80];
@@ -158,7 +158,7 @@ Status check_load_options(const LoadBackendOptionsMap& load, Validation validati
       return s;
     }
     TESSERA_RETURN_IF_ERROR(
-        check_all(backend, entry->schema, load.options_at(i), OptionScope::Load, validation));
+        check_all(backend, entry->schema, load.options_at(i), OptionLevel::Load, validation));
   }
   return Status::ok();
 }
@@ -194,7 +194,7 @@ Status check_delegate_options(const DelegateOptionsMap& map, Span<const Delegate
     std::shared_ptr<detail::BackendEntry> entry = detail::find_backend_entry(target->backend);
     if (!entry) return detail::unknown_backend_status(target->backend, Error::OptionUnknownBackend);
     TESSERA_RETURN_IF_ERROR(check_all(target->backend, entry->schema, map.options_at(i),
-                                      OptionScope::Delegate, validation));
+                                      OptionLevel::Delegate, validation));
   }
   return Status::ok();
 }

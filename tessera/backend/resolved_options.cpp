@@ -8,33 +8,13 @@
 
 namespace tessera {
 
-const char* option_source_name(OptionSource source) {
-  switch (source) {
-    case OptionSource::Default:
-      return "default";
-    case OptionSource::CompileSpec:
-      return "compile_spec";
-    case OptionSource::Global:
-      return "global";
-    case OptionSource::Load:
-      return "load";
-    case OptionSource::Delegate:
-      return "delegate";
-    case OptionSource::Selection:
-      return "selection";
-    case OptionSource::Execute:
-      return "execute";
-  }
-  return "?";
-}
-
-const char* format_option_source(OptionSource source, std::string_view origin, char* buf,
+const char* format_option_source(OptionLevel source, std::string_view origin, char* buf,
                                  size_t size) {
   if (size == 0) return buf;
   if (origin.empty()) {
-    std::snprintf(buf, size, "%s", option_source_name(source));
+    std::snprintf(buf, size, "%s", option_level_name(source));
   } else {
-    std::snprintf(buf, size, "%s (%.*s)", option_source_name(source),
+    std::snprintf(buf, size, "%s (%.*s)", option_level_name(source),
                   static_cast<int>(origin.size()), origin.data());
   }
   return buf;
@@ -59,7 +39,7 @@ Status ResolvedOptions::reset(std::string_view backend, std::string_view delegat
   for (size_t i = 0; i < size_; ++i) {
     options_[i] = schema[i].default_option();
     hashes_[i] = schema[i].key_hash;
-    sources_[i] = OptionSource::Default;
+    sources_[i] = OptionLevel::Default;
     size_t slot = hashes_[i] & (kTableSize - 1);
     while (table_[slot] != 0) slot = (slot + 1) & (kTableSize - 1);
     table_[slot] = static_cast<uint8_t>(i + 1);
@@ -67,7 +47,7 @@ Status ResolvedOptions::reset(std::string_view backend, std::string_view delegat
   return Status::ok();
 }
 
-void ResolvedOptions::assign(size_t index, const BackendOption& value, OptionSource source) {
+void ResolvedOptions::assign(size_t index, const BackendOption& value, OptionLevel source) {
   options_[index] = value;
   if (value.type() == OptionType::Enum) {
     (void)options_[index].set_enum(value.as_string(),

@@ -8,7 +8,9 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tessera/backend/name_limits.h"
 #include "tessera/backend/option_key.h"
+#include "tessera/backend/option_level.h"
 #include "tessera/backend/option_schema.h"
 #include "tessera/backend/option_value.h"
 #include "tessera/core/result.h"
@@ -17,26 +19,9 @@
 
 namespace tessera {
 
-/// Where an effective value came from, lowest precedence first.
-/// Selection: no scope set the option and measured selection chose the value (a backend's
-/// SelectionVariant). Execute still overrides it per call.
-enum class OptionSource : uint8_t {
-  Default,
-  CompileSpec,
-  Global,
-  Load,
-  Delegate,
-  Selection,
-  Execute
-};
-
-/// Lower-case name: "default", "compile_spec", "global", "load", "delegate", "selection",
-/// "execute".
-const char* option_source_name(OptionSource source);
-
 /// The source for reports: "load", or with a non-empty `origin` "load (options.toml:3)". Writes
 /// into `buf` (always terminated, truncated if short) and returns it.
-const char* format_option_source(OptionSource source, std::string_view origin, char* buf,
+const char* format_option_source(OptionLevel source, std::string_view origin, char* buf,
                                  size_t size);
 
 /// Trivially copyable and destructible, so a runtime may keep one per delegate in its method
@@ -79,11 +64,11 @@ class ResolvedOptions {
 
   /// Overwrites entry `index` with `value` from `source`. The caller has validated `value`
   /// against the schema entry (validate_option); enum choice indexes are filled in here.
-  void assign(size_t index, const BackendOption& value, OptionSource source);
+  void assign(size_t index, const BackendOption& value, OptionLevel source);
 
   size_t size() const { return size_; }
   const BackendOption& option(size_t i) const { return options_[i]; }
-  OptionSource source(size_t i) const { return sources_[i]; }
+  OptionLevel source(size_t i) const { return sources_[i]; }
   /// Origin label of entry `i` (BackendOption::origin); empty for defaults, compile specs and
   /// values an application set without one.
   std::string_view origin(size_t i) const { return options_[i].origin(); }
@@ -123,10 +108,10 @@ class ResolvedOptions {
   size_t size_ = 0;
   uint8_t table_[kTableSize] = {};
   uint32_t hashes_[kCapacity] = {};
-  OptionSource sources_[kCapacity] = {};
-  char backend_[32] = {};
+  OptionLevel sources_[kCapacity] = {};
+  char backend_[kMaxBackendNameLength + 1] = {};
   size_t backend_length_ = 0;
-  char delegate_id_[64] = {};
+  char delegate_id_[kMaxNameLength + 1] = {};
   size_t delegate_id_length_ = 0;
   BackendOption options_[kCapacity];
 };

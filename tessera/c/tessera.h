@@ -128,7 +128,7 @@ typedef enum tessera_option_type {
   TESSERA_OPTION_MAX_ENUM = 0x7fffffff
 } tessera_option_type;
 
-/** Scope bits of tessera_option_spec.scopes (tessera::OptionScope). */
+/** Scope bits of tessera_option_spec.scopes (tessera::Scopes: one bit per settable level). */
 #define TESSERA_SCOPE_COMPILE_SPEC 0x01u
 #define TESSERA_SCOPE_GLOBAL 0x02u
 #define TESSERA_SCOPE_LOAD 0x04u
@@ -175,7 +175,7 @@ TESSERA_C_EXPORT tessera_status* tessera_backend_option_count(const char* backen
 TESSERA_C_EXPORT tessera_status* tessera_backend_option_spec(const char* backend, size_t index,
                                                              tessera_option_spec* spec);
 
-/* ---- global options (scope 3 of 6) ----------------------------------------------------- */
+/* ---- global options (the global level of tessera::OptionLevel) ------------------------- */
 
 /** Sets one global option of `backend` (tessera::set_option). Init-only options fail with
  * InvalidState once the backend has initialised. */
@@ -218,7 +218,7 @@ TESSERA_C_EXPORT tessera_status* tessera_program_method_count(const tessera_prog
 TESSERA_C_EXPORT tessera_status* tessera_program_method_name(const tessera_program* program,
                                                              size_t index, const char** name);
 
-/* ---- load options (scopes 4 and 5, dims, retargeting, fallback, policy) ------------------ */
+/* ---- load options (load and delegate levels, dims, retargeting, fallback, policy) -------- */
 
 typedef struct tessera_load_options tessera_load_options;
 
@@ -269,7 +269,7 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_lenient(tessera_load_o
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_on_execute_failure(
     tessera_load_options* options, const char* mode);
 
-/* ---- execute options (scope 6) --------------------------------------------------------- */
+/* ---- execute options (the execute level) ---------------------------------------------- */
 
 typedef struct tessera_execute_options tessera_execute_options;
 

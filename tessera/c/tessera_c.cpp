@@ -112,9 +112,14 @@ static_assert(TESSERA_ERROR_DELEGATE_EXECUTION_FAILED ==
 static_assert(TESSERA_ERROR_OPTION_PARSE_ERROR == static_cast<int>(Error::OptionParseError));
 static_assert(TESSERA_DTYPE_BOOL == static_cast<int>(tessera::ScalarType::Bool));
 static_assert(TESSERA_C_MAX_DIMS == tessera::kMaxDims);
-static_assert(TESSERA_SCOPE_EXECUTE == static_cast<unsigned>(tessera::OptionScope::Execute));
+// The scope bits of the C header are those of tessera::Scopes (tessera_option_spec.scopes copies
+// the mask).
 static_assert(TESSERA_SCOPE_COMPILE_SPEC ==
-              static_cast<unsigned>(tessera::OptionScope::CompileSpec));
+              tessera::Scopes(tessera::OptionLevel::CompileSpec).bits);
+static_assert(TESSERA_SCOPE_GLOBAL == tessera::Scopes(tessera::OptionLevel::Global).bits);
+static_assert(TESSERA_SCOPE_LOAD == tessera::Scopes(tessera::OptionLevel::Load).bits);
+static_assert(TESSERA_SCOPE_DELEGATE == tessera::Scopes(tessera::OptionLevel::Delegate).bits);
+static_assert(TESSERA_SCOPE_EXECUTE == tessera::Scopes(tessera::OptionLevel::Execute).bits);
 
 // Returned when a status cannot be allocated; tessera_status_free leaves it alone.
 tessera_status g_out_of_memory = {TESSERA_ERROR_MEMORY_ALLOCATION_FAILED,
@@ -175,7 +180,7 @@ tessera::Result<tessera::Span<const tessera::OptionSpec>> schema_of(std::string_
 // Parses `value` for `backend`.`key` and checks it at `scope`: the errors of the C++ front ends
 // (unknown key with a suggestion, wrong type, range, choices, scope, length).
 Status make_option(std::string_view backend, const char* key, const char* value,
-                   tessera::OptionScope scope, tessera::BackendOption* out) {
+                   tessera::OptionLevel scope, tessera::BackendOption* out) {
   TESSERA_ASSIGN_OR_RETURN(tessera::Span<const tessera::OptionSpec> schema, schema_of(backend));
   int index = tessera::find_option_spec(schema, key);
   if (index < 0) {
@@ -238,7 +243,7 @@ DelegateReport delegate_report(const tessera::DelegateInfo& d) {
     DelegateReport::Option o;
     o.key = std::string(d.options->option(k).key());
     o.value = format_value(d.options->option(k));
-    o.source = tessera::option_source_name(d.options->source(k));
+    o.source = tessera::option_level_name(d.options->source(k));
     o.origin = std::string(d.options->origin(k));
     if (const tessera::DerivedValue* v = d.derived ? d.derived->find(o.key) : nullptr) {
       o.has_resolved = true;
@@ -435,7 +440,7 @@ tessera_status* tessera_set_global_option(const char* backend, const char* key, 
     TESSERA_C_REQUIRE(value);
     tessera::BackendOption option;
     TESSERA_RETURN_IF_ERROR(
-        make_option(backend, key, value, tessera::OptionScope::Global, &option));
+        make_option(backend, key, value, tessera::OptionLevel::Global, &option));
     return tessera::set_option(backend, tessera::Span<const tessera::BackendOption>(&option, 1));
   });
 }
@@ -579,7 +584,7 @@ tessera_status* tessera_load_options_set_option(tessera_load_options* options, c
     TESSERA_C_REQUIRE(key);
     TESSERA_C_REQUIRE(value);
     tessera::BackendOption option;
-    Status made = make_option(backend, key, value, tessera::OptionScope::Load, &option);
+    Status made = make_option(backend, key, value, tessera::OptionLevel::Load, &option);
     if (!made.is_ok()) return skipped_leniently(options, made) ? Status::ok() : made;
     return options->per_backend.set_options(
         backend, tessera::Span<const tessera::BackendOption>(&option, 1));
@@ -602,7 +607,7 @@ tessera_status* tessera_load_options_set_delegate_option(tessera_load_options* o
     }
     tessera::BackendOption option;
     Status made = make_option(tessera::backend_of_delegate_id(id), key, value,
-                              tessera::OptionScope::Delegate, &option);
+                              tessera::OptionLevel::Delegate, &option);
     if (!made.is_ok()) return skipped_leniently(options, made) ? Status::ok() : made;
     return options->per_delegate.set_options(
         id, tessera::Span<const tessera::BackendOption>(&option, 1));
@@ -711,7 +716,7 @@ tessera_status* tessera_execute_options_set_option(tessera_execute_options* opti
     TESSERA_C_REQUIRE(value);
     tessera::BackendOption option;
     TESSERA_RETURN_IF_ERROR(
-        make_option(backend, key, value, tessera::OptionScope::Execute, &option));
+        make_option(backend, key, value, tessera::OptionLevel::Execute, &option));
     return options->options.set_options(backend,
                                         tessera::Span<const tessera::BackendOption>(&option, 1));
   });

@@ -56,7 +56,7 @@ BackendTarget make_target(const std::string& name, BackendInterface* backend) {
     if (index < 0) return unknown_option_status(name, schema, key);
     BackendOption option;
     TESSERA_RETURN_IF_ERROR(parse_option_value(name, schema[static_cast<size_t>(index)], value, &option));
-    return validate_option(name, schema, option, OptionScope::CompileSpec);
+    return validate_option(name, schema, option, OptionLevel::CompileSpec);
   };
   return t;
 }

@@ -176,7 +176,7 @@ Status recover_and_retry(MethodState* s, uint32_t instruction, DelegateStep* ste
     step->options = c.options;
     step->has_execute_keys = false;
     for (const OptionSpec& spec : b->option_schema()) {
-      step->has_execute_keys |= spec.allows(OptionScope::Execute);
+      step->has_execute_keys |= spec.allows(OptionLevel::Execute);
     }
     copy_str(info->backend, sizeof info->backend, c.backend);
     info->options = c.options;

@@ -78,7 +78,7 @@ namespace {
 
 bool has_execute_keys(Span<const OptionSpec> schema) {
   for (const OptionSpec& s : schema) {
-    if (s.allows(OptionScope::Execute)) return true;
+    if (s.allows(OptionLevel::Execute)) return true;
   }
   return false;
 }

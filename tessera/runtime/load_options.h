@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "tessera/backend/name_limits.h"
 #include "tessera/backend/policy.h"
 #include "tessera/core/result.h"
 #include "tessera/core/span.h"
@@ -44,7 +45,11 @@ struct LoadOptions {
   static constexpr size_t kMaxDims = 16;
   static constexpr size_t kMaxRetargets = 8;
   static constexpr size_t kMaxFallback = 8;
+  /// Storage of one name with its terminator: a backend name (fallback, retargets, selection
+  /// candidates, startup backend), a dim symbol or an input name. Model names are their own
+  /// limit, but every backend name must fit.
   static constexpr size_t kMaxName = 32;
+  static_assert(kMaxName >= kMaxBackendNameLength + 1);
   static constexpr size_t kMaxInputShapes = 16;
 
   struct DimValue {
@@ -98,8 +103,8 @@ struct LoadOptions {
   size_t fallback_size() const { return num_fallback_; }
   std::string_view fallback(size_t i) const { return fallback_[i]; }
 
-  /// Per-backend load options (OptionScope::Load) and per-delegate options
-  /// (OptionScope::Delegate); may be null.
+  /// Per-backend load options (OptionLevel::Load) and per-delegate options
+  /// (OptionLevel::Delegate); may be null.
   const LoadBackendOptionsMap* backend_options = nullptr;
   const DelegateOptionsMap* delegate_options = nullptr;
   /// Unknown option keys warn and are skipped instead of failing the load (version skew).

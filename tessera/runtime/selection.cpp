@@ -140,7 +140,7 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
   std::vector<Variant> out;
   auto applicable = [&](const char* key, const char* value) {
     const int i = resolved.find(key);
-    if (i < 0 || resolved.source(static_cast<size_t>(i)) != OptionSource::Default) return false;
+    if (i < 0 || resolved.source(static_cast<size_t>(i)) != OptionLevel::Default) return false;
     char buf[64];
     return std::string_view(
                resolved.option(static_cast<size_t>(i)).format_value(buf, sizeof buf)) != value;
@@ -182,7 +182,7 @@ Status apply_selected_options(std::string_view backend, const char* text,
   BackendOption value;
   TESSERA_RETURN_IF_ERROR(parse_option_value(backend, resolved->spec(static_cast<size_t>(i)),
                                              assignment.substr(eq + 1), &value));
-  resolved->assign(static_cast<size_t>(i), value, OptionSource::Selection);
+  resolved->assign(static_cast<size_t>(i), value, OptionLevel::Selection);
   return Status::ok();
 }
 

@@ -394,7 +394,7 @@ bool poll_startup(MethodState* s, DelegateStep* step, bool wait, double timeout_
     step->options = b->options;
     step->has_execute_keys = false;
     for (const OptionSpec& spec : b->backend->option_schema()) {
-      step->has_execute_keys |= spec.allows(OptionScope::Execute);
+      step->has_execute_keys |= spec.allows(OptionLevel::Execute);
     }
     b->switched = true;
     copy_str(info->backend, sizeof info->backend, b->name);

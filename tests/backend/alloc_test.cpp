@@ -141,7 +141,7 @@ TEST_F(NoHeap, ValidationResolutionAndGlobalOptions) {
   BackendOptions<2> opts;
   ASSERT_OK(opts.set(kNumThreads, 3));
   long n = allocations_in([&] {
-    EXPECT_TRUE(validate_option("xnnpack", kTestSchema, opts.view()[0], OptionScope::Load).is_ok());
+    EXPECT_TRUE(validate_option("xnnpack", kTestSchema, opts.view()[0], OptionLevel::Load).is_ok());
     ResolvedOptions r;
     EXPECT_TRUE(resolve_options("xnnpack", stub_.backend(), "xnnpack#1", {}, &load_, nullptr,
                                 Validation::Strict, &r)

@@ -109,11 +109,11 @@ TEST_F(Contexts, ExecutionContextPrefersThisCallsValues) {
   ASSERT_EQ(view.options.size(), 2u);
   BackendExecutionContext ctx(&resolved_, view);
   EXPECT_EQ(*ctx.get(kNumThreads), 1);
-  EXPECT_EQ(ctx.source("num_threads"), OptionSource::Execute);
+  EXPECT_EQ(ctx.source("num_threads"), OptionLevel::Execute);
   EXPECT_EQ(*ctx.get(kBatchHint), 8);
   EXPECT_EQ(ctx.get(kPerfMode)->name, "throughput");  // load-resolved fallback
-  EXPECT_EQ(ctx.source("perf_mode"), OptionSource::Load);
-  EXPECT_EQ(ctx.source("weight_cache"), OptionSource::Default);
+  EXPECT_EQ(ctx.source("perf_mode"), OptionLevel::Load);
+  EXPECT_EQ(ctx.source("weight_cache"), OptionLevel::Default);
 
   BackendExecutionContext plain(&resolved_);
   EXPECT_EQ(*plain.get(kNumThreads), 4);

@@ -190,7 +190,7 @@ TEST_F(GlobalStore, NewGlobalValuesReachLaterLoadsOnly) {
                             Validation::Strict, &after));
   EXPECT_EQ(*before.get(kNumThreads), 2);
   EXPECT_EQ(*after.get(kNumThreads), 5);
-  EXPECT_EQ(after.source(0), OptionSource::Global);
+  EXPECT_EQ(after.source(0), OptionLevel::Global);
 }
 
 }  // namespace

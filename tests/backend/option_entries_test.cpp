@@ -16,8 +16,10 @@ namespace tessera::test {
 namespace {
 
 constexpr OptionSpec kEntrySchema[] = {
-    OptionSpec::string("pass", "", OptionScope::Global, "NAME=VALUE entries", 80).with_entries(),
-    OptionSpec::integer("level", 0, 0, 3, kRuntimeScopes, "a plain option"),
+    OptionSpec::string(OptionKey<std::string_view>{"pass"}, "", OptionLevel::Global,
+                       "NAME=VALUE entries", 80)
+        .with_entries(),
+    OptionSpec::integer(OptionKey<int64_t>{"level"}, 0, 0, 3, kRuntimeScopes, "a plain option"),
 };
 
 class OptionEntries : public ::testing::Test {
@@ -106,14 +108,14 @@ TEST_F(OptionEntries, EntriesAreGlobalOnlyLikeTheirOption) {
   BackendOption entry;
   ASSERT_OK(entry.set_key("pass.A"));
   entry.set_int(1);
-  for (OptionScope scope : {OptionScope::Load, OptionScope::Delegate, OptionScope::Execute}) {
+  for (OptionLevel scope : {OptionLevel::Load, OptionLevel::Delegate, OptionLevel::Execute}) {
     Status st = validate_option("entries_stub", kEntrySchema, entry, scope);
     EXPECT_EQ(st.code(), Error::OptionWrongScope) << st.message();
     EXPECT_NE(std::string(st.message()).find("an entry of 'pass'"), std::string::npos)
         << st.message();
   }
   ParsedOptions p;
-  Status st = parse_option_assignment("entries_stub.pass.A=1", OptionScope::Load,
+  Status st = parse_option_assignment("entries_stub.pass.A=1", OptionLevel::Load,
                                       Validation::Strict, "--option", &p);
   EXPECT_EQ(st.code(), Error::OptionWrongScope) << st.message();
 }
@@ -121,7 +123,7 @@ TEST_F(OptionEntries, EntriesAreGlobalOnlyLikeTheirOption) {
 TEST_F(OptionEntries, OptionStringsAndTomlReachTheSameList) {
   ParsedOptions p;
   ASSERT_OK(parse_option_list("entries_stub.pass.Gpu.Level=2;entries_stub.level=1",
-                              OptionScope::Global, Validation::Strict, "TESSERA_OPTIONS", &p));
+                              OptionLevel::Global, Validation::Strict, "TESSERA_OPTIONS", &p));
   ASSERT_OK(p.apply_global(Validation::Strict));
   EXPECT_EQ(global_pass(), "Gpu.Level=2");
 
@@ -164,9 +166,10 @@ TEST_F(OptionEntries, TheCAbiSetsEntries) {
 
 TEST(OptionEntriesSchema, OnlyGlobalStringOptionsTakeEntries) {
   constexpr OptionSpec int_entries[] = {
-      OptionSpec::integer("n", 0, 0, 3, OptionScope::Global, "n").with_entries()};
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 3, OptionLevel::Global, "n")
+          .with_entries()};
   constexpr OptionSpec load_entries[] = {
-      OptionSpec::string("s", "", kRuntimeScopes, "s").with_entries()};
+      OptionSpec::string(OptionKey<std::string_view>{"s"}, "", kRuntimeScopes, "s").with_entries()};
   for (Span<const OptionSpec> schema :
        {Span<const OptionSpec>(int_entries), Span<const OptionSpec>(load_entries)}) {
     Status st = check_schema("b", schema);

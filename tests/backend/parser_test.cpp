@@ -34,15 +34,15 @@ const BackendOption* find(const std::vector<ParsedOptionList>& lists, std::strin
 
 TEST_F(Parser, AssignmentIsTypedByTheSchema) {
   ParsedOptions p;
-  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=4", OptionScope::Load, Validation::Strict,
+  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=4", OptionLevel::Load, Validation::Strict,
                                     "--option", &p));
-  ASSERT_OK(parse_option_assignment("xnnpack.weight_cache=false", OptionScope::Load,
+  ASSERT_OK(parse_option_assignment("xnnpack.weight_cache=false", OptionLevel::Load,
                                     Validation::Strict, "--option", &p));
-  ASSERT_OK(parse_option_assignment("xnnpack.ratio=0.25", OptionScope::Load, Validation::Strict,
+  ASSERT_OK(parse_option_assignment("xnnpack.ratio=0.25", OptionLevel::Load, Validation::Strict,
                                     "--option", &p));
-  ASSERT_OK(parse_option_assignment("opencl.cache_dir=/data/cl cache", OptionScope::Load,
+  ASSERT_OK(parse_option_assignment("opencl.cache_dir=/data/cl cache", OptionLevel::Load,
                                     Validation::Strict, "--option", &p));
-  ASSERT_OK(parse_option_assignment("opencl.device_type=gpu", OptionScope::Load, Validation::Strict,
+  ASSERT_OK(parse_option_assignment("opencl.device_type=gpu", OptionLevel::Load, Validation::Strict,
                                     "--option", &p));
   EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->as_int(), 4);
   EXPECT_FALSE(find(p.load, "xnnpack", "weight_cache")->as_bool());
@@ -53,13 +53,13 @@ TEST_F(Parser, AssignmentIsTypedByTheSchema) {
 
 TEST_F(Parser, AssignmentScopesAndDelegateIds) {
   ParsedOptions p;
-  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=2", OptionScope::Global,
+  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=2", OptionLevel::Global,
                                     Validation::Strict, "--option", &p));
-  ASSERT_OK(parse_option_assignment("xnnpack#1.num_threads=3", OptionScope::Load,
+  ASSERT_OK(parse_option_assignment("xnnpack#1.num_threads=3", OptionLevel::Load,
                                     Validation::Strict, "--option", &p));
-  ASSERT_OK(parse_option_assignment("xnnpack#0.num_threads=5", OptionScope::Delegate,
+  ASSERT_OK(parse_option_assignment("xnnpack#0.num_threads=5", OptionLevel::Delegate,
                                     Validation::Strict, "--option", &p));
-  ASSERT_OK(parse_option_assignment("xnnpack.batch_hint=16", OptionScope::Execute,
+  ASSERT_OK(parse_option_assignment("xnnpack.batch_hint=16", OptionLevel::Execute,
                                     Validation::Strict, "--option", &p));
   EXPECT_EQ(find(p.global, "xnnpack", "num_threads")->as_int(), 2);
   EXPECT_EQ(find(p.delegate, "xnnpack#1", "num_threads")->as_int(), 3);  // '#' → delegate
@@ -67,7 +67,7 @@ TEST_F(Parser, AssignmentScopesAndDelegateIds) {
   EXPECT_EQ(find(p.execute, "xnnpack", "batch_hint")->as_int(), 16);
   EXPECT_TRUE(p.load.empty());
 
-  Status s = parse_option_assignment("xnnpack#0.num_threads=1", OptionScope::Global,
+  Status s = parse_option_assignment("xnnpack#0.num_threads=1", OptionLevel::Global,
                                      Validation::Strict, "--global-option", &p);
   EXPECT_EQ(s.code(), Error::OptionParseError);
   EXPECT_STREQ(s.message(),
@@ -77,32 +77,32 @@ TEST_F(Parser, AssignmentScopesAndDelegateIds) {
 
 TEST_F(Parser, AssignmentErrorsPointAtTheProblem) {
   ParsedOptions p;
-  Status no_eq = parse_option_assignment("xnnpack.num_threads", OptionScope::Load,
+  Status no_eq = parse_option_assignment("xnnpack.num_threads", OptionLevel::Load,
                                          Validation::Strict, "--option", &p);
   EXPECT_EQ(no_eq.code(), Error::OptionParseError);
   EXPECT_STREQ(no_eq.message(),
                "--option:1:1: expected backend.key=value, got 'xnnpack.num_threads'");
-  Status no_dot = parse_option_assignment("num_threads=4", OptionScope::Load, Validation::Strict,
+  Status no_dot = parse_option_assignment("num_threads=4", OptionLevel::Load, Validation::Strict,
                                           "--option", &p);
   EXPECT_STREQ(no_dot.message(),
                "--option:1:1: expected backend.key before '=', got 'num_threads'");
-  Status backend = parse_option_assignment("xnnpak.num_threads=4", OptionScope::Load,
+  Status backend = parse_option_assignment("xnnpak.num_threads=4", OptionLevel::Load,
                                            Validation::Strict, "--option", &p);
   EXPECT_EQ(backend.code(), Error::OptionUnknownBackend);
   EXPECT_EQ(std::string(backend.message())
                 .rfind("--option:1:1: unknown backend 'xnnpak' (did you mean 'xnnpack'?", 0),
             0u)
       << backend.message();
-  Status key = parse_option_assignment("xnnpack.num_thread=4", OptionScope::Load,
+  Status key = parse_option_assignment("xnnpack.num_thread=4", OptionLevel::Load,
                                        Validation::Strict, "--option", &p);
   EXPECT_STREQ(key.message(),
                "--option:1:9: xnnpack: unknown option 'num_thread' (did you mean 'num_threads'?)");
-  Status value = parse_option_assignment("xnnpack.num_threads=four", OptionScope::Load,
+  Status value = parse_option_assignment("xnnpack.num_threads=four", OptionLevel::Load,
                                          Validation::Strict, "--option", &p);
   EXPECT_EQ(value.code(), Error::OptionTypeMismatch);
   EXPECT_STREQ(value.message(),
                "--option:1:21: xnnpack: option 'num_threads' expects int, got 'four'");
-  Status scope = parse_option_assignment("xnnpack.batch_hint=4", OptionScope::Load,
+  Status scope = parse_option_assignment("xnnpack.batch_hint=4", OptionLevel::Load,
                                          Validation::Strict, "--option", &p);
   EXPECT_EQ(scope.code(), Error::OptionWrongScope);
   EXPECT_TRUE(p.empty());
@@ -142,15 +142,15 @@ TEST_F(Parser, EnvironmentTextAsTheToolsPassIt) {
 
 TEST_F(Parser, ListColumnsAndQuotes) {
   ParsedOptions p;
-  Status s = parse_option_list("xnnpack.num_threads=2;  xnnpack.ratio=2", OptionScope::Load,
+  Status s = parse_option_list("xnnpack.num_threads=2;  xnnpack.ratio=2", OptionLevel::Load,
                                Validation::Strict, "TESSERA_OPTIONS", &p);
   EXPECT_EQ(s.code(), Error::OptionOutOfRange);
   EXPECT_STREQ(s.message(),
                "TESSERA_OPTIONS:1:39: xnnpack: option 'ratio' = 2 is out of range [0, 1]");
-  ASSERT_OK(parse_option_list("opencl.cache_dir=\"/a;b\";xnnpack.num_threads=1", OptionScope::Load,
+  ASSERT_OK(parse_option_list("opencl.cache_dir=\"/a;b\";xnnpack.num_threads=1", OptionLevel::Load,
                               Validation::Strict, "TESSERA_OPTIONS", &p));
   EXPECT_EQ(find(p.load, "opencl", "cache_dir")->as_string(), "/a;b");
-  Status garbage = parse_option_list("xnnpack.num_threads=1;oops", OptionScope::Load,
+  Status garbage = parse_option_list("xnnpack.num_threads=1;oops", OptionLevel::Load,
                                      Validation::Strict, "TESSERA_OPTIONS", &p);
   EXPECT_STREQ(garbage.message(), "TESSERA_OPTIONS:1:23: expected backend.key=value, got 'oops'");
 }
@@ -268,7 +268,7 @@ TEST_F(Parser, MergeLaterSourcesWinAndConvert) {
   ParsedOptions file;
   ASSERT_OK(parse_options_toml(kToml, "options.toml", Validation::Strict, &file));
   ParsedOptions flags;
-  ASSERT_OK(parse_option_assignment("opencl.device_type=cpu", OptionScope::Load, Validation::Strict,
+  ASSERT_OK(parse_option_assignment("opencl.device_type=cpu", OptionLevel::Load, Validation::Strict,
                                     "--option", &flags));
   file.merge(flags);
   EXPECT_EQ(find(file.load, "opencl", "device_type")->as_enum().name, "cpu");
@@ -311,11 +311,11 @@ TEST_F(Parser, OriginsNameTheFrontEnd) {
   EXPECT_EQ(find(p.delegate, "xnnpack#1", "num_threads")->origin(), "options.toml:12");
   EXPECT_EQ(find(p.execute, "xnnpack", "batch_hint")->origin(), "options.toml:15");
   EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->origin(), "TESSERA_OPTIONS");
-  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=3", OptionScope::Load, Validation::Strict,
+  ASSERT_OK(parse_option_assignment("xnnpack.num_threads=3", OptionLevel::Load, Validation::Strict,
                                     "--option", &p));
-  ASSERT_OK(parse_option_assignment("xnnpack#0.num_threads=5", OptionScope::Delegate,
+  ASSERT_OK(parse_option_assignment("xnnpack#0.num_threads=5", OptionLevel::Delegate,
                                     Validation::Strict, "--delegate-option", &p));
-  ASSERT_OK(parse_option_assignment("xnnpack.ratio=0.25", OptionScope::Global, Validation::Strict,
+  ASSERT_OK(parse_option_assignment("xnnpack.ratio=0.25", OptionLevel::Global, Validation::Strict,
                                     "--global-option", &p));
   EXPECT_EQ(find(p.load, "xnnpack", "num_threads")->origin(), "--option");
   EXPECT_EQ(find(p.delegate, "xnnpack#0", "num_threads")->origin(), "--delegate-option");

@@ -64,7 +64,8 @@ TEST(Registry, RejectsBadNames) {
 }
 
 TEST(Registry, RejectsABackendWithAMalformedSchema) {
-  static constexpr OptionSpec kBad[] = {OptionSpec::integer("n", 9, 0, 1, kInitScopes, "")};
+  static constexpr OptionSpec kBad[] = {
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 9, 0, 1, kInitScopes, "")};
   testing::StubBackend stub(kBad);
   Status s = register_backend("reg_bad_schema", &stub);
   EXPECT_EQ(s.code(), Error::InvalidArgument);

@@ -8,7 +8,9 @@
 #include "tessera/backend/execute_options.h"
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
+#include "tessera/backend/registry.h"
 #include "tessera/backend/resolution.h"
+#include "tessera/backend/resolved_options.h"
 #include "tests/backend/test_support.h"
 
 namespace tessera::test {
@@ -29,7 +31,7 @@ TEST_F(Resolution, DefaultsOnly) {
   ResolvedOptions r;
   ASSERT_OK(resolve("xnnpack#0", {}, nullptr, nullptr, &r));
   ASSERT_EQ(r.size(), std::size(kTestSchema));
-  for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(r.source(i), OptionSource::Default);
+  for (size_t i = 0; i < r.size(); ++i) EXPECT_EQ(r.source(i), OptionLevel::Default);
   EXPECT_EQ(*r.get(kNumThreads), 0);
   EXPECT_TRUE(*r.get(kWeightCache));
   EXPECT_EQ(*r.get(kCacheDir), "");
@@ -68,14 +70,14 @@ TEST_F(Resolution, PrecedenceTable) {
     BackendExecutionContext ctx(&r, view);
 
     int64_t expected = 0;
-    OptionSource source = OptionSource::Default;
-    if (mask & kCompile) expected = 1, source = OptionSource::CompileSpec;
-    if (mask & kGlobal) expected = 2, source = OptionSource::Global;
-    if (mask & kLoad) expected = 3, source = OptionSource::Load;
-    if (mask & kDelegate) expected = 4, source = OptionSource::Delegate;
+    OptionLevel source = OptionLevel::Default;
+    if (mask & kCompile) expected = 1, source = OptionLevel::CompileSpec;
+    if (mask & kGlobal) expected = 2, source = OptionLevel::Global;
+    if (mask & kLoad) expected = 3, source = OptionLevel::Load;
+    if (mask & kDelegate) expected = 4, source = OptionLevel::Delegate;
     int64_t at_load = expected;
-    OptionSource load_source = source;
-    if (mask & kExecute) expected = 5, source = OptionSource::Execute;
+    OptionLevel load_source = source;
+    if (mask & kExecute) expected = 5, source = OptionLevel::Execute;
 
     EXPECT_EQ(*r.get(kNumThreads), at_load);
     EXPECT_EQ(r.source(0), load_source);
@@ -96,15 +98,15 @@ TEST_F(Resolution, EachKeyKeepsItsOwnSource) {
   ResolvedOptions r;
   ASSERT_OK(resolve("xnnpack#0", specs, &load, &delegates, &r));
   auto source_of = [&](const char* key) { return r.source(static_cast<size_t>(r.find(key))); };
-  EXPECT_EQ(source_of("weight_cache"), OptionSource::CompileSpec);
+  EXPECT_EQ(source_of("weight_cache"), OptionLevel::CompileSpec);
   EXPECT_FALSE(*r.get(kWeightCache));
-  EXPECT_EQ(source_of("ratio"), OptionSource::Global);
+  EXPECT_EQ(source_of("ratio"), OptionLevel::Global);
   EXPECT_DOUBLE_EQ(*r.get(kRatio), 0.75);
-  EXPECT_EQ(source_of("num_threads"), OptionSource::CompileSpec);
-  EXPECT_EQ(source_of("cache_dir"), OptionSource::Load);
-  EXPECT_EQ(source_of("perf_mode"), OptionSource::Delegate);
+  EXPECT_EQ(source_of("num_threads"), OptionLevel::CompileSpec);
+  EXPECT_EQ(source_of("cache_dir"), OptionLevel::Load);
+  EXPECT_EQ(source_of("perf_mode"), OptionLevel::Delegate);
   EXPECT_EQ(r.get(kPerfMode)->index, 1);
-  EXPECT_EQ(source_of("device_type"), OptionSource::Default);
+  EXPECT_EQ(source_of("device_type"), OptionLevel::Default);
 
   std::string explained = explain_options(r);
   EXPECT_NE(explained.find("xnnpack#0  cache_dir = \"/cache\"  (load)"), std::string::npos)
@@ -143,10 +145,10 @@ TEST_F(Resolution, OriginsAreCarriedFromEachScope) {
   EXPECT_NE(explained.find("num_threads = 3  (delegate (settings.json:7))"), std::string::npos);
   EXPECT_NE(explained.find("weight_cache = false  (compile_spec)"), std::string::npos);
   char buf[32];
-  EXPECT_STREQ(format_option_source(OptionSource::Execute, "options.toml:12", buf, sizeof buf),
+  EXPECT_STREQ(format_option_source(OptionLevel::Execute, "options.toml:12", buf, sizeof buf),
                "execute (options.toml:12)");
-  EXPECT_STREQ(format_option_source(OptionSource::Load, "", buf, sizeof buf), "load");
-  EXPECT_STREQ(format_option_source(OptionSource::Load, "a-very-long-origin-label", buf, 12),
+  EXPECT_STREQ(format_option_source(OptionLevel::Load, "", buf, sizeof buf), "load");
+  EXPECT_STREQ(format_option_source(OptionLevel::Load, "a-very-long-origin-label", buf, 12),
                "load (a-ver");
   ASSERT_OK(reset_backend_options("xnnpack"));
 }
@@ -162,7 +164,7 @@ TEST_F(Resolution, TwoDelegatesOfOneBackendGetDifferentValues) {
   EXPECT_EQ(*first.get(kNumThreads), 1);
   EXPECT_EQ(*second.get(kNumThreads), 6);
   EXPECT_EQ(*third.get(kNumThreads), 0);
-  EXPECT_EQ(third.source(0), OptionSource::Default);
+  EXPECT_EQ(third.source(0), OptionLevel::Default);
 }
 
 // The RFC's case: one Method loaded twice, delegating to backends A and B, gets four different
@@ -289,7 +291,7 @@ TEST_F(Resolution, InitOnlyOptionCannotMoveAfterTheBackendInitialised) {
   ResolvedOptions defaults;
   ASSERT_OK(resolve("xnnpack#1", {}, nullptr, nullptr, &defaults));
   EXPECT_EQ(*defaults.get(kPlatform), 2);
-  EXPECT_EQ(defaults.source(static_cast<size_t>(defaults.find("platform"))), OptionSource::Load);
+  EXPECT_EQ(defaults.source(static_cast<size_t>(defaults.find("platform"))), OptionLevel::Load);
   ASSERT_OK(reset_backend_options("xnnpack"));
 }
 
@@ -365,6 +367,35 @@ TEST(OptionMaps, MergeReplaceAndCapacity) {
 TEST(OptionMaps, BackendOfDelegateId) {
   static_assert(backend_of_delegate_id("xnnpack#0") == "xnnpack");
   static_assert(backend_of_delegate_id("opencl") == "opencl");
+}
+
+// kMaxBackendNameLength for backend names and kMaxNameLength for delegate ids and keys, end to
+// end: the longest backend name registers, its delegate ids are accepted as delegate targets, and
+// ResolvedOptions keeps both names whole.
+TEST(OptionMaps, NameLimitsFitTogether) {
+  const std::string backend(kMaxBackendNameLength, 'b');
+  ScopedStub stub(backend);
+  EXPECT_EQ(register_backend(backend + "x", &stub.backend()).code(), Error::InvalidArgument);
+
+  LoadBackendOptionsMap load;
+  ASSERT_OK(load.set(backend, kNumThreads, 2));
+  EXPECT_EQ(load.set(backend + "x", kNumThreads, 2).code(), Error::OptionTooLong);
+
+  const std::string id = backend + "#4294967295";
+  DelegateOptionsMap delegates;
+  ASSERT_OK(delegates.set(id, kNumThreads, 3));
+  ASSERT_OK(delegates.set(std::string(kMaxNameLength, 'd'), kNumThreads, 3));
+  EXPECT_EQ(delegates.set(std::string(kMaxNameLength + 1, 'd'), kNumThreads, 3).code(),
+            Error::OptionTooLong);
+
+  BackendOption key;
+  ASSERT_OK(key.set_key(std::string(kMaxNameLength, 'k')));
+  EXPECT_EQ(key.set_key(std::string(kMaxNameLength + 1, 'k')).code(), Error::OptionTooLong);
+
+  ResolvedOptions resolved;
+  ASSERT_OK(resolved.reset(backend, id, kTestSchema));
+  EXPECT_EQ(resolved.backend(), backend);
+  EXPECT_EQ(resolved.delegate_id(), id);
 }
 
 }  // namespace

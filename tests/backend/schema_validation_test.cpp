@@ -2,6 +2,7 @@
 // the did-you-mean machinery.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "tessera/backend/option_schema.h"
@@ -11,7 +12,7 @@
 namespace tessera::test {
 namespace {
 
-Status check(const BackendOption& o, OptionScope scope = OptionScope::Load) {
+Status check(const BackendOption& o, OptionLevel scope = OptionLevel::Load) {
   return validate_option("xnnpack", kTestSchema, o, scope);
 }
 
@@ -25,7 +26,7 @@ BackendOption raw_int(const char* key, int64_t v) {
 TEST(SchemaValidation, AcceptsValidValuesAndReportsTheIndex) {
   size_t index = 99;
   EXPECT_OK(
-      validate_option("xnnpack", kTestSchema, opt(kNumThreads, 8), OptionScope::Load, &index));
+      validate_option("xnnpack", kTestSchema, opt(kNumThreads, 8), OptionLevel::Load, &index));
   EXPECT_EQ(index, 0u);
   EXPECT_OK(check(opt(kPerfMode, EnumValue{"throughput"})));
   EXPECT_OK(check(opt(kRatio, 1.0)));
@@ -53,7 +54,7 @@ TEST(SchemaValidation, UnknownKeyWithoutCloseMatchListsTheKnownKeys) {
 }
 
 TEST(SchemaValidation, UnknownKeyOnABackendWithoutOptions) {
-  Status s = validate_option("portable", {}, raw_int("num_threads", 1), OptionScope::Load);
+  Status s = validate_option("portable", {}, raw_int("num_threads", 1), OptionLevel::Load);
   EXPECT_STREQ(s.message(),
                "portable: unknown option 'num_threads' (this backend declares no options)");
 }
@@ -92,14 +93,14 @@ TEST(SchemaValidation, InvalidChoiceListsTheChoices) {
 }
 
 TEST(SchemaValidation, WrongScopeListsTheAllowedScopes) {
-  Status s = check(opt(kNumThreads, 2), OptionScope::Execute);
+  Status s = check(opt(kNumThreads, 2), OptionLevel::Execute);
   EXPECT_OK(s);  // num_threads allows every scope
-  Status w = check(opt(kWeightCache, true), OptionScope::Execute);
+  Status w = check(opt(kWeightCache, true), OptionLevel::Execute);
   EXPECT_EQ(w.code(), Error::OptionWrongScope);
   EXPECT_STREQ(w.message(),
                "xnnpack: option 'weight_cache' cannot be set at execute scope (allowed: "
                "compile_spec, global, load, delegate)");
-  Status b = check(opt(kBatchHint, 2), OptionScope::Load);
+  Status b = check(opt(kBatchHint, 2), OptionLevel::Load);
   EXPECT_STREQ(b.message(),
                "xnnpack: option 'batch_hint' cannot be set at load scope (allowed: execute)");
 }
@@ -179,32 +180,35 @@ TEST(CheckSchema, AcceptsTheTestSchema) {
 
 TEST(CheckSchema, RejectsMalformedSchemas) {
   static constexpr OptionSpec kDuplicate[] = {
-      OptionSpec::boolean("a", true, kInitScopes, "x"),
-      OptionSpec::boolean("a", false, kInitScopes, "y"),
+      OptionSpec::boolean(OptionKey<bool>{"a"}, true, kInitScopes, "x"),
+      OptionSpec::boolean(OptionKey<bool>{"a"}, false, kInitScopes, "y"),
   };
   Status dup = check_schema("b", kDuplicate);
   EXPECT_EQ(dup.code(), Error::InvalidArgument);
   EXPECT_STREQ(dup.message(), "b: schema declares 'a' twice");
 
-  static constexpr OptionSpec kBadKey[] = {OptionSpec::boolean("Bad.Key", true, kInitScopes, "")};
+  static constexpr OptionSpec kBadKey[] = {
+      OptionSpec::boolean(OptionKey<bool>{"Bad.Key"}, true, kInitScopes, "")};
   EXPECT_EQ(check_schema("b", kBadKey).code(), Error::InvalidArgument);
 
-  static constexpr OptionSpec kBadDefault[] = {OptionSpec::integer("n", 10, 0, 5, kInitScopes, "")};
+  static constexpr OptionSpec kBadDefault[] = {
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 10, 0, 5, kInitScopes, "")};
   Status def = check_schema("b", kBadDefault);
   EXPECT_EQ(def.code(), Error::InvalidArgument);
   EXPECT_STREQ(def.message(), "invalid default: b: option 'n' = 10 is out of range [0, 5]");
 
   static constexpr const char* kChoices[] = {"x", "y"};
   static constexpr OptionSpec kBadChoice[] = {
-      OptionSpec::enumeration("e", "z", kChoices, kInitScopes, "")};
+      OptionSpec::enumeration(OptionKey<EnumValue>{"e"}, "z", kChoices, kInitScopes, "")};
   EXPECT_EQ(check_schema("b", kBadChoice).code(), Error::InvalidArgument);
 
   static constexpr OptionSpec kInitOnlyExecute[] = {
-      OptionSpec::integer("n", 0, 0, 5, kAllScopes, "").init_only()};
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 5, kAllScopes, "").init_only()};
   EXPECT_STREQ(check_schema("b", kInitOnlyExecute).message(),
                "b: option 'n' is init-only, so it cannot allow execute scope");
 
-  static constexpr OptionSpec kNoScope[] = {OptionSpec::integer("n", 0, 0, 5, Scopes(), "")};
+  static constexpr OptionSpec kNoScope[] = {
+      OptionSpec::integer(OptionKey<int64_t>{"n"}, 0, 0, 5, Scopes(), "")};
   EXPECT_EQ(check_schema("b", kNoScope).code(), Error::InvalidArgument);
 }
 
@@ -216,7 +220,7 @@ TEST(CheckSchema, RejectsTooManyOptions) {
   }();
   std::vector<OptionSpec> big;
   for (size_t i = 0; i <= kMaxSchemaOptions; ++i) {
-    big.push_back(OptionSpec::boolean(keys[i].c_str(), true, kInitScopes, ""));
+    big.push_back(OptionSpec::boolean(OptionKey<bool>{keys[i].c_str()}, true, kInitScopes, ""));
   }
   Status s = check_schema("b", big);
   EXPECT_EQ(s.code(), Error::InvalidArgument);
@@ -246,8 +250,39 @@ TEST(Scopes, FormatAndMembership) {
   char buf[96];
   EXPECT_STREQ(format_scopes(kRuntimeScopes, buf, sizeof buf), "global, load, delegate");
   EXPECT_STREQ(format_scopes(Scopes(), buf, sizeof buf), "none");
-  EXPECT_TRUE(kAllScopes.has(OptionScope::Execute));
-  EXPECT_FALSE(kInitScopes.has(OptionScope::Execute));
+  EXPECT_TRUE(kAllScopes.has(OptionLevel::Execute));
+  EXPECT_FALSE(kInitScopes.has(OptionLevel::Execute));
+}
+
+// One enum for where a value may be set and where it came from: precedence order, one name each
+// (as reports show them), and a scope bit only for the levels a caller can set.
+TEST(OptionLevels, OrderNamesAndScopeBits) {
+  const OptionLevel in_order[] = {
+      OptionLevel::Default, OptionLevel::Selection, OptionLevel::CompileSpec, OptionLevel::Global,
+      OptionLevel::Load,    OptionLevel::Delegate,  OptionLevel::Execute};
+  const char* names[] = {"default", "selection", "compile_spec", "global",
+                         "load",    "delegate",  "execute"};
+  for (size_t i = 0; i < std::size(in_order); ++i) {
+    EXPECT_EQ(static_cast<size_t>(in_order[i]), i);
+    EXPECT_STREQ(option_level_name(in_order[i]), names[i]);
+  }
+  EXPECT_TRUE(Scopes(OptionLevel::Default).empty());
+  EXPECT_TRUE(Scopes(OptionLevel::Selection).empty());
+  EXPECT_FALSE(kAllScopes.has(OptionLevel::Default));
+  EXPECT_FALSE(kAllScopes.has(OptionLevel::Selection));
+  unsigned all = 0;
+  for (size_t i = 0; i < std::size(kScopeLevels); ++i) {
+    EXPECT_EQ(Scopes(kScopeLevels[i]).bits, 1u << i);
+    all |= Scopes(kScopeLevels[i]).bits;
+  }
+  EXPECT_EQ(all, kAllScopes.bits);
+
+  // A level nobody sets is never an allowed scope.
+  Status s = check(opt(kNumThreads, 2), OptionLevel::Selection);
+  EXPECT_EQ(s.code(), Error::OptionWrongScope);
+  EXPECT_STREQ(s.message(),
+               "xnnpack: option 'num_threads' cannot be set at selection scope (allowed: "
+               "compile_spec, global, load, delegate, execute)");
 }
 
 }  // namespace

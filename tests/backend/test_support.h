@@ -34,21 +34,6 @@ namespace tessera::test {
 inline constexpr const char* kPerfModes[] = {"latency", "throughput", "power_saver"};
 inline constexpr const char* kDeviceTypes[] = {"cpu", "gpu", "accelerator"};
 
-/// One option of every type; scopes and init-only flags chosen to exercise every rule.
-inline constexpr OptionSpec kTestSchema[] = {
-    OptionSpec::integer("num_threads", 0, 0, 256, kAllScopes, "Worker threads; 0 = auto"),
-    OptionSpec::boolean("weight_cache", true, kInitScopes, "Cache packed weights"),
-    OptionSpec::string("cache_dir", "", kRuntimeScopes, "Directory for compiled kernels", 64),
-    OptionSpec::enumeration("perf_mode", "latency", kPerfModes, kAllScopes, "Performance mode"),
-    OptionSpec::floating("ratio", 0.5, 0.0, 1.0, kInitScopes, "Share of work on this backend"),
-    OptionSpec::enumeration("device_type", "cpu", kDeviceTypes, kInitScopes, "Device kind")
-        .init_only(),
-    OptionSpec::integer("platform", 0, 0, 8, OptionScope::Global | OptionScope::Load,
-                        "OpenCL platform index")
-        .init_only(),
-    OptionSpec::integer("batch_hint", 1, 1, 64, OptionScope::Execute, "Rows in this call"),
-};
-
 inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};
 inline constexpr OptionKey<bool> kWeightCache{"weight_cache"};
 inline constexpr OptionKey<std::string_view> kCacheDir{"cache_dir"};
@@ -57,6 +42,21 @@ inline constexpr OptionKey<double> kRatio{"ratio"};
 inline constexpr OptionKey<EnumValue> kDeviceType{"device_type"};
 inline constexpr OptionKey<int64_t> kPlatform{"platform"};
 inline constexpr OptionKey<int64_t> kBatchHint{"batch_hint"};
+
+/// One option of every type; scopes and init-only flags chosen to exercise every rule.
+inline constexpr OptionSpec kTestSchema[] = {
+    OptionSpec::integer(kNumThreads, 0, 0, 256, kAllScopes, "Worker threads; 0 = auto"),
+    OptionSpec::boolean(kWeightCache, true, kInitScopes, "Cache packed weights"),
+    OptionSpec::string(kCacheDir, "", kRuntimeScopes, "Directory for compiled kernels", 64),
+    OptionSpec::enumeration(kPerfMode, "latency", kPerfModes, kAllScopes, "Performance mode"),
+    OptionSpec::floating(kRatio, 0.5, 0.0, 1.0, kInitScopes, "Share of work on this backend"),
+    OptionSpec::enumeration(kDeviceType, "cpu", kDeviceTypes, kInitScopes, "Device kind")
+        .init_only(),
+    OptionSpec::integer(kPlatform, 0, 0, 8, OptionLevel::Global | OptionLevel::Load,
+                        "OpenCL platform index")
+        .init_only(),
+    OptionSpec::integer(kBatchHint, 1, 1, 64, OptionLevel::Execute, "Rows in this call"),
+};
 
 /// Registers a StubBackend (borrowed) under `name` for the lifetime of this object.
 class ScopedStub {

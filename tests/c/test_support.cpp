@@ -20,12 +20,17 @@ using namespace tessera;
 constexpr const char* kModes[] = {"fast", "exact"};
 constexpr const char* kDevices[] = {"cpu", "gpu"};
 constexpr OptionSpec kSchema[] = {
-    OptionSpec::integer("threads", 0, 0, 64, kRuntimeScopes, "Worker threads; 0 = auto"),
-    OptionSpec::enumeration("mode", "fast", kModes, kRuntimeScopes, "Arithmetic mode"),
-    OptionSpec::string("label", "", kRuntimeScopes, "A label", 8),
-    OptionSpec::floating("scale", 1.0, 0.0, 10.0, kRuntimeScopes, "A factor"),
-    OptionSpec::enumeration("device", "cpu", kDevices, kRuntimeScopes, "Device").init_only(),
-    OptionSpec::boolean("profile", false, OptionScope::Execute, "Profile this call"),
+    OptionSpec::integer(OptionKey<int64_t>{"threads"}, 0, 0, 64, kRuntimeScopes,
+                        "Worker threads; 0 = auto"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "fast", kModes, kRuntimeScopes,
+                            "Arithmetic mode"),
+    OptionSpec::string(OptionKey<std::string_view>{"label"}, "", kRuntimeScopes, "A label", 8),
+    OptionSpec::floating(OptionKey<double>{"scale"}, 1.0, 0.0, 10.0, kRuntimeScopes, "A factor"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"device"}, "cpu", kDevices, kRuntimeScopes,
+                            "Device")
+        .init_only(),
+    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionLevel::Execute,
+                        "Profile this call"),
 };
 
 struct Handle {

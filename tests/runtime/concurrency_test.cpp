@@ -22,8 +22,10 @@ namespace {
 int g_handle_target = 0;  // what the stubs' handles point at
 
 constexpr OptionSpec kSchema[] = {
-    OptionSpec::integer("a", 0, 0, 1 << 30, kInitScopes, "first half of an update"),
-    OptionSpec::integer("b", 0, 0, 1 << 30, kInitScopes, "second half of an update"),
+    OptionSpec::integer(OptionKey<int64_t>{"a"}, 0, 0, 1 << 30, kInitScopes,
+                        "first half of an update"),
+    OptionSpec::integer(OptionKey<int64_t>{"b"}, 0, 0, 1 << 30, kInitScopes,
+                        "second half of an update"),
 };
 constexpr OptionKey<int64_t> kA{"a"};
 constexpr OptionKey<int64_t> kB{"b"};

@@ -27,9 +27,11 @@ int g_handle_target = 0;  // what the stubs' handles point at
 
 constexpr const char* kModes[] = {"fast", "low_power"};
 constexpr OptionSpec kStubSchema[] = {
-    OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
-    OptionSpec::enumeration("mode", "fast", kModes, kInitScopes, "power mode"),
-    OptionSpec::boolean("profile", false, OptionScope::Execute, "per-call profile"),
+    OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "fast", kModes, kInitScopes,
+                            "power mode"),
+    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionLevel::Execute,
+                        "per-call profile"),
 };
 constexpr OptionKey<int64_t> kThreads{"num_threads"};
 constexpr OptionKey<bool> kProfile{"profile"};
@@ -114,7 +116,7 @@ TEST_F(DelegateTest, FourSetsOfArgumentsForTwoInstancesTimesTwoBackends) {
   const ResolvedOptions* opts = m2->delegate_info(1).options;
   ASSERT_NE(opts, nullptr);
   EXPECT_EQ(*opts->get(kThreads), 4);
-  EXPECT_EQ(opts->source(static_cast<size_t>(opts->find("num_threads"))), OptionSource::Load);
+  EXPECT_EQ(opts->source(static_cast<size_t>(opts->find("num_threads"))), OptionLevel::Load);
 }
 
 TEST_F(DelegateTest, TwoDelegatesOfOneBackendGetDifferentValues) {
@@ -134,7 +136,7 @@ TEST_F(DelegateTest, TwoDelegatesOfOneBackendGetDifferentValues) {
   EXPECT_EQ(inits_[1].id, "stub_a#1");
   EXPECT_EQ(inits_[1].threads, 7);
   const ResolvedOptions* o1 = m->delegate_info(1).options;
-  EXPECT_EQ(o1->source(static_cast<size_t>(o1->find("num_threads"))), OptionSource::Delegate);
+  EXPECT_EQ(o1->source(static_cast<size_t>(o1->find("num_threads"))), OptionLevel::Delegate);
 }
 
 TEST_F(DelegateTest, PrecedenceAsSeenByTheBackend) {
@@ -146,8 +148,8 @@ TEST_F(DelegateTest, PrecedenceAsSeenByTheBackend) {
     ASSERT_TRUE(m.ok()) << m.status().message();
     EXPECT_EQ(inits_.back().threads, 5);
     const ResolvedOptions* o = m->delegate_info(0).options;
-    EXPECT_EQ(o->source(static_cast<size_t>(o->find("mode"))), OptionSource::CompileSpec);
-    EXPECT_EQ(o->source(static_cast<size_t>(o->find("profile"))), OptionSource::Default);
+    EXPECT_EQ(o->source(static_cast<size_t>(o->find("mode"))), OptionLevel::CompileSpec);
+    EXPECT_EQ(o->source(static_cast<size_t>(o->find("profile"))), OptionLevel::Default);
   }
   // Global beats the compile spec.
   BackendOptions<2> global;
@@ -361,7 +363,9 @@ TEST_F(DelegateTest, ExecuteOptionsReachTheBackendPerCall) {
 TEST(DelegateLifecycle, InitOnlyOptionsLockAtTheFirstLoad) {
   static constexpr const char* kPlatforms[] = {"any", "pocl", "nvidia"};
   static constexpr OptionSpec kSchema[] = {
-      OptionSpec::enumeration("platform", "any", kPlatforms, OptionScope::Global, "platform").init_only(),
+      OptionSpec::enumeration(OptionKey<EnumValue>{"platform"}, "any", kPlatforms,
+                              OptionLevel::Global, "platform")
+          .init_only(),
   };
   testing::StubBackend stub(kSchema);
   ASSERT_TRUE(register_backend("stub_life", &stub).is_ok());

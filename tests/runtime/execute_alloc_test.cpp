@@ -49,7 +49,8 @@ long heap_calls_in(F&& fn) {
 }
 
 constexpr OptionSpec kSchema[] = {
-    OptionSpec::boolean("profile", false, OptionScope::Execute, "per-call profile"),
+    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionLevel::Execute,
+                        "per-call profile"),
 };
 constexpr OptionKey<bool> kProfile{"profile"};
 

@@ -39,7 +39,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr OptionSpec kFastSchema[] = {
-    OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
+    OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
 };
 constexpr OptionKey<int64_t> kThreads{"num_threads"};
 

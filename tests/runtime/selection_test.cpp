@@ -233,9 +233,11 @@ TEST_F(SelectionTest, BadSettingsAreClearErrors) {
 constexpr const char* kModes[] = {"slow", "fast"};
 constexpr const char* kPrecisions[] = {"full", "low"};
 constexpr OptionSpec kVariantSchema[] = {
-    OptionSpec::enumeration("mode", "slow", kModes, kInitScopes, "speed only"),
-    OptionSpec::enumeration("precision", "full", kPrecisions, kInitScopes, "lowers precision"),
-    OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"mode"}, "slow", kModes, kInitScopes,
+                            "speed only"),
+    OptionSpec::enumeration(OptionKey<EnumValue>{"precision"}, "full", kPrecisions, kInitScopes,
+                            "lowers precision"),
+    OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
 };
 constexpr OptionKey<EnumValue> kMode{"mode"};
 constexpr OptionKey<EnumValue> kPrecisionKey{"precision"};
@@ -296,7 +298,7 @@ class SelectionVariantTest : public ::testing::Test {
     EXPECT_TRUE(o.set_selection_candidates("sel_var").is_ok());
     return o;
   }
-  static std::string option_text(const DelegateInfo& info, const char* key, OptionSource* source) {
+  static std::string option_text(const DelegateInfo& info, const char* key, OptionLevel* source) {
     const int i = info.options->find(key);
     EXPECT_GE(i, 0);
     *source = info.options->source(static_cast<size_t>(i));
@@ -319,10 +321,10 @@ TEST_F(SelectionVariantTest, ASpeedOnlyValueIsMeasuredAndTheFasterOneApplied) {
   EXPECT_TRUE(info.selection.candidates[1].chosen);
   EXPECT_NE(std::string(info.selection.summary).find("sel_var [mode=fast]"), std::string::npos)
       << info.selection.summary;
-  OptionSource source;
+  OptionLevel source;
   EXPECT_EQ(option_text(info, "mode", &source), "fast");
-  EXPECT_EQ(source, OptionSource::Selection);
-  EXPECT_STREQ(option_source_name(source), "selection");
+  EXPECT_EQ(source, OptionLevel::Selection);
+  EXPECT_STREQ(option_level_name(source), "selection");
   EXPECT_NE(std::string(info.reason).find("mode=fast"), std::string::npos) << info.reason;
 
   float x[8] = {1, -2, 3, -4, 5, -6, 7, -8};
@@ -341,9 +343,9 @@ TEST_F(SelectionVariantTest, AValueTheApplicationSetIsNotVaried) {
   auto m = program->load_method("forward", nullptr, o);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->delegate_info(0).selection.num_candidates, 1u);
-  OptionSource source;
+  OptionLevel source;
   EXPECT_EQ(option_text(m->delegate_info(0), "mode", &source), "slow");
-  EXPECT_EQ(source, OptionSource::Load);
+  EXPECT_EQ(source, OptionLevel::Load);
 }
 
 TEST_F(SelectionVariantTest, LowerPrecisionNeedsPermissionAndPassesTheTolerance) {
@@ -361,7 +363,7 @@ TEST_F(SelectionVariantTest, LowerPrecisionNeedsPermissionAndPassesTheTolerance)
   EXPECT_FALSE(rejected.selection.candidates[1].accepted);
   EXPECT_NE(std::string(rejected.selection.candidates[1].reason).find("outputs differ"),
             std::string::npos);
-  OptionSource source;
+  OptionLevel source;
   EXPECT_EQ(option_text(rejected, "precision", &source), "full");
 
   o.selection_tolerance = 1e-2;
@@ -369,7 +371,7 @@ TEST_F(SelectionVariantTest, LowerPrecisionNeedsPermissionAndPassesTheTolerance)
   ASSERT_TRUE(allowed.ok()) << allowed.status().message();
   EXPECT_TRUE(allowed->delegate_info(0).selection.candidates[1].chosen);
   EXPECT_EQ(option_text(allowed->delegate_info(0), "precision", &source), "low");
-  EXPECT_EQ(source, OptionSource::Selection);
+  EXPECT_EQ(source, OptionLevel::Selection);
 }
 
 // Allowed and within the tolerance, but slower (bf16 on a CPU without native bf16 dot products):
@@ -392,9 +394,9 @@ TEST_F(SelectionVariantTest, LowerPrecisionThatMeasuresSlowerIsNotChosen) {
   EXPECT_GT(info.selection.candidates[1].median_ms, info.selection.candidates[0].median_ms);
   EXPECT_TRUE(info.selection.candidates[0].chosen);
   EXPECT_FALSE(info.selection.candidates[1].chosen);
-  OptionSource source;
+  OptionLevel source;
   EXPECT_EQ(option_text(info, "precision", &source), "full");
-  EXPECT_NE(source, OptionSource::Selection);
+  EXPECT_NE(source, OptionLevel::Selection);
 }
 
 TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
@@ -421,9 +423,9 @@ TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
   ASSERT_EQ(info.selection.num_candidates, 2u) << info.selection.summary;
   EXPECT_STREQ(info.selection.candidates[1].options, "num_threads=1");
   EXPECT_TRUE(info.selection.candidates[1].chosen) << info.selection.summary;
-  OptionSource source;
+  OptionLevel source;
   EXPECT_EQ(option_text(info, "num_threads", &source), "1");
-  EXPECT_EQ(source, OptionSource::Selection);
+  EXPECT_EQ(source, OptionLevel::Selection);
 }
 
 }  // namespace

@@ -29,12 +29,14 @@ namespace tessera {
 namespace {
 
 constexpr OptionSpec kCpuSchema[] = {
-    OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
-    OptionSpec::boolean("profile", false, OptionScope::Execute, "per-call profile"),
+    OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
+    OptionSpec::boolean(OptionKey<bool>{"profile"}, false, OptionLevel::Execute,
+                        "per-call profile"),
 };
 constexpr OptionSpec kDeviceSchema[] = {
-    OptionSpec::integer("device_index", 0, 0, 3, kRuntimeScopes, "device"),
-    OptionSpec::boolean("kernel_profiling", false, OptionScope::Execute, "per-call profile"),
+    OptionSpec::integer(OptionKey<int64_t>{"device_index"}, 0, 0, 3, kRuntimeScopes, "device"),
+    OptionSpec::boolean(OptionKey<bool>{"kernel_profiling"}, false, OptionLevel::Execute,
+                        "per-call profile"),
 };
 
 // A gate the background init waits at until the test opens it.

@@ -110,7 +110,7 @@ Status add_profile_switches(const Method& method, ExecuteOptions* execute) {
     if (!b.ok()) continue;
     for (const OptionSpec& s : (*b)->option_schema()) {
       const std::string_view key = s.key;
-      if (s.type != OptionType::Bool || !s.allows(OptionScope::Execute)) continue;
+      if (s.type != OptionType::Bool || !s.allows(OptionLevel::Execute)) continue;
       if (key != "profile" && key != "kernel_profiling") continue;
       bool set = false;
       for (const BackendOption& o : execute->get_options(name)) set = set || o.key() == key;

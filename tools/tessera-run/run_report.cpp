@@ -51,13 +51,13 @@ std::string spec_range(const OptionSpec& s) {
 // the delegate's backend, else the load-time one.
 struct PerCallOption {
   const BackendOption* option;
-  OptionSource source;
+  OptionLevel source;
 };
 
 PerCallOption per_call(const DelegateInfo& d, size_t k, const ExecuteOptions& execute) {
   PerCallOption p{&d.options->option(k), d.options->source(k)};
   for (const BackendOption& e : execute.get_options(d.backend)) {
-    if (e.key() == p.option->key()) p = {&e, OptionSource::Execute};
+    if (e.key() == p.option->key()) p = {&e, OptionLevel::Execute};
   }
   return p;
 }
@@ -134,16 +134,20 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
     TESSERA_RETURN_IF_ERROR(parse_options_file(options_file, validation, &parsed));
   }
   for (const std::string& s : global) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Global, validation, "--global-option", &parsed));
+    TESSERA_RETURN_IF_ERROR(
+        parse_option_assignment(s, OptionLevel::Global, validation, "--global-option", &parsed));
   }
   for (const std::string& s : load) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Load, validation, "--option", &parsed));
+    TESSERA_RETURN_IF_ERROR(
+        parse_option_assignment(s, OptionLevel::Load, validation, "--option", &parsed));
   }
   for (const std::string& s : delegate) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Delegate, validation, "--delegate-option", &parsed));
+    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionLevel::Delegate, validation,
+                                                    "--delegate-option", &parsed));
   }
   for (const std::string& s : execute) {
-    TESSERA_RETURN_IF_ERROR(parse_option_assignment(s, OptionScope::Execute, validation, "--execute-option", &parsed));
+    TESSERA_RETURN_IF_ERROR(
+        parse_option_assignment(s, OptionLevel::Execute, validation, "--execute-option", &parsed));
   }
   for (const std::string& d : dims) {
     size_t eq = d.find('=');
@@ -265,9 +269,8 @@ Json option_schemas_json() {
     Json options = Json::array();
     for (const OptionSpec& s : (*b)->option_schema()) {
       Json scopes = Json::array();
-      for (OptionScope scope : {OptionScope::CompileSpec, OptionScope::Global, OptionScope::Load,
-                                OptionScope::Delegate, OptionScope::Execute}) {
-        if (s.scopes.has(scope)) scopes.push_back(option_scope_name(scope));
+      for (OptionLevel scope : kScopeLevels) {
+        if (s.scopes.has(scope)) scopes.push_back(option_level_name(scope));
       }
       options.push_back({{"key", s.key},
                          {"type", option_type_name(s.type)},
@@ -366,7 +369,7 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
         Json o = {
             {"key", d.options->spec(k).key},
             {"value", value_string(*p.option)},
-            {"source", option_source_name(p.source)},
+            {"source", option_level_name(p.source)},
             {"origin", p.option->origin().empty() ? Json(nullptr) : Json(p.option->origin())}};
         if (d.derived != nullptr) {
           if (const DerivedValue* derived = d.derived->find(d.options->spec(k).key)) {

@@ -23,11 +23,11 @@
 namespace tessera::armnn_backend {
 namespace {
 
-constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
+constexpr Scopes kGlobalLoad = OptionLevel::Global | OptionLevel::Load;
 
 constexpr OptionSpec kSchema[] = {
     OptionSpec::string(
-        "backend_option", "", OptionScope::Global,
+        kBackendOption, "", OptionLevel::Global,
         "Typed pass-through to IRuntime::CreationOptions::m_BackendOptions: "
         "'<BackendId>.<Name>=<value>' entries separated by ';' (GpuAcc.TuningLevel=2), or one "
         "entry per key: backend_option.GpuAcc.TuningLevel = 2 (typed; merged into the list, "
@@ -39,38 +39,38 @@ constexpr OptionSpec kSchema[] = {
         .init_only()
         .with_entries(),
     OptionSpec::string(
-        "backends", "auto", kGlobalLoad,
+        kBackends, "auto", kGlobalLoad,
         "ArmNN backend ids in order of preference (GpuAcc,CpuAcc,CpuRef); ArmNN places each "
         "layer on the first that supports it. An id no ArmNN defines is an error naming the ones "
         "this machine has; an id ArmNN defines but has not loaded here is skipped, as ArmNN does, "
         "and the delegate reports the backends that ran. auto = GpuAcc,CpuAcc,CpuRef, those "
         "present (no GpuAcc under the power_saver policy)"),
-    OptionSpec::boolean("fast_math", false, kRuntimeScopes,
+    OptionSpec::boolean(kFastMath, false, kRuntimeScopes,
                         "ArmNN's FastMathEnabled model option (Winograd and other faster, less "
                         "exact kernels on CpuAcc/GpuAcc); ArmNN 20.08 has no model options, so "
                         "true is an init error there"),
-    OptionSpec::boolean("kernel_profiling", false, OptionScope::Global,
+    OptionSpec::boolean(kKernelProfiling, false, OptionLevel::Global,
                         "GpuAcc KernelProfilingEnabled: OpenCL kernel timings in ArmNN's profiler")
         .init_only(),
-    OptionSpec::integer("num_threads", 0, 0, 64, kRuntimeScopes,
+    OptionSpec::integer(kNumThreads, 0, 0, 64, kRuntimeScopes,
                         "CpuAcc worker threads (NumberOfThreads, ArmNN 21.05+), 0 = ArmNN's "
                         "default; a nonzero value is an init error with ArmNN 20.08, which "
                         "cannot take it"),
-    OptionSpec::boolean("profiling", false, kRuntimeScopes,
+    OptionSpec::boolean(kProfiling, false, kRuntimeScopes,
                         "Report each execute's EnqueueWorkload time as a profile event "
                         "(armnn:EnqueueWorkload); ArmNN's own profiler is left off (20.08 keeps "
                         "its events without bound)"),
-    OptionSpec::boolean("reduce_fp32_to_bf16", false, kRuntimeScopes,
+    OptionSpec::boolean(kReduceFp32ToBf16, false, kRuntimeScopes,
                         "OptimizerOptions::m_ReduceFp32ToBf16: run in bfloat16 where the backend "
                         "can; exclusive with reduce_fp32_to_fp16"),
-    OptionSpec::boolean("reduce_fp32_to_fp16", false, kRuntimeScopes,
+    OptionSpec::boolean(kReduceFp32ToFp16, false, kRuntimeScopes,
                         "OptimizerOptions::m_ReduceFp32ToFp16: run in float16 where the backend "
                         "can; exclusive with reduce_fp32_to_bf16"),
-    OptionSpec::string("tuning_file", "", OptionScope::Global,
+    OptionSpec::string(kTuningFile, "", OptionLevel::Global,
                        "GpuAcc TuningFile: the OpenCL tuning data read at start and, with "
                        "tuning_level > 0, written when the runtime is destroyed (\"\" = none)")
         .init_only(),
-    OptionSpec::integer("tuning_level", 0, 0, 3, OptionScope::Global,
+    OptionSpec::integer(kTuningLevel, 0, 0, 3, OptionLevel::Global,
                         "GpuAcc TuningLevel: 0 = use tuning_file only, 1 rapid, 2 normal, 3 "
                         "exhaustive tuning of OpenCL kernels")
         .init_only(),

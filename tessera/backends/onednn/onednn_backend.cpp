@@ -32,23 +32,23 @@ constexpr dnnl_cpu_isa_t kIsaValues[] = {dnnl_cpu_isa_all,
 constexpr const char* kPrecisionChoices[] = {"fp32", "bf16", "auto"};
 constexpr const char* kConvAlgorithmChoices[] = {"auto", "direct", "winograd"};
 constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
-constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
+constexpr Scopes kGlobalLoad = OptionLevel::Global | OptionLevel::Load;
 
 constexpr OptionSpec kSchema[] = {
     OptionSpec::string(
-        "cache_dir", "", kGlobalLoad,
+        kCacheDir, "", kGlobalLoad,
         "Directory of Winograd-transformed weights (created if missing; \"\" = no cache): the "
         "transform is most of a load with conv_algorithm=winograd. Entries are named by hash "
         "and checked (oneDNN version, ISA, weight layout, source weights, checksum) before use; "
         "a bad entry is recomputed with a warning"),
-    OptionSpec::enumeration("cache_mode", "readwrite", kCacheModes, kGlobalLoad,
+    OptionSpec::enumeration(kCacheMode, "readwrite", kCacheModes, kGlobalLoad,
                             "How cache_dir is used: off, read (never written), readwrite"),
-    OptionSpec::integer("cache_max_mb", 1024, 0, int64_t{1} << 20, kGlobalLoad,
+    OptionSpec::integer(kCacheMaxMb, 1024, 0, int64_t{1} << 20, kGlobalLoad,
                         "Size bound of cache_dir's weight entries in MiB (0 = none): after an "
                         "entry is written, the least recently used (written or read) are removed "
                         "until the entries fit"),
     OptionSpec::enumeration(
-        "conv_algorithm", "auto", kConvAlgorithmChoices, OptionScope::Load | OptionScope::Delegate,
+        kConvAlgorithm, "auto", kConvAlgorithmChoices, OptionLevel::Load | OptionLevel::Delegate,
         "How float32 3x3 convolutions with stride 1, no dilation and no groups are computed. "
         "auto = direct under the power_saver policy (no load-time weight transform), else "
         "Winograd (F(2x2,3x3): 2.25x fewer multiplications, 1.1-1.7x faster on ResNet-18's "
@@ -63,12 +63,12 @@ constexpr OptionSpec kSchema[] = {
         "Other convolutions and bf16 are always direct; the delegate summary counts the Winograd "
         "ones and profiling names their kernel (jit_fp32_wino...)"),
     OptionSpec::enumeration(
-        "max_cpu_isa", "all", kIsaChoices, OptionScope::Global,
+        kMaxCpuIsa, "all", kIsaChoices, OptionLevel::Global,
         "Highest ISA oneDNN may dispatch to (dnnl::set_max_cpu_isa), applied before the first "
         "primitive; reads back as the effective ISA once the backend initialised")
         .init_only(),
     OptionSpec::integer(
-        "num_threads", 0, 0, 256, kRuntimeScopes,
+        kNumThreads, 0, 0, 256, kRuntimeScopes,
         "OpenMP team size for this delegate's primitives, 0 = auto: derived from the load's "
         "policy (latency: the usable performance cores, fewer when other processes keep CPUs "
         "busy; power_saver: 1); set around init and each execute and restored, so "
@@ -76,14 +76,14 @@ constexpr OptionSpec kSchema[] = {
         "has delegates on another CPU thread pool (xnnpack): idle OpenMP workers busy-wait and "
         "would starve it"),
     OptionSpec::enumeration(
-        "precision", "fp32", kPrecisionChoices, OptionScope::Load | OptionScope::Delegate,
+        kPrecision, "fp32", kPrecisionChoices, OptionLevel::Load | OptionLevel::Delegate,
         "fp32; bf16 = bf16 weights and activations with fp32 accumulation (needs native bf16: "
         "avx512_bf16 or AMX, else an error); auto = bf16 where AMX makes it faster, else fp32 "
         "(without AMX, bf16 dot products run at half the fp32 FMA rate)"),
-    OptionSpec::integer("primitive_cache_capacity", 1024, 0, 65536, OptionScope::Global,
+    OptionSpec::integer(kPrimitiveCacheCapacity, 1024, 0, 65536, OptionLevel::Global,
                         "oneDNN primitive cache capacity in primitives "
                         "(dnnl::set_primitive_cache_capacity); 0 disables the cache"),
-    OptionSpec::boolean("profile", false, OptionScope::Execute,
+    OptionSpec::boolean(kProfile, false, OptionLevel::Execute,
                         "Report this call's per-primitive times (reorders included) through the "
                         "execution context"),
 };

@@ -16,43 +16,43 @@ namespace {
 constexpr const char* kDeviceTypes[] = {"any", "gpu", "cpu", "accelerator"};
 constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
 constexpr const char* kTuningLevels[] = {"auto", "none", "rapid", "normal", "exhaustive"};
-constexpr Scopes kGlobalLoad = OptionScope::Global | OptionScope::Load;
+constexpr Scopes kGlobalLoad = OptionLevel::Global | OptionLevel::Load;
 
 constexpr OptionSpec kSchema[] = {
-    OptionSpec::string("platform", "", OptionScope::Global,
+    OptionSpec::string(kPlatform, "", OptionLevel::Global,
                        "Use the first OpenCL platform whose name contains this text (\"\" = every "
                        "platform), e.g. \"Portable Computing Language\"")
         .init_only(),
-    OptionSpec::enumeration("device_type", "any", kDeviceTypes, OptionScope::Global,
+    OptionSpec::enumeration(kDeviceType, "any", kDeviceTypes, OptionLevel::Global,
                             "Kind of device to use; the devices of that kind on the selected "
                             "platforms are numbered in platform order for device_index")
         .init_only(),
-    OptionSpec::integer("device_index", 0, 0, 63, kRuntimeScopes,
+    OptionSpec::integer(kDeviceIndex, 0, 0, 63, kRuntimeScopes,
                         "Which of the selected devices runs the delegate; a load or one "
                         "delegate may pick another device than the global value"),
-    OptionSpec::string("build_options", "", kInitScopes,
+    OptionSpec::string(kBuildOptions, "", kInitScopes,
                        "Options passed to clBuildProgram, e.g. -cl-fast-relaxed-math"),
-    OptionSpec::string("cache_dir", "", kGlobalLoad,
+    OptionSpec::string(kCacheDir, "", kGlobalLoad,
                        "Directory of compiled program binaries (created if missing; \"\" = no "
                        "cache). Entries are named by hash and checked (device, driver, source, "
                        "checksum) before use; a bad entry is recompiled with a warning"),
-    OptionSpec::enumeration("cache_mode", "readwrite", kCacheModes, kGlobalLoad,
+    OptionSpec::enumeration(kCacheMode, "readwrite", kCacheModes, kGlobalLoad,
                             "How cache_dir is used: off, read (never written), readwrite"),
-    OptionSpec::integer("cache_max_mb", 256, 0, int64_t{1} << 20, kGlobalLoad,
+    OptionSpec::integer(kCacheMaxMb, 256, 0, int64_t{1} << 20, kGlobalLoad,
                         "Size bound of cache_dir's program binaries in MiB (0 = none): after an "
                         "entry is written, the least recently used (written or read) are removed "
                         "until the entries fit"),
-    OptionSpec::enumeration("tuning_level", "auto", kTuningLevels, kRuntimeScopes,
+    OptionSpec::enumeration(kTuningLevel, "auto", kTuningLevels, kRuntimeScopes,
                             "Local work sizes to try per kernel at init: none (driver's "
                             "choice), rapid (4), normal (8), exhaustive (every power of two); "
                             "auto: derived from the load's policy and tuning_file"),
-    OptionSpec::string("tuning_file", "", kGlobalLoad,
+    OptionSpec::string(kTuningFile, "", kGlobalLoad,
                        "File of tuned local work sizes, read at init and rewritten after a "
                        "search (\"\" = in memory only); a kernel found there is not re-tuned"),
-    OptionSpec::boolean("specialize_shapes", false, kInitScopes,
+    OptionSpec::boolean(kSpecializeShapes, false, kInitScopes,
                         "Bake the concrete shapes (symbolic dims resolved at load) into the "
                         "kernels as compile-time constants instead of kernel arguments"),
-    OptionSpec::boolean("kernel_profiling", false, kGlobalLoad | OptionScope::Execute,
+    OptionSpec::boolean(kKernelProfiling, false, kGlobalLoad | OptionLevel::Execute,
                         "Report each kernel's time from OpenCL profiling events through the "
                         "execution context"),
 };

@@ -18,7 +18,7 @@ namespace tessera {
 namespace {
 
 constexpr OptionSpec kSchema[] = {
-    OptionSpec::boolean("profile", false, OptionScope::Execute,
+    OptionSpec::boolean(kPortableProfile, false, OptionLevel::Execute,
                         "Time every node of the delegate for this call and report the timings"),
 };
 

@@ -24,27 +24,27 @@ namespace {
 
 constexpr OptionSpec kSchema[] = {
     OptionSpec::integer(
-        "num_threads", 0, 0, 256, kInitScopes,
+        kNumThreads, 0, 0, 256, kInitScopes,
         "Worker threads, 0 = auto: derived from the load's policy (latency: the usable "
         "performance cores, fewer when other processes keep CPUs busy; power_saver: 1). "
         "Global: sizes one pool shared by delegates that do not override it (changes apply to "
         "later loads); load, delegate or compile spec: the delegate gets its own pool"),
     OptionSpec::boolean(
-        "yield_workers", false, kInitScopes,
+        kYieldWorkers, false, kInitScopes,
         "XNN_FLAG_YIELD_WORKERS: pool workers yield to the OS after each run instead of "
         "spinning (saves power, slower wake-up). Left unset, derived from the load's policy: "
         "false under latency, true under balanced, power_saver or busy CPUs"),
     OptionSpec::boolean(
-        "sparse_inference", false, kInitScopes,
+        kSparseInference, false, kInitScopes,
         "XNN_FLAG_HINT_SPARSE_INFERENCE: lets XNNPACK run NCHW sparse kernels where 1x1 "
         "convolution weights are mostly zeros; no effect on dense models"),
     OptionSpec::boolean(
-        "fp16_inference", false, kInitScopes,
+        kFp16Inference, false, kInitScopes,
         "XNN_FLAG_HINT_FP16_INFERENCE: lets XNNPACK compute in IEEE fp16; this XNNPACK "
         "(2022-02) honours it only on CPUs with native fp16 arithmetic (Armv8.2), so x86 "
         "ignores it"),
     OptionSpec::boolean(
-        "profile", false, OptionScope::Execute,
+        kProfile, false, OptionLevel::Execute,
         "Report this call's per-operator timings through the execution context (events "
         "\"<op>:<node>\", plus input and output staging): this XNNPACK has no profiling API, so "
         "the call runs a twin of the delegate with one runtime per node, built on the first "
@@ -122,8 +122,8 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
   // Threads: the shared pool unless the delegate's value was chosen for it specifically.
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
   const int index = context.options().find(kNumThreads.view());
-  const OptionSource source =
-      index >= 0 ? context.options().source(static_cast<size_t>(index)) : OptionSource::Default;
+  const OptionLevel source =
+      index >= 0 ? context.options().source(static_cast<size_t>(index)) : OptionLevel::Default;
   const PolicyDecision& policy = context.policy();
   const size_t workers = threads > 0 ? static_cast<size_t>(threads) : policy.threads;
   if (threads == 0) {
@@ -131,7 +131,7 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
                            policy.threads_reason);
   }
   BuildOptions build;
-  if (source == OptionSource::Default || source == OptionSource::Global) {
+  if (source == OptionLevel::Default || source == OptionLevel::Global) {
     TESSERA_ASSIGN_OR_RETURN(build.pool, pools_.shared(workers));
   } else {
     TESSERA_ASSIGN_OR_RETURN(build.pool, ThreadPools::create(workers));

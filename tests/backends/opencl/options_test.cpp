@@ -31,10 +31,10 @@ TEST(OpenClOptions, SchemaDeclaresEveryOption) {
   EXPECT_TRUE(schema[static_cast<size_t>(find_option_spec(schema, "platform"))].is_init_only);
   EXPECT_TRUE(schema[static_cast<size_t>(find_option_spec(schema, "device_type"))].is_init_only);
   EXPECT_FALSE(schema[static_cast<size_t>(find_option_spec(schema, "device_index"))].is_init_only);
-  EXPECT_TRUE(schema[static_cast<size_t>(find_option_spec(schema, "kernel_profiling"))]
-                  .allows(OptionScope::Execute));
-  EXPECT_FALSE(schema[static_cast<size_t>(find_option_spec(schema, "platform"))]
-                   .allows(OptionScope::Load));
+  EXPECT_TRUE(schema[static_cast<size_t>(find_option_spec(schema, "kernel_profiling"))].allows(
+      OptionLevel::Execute));
+  EXPECT_FALSE(
+      schema[static_cast<size_t>(find_option_spec(schema, "platform"))].allows(OptionLevel::Load));
 }
 
 TEST(OpenClOptions, DeviceIndexOutOfRangeIsClear) {
