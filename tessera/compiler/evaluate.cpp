@@ -65,10 +65,14 @@ bool moves_elements(OpType op, size_t k) {
     case OpType::Transpose:
     case OpType::Slice:
     case OpType::Split:
-    case OpType::Gather: return k == 0;
-    case OpType::Concat: return true;
-    case OpType::Where: return k == 1 || k == 2;
-    default: return false;
+    case OpType::Gather:
+      return k == 0;
+    case OpType::Concat:
+      return true;
+    case OpType::Where:
+      return k == 1 || k == 2;
+    default:
+      return false;
   }
 }
 
@@ -140,9 +144,15 @@ bool elementwise_symbolic(OpType op, const std::vector<const HostTensor*>& in, H
       continue;
     }
     switch (op) {
-      case OpType::Add: out->sym.push_back(x + y); break;
-      case OpType::Sub: out->sym.push_back(x - y); break;
-      case OpType::Mul: out->sym.push_back(x * y); break;
+      case OpType::Add:
+        out->sym.push_back(x + y);
+        break;
+      case OpType::Sub:
+        out->sym.push_back(x - y);
+        break;
+      case OpType::Mul:
+        out->sym.push_back(x * y);
+        break;
       case OpType::Div:
         if (y.is_const() && y.const_value() == 0) return false;
         out->sym.push_back(SymExpr::floor_div(x, y));  // shape quantities are non-negative
@@ -176,14 +186,16 @@ Result<bool> evaluate_symbolic(const ir::Node& node, const std::vector<const Hos
     case OpType::Equal:
     case OpType::Less:
     case OpType::Greater:
-    case OpType::Neg: return elementwise_symbolic(node.op, in, &(*out)[0]);
+    case OpType::Neg:
+      return elementwise_symbolic(node.op, in, &(*out)[0]);
     case OpType::Cast: {
       const ScalarType to = (*out)[0].dtype;
       if (to != ScalarType::Int64 && to != ScalarType::Int32) return false;
       (*out)[0].sym = in[0]->sym;  // shape quantities fit either type
       return true;
     }
-    default: return move_symbolic(node, in, out);
+    default:
+      return move_symbolic(node, in, out);
   }
 }
 

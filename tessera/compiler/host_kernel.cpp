@@ -39,7 +39,8 @@ Status run_host_kernel(const ir::Node& node, const std::vector<const HostTensor*
   const Span<const Tensor* const> ins(in_ptrs.data(), in_ptrs.size());
   const Span<Tensor* const> outs(out_ptrs.data(), out_ptrs.size());
   HeapMemoryAllocator allocator;
-  portable::KernelNode kernel_node{fb_node, ins, Span<const Tensor* const>(outs.data(), outs.size())};
+  portable::KernelNode kernel_node{fb_node, ins,
+                                   Span<const Tensor* const>(outs.data(), outs.size())};
   TESSERA_ASSIGN_OR_RETURN(portable::PreparedKernel kernel,
                            portable::prepare_kernel(kernel_node, allocator));
   TESSERA_RETURN_IF_ERROR(portable::run_kernel(kernel, ins, outs));

@@ -66,7 +66,8 @@ std::vector<uint8_t> HostTensor::to_bytes() const {
   return out;
 }
 
-HostTensor HostTensor::from_bytes(ScalarType dtype, std::vector<int64_t> dims, const uint8_t* data) {
+HostTensor HostTensor::from_bytes(ScalarType dtype, std::vector<int64_t> dims,
+                                  const uint8_t* data) {
   HostTensor t;
   t.dtype = dtype;
   t.dims = std::move(dims);
@@ -79,14 +80,18 @@ HostTensor HostTensor::from_bytes(ScalarType dtype, std::vector<int64_t> dims, c
   }
   for (size_t k = 0; k < n; ++k) {
     switch (dtype) {
-      case ScalarType::Float32: get(k, &t.f[k], 4); break;
+      case ScalarType::Float32:
+        get(k, &t.f[k], 4);
+        break;
       case ScalarType::Float16: {
         uint16_t h;
         get(k, &h, 2);
         t.f[k] = half_to_float(h);
         break;
       }
-      case ScalarType::Int64: get(k, &t.i[k], 8); break;
+      case ScalarType::Int64:
+        get(k, &t.i[k], 8);
+        break;
       case ScalarType::Int32: {
         int32_t v;
         get(k, &v, 4);

@@ -281,7 +281,8 @@ TEST(ConstantFolding, IntegerShapeArithmeticIsExact) {
   ASSERT_OK(done);
   ASSERT_TRUE(*done);
   EXPECT_EQ(out[0].i, (std::vector<int64_t>{3 * big, -14}));
-  const ir::Node div = const_node(g, fb::OpType::Div, {HostTensor::ints({-7, 7}), HostTensor::ints({2, 2})});
+  const ir::Node div =
+      const_node(g, fb::OpType::Div, {HostTensor::ints({-7, 7}), HostTensor::ints({2, 2})});
   ASSERT_TRUE(*evaluate_node(g, div, &out));
   EXPECT_EQ(out[0].i, (std::vector<int64_t>{-3, 3}));  // the kernel's truncation
 }
@@ -296,7 +297,8 @@ TEST(ConstantFolding, SymbolicShapeValuesMoveThroughTheKernels) {
   ir::Node gather;
   gather.op = fb::OpType::Gather;
   gather.name = "g";
-  gather.inputs = {g.add_const("shape", shape), g.add_const("idx", std::make_shared<HostTensor>(HostTensor::ints({-3, 2})))};
+  gather.inputs = {g.add_const("shape", shape),
+                   g.add_const("idx", std::make_shared<HostTensor>(HostTensor::ints({-3, 2})))};
   gather.outputs = {g.add_value("out", ScalarType::Float32, {})};
   ASSERT_TRUE(infer_shapes(g, gather).is_ok());
   std::vector<HostTensor> out;
@@ -329,10 +331,12 @@ TEST(ConstantFolding, DataDependentKernelErrorsAreTheModels) {
   EXPECT_NE(std::string(done.status().message()).find("Gather node 'n0': index 3 is out of range"),
             std::string::npos)
       << done.status().message();
-  const ir::Node div = const_node(g, fb::OpType::Div, {HostTensor::ints({1}), HostTensor::ints({0})});
+  const ir::Node div =
+      const_node(g, fb::OpType::Div, {HostTensor::ints({1}), HostTensor::ints({0})});
   done = evaluate_node(g, div, &out);
   ASSERT_FALSE(done.ok());
-  EXPECT_NE(std::string(done.status().message()).find("integer division by zero"), std::string::npos);
+  EXPECT_NE(std::string(done.status().message()).find("integer division by zero"),
+            std::string::npos);
 }
 
 TEST(ConstantFolding, ANodeTheKernelRejectsIsLeftForRunTime) {

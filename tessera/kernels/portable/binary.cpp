@@ -204,13 +204,20 @@ bool int_row(const void* av, int64_t sa, const void* bv, int64_t sb, void* outv,
 template <typename T>
 IntRowFn int_fn(Op op) {
   switch (op) {
-    case Op::Add: return int_row<AddI, T>;
-    case Op::Sub: return int_row<SubI, T>;
-    case Op::Mul: return int_row<MulI, T>;
-    case Op::Div: return int_row<DivI, T>;
-    case Op::Pow: return int_row<PowI, T>;
-    case Op::Min: return int_row<MinI, T>;
-    default: return int_row<MaxI, T>;
+    case Op::Add:
+      return int_row<AddI, T>;
+    case Op::Sub:
+      return int_row<SubI, T>;
+    case Op::Mul:
+      return int_row<MulI, T>;
+    case Op::Div:
+      return int_row<DivI, T>;
+    case Op::Pow:
+      return int_row<PowI, T>;
+    case Op::Min:
+      return int_row<MinI, T>;
+    default:
+      return int_row<MaxI, T>;
   }
 }
 
@@ -373,9 +380,11 @@ CompareRowFn compare_fn(ScalarType t) {
   switch (t) {
     case ScalarType::Int64: return compare_row<F, int64_t>;
     case ScalarType::Int32: return compare_row<F, int32_t>;
-    case ScalarType::Int8: return compare_row<F, int8_t>;
+    case ScalarType::Int8:
+      return compare_row<F, int8_t>;
     case ScalarType::UInt8:
-    case ScalarType::Bool: return compare_row<F, uint8_t>;
+    case ScalarType::Bool:
+      return compare_row<F, uint8_t>;
     default: return compare_row<F, float>;
   }
 }
@@ -404,9 +413,9 @@ Status run_compare(const void* state, Span<const Tensor* const> in, Span<Tensor*
 Result<PreparedKernel> prepare_compare(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(2, 2));
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
-  TESSERA_RETURN_IF_ERROR(ctx.expect_input_dtype(
-      0, {ScalarType::Float32, ScalarType::Int64, ScalarType::Int32, ScalarType::Int8,
-          ScalarType::UInt8, ScalarType::Bool}));
+  TESSERA_RETURN_IF_ERROR(
+      ctx.expect_input_dtype(0, {ScalarType::Float32, ScalarType::Int64, ScalarType::Int32,
+                                 ScalarType::Int8, ScalarType::UInt8, ScalarType::Bool}));
   const ScalarType t = ctx.input(0)->dtype();
   TESSERA_RETURN_IF_ERROR(ctx.expect_same_dtype(1, t));
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, ScalarType::Bool));

@@ -154,10 +154,14 @@ void int_relu(const void* xv, void* yv, int64_t n) {
 template <typename T>
 IntUnaryFn int_unary_fn(Op op) {
   switch (op) {
-    case Op::Neg: return int_neg<T>;
-    case Op::Abs: return int_abs<T>;
-    case Op::Relu: return int_relu<T>;
-    default: return nullptr;
+    case Op::Neg:
+      return int_neg<T>;
+    case Op::Abs:
+      return int_abs<T>;
+    case Op::Relu:
+      return int_relu<T>;
+    default:
+      return nullptr;
   }
 }
 
@@ -177,8 +181,7 @@ Result<PreparedKernel> prepare_int_unary(OpContext& ctx, ScalarType t) {
   const IntUnaryFn fn =
       t == ScalarType::Int64 ? int_unary_fn<int64_t>(ctx.op()) : int_unary_fn<int32_t>(ctx.op());
   if (fn == nullptr) {
-    return ctx.error(Error::NotSupported, "dtype %s of input 0 is not supported",
-                     dtype_name(t));
+    return ctx.error(Error::NotSupported, "dtype %s of input 0 is not supported", dtype_name(t));
   }
   TESSERA_ASSIGN_OR_RETURN(IntUnaryState * s, ctx.make_state<IntUnaryState>());
   *s = IntUnaryState{fn, ctx.input(0)->numel()};

@@ -131,8 +131,8 @@ Result<Span<const uint8_t>> constant_bytes(void* context, uint32_t index) {
   for (size_t v = 0; v < c->graph.values.size(); ++v) {
     const ir::Value& value = c->graph.values[v];
     if (value.constant == static_cast<int>(index)) {
-      nbytes = static_cast<size_t>(numel(c->dims_of(static_cast<int>(v)))) *
-               element_size(value.dtype);
+      nbytes =
+          static_cast<size_t>(numel(c->dims_of(static_cast<int>(v)))) * element_size(value.dtype);
     }
   }
   return Span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.data()), nbytes);
@@ -352,8 +352,7 @@ Result<std::vector<Floats>> run_portable(const GraphCase& c, const std::vector<F
       std::memcpy(&gv, g + i * esize, esize);
       std::memcpy(&wv, w + i * esize, esize);
       return ::testing::AssertionFailure() << "output " << o << " (" << scalar_type_name(t)
-                                           << "): element " << i << " is " << gv << ", want "
-                                           << wv;
+                                           << "): element " << i << " is " << gv << ", want " << wv;
     }
   }
   return close(got_float, want_float, relative);

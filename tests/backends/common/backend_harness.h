@@ -36,7 +36,8 @@ class GraphCase {
   /// A float32 constant; random in [-1, 1] when `data` is empty.
   int constant(std::vector<int64_t> dims, Floats data = {});
   /// A constant of integer or bool `dtype` holding `values` (wrapped to the dtype).
-  int constant_ints(std::vector<int64_t> dims, ScalarType dtype, const std::vector<int64_t>& values);
+  int constant_ints(std::vector<int64_t> dims, ScalarType dtype,
+                    const std::vector<int64_t>& values);
   int tensor(std::vector<ir::Dim> dims, ScalarType dtype = ScalarType::Float32);
   void output(int value) { graph.outputs.push_back(value); }
   /// Adds a node; returns it for attributes.

@@ -111,8 +111,8 @@ TEST_P(Cast, FromFloat32) {
 }
 
 TEST_P(Cast, ToFloat32AndBetweenIntegers) {
-  for (ScalarType from : {ScalarType::Int64, ScalarType::Int32, ScalarType::Int8,
-                          ScalarType::UInt8, ScalarType::Bool}) {
+  for (ScalarType from : {ScalarType::Int64, ScalarType::Int32, ScalarType::Int8, ScalarType::UInt8,
+                          ScalarType::Bool}) {
     SCOPED_TRACE(scalar_type_name(from));
     EXPECT_CONFORMS(cast_case({4, 6}, from, ScalarType::Float32));
   }
