@@ -10,6 +10,7 @@
 #include "tessera/compiler/passes/dead_node_removal.h"
 #include "tessera/compiler/passes/pipeline.h"
 #include "tessera/compiler/shape_inference.h"
+#include "tessera/ir/op_attrs.h"
 #include "tests/compiler/test_util.h"
 
 namespace tessera::compiler {
@@ -142,7 +143,9 @@ TEST(BatchNormFoldingGemm, GemmPlusBatchNormEqualsFoldedGemm) {
   const ir::Node& gemm = g->nodes[0];
   const auto& fw = data_of(*g, gemm.inputs[1]).f;
   const auto& fc = data_of(*g, gemm.inputs[2]).f;
-  const float alpha = attr_float(gemm, "alpha", 1), beta = attr_float(gemm, "beta", 1);
+  const Result<ir::GemmAttrs> attrs = ir::GemmAttrs::read(gemm);
+  ASSERT_OK(attrs);
+  const float alpha = attrs->alpha, beta = attrs->beta;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       double dot = 0, fdot = 0;
