@@ -1172,6 +1172,7 @@ Status Builder::lower(int index) {
     case fb::OpType::Neg:
     case fb::OpType::Gelu:
     case fb::OpType::Mish:
+    case fb::OpType::Elu:
       return lower_eltwise(n, index);
     case fb::OpType::Pow:
     case fb::OpType::Erf:

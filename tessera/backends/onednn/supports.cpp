@@ -629,6 +629,13 @@ bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
     case fb::OpType::Sqrt: s.algorithm = dnnl_eltwise_sqrt; break;
     case fb::OpType::Exp: s.algorithm = dnnl_eltwise_exp; break;
     case fb::OpType::Abs: s.algorithm = dnnl_eltwise_abs; break;
+    case fb::OpType::Elu: {
+      s.algorithm = dnnl_eltwise_elu;
+      ir::EluAttrs attrs;
+      if (!n.attrs(&attrs)) return false;
+      s.alpha = attrs.alpha;
+      break;
+    }
     case fb::OpType::Neg:
       s.algorithm = dnnl_eltwise_linear;
       s.alpha = -1.0f;
@@ -810,6 +817,7 @@ Status check_node(const NodeView& n) {
     case fb::OpType::Exp:
     case fb::OpType::Abs:
     case fb::OpType::Neg:
+    case fb::OpType::Elu:
     case fb::OpType::Gelu: {
       if (n.num_inputs() != 1) return c.fail("expects one input");
       if (dx != dy) return c.fail("output shape differs from the input's");

@@ -119,8 +119,8 @@ bool onednn_supports(const fb::Graph& graph, const fb::Node& node, std::string* 
 /// derived from the output size (this covers ceil_mode).
 Window read_window(const NodeView& node);
 
-/// The elementwise primitive an activation-like op maps to (for Relu, LeakyRelu, Clip, Sigmoid,
-/// Tanh, HardSwish, Gelu, Sqrt, Exp, Abs, Neg). False for other ops.
+/// The elementwise primitive an activation-like op maps to (the ops are those of eltwise_of's
+/// switch in supports.cpp). False for other ops.
 struct EltwiseSpec {
   int algorithm;  // a dnnl_alg_kind_t
   float alpha = 0.0f;
