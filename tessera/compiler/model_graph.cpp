@@ -66,6 +66,56 @@ std::vector<uint8_t> HostTensor::to_bytes() const {
   return out;
 }
 
+HostTensor HostTensor::from_bytes(ScalarType dtype, std::vector<int64_t> dims,
+                                  const uint8_t* data) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.dims = std::move(dims);
+  const size_t n = static_cast<size_t>(t.numel());
+  auto get = [&](size_t k, void* p, size_t size) { std::memcpy(p, data + k * size, size); };
+  if (t.is_float()) {
+    t.f.resize(n);
+  } else {
+    t.i.resize(n);
+  }
+  for (size_t k = 0; k < n; ++k) {
+    switch (dtype) {
+      case ScalarType::Float32:
+        get(k, &t.f[k], 4);
+        break;
+      case ScalarType::Float16: {
+        uint16_t h;
+        get(k, &h, 2);
+        t.f[k] = half_to_float(h);
+        break;
+      }
+      case ScalarType::Int64:
+        get(k, &t.i[k], 8);
+        break;
+      case ScalarType::Int32: {
+        int32_t v;
+        get(k, &v, 4);
+        t.i[k] = v;
+        break;
+      }
+      case ScalarType::Int8: {
+        int8_t v;
+        get(k, &v, 1);
+        t.i[k] = v;
+        break;
+      }
+      case ScalarType::UInt8:
+      case ScalarType::Bool: {
+        uint8_t v;
+        get(k, &v, 1);
+        t.i[k] = v;
+        break;
+      }
+    }
+  }
+  return t;
+}
+
 HostTensor HostTensor::scalar_float(float v) {
   HostTensor t;
   t.dtype = ScalarType::Float32;

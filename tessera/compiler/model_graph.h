@@ -38,6 +38,9 @@ struct HostTensor {
   double as_double(size_t k) const { return is_float() ? f[k] : static_cast<double>(i[k]); }
   /// Little-endian bytes in `dtype`, as stored in the program's constant segment.
   std::vector<uint8_t> to_bytes() const;
+  /// The tensor of `dtype` and `dims` whose elements are the little-endian bytes at `data`
+  /// (numel * element_size bytes, read only), the inverse of to_bytes().
+  static HostTensor from_bytes(ScalarType dtype, std::vector<int64_t> dims, const uint8_t* data);
   /// A scalar float / int64 tensor.
   static HostTensor scalar_float(float v);
   static HostTensor ints(std::vector<int64_t> values);

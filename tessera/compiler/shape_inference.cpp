@@ -42,19 +42,9 @@ int64_t attr_int(const ir::Node& node, const char* name, int64_t fallback) {
   return a && a->type == fb::AttrType::Int ? a->i : fallback;
 }
 
-float attr_float(const ir::Node& node, const char* name, float fallback) {
-  const ir::Attr* a = node.find_attr(name);
-  return a && a->type == fb::AttrType::Float ? a->f : fallback;
-}
-
 std::vector<int64_t> attr_ints(const ir::Node& node, const char* name) {
   const ir::Attr* a = node.find_attr(name);
   return a && a->type == fb::AttrType::Ints ? a->ints : std::vector<int64_t>{};
-}
-
-std::string attr_string(const ir::Node& node, const char* name, const char* fallback) {
-  const ir::Attr* a = node.find_attr(name);
-  return a && a->type == fb::AttrType::String ? a->s : std::string(fallback);
 }
 
 Result<std::vector<SymExpr>> broadcast_shapes(const ModelGraph& graph, const std::vector<SymExpr>& a,

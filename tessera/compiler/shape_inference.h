@@ -23,9 +23,7 @@ Result<std::vector<SymExpr>> broadcast_shapes(const ModelGraph& graph, const std
 
 /// Integer attribute helpers (absent: the fallback / an empty list).
 int64_t attr_int(const ir::Node& node, const char* name, int64_t fallback);
-float attr_float(const ir::Node& node, const char* name, float fallback);
 std::vector<int64_t> attr_ints(const ir::Node& node, const char* name);
-std::string attr_string(const ir::Node& node, const char* name, const char* fallback);
 
 /// Output size of a convolution/pooling window along one axis.
 SymExpr window_output_dim(const SymExpr& in, int64_t kernel, int64_t stride, int64_t dilation,

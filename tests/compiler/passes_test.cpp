@@ -3,12 +3,14 @@
 #include <cmath>
 #include <random>
 
+#include "tessera/compiler/evaluate.h"
 #include "tessera/compiler/passes/activation_fusion.h"
 #include "tessera/compiler/passes/batchnorm_folding.h"
 #include "tessera/compiler/passes/constant_folding.h"
 #include "tessera/compiler/passes/dead_node_removal.h"
 #include "tessera/compiler/passes/pipeline.h"
 #include "tessera/compiler/shape_inference.h"
+#include "tessera/ir/op_attrs.h"
 #include "tests/compiler/test_util.h"
 
 namespace tessera::compiler {
@@ -141,7 +143,9 @@ TEST(BatchNormFoldingGemm, GemmPlusBatchNormEqualsFoldedGemm) {
   const ir::Node& gemm = g->nodes[0];
   const auto& fw = data_of(*g, gemm.inputs[1]).f;
   const auto& fc = data_of(*g, gemm.inputs[2]).f;
-  const float alpha = attr_float(gemm, "alpha", 1), beta = attr_float(gemm, "beta", 1);
+  const Result<ir::GemmAttrs> attrs = ir::GemmAttrs::read(gemm);
+  ASSERT_OK(attrs);
+  const float alpha = attrs->alpha, beta = attrs->beta;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       double dot = 0, fdot = 0;
@@ -252,6 +256,104 @@ TEST(ConstantFolding, NodesWithConstantInputsFold) {
   EXPECT_EQ(folded.value(), 1);
   EXPECT_EQ(op_names(g.nodes), (std::vector<std::string>{"Add"}));
   EXPECT_EQ(g.values[tr.outputs[0]].data->f, (std::vector<float>{1, 3, 2, 4}));
+}
+
+// A node over constants `inputs`, its outputs inferred; returns the node.
+ir::Node const_node(ModelGraph& g, fb::OpType op, std::vector<HostTensor> inputs,
+                    std::vector<ir::Attr> attrs = {}) {
+  ir::Node n;
+  n.op = op;
+  n.name = "n" + std::to_string(g.nodes.size());
+  for (HostTensor& t : inputs) {
+    n.inputs.push_back(g.add_const(n.name + ":in", std::make_shared<HostTensor>(std::move(t))));
+  }
+  n.attrs = std::move(attrs);
+  n.outputs = {g.add_value(n.name + ":out", ScalarType::Float32, {})};
+  EXPECT_TRUE(infer_shapes(g, n).is_ok());
+  return n;
+}
+
+TEST(ConstantFolding, IntegerShapeArithmeticIsExact) {
+  ModelGraph g;
+  const int64_t big = (int64_t{1} << 53) + 1;  // not a float, nor a double
+  HostTensor a = HostTensor::ints({big, 7});
+  HostTensor b = HostTensor::ints({3, -2});
+  const ir::Node mul = const_node(g, fb::OpType::Mul, {a, b});
+  std::vector<HostTensor> out;
+  auto done = evaluate_node(g, mul, &out);
+  ASSERT_OK(done);
+  ASSERT_TRUE(*done);
+  EXPECT_EQ(out[0].i, (std::vector<int64_t>{3 * big, -14}));
+  const ir::Node div =
+      const_node(g, fb::OpType::Div, {HostTensor::ints({-7, 7}), HostTensor::ints({2, 2})});
+  ASSERT_TRUE(*evaluate_node(g, div, &out));
+  EXPECT_EQ(out[0].i, (std::vector<int64_t>{-3, 3}));  // the kernel's truncation
+}
+
+TEST(ConstantFolding, SymbolicShapeValuesMoveThroughTheKernels) {
+  ModelGraph g;
+  g.symbols.push_back({"batch", 1, 8});
+  auto shape = std::make_shared<HostTensor>();
+  shape->dtype = ScalarType::Int64;
+  shape->dims = {3};
+  shape->sym = {SymExpr::symbol(0), SymExpr(3), SymExpr(224)};
+  ir::Node gather;
+  gather.op = fb::OpType::Gather;
+  gather.name = "g";
+  gather.inputs = {g.add_const("shape", shape),
+                   g.add_const("idx", std::make_shared<HostTensor>(HostTensor::ints({-3, 2})))};
+  gather.outputs = {g.add_value("out", ScalarType::Float32, {})};
+  ASSERT_TRUE(infer_shapes(g, gather).is_ok());
+  std::vector<HostTensor> out;
+  auto done = evaluate_node(g, gather, &out);
+  ASSERT_OK(done);
+  ASSERT_TRUE(*done);
+  ASSERT_EQ(out[0].sym.size(), 2u);
+  EXPECT_EQ(out[0].sym[0], SymExpr::symbol(0));
+  EXPECT_EQ(out[0].sym[1], SymExpr(224));
+  ir::Node mul;
+  mul.op = fb::OpType::Mul;
+  mul.name = "m";
+  mul.inputs = {g.add_const("gathered", std::make_shared<HostTensor>(out[0])),
+                g.add_const("two", std::make_shared<HostTensor>(HostTensor::ints({2})))};
+  mul.outputs = {g.add_value("prod", ScalarType::Float32, {})};
+  ASSERT_TRUE(infer_shapes(g, mul).is_ok());
+  ASSERT_TRUE(*evaluate_node(g, mul, &out));
+  EXPECT_EQ(out[0].sym[0], SymExpr::symbol(0) * SymExpr(2));
+  EXPECT_EQ(out[0].sym[1], SymExpr(448));
+}
+
+TEST(ConstantFolding, DataDependentKernelErrorsAreTheModels) {
+  ModelGraph g;
+  HostTensor data = HostTensor::ints({1, 2, 3});
+  const ir::Node gather = const_node(g, fb::OpType::Gather, {data, HostTensor::ints({3})});
+  std::vector<HostTensor> out;
+  auto done = evaluate_node(g, gather, &out);
+  ASSERT_FALSE(done.ok());
+  EXPECT_EQ(done.status().code(), Error::InvalidProgram);
+  EXPECT_NE(std::string(done.status().message()).find("Gather node 'n0': index 3 is out of range"),
+            std::string::npos)
+      << done.status().message();
+  const ir::Node div =
+      const_node(g, fb::OpType::Div, {HostTensor::ints({1}), HostTensor::ints({0})});
+  done = evaluate_node(g, div, &out);
+  ASSERT_FALSE(done.ok());
+  EXPECT_NE(std::string(done.status().message()).find("integer division by zero"),
+            std::string::npos);
+}
+
+TEST(ConstantFolding, ANodeTheKernelRejectsIsLeftForRunTime) {
+  ModelGraph g;
+  HostTensor h;
+  h.dtype = ScalarType::Float16;
+  h.dims = {2};
+  h.f = {1.0f, 2.0f};
+  const ir::Node add = const_node(g, fb::OpType::Add, {h, h});  // no float16 arithmetic kernel
+  std::vector<HostTensor> out;
+  auto done = evaluate_node(g, add, &out);
+  ASSERT_OK(done);
+  EXPECT_FALSE(*done);
+  EXPECT_TRUE(out.empty());
 }
 
 }  // namespace

@@ -163,6 +163,99 @@ TEST(Binary, FusedActivationOnVariadicMax) {
   EXPECT_EQ(y.floats(), (std::vector<float>{0, 1, 6}));
 }
 
+// ---- integer arithmetic ------------------------------------------------------------------------
+
+TEST(IntegerArithmetic, Int64ExactWithBroadcast) {
+  const int64_t big = int64_t{1} << 40;
+  TestTensor a = TestTensor::i64({2, 1}, {big, -7});
+  TestTensor b = TestTensor::i64({3}, {3, -2, 1});
+  TestTensor y(ScalarType::Int64, {2, 3});
+  const struct {
+    OpType op;
+    std::vector<int64_t> want;
+  } cases[] = {
+      {OpType::Add, {big + 3, big - 2, big + 1, -4, -9, -6}},
+      {OpType::Sub, {big - 3, big + 2, big - 1, -10, -5, -8}},
+      {OpType::Mul, {3 * big, -2 * big, big, -21, 14, -7}},
+      {OpType::Div, {big / 3, -big / 2, big, -2, 3, -7}},  // truncates toward zero
+      {OpType::Min, {3, -2, 1, -7, -7, -7}},
+      {OpType::Max, {big, big, big, 3, -2, 1}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(fb::EnumNameOpType(c.op));
+    NodeSpec spec(c.op);
+    ASSERT_TRUE(run_op(spec.node(), {&a, &b}, {&y}).is_ok());
+    EXPECT_EQ(y.values<int64_t>(), c.want);
+  }
+}
+
+TEST(IntegerArithmetic, Int32WrapsAndPow) {
+  TestTensor a = TestTensor::i32({3}, {INT32_MAX, 3, -2});
+  TestTensor b = TestTensor::i32({3}, {1, 4, 3});
+  TestTensor y(ScalarType::Int32, {3});
+  NodeSpec add(OpType::Add);
+  ASSERT_TRUE(run_op(add.node(), {&a, &b}, {&y}).is_ok());
+  EXPECT_EQ(y.values<int32_t>(), (std::vector<int32_t>{INT32_MIN, 7, 1}));
+  NodeSpec pow(OpType::Pow);
+  ASSERT_TRUE(run_op(pow.node(), {&a, &b}, {&y}).is_ok());
+  EXPECT_EQ(y.values<int32_t>(), (std::vector<int32_t>{INT32_MAX, 81, -8}));
+  TestTensor m = TestTensor::i32({1}, {INT32_MIN}), neg1 = TestTensor::i32({1}, {-1});
+  TestTensor q(ScalarType::Int32, {1});
+  NodeSpec div(OpType::Div);
+  ASSERT_TRUE(run_op(div.node(), {&m, &neg1}, {&q}).is_ok());
+  EXPECT_EQ(q.values<int32_t>(), (std::vector<int32_t>{INT32_MIN}));
+}
+
+TEST(IntegerArithmetic, DivisionByZeroAndNegativeExponentFailAtRun) {
+  TestTensor a = TestTensor::i64({2}, {4, 5});
+  TestTensor z = TestTensor::i64({2}, {1, 0});
+  TestTensor y(ScalarType::Int64, {2});
+  NodeSpec div(OpType::Div, "d");
+  expect_error(run_op(div.node(), {&a, &z}, {&y}), Error::InvalidArgument,
+               "Div node 'd': integer division by zero");
+  TestTensor e = TestTensor::i64({2}, {2, -1});
+  NodeSpec pow(OpType::Pow, "p");
+  expect_error(run_op(pow.node(), {&a, &e}, {&y}), Error::InvalidArgument,
+               "Pow node 'p': negative integer exponent");
+}
+
+TEST(IntegerArithmetic, VariadicMaxAndMixedDtypes) {
+  TestTensor a = TestTensor::i64({2}, {1, 9});
+  TestTensor b = TestTensor::i64({1}, {4});
+  TestTensor c = TestTensor::i64({2}, {0, 12});
+  TestTensor y(ScalarType::Int64, {2});
+  NodeSpec mx(OpType::Max);
+  ASSERT_TRUE(run_op(mx.node(), {&a, &b, &c}, {&y}).is_ok());
+  EXPECT_EQ(y.values<int64_t>(), (std::vector<int64_t>{4, 12}));
+  TestTensor f = TestTensor::f32({2}, {1, 2});
+  NodeSpec add(OpType::Add, "mixed");
+  expect_error(prepare_op(add.node(), {&a, &f}, {&y}), Error::InvalidProgram,
+               "input 1 has dtype float32, expected int64");
+  NodeSpec relu(OpType::Add, "act");
+  relu.activation(fb::Activation::Relu);
+  expect_error(prepare_op(relu.node(), {&a, &a}, {&y}), Error::NotSupported,
+               "fused activation needs a float32 output");
+}
+
+TEST(IntegerUnary, NegAbsRelu) {
+  TestTensor x = TestTensor::i64({4}, {-3, 0, 5, INT64_MIN});
+  TestTensor y(ScalarType::Int64, {4});
+  NodeSpec neg(OpType::Neg);
+  ASSERT_TRUE(run_op(neg.node(), {&x}, {&y}).is_ok());
+  EXPECT_EQ(y.values<int64_t>(), (std::vector<int64_t>{3, 0, -5, INT64_MIN}));
+  NodeSpec abs(OpType::Abs);
+  ASSERT_TRUE(run_op(abs.node(), {&x}, {&y}).is_ok());
+  EXPECT_EQ(y.values<int64_t>(), (std::vector<int64_t>{3, 0, 5, INT64_MIN}));
+  TestTensor x32 = TestTensor::i32({3}, {-3, 0, 5});
+  TestTensor y32(ScalarType::Int32, {3});
+  NodeSpec relu(OpType::Relu);
+  ASSERT_TRUE(run_op(relu.node(), {&x32}, {&y32}).is_ok());
+  EXPECT_EQ(y32.values<int32_t>(), (std::vector<int32_t>{0, 0, 5}));
+  NodeSpec exp(OpType::Exp, "e");
+  expect_error(prepare_op(exp.node(), {&x}, {&y}), Error::NotSupported,
+               "Exp node 'e': dtype int64 of input 0 is not supported");
+}
+
 // ---- comparisons -------------------------------------------------------------------------------
 
 TEST(Compare, FloatBroadcast) {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "tessera/compiler/shape_inference.h"
+#include "tessera/ir/op_attrs.h"
 
 namespace tessera::compiler {
 namespace {
@@ -45,9 +45,12 @@ int fuse_activations(ModelGraph& graph) {
       prod.activation_min = 0.0f;
       prod.activation_max = INFINITY;
     } else {
+      // A Clip whose attributes do not read stays as it is, for load validation to report.
+      const Result<ir::ClipAttrs> clip = ir::ClipAttrs::read(act);
+      if (!clip.ok()) continue;
       prod.activation = fb::Activation::Clip;
-      prod.activation_min = attr_float(act, "min", -INFINITY);
-      prod.activation_max = attr_float(act, "max", INFINITY);
+      prod.activation_min = clip->min;
+      prod.activation_max = clip->max;
     }
     prod.outputs[0] = act.outputs[0];
     removed[i] = true;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "tessera/compiler/evaluate.h"
-#include "tessera/compiler/shape_inference.h"
+#include "tessera/ir/op_attrs.h"
 
 namespace tessera::compiler {
 namespace {
@@ -14,7 +14,8 @@ const HostTensor* float_const(const ModelGraph& g, int v) {
   return t && t->dtype == ScalarType::Float32 && !t->is_symbolic() ? t : nullptr;
 }
 
-// Per-channel factor s = scale / sqrt(var + eps) and shift t = B - mean * s.
+// Per-channel factor s = scale / sqrt(var + eps) and shift t = B - mean * s. Nodes whose
+// attributes do not read are left as they are here, for load validation to report.
 bool bn_params(const ModelGraph& g, const ir::Node& bn, int64_t channels, std::vector<double>* s,
                std::vector<double>* t) {
   const HostTensor* p[4];
@@ -22,7 +23,9 @@ bool bn_params(const ModelGraph& g, const ir::Node& bn, int64_t channels, std::v
     p[k] = float_const(g, bn.inputs[1 + k]);
     if (!p[k] || p[k]->numel() != channels) return false;
   }
-  const double eps = attr_float(bn, "epsilon", 1e-5f);
+  const Result<ir::BatchNormalizationAttrs> attrs = ir::BatchNormalizationAttrs::read(bn);
+  if (!attrs.ok()) return false;
+  const double eps = attrs->epsilon;
   s->resize(channels);
   t->resize(channels);
   for (int64_t c = 0; c < channels; ++c) {
@@ -40,13 +43,26 @@ int add_float_const(ModelGraph& g, const std::string& name, std::vector<int64_t>
   return g.add_const(name, std::move(t));
 }
 
+// The group attribute of a Conv or ConvTranspose; false if the attributes do not read.
+bool conv_group(const ir::Node& conv, int64_t* group) {
+  if (conv.op == fb::OpType::ConvTranspose) {
+    const Result<ir::ConvTransposeAttrs> a = ir::ConvTransposeAttrs::read(conv);
+    if (a.ok()) *group = a->group;
+    return a.ok();
+  }
+  const Result<ir::ConvAttrs> a = ir::ConvAttrs::read(conv);
+  if (a.ok()) *group = a->group;
+  return a.ok();
+}
+
 bool fold_into_conv(ModelGraph& g, ir::Node& conv, const ir::Node& bn) {
   const HostTensor* w = float_const(g, conv.inputs[1]);
   const int bias_v = conv.inputs.size() > 2 ? conv.inputs[2] : -1;
   const HostTensor* b = float_const(g, bias_v);
   if (!w || w->dims.size() < 3 || (bias_v >= 0 && !b)) return false;
   const bool transpose = conv.op == fb::OpType::ConvTranspose;
-  const int64_t group = attr_int(conv, "group", 1);
+  int64_t group = 0;
+  if (!conv_group(conv, &group) || group <= 0) return false;
   const int64_t out_ch = transpose ? w->dims[1] * group : w->dims[0];
   std::vector<double> s, t;
   if (!bn_params(g, bn, out_ch, &s, &t)) return false;
@@ -76,7 +92,9 @@ bool fold_into_gemm(ModelGraph& g, ir::Node& gemm, const ir::Node& bn) {
   if (!w || w->dims.size() != 2 || (c_v >= 0 && !c)) return false;
   const std::vector<SymExpr>& out_dims = g.values[gemm.outputs[0]].dims;
   if (out_dims.size() != 2 || !out_dims[1].is_const()) return false;
-  const bool tb = attr_int(gemm, "transB", 0) != 0;
+  const Result<ir::GemmAttrs> attrs = ir::GemmAttrs::read(gemm);
+  if (!attrs.ok()) return false;
+  const bool tb = attrs->transB != 0;
   const int64_t n = out_dims[1].const_value();
   std::vector<double> s, t;
   if (!bn_params(g, bn, n, &s, &t)) return false;
@@ -89,7 +107,7 @@ bool fold_into_gemm(ModelGraph& g, ir::Node& gemm, const ir::Node& bn) {
     }
   }
   // New C = (beta * C) * s + t, broadcast over N; C of shape [M, N] keeps its shape.
-  const double beta = attr_float(gemm, "beta", 1.0f);
+  const double beta = attrs->beta;
   std::vector<int64_t> c_dims = {n};
   std::vector<float> nc;
   if (c && c->dims.size() == 2 && c->dims[0] != 1) {
@@ -106,10 +124,8 @@ bool fold_into_gemm(ModelGraph& g, ir::Node& gemm, const ir::Node& bn) {
   gemm.inputs[1] = add_float_const(g, g.values[gemm.inputs[1]].name + ":bn", w->dims, std::move(nw));
   if (gemm.inputs.size() < 3) gemm.inputs.resize(3, -1);
   gemm.inputs[2] = add_float_const(g, gemm.name + ":bn_bias", c_dims, std::move(nc));
-  for (ir::Attr& a : gemm.attrs) {
-    if (a.name == "beta") a.f = 1.0f;
-  }
-  if (!gemm.find_attr("beta")) gemm.attrs.push_back(ir::Attr::make_float("beta", 1.0f));
+  // The new C carries beta: the attribute goes back to its default (1).
+  std::erase_if(gemm.attrs, [](const ir::Attr& a) { return a.name == "beta"; });
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tessera/compiler/shape_inference.h"
+#include "tessera/ir/op_attrs.h"
 
 namespace tessera::compiler {
 namespace {
@@ -131,13 +132,25 @@ int fuse_gelu(ModelGraph& g) {
     gelu.name = last->name;
     gelu.inputs = {x};
     gelu.outputs = last->outputs;
-    gelu.attrs = {ir::Attr::make_string("approximate", "none")};
+    // No attributes: approximate's default is the erf form matched here.
     *last = std::move(gelu);
     ++fused;
   }
   m.compact();
   return fused;
 }
+
+namespace {
+
+// The axes of a ReduceMean that keeps its dims; empty when it does not, reduces every axis, or
+// its attributes do not read (such a node is left for load validation to report).
+std::vector<int64_t> kept_mean_axes(const ir::Node& mean) {
+  const Result<ir::ReduceAttrs> a = ir::ReduceAttrs::read(mean);
+  if (!a.ok() || a->keepdims != 1) return {};
+  return std::vector<int64_t>(a->axes.begin(), a->axes.end());
+}
+
+}  // namespace
 
 int fuse_layer_norm(ModelGraph& g) {
   Matcher m(g);
@@ -158,7 +171,9 @@ int fuse_layer_norm(ModelGraph& g) {
       }
     }
     ir::Node* var_mean = m.producer(var, OpType::ReduceMean);
-    if (!var_mean || attr_int(*var_mean, "keepdims", 1) != 1) continue;
+    if (!var_mean) continue;
+    const std::vector<int64_t> var_axes = kept_mean_axes(*var_mean);
+    if (var_axes.empty()) continue;
     ir::Node* pow = m.producer(var_mean->inputs[0], OpType::Pow);
     if (!pow || !m.scalar(pow->inputs[1], &c) || c != 2.0f) continue;
     const int d = pow->inputs[0];
@@ -166,11 +181,11 @@ int fuse_layer_norm(ModelGraph& g) {
     if (!sub || m.uses(d) != 2 || is_graph_output(g, d)) continue;
     const int x = sub->inputs[0];
     ir::Node* mean = m.producer(sub->inputs[1], OpType::ReduceMean);
-    if (!mean || mean->inputs[0] != x || attr_int(*mean, "keepdims", 1) != 1) continue;
+    if (!mean || mean->inputs[0] != x) continue;
     // Both means over the same trailing axes.
     const size_t rank = g.values[x].dims.size();
-    std::vector<int64_t> axes = attr_ints(*mean, "axes");
-    if (axes.empty() || axes != attr_ints(*var_mean, "axes")) continue;
+    const std::vector<int64_t> axes = kept_mean_axes(*mean);
+    if (axes.empty() || axes != var_axes) continue;
     bool trailing = true;
     for (size_t k = 0; k < axes.size(); ++k) {
       trailing = trailing && axes[k] == static_cast<int64_t>(rank - axes.size() + k);

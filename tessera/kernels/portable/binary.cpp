@@ -1,7 +1,9 @@
-// Broadcasting elementwise ops: Add Sub Mul Div Pow Min Max (float32; Min and Max variadic),
-// Equal Less Greater (float32, int64, int32 -> bool), Where (any dtype), PRelu (float32).
+// Broadcasting elementwise ops: Add Sub Mul Div Pow Min Max (float32, int64, int32; Min and Max
+// variadic), Equal Less Greater (float32, int64, int32, int8, uint8, bool -> bool), Where (any
+// dtype), PRelu (float32).
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "tessera/kernels/portable/loops.h"
 #include "tessera/kernels/portable/ops.h"
@@ -122,6 +124,138 @@ void make_loop(StridedLoop<N>* loop, const Shape& out, std::initializer_list<Spa
   coalesce(*loop);
 }
 
+// Integer arithmetic (int64, int32: the shape arithmetic of exported models). Add, Sub, Mul and
+// Pow wrap around as two's complement; Div truncates toward zero. A row returns false on a zero
+// divisor or a negative exponent, which fail the run.
+template <typename T>
+using Unsigned = std::make_unsigned_t<T>;
+
+struct AddI {
+  template <typename T>
+  static bool f(T a, T b, T* r) {
+    *r = static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
+    return true;
+  }
+};
+struct SubI {
+  template <typename T>
+  static bool f(T a, T b, T* r) {
+    *r = static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
+    return true;
+  }
+};
+struct MulI {
+  template <typename T>
+  static bool f(T a, T b, T* r) {
+    *r = static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+    return true;
+  }
+};
+struct DivI {
+  template <typename T>
+  static bool f(T a, T b, T* r) {
+    if (b == 0) return false;
+    // The one quotient that overflows wraps to the minimum, as the other ops do.
+    *r = (b == -1) ? static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(a)) : a / b;
+    return true;
+  }
+};
+struct PowI {
+  template <typename T>
+  static bool f(T a, T b, T* r) {
+    if (b < 0) return false;
+    Unsigned<T> base = static_cast<Unsigned<T>>(a), acc = 1;
+    for (T e = b; e > 0; e >>= 1) {
+      if (e & 1) acc = static_cast<Unsigned<T>>(acc * base);
+      base = static_cast<Unsigned<T>>(base * base);
+    }
+    *r = static_cast<T>(acc);
+    return true;
+  }
+};
+struct MinI {
+  template <typename T>
+  static bool f(T a, T b, T* r) {
+    *r = b < a ? b : a;
+    return true;
+  }
+};
+struct MaxI {
+  template <typename T>
+  static bool f(T a, T b, T* r) {
+    *r = b > a ? b : a;
+    return true;
+  }
+};
+
+using IntRowFn = bool (*)(const void* a, int64_t sa, const void* b, int64_t sb, void* out,
+                          int64_t n);
+
+template <typename F, typename T>
+bool int_row(const void* av, int64_t sa, const void* bv, int64_t sb, void* outv, int64_t n) {
+  const T* a = static_cast<const T*>(av);
+  const T* b = static_cast<const T*>(bv);
+  T* out = static_cast<T*>(outv);
+  bool ok = true;
+  for (int64_t i = 0; i < n; ++i) ok &= F::f(a[i * sa], b[i * sb], &out[i]);
+  return ok;
+}
+
+template <typename T>
+IntRowFn int_fn(Op op) {
+  switch (op) {
+    case Op::Add:
+      return int_row<AddI, T>;
+    case Op::Sub:
+      return int_row<SubI, T>;
+    case Op::Mul:
+      return int_row<MulI, T>;
+    case Op::Div:
+      return int_row<DivI, T>;
+    case Op::Pow:
+      return int_row<PowI, T>;
+    case Op::Min:
+      return int_row<MinI, T>;
+    default:
+      return int_row<MaxI, T>;
+  }
+}
+
+// As ArithState, for integers; offsets are scaled by the element size.
+struct IntArithState {
+  IntRowFn fn;
+  int64_t esize;
+  int64_t steps;
+  const StridedLoop<2>* loops;  // allocator memory, `steps` entries
+  int64_t copy_bytes;
+  const char* failure;  // what a false row means (a string literal)
+  Label label;
+};
+
+Status run_int_arith(const void* state, Span<const Tensor* const> in, Span<Tensor* const> out) {
+  const auto& s = *static_cast<const IntArithState*>(state);
+  auto* y = static_cast<uint8_t*>(out[0]->data());
+  if (s.steps == 0) {
+    if (s.copy_bytes > 0) std::memcpy(y, in[0]->data(), static_cast<size_t>(s.copy_bytes));
+    return Status::ok();
+  }
+  bool ok = true;
+  for (int64_t step = 0; step < s.steps; ++step) {
+    const StridedLoop<2>& loop = s.loops[step];
+    const auto* a = step == 0 ? static_cast<const uint8_t*>(in[0]->data()) : y;
+    const auto* b = static_cast<const uint8_t*>(in[step + 1]->data());
+    const int64_t sa = loop.strides[0][loop.rank - 1];
+    const int64_t sb = loop.strides[1][loop.rank - 1];
+    for_each_row(loop, [&](const int64_t* off, int64_t out_off, int64_t n) {
+      ok &= s.fn(a + off[0] * s.esize, sa, b + off[1] * s.esize, sb, y + out_off * s.esize, n);
+    });
+  }
+  if (!ok) {
+    return Status::error(Error::InvalidArgument, "%s: %s", s.label.text, s.failure);
+  }
+  return Status::ok();
+}
+
 Status broadcast_error(const OpContext& ctx, const Tensor* a, const Tensor* b) {
   char sa[96], sb[96];
   format_sizes(a->sizes(), sa, sizeof sa);
@@ -142,6 +276,36 @@ Status broadcast_inputs(const OpContext& ctx, size_t n, Shape* out) {
   return Status::ok();
 }
 
+// The loops of the steps of an n-input op: step 0 reads inputs 0 and 1, step s > 0 the output
+// and input s + 1.
+Result<const StridedLoop<2>*> make_step_loops(OpContext& ctx, size_t n, const Shape& out) {
+  TESSERA_ASSIGN_OR_RETURN(StridedLoop<2> * loops, ctx.make_array<StridedLoop<2>>(n - 1));
+  for (size_t step = 0; step + 1 < n; ++step) {
+    new (&loops[step]) StridedLoop<2>();
+    Span<const int64_t> a = step == 0 ? ctx.input(0)->sizes() : out.span();
+    make_loop(&loops[step], out, {a, ctx.input(step + 1)->sizes()});
+  }
+  return static_cast<const StridedLoop<2>*>(loops);
+}
+
+// Integer Add Sub Mul Div Pow Min Max; a fused activation is left to the generic wrapper, which
+// rejects it (float32 outputs only).
+Result<PreparedKernel> prepare_int_arithmetic(OpContext& ctx, const Shape& out, ScalarType t) {
+  const size_t n = ctx.num_inputs();
+  TESSERA_ASSIGN_OR_RETURN(IntArithState * s, ctx.make_state<IntArithState>());
+  s->fn = t == ScalarType::Int64 ? int_fn<int64_t>(ctx.op()) : int_fn<int32_t>(ctx.op());
+  s->esize = static_cast<int64_t>(element_size(t));
+  s->steps = static_cast<int64_t>(n) - 1;
+  s->failure = ctx.op() == Op::Pow ? "negative integer exponent" : "integer division by zero";
+  ctx.fill_label(&s->label);
+  if (n == 1) {
+    s->copy_bytes = out.numel() * s->esize;
+    return PreparedKernel{run_int_arith, s};
+  }
+  TESSERA_ASSIGN_OR_RETURN(s->loops, make_step_loops(ctx, n, out));
+  return PreparedKernel{run_int_arith, s};
+}
+
 }  // namespace
 
 Result<PreparedKernel> prepare_arithmetic(OpContext& ctx) {
@@ -158,13 +322,15 @@ Result<PreparedKernel> prepare_arithmetic(OpContext& ctx) {
     TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(2, 2));
   }
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
-  for (size_t i = 0; i < n; ++i) {
-    TESSERA_RETURN_IF_ERROR(ctx.expect_input_dtype(i, {ScalarType::Float32}));
-  }
-  TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, ScalarType::Float32));
+  TESSERA_RETURN_IF_ERROR(
+      ctx.expect_input_dtype(0, {ScalarType::Float32, ScalarType::Int64, ScalarType::Int32}));
+  const ScalarType t = ctx.input(0)->dtype();
+  for (size_t i = 1; i < n; ++i) TESSERA_RETURN_IF_ERROR(ctx.expect_same_dtype(i, t));
+  TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, t));
   Shape out;
   TESSERA_RETURN_IF_ERROR(broadcast_inputs(ctx, n, &out));
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, out.span()));
+  if (t != ScalarType::Float32) return prepare_int_arithmetic(ctx, out, t);
 
   TESSERA_ASSIGN_OR_RETURN(ArithState * s, ctx.make_state<ArithState>());
   const Activation& act = ctx.activation();
@@ -178,13 +344,7 @@ Result<PreparedKernel> prepare_arithmetic(OpContext& ctx) {
     return PreparedKernel{run_arith, s};  // the generic wrapper applies any activation
   }
   ctx.mark_activation_fused();
-  TESSERA_ASSIGN_OR_RETURN(StridedLoop<2> * loops, ctx.make_array<StridedLoop<2>>(n - 1));
-  for (size_t step = 0; step + 1 < n; ++step) {
-    new (&loops[step]) StridedLoop<2>();
-    Span<const int64_t> a = step == 0 ? ctx.input(0)->sizes() : out.span();
-    make_loop(&loops[step], out, {a, ctx.input(step + 1)->sizes()});
-  }
-  s->loops = loops;
+  TESSERA_ASSIGN_OR_RETURN(s->loops, make_step_loops(ctx, n, out));
   return PreparedKernel{run_arith, s};
 }
 
@@ -220,6 +380,11 @@ CompareRowFn compare_fn(ScalarType t) {
   switch (t) {
     case ScalarType::Int64: return compare_row<F, int64_t>;
     case ScalarType::Int32: return compare_row<F, int32_t>;
+    case ScalarType::Int8:
+      return compare_row<F, int8_t>;
+    case ScalarType::UInt8:
+    case ScalarType::Bool:
+      return compare_row<F, uint8_t>;
     default: return compare_row<F, float>;
   }
 }
@@ -249,7 +414,8 @@ Result<PreparedKernel> prepare_compare(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(2, 2));
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
   TESSERA_RETURN_IF_ERROR(
-      ctx.expect_input_dtype(0, {ScalarType::Float32, ScalarType::Int64, ScalarType::Int32}));
+      ctx.expect_input_dtype(0, {ScalarType::Float32, ScalarType::Int64, ScalarType::Int32,
+                                 ScalarType::Int8, ScalarType::UInt8, ScalarType::Bool}));
   const ScalarType t = ctx.input(0)->dtype();
   TESSERA_RETURN_IF_ERROR(ctx.expect_same_dtype(1, t));
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, ScalarType::Bool));

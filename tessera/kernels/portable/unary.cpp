@@ -1,6 +1,8 @@
 // Float32 elementwise functions: Relu Clip LeakyRelu Sigmoid Tanh HardSigmoid HardSwish Erf Gelu
-// Sqrt Exp Neg Reciprocal Abs Mish Elu. A fused activation is applied in the same loop.
+// Sqrt Exp Neg Reciprocal Abs Mish Elu. A fused activation is applied in the same loop. Neg, Abs
+// and Relu also take int64 and int32 (wrapping: the negation of the minimum is the minimum).
 #include <cmath>
+#include <type_traits>
 
 #include "tessera/kernels/portable/ops.h"
 
@@ -126,14 +128,83 @@ Status run_unary(const void* state, Span<const Tensor* const> in, Span<Tensor* c
   return Status::ok();
 }
 
+// ---- integers: Neg Abs Relu --------------------------------------------------------------------
+
+using IntUnaryFn = void (*)(const void* x, void* y, int64_t n);
+
+template <typename T>
+T negate(T v) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(v));
+}
+
+template <typename T>
+void int_neg(const void* xv, void* yv, int64_t n) {
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  for (int64_t i = 0; i < n; ++i) y[i] = negate(x[i]);
+}
+template <typename T>
+void int_abs(const void* xv, void* yv, int64_t n) {
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0 ? negate(x[i]) : x[i];
+}
+template <typename T>
+void int_relu(const void* xv, void* yv, int64_t n) {
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0 ? T(0) : x[i];
+}
+
+template <typename T>
+IntUnaryFn int_unary_fn(Op op) {
+  switch (op) {
+    case Op::Neg:
+      return int_neg<T>;
+    case Op::Abs:
+      return int_abs<T>;
+    case Op::Relu:
+      return int_relu<T>;
+    default:
+      return nullptr;
+  }
+}
+
+struct IntUnaryState {
+  IntUnaryFn fn;
+  int64_t n;
+};
+
+Status run_int_unary(const void* state, Span<const Tensor* const> in, Span<Tensor* const> out) {
+  const auto& s = *static_cast<const IntUnaryState*>(state);
+  s.fn(in[0]->data(), out[0]->data(), s.n);
+  return Status::ok();
+}
+
+// An int64 or int32 input: Neg, Abs and Relu; any other op is NotSupported.
+Result<PreparedKernel> prepare_int_unary(OpContext& ctx, ScalarType t) {
+  const IntUnaryFn fn =
+      t == ScalarType::Int64 ? int_unary_fn<int64_t>(ctx.op()) : int_unary_fn<int32_t>(ctx.op());
+  if (fn == nullptr) {
+    return ctx.error(Error::NotSupported, "dtype %s of input 0 is not supported", dtype_name(t));
+  }
+  TESSERA_ASSIGN_OR_RETURN(IntUnaryState * s, ctx.make_state<IntUnaryState>());
+  *s = IntUnaryState{fn, ctx.input(0)->numel()};
+  return PreparedKernel{run_int_unary, s};
+}
+
 }  // namespace
 
 Result<PreparedKernel> prepare_unary(OpContext& ctx) {
   TESSERA_RETURN_IF_ERROR(ctx.expect_inputs(1, 1));
   TESSERA_RETURN_IF_ERROR(ctx.expect_outputs(1, 1));
-  TESSERA_RETURN_IF_ERROR(ctx.expect_input_dtype(0, {ScalarType::Float32}));
-  TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, ScalarType::Float32));
+  TESSERA_RETURN_IF_ERROR(
+      ctx.expect_input_dtype(0, {ScalarType::Float32, ScalarType::Int64, ScalarType::Int32}));
+  const ScalarType t = ctx.input(0)->dtype();
+  TESSERA_RETURN_IF_ERROR(ctx.expect_output_dtype(0, t));
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, ctx.input(0)->sizes()));
+  if (t != ScalarType::Float32) return prepare_int_unary(ctx, t);
   const bool clamp = ctx.activation().enabled;
   Params p{0.0f, 0.0f, ctx.activation().min, ctx.activation().max};
   UnaryFn fn = nullptr;

@@ -20,8 +20,8 @@ int GraphCase::symbol(const std::string& name, int64_t max, int64_t value) {
   return static_cast<int>(graph.symbols.size()) - 1;
 }
 
-int GraphCase::input(std::vector<ir::Dim> dims) {
-  int v = tensor(std::move(dims));
+int GraphCase::input(std::vector<ir::Dim> dims, ScalarType dtype) {
+  int v = tensor(std::move(dims), dtype);
   graph.inputs.push_back(v);
   return v;
 }
@@ -44,9 +44,25 @@ int GraphCase::constant(std::vector<int64_t> dims, Floats data) {
   return static_cast<int>(graph.values.size()) - 1;
 }
 
-int GraphCase::tensor(std::vector<ir::Dim> dims) {
+int GraphCase::constant_ints(std::vector<int64_t> dims, ScalarType dtype,
+                             const std::vector<int64_t>& values) {
+  const size_t esize = element_size(dtype);
+  Floats data(words_of(dtype, static_cast<int64_t>(values.size())), 0.0f);
+  auto* bytes = reinterpret_cast<uint8_t*>(data.data());
+  for (size_t i = 0; i < values.size(); ++i) {
+    // Little-endian: the low bytes of the int64 are the value wrapped to the dtype.
+    const int64_t v = dtype == ScalarType::Bool ? (values[i] != 0) : values[i];
+    std::memcpy(bytes + i * esize, &v, esize);
+  }
+  const int v = constant(std::move(dims), std::move(data));
+  graph.values[static_cast<size_t>(v)].dtype = dtype;
+  return v;
+}
+
+int GraphCase::tensor(std::vector<ir::Dim> dims, ScalarType dtype) {
   ir::Value v;
   v.name = std::string(1, 'v') + std::to_string(graph.values.size());
+  v.dtype = dtype;
   v.dims = std::move(dims);
   graph.values.push_back(std::move(v));
   return static_cast<int>(graph.values.size()) - 1;
@@ -86,6 +102,10 @@ std::vector<int64_t> GraphCase::dims_of(int v) const {
   return out;
 }
 
+size_t words_of(ScalarType dtype, int64_t numel) {
+  return (static_cast<size_t>(numel) * element_size(dtype) + 3) / 4;
+}
+
 namespace {
 
 int64_t numel(const std::vector<int64_t>& dims) {
@@ -94,11 +114,28 @@ int64_t numel(const std::vector<int64_t>& dims) {
   return n;
 }
 
+ScalarType dtype_of(const GraphCase& c, int v) {
+  return c.graph.values[static_cast<size_t>(v)].dtype;
+}
+
+// A zeroed buffer for value `v`.
+Floats buffer_of(const GraphCase& c, int v) {
+  return Floats(words_of(dtype_of(c, v), numel(c.dims_of(v))), 0.0f);
+}
+
 Result<Span<const uint8_t>> constant_bytes(void* context, uint32_t index) {
   const auto* c = static_cast<const GraphCase*>(context);
   if (index >= c->constants.size()) return Status(Error::NotFound, "no such constant");
   const Floats& f = c->constants[index];
-  return Span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.data()), f.size() * sizeof(float));
+  size_t nbytes = f.size() * sizeof(float);
+  for (size_t v = 0; v < c->graph.values.size(); ++v) {
+    const ir::Value& value = c->graph.values[v];
+    if (value.constant == static_cast<int>(index)) {
+      nbytes =
+          static_cast<size_t>(numel(c->dims_of(static_cast<int>(v)))) * element_size(value.dtype);
+    }
+  }
+  return Span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.data()), nbytes);
 }
 
 }  // namespace
@@ -108,8 +145,22 @@ std::vector<Floats> random_inputs(const GraphCase& c, uint32_t seed, float lo, f
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<Floats> out;
   for (int v : c.graph.inputs) {
-    Floats f(static_cast<size_t>(numel(c.dims_of(v))));
-    for (float& x : f) x = dist(rng);
+    const ScalarType t = dtype_of(c, v);
+    if (t == ScalarType::Float32) {
+      Floats f(static_cast<size_t>(numel(c.dims_of(v))));
+      for (float& x : f) x = dist(rng);
+      out.push_back(std::move(f));
+      continue;
+    }
+    std::uniform_int_distribution<int64_t> ints(t == ScalarType::Bool ? 0 : c.int_lo,
+                                                t == ScalarType::Bool ? 1 : c.int_hi);
+    Floats f = buffer_of(c, v);
+    auto* bytes = reinterpret_cast<uint8_t*>(f.data());
+    const size_t esize = element_size(t);
+    for (int64_t i = 0; i < numel(c.dims_of(v)); ++i) {
+      const int64_t x = ints(rng);
+      std::memcpy(bytes + static_cast<size_t>(i) * esize, &x, esize);  // little-endian
+    }
     out.push_back(std::move(f));
   }
   return out;
@@ -164,8 +215,8 @@ Status Session::init(const GraphCase& c, const RunOptions& options) {
     const int v = i < n_in ? c.graph.inputs[i] : c.graph.outputs[i - n_in];
     std::vector<int64_t> dims = c.dims_of(v);
     Floats& data = i < n_in ? in_data_[i] : out_data_[i - n_in];
-    data.assign(static_cast<size_t>(numel(dims)), 0.0f);
-    tensors_[i] = Tensor(ScalarType::Float32, dims, data.data());
+    data = buffer_of(c, v);
+    tensors_[i] = Tensor(dtype_of(c, v), dims, data.data());
     values_[i] = EValue(tensors_[i]);
     args_.push_back(&values_[i]);
   }
@@ -215,9 +266,9 @@ Result<std::vector<Floats>> run_portable(const GraphCase& c, const std::vector<F
     if (value.constant >= 0) {
       data[v] = c.constants[static_cast<size_t>(value.constant)];
     } else {
-      data[v].assign(static_cast<size_t>(numel(dims)), 0.0f);
+      data[v] = buffer_of(c, static_cast<int>(v));
     }
-    tensors[v] = Tensor(ScalarType::Float32, dims, data[v].data());
+    tensors[v] = Tensor(value.dtype, dims, data[v].data());
   }
   for (size_t i = 0; i < c.graph.inputs.size(); ++i) {
     data[static_cast<size_t>(c.graph.inputs[i])] = inputs[i];
@@ -282,7 +333,29 @@ Result<std::vector<Floats>> run_portable(const GraphCase& c, const std::vector<F
   }
   Result<std::vector<Floats>> got = run_backend(backend, c, inputs);
   if (!got.ok()) return ::testing::AssertionFailure() << backend << ": " << got.status().message();
-  return close(*got, *want, relative);
+  std::vector<Floats> got_float, want_float;
+  for (size_t o = 0; o < c.graph.outputs.size() && o < got->size(); ++o) {
+    const int v = c.graph.outputs[o];
+    const ScalarType t = dtype_of(c, v);
+    if (t == ScalarType::Float32) {
+      got_float.push_back((*got)[o]);
+      want_float.push_back((*want)[o]);
+      continue;
+    }
+    // Exact: compare element by element and name the first difference.
+    const size_t esize = element_size(t);
+    const auto* g = reinterpret_cast<const uint8_t*>((*got)[o].data());
+    const auto* w = reinterpret_cast<const uint8_t*>((*want)[o].data());
+    for (int64_t i = 0; i < numel(c.dims_of(v)); ++i) {
+      if (std::memcmp(g + i * esize, w + i * esize, esize) == 0) continue;
+      int64_t gv = 0, wv = 0;  // little-endian: the low bytes
+      std::memcpy(&gv, g + i * esize, esize);
+      std::memcpy(&wv, w + i * esize, esize);
+      return ::testing::AssertionFailure() << "output " << o << " (" << scalar_type_name(t)
+                                           << "): element " << i << " is " << gv << ", want " << wv;
+    }
+  }
+  return close(got_float, want_float, relative);
 }
 
 }  // namespace tessera::backend_testing

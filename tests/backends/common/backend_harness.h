@@ -23,17 +23,22 @@
 
 namespace tessera::backend_testing {
 
+/// The data of one tensor. A float32 tensor holds its values; a tensor of another dtype holds its
+/// raw bytes, little-endian, in ceil(nbytes / 4) words (the rest zero).
 using Floats = std::vector<float>;
 
-/// A graph under test. Values are float32; constants keep their data here.
+/// A graph under test. Values are float32 unless given a dtype; constants keep their data here.
 class GraphCase {
  public:
   /// Declares a symbol with its concrete value for this run.
   int symbol(const std::string& name, int64_t max, int64_t value);
-  int input(std::vector<ir::Dim> dims);
-  /// A constant; random in [-1, 1] when `data` is empty.
+  int input(std::vector<ir::Dim> dims, ScalarType dtype = ScalarType::Float32);
+  /// A float32 constant; random in [-1, 1] when `data` is empty.
   int constant(std::vector<int64_t> dims, Floats data = {});
-  int tensor(std::vector<ir::Dim> dims);
+  /// A constant of integer or bool `dtype` holding `values` (wrapped to the dtype).
+  int constant_ints(std::vector<int64_t> dims, ScalarType dtype,
+                    const std::vector<int64_t>& values);
+  int tensor(std::vector<ir::Dim> dims, ScalarType dtype = ScalarType::Float32);
   void output(int value) { graph.outputs.push_back(value); }
   /// Adds a node; returns it for attributes.
   ir::Node& node(fb::OpType op, std::vector<int> inputs, int output);
@@ -49,7 +54,12 @@ class GraphCase {
   std::vector<Floats> constants;  // by program constant index
   std::vector<int64_t> symbol_values;
   uint32_t seed = 1;
+  /// Random integer inputs are drawn from [int_lo, int_hi]; bool inputs are 0 or 1.
+  int64_t int_lo = -4, int_hi = 4;
 };
+
+/// Words of a Floats buffer holding `numel` elements of `dtype`.
+size_t words_of(ScalarType dtype, int64_t numel);
 
 /// Options for one run through the backend.
 struct RunOptions {
@@ -113,10 +123,12 @@ Result<std::vector<Floats>> run_backend(const char* backend, const GraphCase& c,
 Result<std::vector<Floats>> run_portable(const GraphCase& c, const std::vector<Floats>& inputs);
 
 /// max |a - b| <= 1e-4 * max |b| (b the reference); returns a description of the worst error.
+/// Float32 outputs only; see matches_portable for the others.
 ::testing::AssertionResult close(const std::vector<Floats>& got, const std::vector<Floats>& want,
                                  double relative = 1e-4);
 
-/// Runs both ways (backend `backend` and the portable kernels) on random inputs and compares.
+/// Runs both ways (backend `backend` and the portable kernels) on random inputs and compares:
+/// float32 outputs with close(), outputs of other dtypes bit for bit.
 ::testing::AssertionResult matches_portable(const char* backend, const GraphCase& c,
                                             float lo = -1.0f, float hi = 1.0f,
                                             double relative = 1e-4);

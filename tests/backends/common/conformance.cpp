@@ -84,6 +84,11 @@ std::vector<fb::OpType> reduce_ops() {
   return {Op::ReduceMean, Op::ReduceSum, Op::ReduceMax};
 }
 
+std::vector<fb::OpType> compare_ops() {
+  using Op = fb::OpType;
+  return {Op::Equal, Op::Less, Op::Greater};
+}
+
 namespace {
 
 /// In support-matrix mode, writes or checks the backends' columns of the table when the run ends.

@@ -65,8 +65,8 @@ struct ConformanceParamName {
 /// The params of a family: `backend` with each of `ops`.
 std::vector<ConformanceParam> with_ops(const char* backend, std::vector<fb::OpType> ops);
 
-// The op families. Single-op families carry that op; Binary, BinaryFused, Unary, Pool and Reduce
-// run once per op.
+// The op families. Single-op families carry that op; Binary, BinaryFused, Unary, Pool, Reduce
+// and Compare run once per op.
 class Conv : public BackendConformance {};
 class ConvTranspose : public BackendConformance {};
 class Binary : public BackendConformance {};
@@ -90,6 +90,10 @@ class Slice : public BackendConformance {};
 class Split : public BackendConformance {};
 class Pad : public BackendConformance {};
 class Resize : public BackendConformance {};
+class Gather : public BackendConformance {};
+class Cast : public BackendConformance {};
+class Where : public BackendConformance {};
+class Compare : public BackendConformance {};
 
 /// The ops of the op-parameterised families.
 std::vector<fb::OpType> binary_ops();
@@ -97,6 +101,7 @@ std::vector<fb::OpType> fused_binary_ops();
 std::vector<fb::OpType> unary_ops();
 std::vector<fb::OpType> pool_ops();
 std::vector<fb::OpType> reduce_ops();
+std::vector<fb::OpType> compare_ops();
 
 }  // namespace tessera::backend_testing
 
@@ -146,4 +151,8 @@ std::vector<fb::OpType> reduce_ops();
   TESSERA_CONFORMANCE_ONE_(Slice, backend, fb::OpType::Slice);                  \
   TESSERA_CONFORMANCE_ONE_(Split, backend, fb::OpType::Split);                  \
   TESSERA_CONFORMANCE_ONE_(Pad, backend, fb::OpType::Pad);                      \
-  TESSERA_CONFORMANCE_ONE_(Resize, backend, fb::OpType::Resize)
+  TESSERA_CONFORMANCE_ONE_(Resize, backend, fb::OpType::Resize);                \
+  TESSERA_CONFORMANCE_ONE_(Gather, backend, fb::OpType::Gather);                \
+  TESSERA_CONFORMANCE_ONE_(Cast, backend, fb::OpType::Cast);                    \
+  TESSERA_CONFORMANCE_ONE_(Where, backend, fb::OpType::Where);                  \
+  TESSERA_CONFORMANCE_OPS_(Compare, backend, compare_ops())
