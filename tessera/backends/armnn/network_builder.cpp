@@ -13,7 +13,6 @@
 
 #include "tessera/ir/attributes.h"
 #include "tessera/ir/op_attrs.h"
-#include "tessera/ir/shape_expr.h"
 
 namespace tessera::armnn_backend {
 namespace {
@@ -326,8 +325,7 @@ armnn::TensorInfo info_of(const DimVector& dims) {
 
 class Builder {
  public:
-  Builder(const fb::Graph& graph, const BackendInitContext& context)
-      : graph_(graph), context_(context) {}
+  explicit Builder(const PayloadGraph& view) : view_(view), graph_(view.graph()) {}
 
   Result<BuiltNetwork> build();
 
@@ -356,80 +354,40 @@ class Builder {
   Result<armnn::IOutputSlot*> layer_norm(const fb::Node& node);
   const DimVector& d(int v) const { return dims_[static_cast<size_t>(v)]; }
 
+  const PayloadGraph& view_;
   const fb::Graph& graph_;
-  const BackendInitContext& context_;
-  std::vector<DimVector> dims_;
+  std::vector<DimVector> dims_;  // view_'s dims as ArmNN shapes are built from, per value
   std::vector<armnn::IOutputSlot*> slots_;
   BuiltNetwork net_;
 };
 
 Status Builder::resolve() {
-  const size_t n = graph_.values() ? graph_.values()->size() : 0;
+  const size_t n = view_.num_values();
   dims_.resize(n);
   slots_.assign(n, nullptr);
-  std::vector<int64_t> symbols;
-  if (graph_.symbols() != nullptr) {
-    for (const fb::Symbol* s : *graph_.symbols()) {
-      TESSERA_ASSIGN_OR_RETURN(int64_t v, context_.symbol_value(std::string_view(
-                                              s->name()->c_str(), s->name()->size())));
-      symbols.push_back(v);
-    }
-  }
   for (size_t i = 0; i < n; ++i) {
-    const fb::Value* v = graph_.values()->Get(static_cast<uint32_t>(i));
-    if (v->dims() == nullptr) continue;
-    for (const fb::Dim* dim : *v->dims()) {
-      if (dim->expr() != nullptr && dim->expr()->size() > 0) {
-        TESSERA_ASSIGN_OR_RETURN(int64_t x, ir::eval_dim(dim, symbols));
-        dims_[i].push_back(x);
-      } else {
-        dims_[i].push_back(dim->value());
-      }
-    }
-    for (int64_t x : dims_[i]) {
-      if (x < 0 || x > INT32_MAX) {
+    const Dims& dims = view_.value(static_cast<int32_t>(i)).dims;
+    for (int64_t x : dims) {
+      if (x > INT32_MAX) {
         return Status::error(Error::InvalidProgram, "armnn: value %zu has dim %lld", i,
                              static_cast<long long>(x));
       }
     }
-  }
-  auto check = [n](const flatbuffers::Vector<int32_t>* list, const char* what) -> Status {
-    if (list == nullptr) return Status::ok();
-    for (int v : *list) {
-      if (v < 0 || static_cast<size_t>(v) >= n) {
-        return Status::error(Error::InvalidProgram, "armnn: bad graph %s index %d", what, v);
-      }
-    }
-    return Status::ok();
-  };
-  TESSERA_RETURN_IF_ERROR(check(graph_.inputs(), "input"));
-  TESSERA_RETURN_IF_ERROR(check(graph_.outputs(), "output"));
-  if (graph_.nodes() != nullptr) {
-    for (const fb::Node* node : *graph_.nodes()) {
-      TESSERA_RETURN_IF_ERROR(check(node->inputs(), "node input"));
-      if (node->outputs() != nullptr) {
-        for (int v : *node->outputs()) {
-          if (v >= static_cast<int>(n)) {
-            return Status::error(Error::InvalidProgram, "armnn: bad node output index %d", v);
-          }
-        }
-      }
-    }
+    dims_[i].assign(dims.begin(), dims.end());
   }
   return Status::ok();
 }
 
 Result<std::vector<float>> Builder::constant(int v) {
-  const fb::Value* fv = graph_.values()->Get(static_cast<uint32_t>(v));
-  if (fv->constant() < 0) {
+  const PayloadValue& pv = view_.value(v);
+  if (!pv.is_constant()) {
     return Status::error(Error::InvalidProgram, "armnn: value %d is not a constant", v);
   }
-  TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes,
-                           context_.constant(static_cast<uint32_t>(fv->constant())));
+  const Span<const uint8_t> bytes = pv.data;
   const size_t count = static_cast<size_t>(numel(d(v)));
   if (bytes.size() < count * sizeof(float)) {
     return Status::error(Error::InvalidProgram, "armnn: constant %d has %zu bytes, expected %zu",
-                         fv->constant(), bytes.size(), count * sizeof(float));
+                         pv.constant, bytes.size(), count * sizeof(float));
   }
   std::vector<float> data(count);
   std::memcpy(data.data(), bytes.data(), count * sizeof(float));
@@ -1014,25 +972,21 @@ Status Builder::convert(const fb::Node& node) {
 
 Result<BuiltNetwork> Builder::build() {
   TESSERA_RETURN_IF_ERROR(resolve());
-  if (graph_.nodes() != nullptr) {
-    for (const fb::Node* node : *graph_.nodes()) {
-      TESSERA_RETURN_IF_ERROR(check_node(graph_, *node, dims_));
-    }
+  for (size_t k = 0; k < view_.num_nodes(); ++k) {
+    TESSERA_RETURN_IF_ERROR(check_node(graph_, view_.node(k), dims_));
   }
   net_.network = armnn::INetwork::Create();
-  const auto* inputs = graph_.inputs();
-  const auto* outputs = graph_.outputs();
-  for (uint32_t i = 0; inputs != nullptr && i < inputs->size(); ++i) {
-    const int v = inputs->Get(i);
+  const Span<const int32_t> inputs = view_.inputs();
+  const Span<const int32_t> outputs = view_.outputs();
+  for (uint32_t i = 0; i < inputs.size(); ++i) {
+    const int v = inputs[i];
     armnn::IConnectableLayer* layer = net_.network->AddInputLayer(static_cast<int>(i));
     slots_[static_cast<size_t>(v)] = out(layer, d(v));
     net_.input_infos.push_back(info_of(d(v)));
   }
-  if (graph_.nodes() != nullptr) {
-    for (const fb::Node* node : *graph_.nodes()) TESSERA_RETURN_IF_ERROR(convert(*node));
-  }
-  for (uint32_t i = 0; outputs != nullptr && i < outputs->size(); ++i) {
-    const int v = outputs->Get(i);
+  for (size_t k = 0; k < view_.num_nodes(); ++k) TESSERA_RETURN_IF_ERROR(convert(view_.node(k)));
+  for (uint32_t i = 0; i < outputs.size(); ++i) {
+    const int v = outputs[i];
     TESSERA_ASSIGN_OR_RETURN(armnn::IOutputSlot * s, slot(v));
     armnn::IConnectableLayer* layer = net_.network->AddOutputLayer(static_cast<int>(i));
     s->Connect(layer->GetInputSlot(0));
@@ -1061,9 +1015,9 @@ Status check_node(const fb::Graph& graph, const fb::Node& node,
   return Checker(graph, node, dims).run();
 }
 
-Result<BuiltNetwork> build_network(const fb::Graph& graph, const BackendInitContext& context) {
+Result<BuiltNetwork> build_network(const PayloadGraph& view) {
   try {
-    return Builder(graph, context).build();
+    return Builder(view).build();
   } catch (const armnn::Exception& e) {
     return Status::error(Error::DelegateInvalidCompatibility,
                          "armnn: building the network failed: %s", e.what());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/core/result.h"
 #include "tessera/core/status.h"
 #include "tessera/ir/schema.h"
@@ -41,9 +42,9 @@ struct BuiltNetwork {
   size_t layers = 0;  // ArmNN layers added, input/output layers included
 };
 
-/// Builds the network of `graph` with dims resolved from the context's symbols and constants
-/// read through it (ArmNN copies them). Errors: InvalidProgram (bad indices, dims, symbols,
-/// constant sizes), NotSupported (check_node), DelegateInvalidCompatibility (ArmNN threw).
-Result<BuiltNetwork> build_network(const fb::Graph& graph, const BackendInitContext& context);
+/// Builds the network of the payload graph `view` (ArmNN copies the constants). Errors:
+/// InvalidProgram (constant sizes, a dim above 32 bits, a value read before it is written),
+/// NotSupported (check_node), DelegateInvalidCompatibility (ArmNN threw).
+Result<BuiltNetwork> build_network(const PayloadGraph& view);
 
 }  // namespace tessera::armnn_backend

@@ -42,8 +42,9 @@ const fb::Value* NodeView::value(int index) const {
 }
 
 DimVector NodeView::dims(int index) const {
-  if (!resolved_.empty() && index >= 0 && static_cast<size_t>(index) < resolved_.size()) {
-    return resolved_[static_cast<size_t>(index)];
+  if (view_ != nullptr && index >= 0 && static_cast<size_t>(index) < view_->num_values()) {
+    const Dims& d = view_->value(index).dims;
+    return DimVector(d.begin(), d.end());
   }
   DimVector out;
   const fb::Value* v = value(index);

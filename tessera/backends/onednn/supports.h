@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/backend/payload_graph.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 #include "tessera/ir/attributes.h"
@@ -21,12 +22,13 @@ namespace tessera::onednn {
 
 using DimVector = std::vector<int64_t>;
 
-/// Reads one node of an fb::Graph with its value dims: resolved at init, or the stored upper
-/// bounds when `resolved` is empty. Views the graph; it must outlive the reader.
+/// Reads one node of an fb::Graph with its value dims: those `view` evaluated at init, or
+/// without a view the stored upper bounds. Views the graph; it must outlive the reader.
 class NodeView {
  public:
-  NodeView(const fb::Graph& graph, const fb::Node& node, Span<const DimVector> resolved = {})
-      : graph_(graph), node_(node), resolved_(resolved) {}
+  NodeView(const fb::Graph& graph, const fb::Node& node) : graph_(graph), node_(node) {}
+  NodeView(const PayloadGraph& view, const fb::Node& node)
+      : graph_(view.graph()), node_(node), view_(&view) {}
 
   fb::OpType op() const { return node_.op(); }
   const fb::Node& node() const { return node_; }
@@ -63,7 +65,7 @@ class NodeView {
 
   const fb::Graph& graph_;
   const fb::Node& node_;
-  Span<const DimVector> resolved_;
+  const PayloadGraph* view_ = nullptr;
 };
 
 /// Spatial geometry of a 2-D Conv or pooling node (oneDNN conventions: dilation 0 = dense).
