@@ -4,6 +4,7 @@
 #include <armnn/Exceptions.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <cfloat>
 #include <cmath>
 #include <cstdarg>
@@ -307,9 +308,23 @@ Status Checker::run() {
       }
       return Status::ok();
     }
-    default:
+    case Op::ConvTranspose:
+    case Op::Pow:
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::Split:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Cast:
+    case Op::Reciprocal:
+    case Op::Where:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::Mish:
       return no("no ArmNN layer or composition is implemented for this op");
   }
+  return no("op %d is not an OpType", static_cast<int>(node_.op()));
 }
 
 // Building ---------------------------------------------------------------------------------------
@@ -486,7 +501,11 @@ armnn::IOutputSlot* Builder::binary(Op op, armnn::IOutputSlot* a, armnn::IOutput
     case Op::Min:
       layer = net_.network->AddMinimumLayer();
       break;
-    default:
+    case Op::PRelu:
+      layer = net_.network->AddPreluLayer();
+      break;
+    default:  // not reached: convert() calls binary() for the ops above only
+      assert(false);
       layer = net_.network->AddPreluLayer();
       break;
   }
@@ -954,7 +973,22 @@ Status Builder::convert(const fb::Node& node) {
       result = out(layer, dy);
       break;
     }
-    default:
+    case Op::ConvTranspose:
+    case Op::Pow:
+    case Op::Erf:
+    case Op::Gelu:
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::Split:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Cast:
+    case Op::Reciprocal:
+    case Op::Where:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::Mish:  // check_node rejects these
       return Status::error(Error::NotSupported, "armnn: op %s is not converted",
                            fb::EnumNameOpType(node.op()));
   }
