@@ -791,8 +791,8 @@ Status Builder::lower_transpose(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  std::vector<int64_t> perm;
-  n.attr_ints("perm", &perm);
+  const Span<const int64_t> declared = attrs_of<ir::TransposeAttrs>(n).perm;
+  std::vector<int64_t> perm(declared.begin(), declared.end());
   if (perm.empty()) {
     for (size_t i = dx.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
   }
@@ -1066,77 +1066,43 @@ Status Builder::lower(int index) {
   const fb::Node* node = &view_.node(static_cast<size_t>(index));
   NodeView n(view_, *node);
   TESSERA_RETURN_IF_ERROR(check_node(n));
-  switch (node->op()) {
-    case fb::OpType::Conv:
+  switch (lowering_of(node->op()).lowering) {
+    case Lowering::Conv:
       return lower_conv(n, index);
-    case fb::OpType::Gemm:
-    case fb::OpType::MatMul:
+    case Lowering::MatMul:
       return lower_matmul(n);
-    case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool:
+    case Lowering::Pool:
       return lower_pool(n);
-    case fb::OpType::GlobalAveragePool:
-    case fb::OpType::ReduceMean:
+    case Lowering::GlobalPool:
+    case Lowering::SpatialMean:
       return lower_global_pool(n);
-    case fb::OpType::Add:
-    case fb::OpType::Sub:
-    case fb::OpType::Mul:
-    case fb::OpType::Div:
-    case fb::OpType::Min:
-    case fb::OpType::Max:
+    case Lowering::Binary:
       return lower_binary(n, index);
-    case fb::OpType::Softmax:
+    case Lowering::Softmax:
       return lower_softmax(n);
-    case fb::OpType::Concat:
+    case Lowering::Concat:
       return lower_concat(n);
-    case fb::OpType::Identity:
-    case fb::OpType::Reshape:
-    case fb::OpType::Flatten:
-    case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze:
+    case Lowering::Reshape:
       return lower_reshape(n);
-    case fb::OpType::Transpose:
+    case Lowering::Transpose:
       return lower_transpose(n);
-    case fb::OpType::LayerNormalization:
+    case Lowering::LayerNorm:
       return lower_layer_norm(n);
-    case fb::OpType::ConvTranspose:
+    case Lowering::ConvTranspose:
       return lower_conv_transpose(n);
-    case fb::OpType::Slice:
+    case Lowering::Slice:
       return lower_slice(n);
-    case fb::OpType::Split:
+    case Lowering::Split:
       return lower_split(n);
-    case fb::OpType::Pad:
+    case Lowering::Pad:
       return lower_pad(n);
-    case fb::OpType::PRelu:
+    case Lowering::PRelu:
       return lower_prelu(n);
-    case fb::OpType::BatchNormalization:
+    case Lowering::BatchNorm:
       return lower_batch_norm(n);
-    case fb::OpType::Relu:
-    case fb::OpType::LeakyRelu:
-    case fb::OpType::Clip:
-    case fb::OpType::Sigmoid:
-    case fb::OpType::Tanh:
-    case fb::OpType::HardSwish:
-    case fb::OpType::HardSigmoid:
-    case fb::OpType::Sqrt:
-    case fb::OpType::Exp:
-    case fb::OpType::Abs:
-    case fb::OpType::Neg:
-    case fb::OpType::Gelu:
-    case fb::OpType::Mish:
+    case Lowering::Eltwise:
       return lower_eltwise(n, index);
-    case fb::OpType::Pow:
-    case fb::OpType::Erf:
-    case fb::OpType::ReduceSum:
-    case fb::OpType::ReduceMax:
-    case fb::OpType::Gather:
-    case fb::OpType::Resize:
-    case fb::OpType::Cast:
-    case fb::OpType::Reciprocal:
-    case fb::OpType::Where:
-    case fb::OpType::Equal:
-    case fb::OpType::Less:
-    case fb::OpType::Greater:
+    case Lowering::None:
       break;  // check_node rejects these
   }
   return Status::error(Error::NotSupported, "onednn: %s node '%.*s' is not lowered",

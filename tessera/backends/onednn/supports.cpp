@@ -64,51 +64,6 @@ bool NodeView::is_float_tensor(int index) const {
          v->dtype() == fb::ScalarType::Float32;
 }
 
-const fb::Attr* NodeView::find(std::string_view name) const {
-  if (node_.attrs() == nullptr) return nullptr;
-  for (const fb::Attr* a : *node_.attrs()) {
-    if (std::string_view(a->name()->c_str(), a->name()->size()) == name) return a;
-  }
-  return nullptr;
-}
-
-bool NodeView::attr_int(std::string_view name, int64_t fallback, int64_t* out) const {
-  const fb::Attr* a = find(name);
-  *out = fallback;
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Int) return false;
-  *out = a->i();
-  return true;
-}
-
-bool NodeView::attr_float(std::string_view name, float fallback, float* out) const {
-  const fb::Attr* a = find(name);
-  *out = fallback;
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Float) return false;
-  *out = a->f();
-  return true;
-}
-
-bool NodeView::attr_string(std::string_view name, std::string_view fallback,
-                           std::string_view* out) const {
-  const fb::Attr* a = find(name);
-  *out = fallback;
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::String) return false;
-  *out = a->s() ? std::string_view(a->s()->c_str(), a->s()->size()) : std::string_view();
-  return true;
-}
-
-bool NodeView::attr_ints(std::string_view name, std::vector<int64_t>* out) const {
-  const fb::Attr* a = find(name);
-  out->clear();
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Ints) return false;
-  if (a->ints()) out->assign(a->ints()->begin(), a->ints()->end());
-  return true;
-}
-
 // ---- checks ------------------------------------------------------------------------------------
 
 namespace {
@@ -410,12 +365,13 @@ Status check_batch_norm(const Checker& c) {
 bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
   const DimVector dx = n.dims(n.input(0));
   const size_t rank = dx.size();
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (!n.attr_ints("starts", &starts) || !n.attr_ints("ends", &ends) ||
-      !n.attr_ints("axes", &axes) || !n.attr_ints("steps", &steps)) {
+  ir::SliceAttrs attrs;
+  if (!n.attrs(&attrs)) {
     *why = "an attribute has the wrong type";
     return false;
   }
+  const Span<const int64_t> starts = attrs.starts, ends = attrs.ends, axes = attrs.axes,
+                            steps = attrs.steps;
   const size_t count = starts.size();
   if (ends.size() != count || (!axes.empty() && axes.size() != count) ||
       (!steps.empty() && steps.size() != count) || count > rank) {
@@ -457,11 +413,12 @@ bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
 
 bool read_pads(const NodeView& n, DimVector* begin, DimVector* end, const char** why) {
   const size_t rank = n.dims(n.input(0)).size();
-  std::vector<int64_t> pads, axes;
-  if (!n.attr_ints("pads", &pads) || !n.attr_ints("axes", &axes)) {
+  ir::PadAttrs attrs;
+  if (!n.attrs(&attrs)) {
     *why = "an attribute has the wrong type";
     return false;
   }
+  const Span<const int64_t> pads = attrs.pads, axes = attrs.axes;
   const size_t count = axes.empty() ? rank : axes.size();
   if (count > rank || (!pads.empty() && pads.size() != 2 * count)) {
     *why = "pads or axes of the wrong length";
@@ -599,97 +556,97 @@ Window read_window(const NodeView& n) {
   return w;
 }
 
-bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
-  EltwiseSpec s;
-  switch (n.op()) {
-    case fb::OpType::Relu: s.algorithm = dnnl_eltwise_relu; break;
-    case fb::OpType::LeakyRelu: {
-      s.algorithm = dnnl_eltwise_relu;
-      ir::LeakyReluAttrs attrs;
-      if (!n.attrs(&attrs)) return false;
-      s.alpha = attrs.alpha;
-      break;
-    }
-    case fb::OpType::Clip: {
-      s.algorithm = dnnl_eltwise_clip;
-      ir::ClipAttrs attrs;
-      if (!n.attrs(&attrs)) return false;
-      s.alpha = attrs.min;
-      s.beta = attrs.max;
-      s.alpha = std::max(s.alpha, -FLT_MAX);
-      s.beta = std::min(s.beta, FLT_MAX);
-      if (s.alpha > s.beta) s.alpha = s.beta;  // ONNX: min > max gives max
-      break;
-    }
-    case fb::OpType::Sigmoid: s.algorithm = dnnl_eltwise_logistic; break;
-    case fb::OpType::Tanh: s.algorithm = dnnl_eltwise_tanh; break;
-    case fb::OpType::HardSwish: s.algorithm = dnnl_eltwise_hardswish; break;
-    case fb::OpType::Mish:
-      s.algorithm = dnnl_eltwise_mish;
-      break;
-    case fb::OpType::Sqrt: s.algorithm = dnnl_eltwise_sqrt; break;
-    case fb::OpType::Exp: s.algorithm = dnnl_eltwise_exp; break;
-    case fb::OpType::Abs: s.algorithm = dnnl_eltwise_abs; break;
-    case fb::OpType::Neg:
-      s.algorithm = dnnl_eltwise_linear;
-      s.alpha = -1.0f;
-      break;
-    case fb::OpType::Gelu: {
-      ir::GeluAttrs attrs;
-      if (!n.attrs(&attrs)) return false;
-      const std::string_view approx = attrs.approximate;
-      if (approx == "tanh") {
-        s.algorithm = dnnl_eltwise_gelu_tanh;
-      } else if (approx == "none" || approx.empty()) {
-        s.algorithm = dnnl_eltwise_gelu_erf;
-      } else {
-        return false;
-      }
-      break;
-    }
-    case fb::OpType::Identity:
-    case fb::OpType::Conv:
-    case fb::OpType::ConvTranspose:
+OpLowering lowering_of(fb::OpType op) {
+  using L = Lowering;
+  switch (op) {
+    case fb::OpType::Conv: return {L::Conv};
+    case fb::OpType::ConvTranspose: return {L::ConvTranspose};
     case fb::OpType::Gemm:
-    case fb::OpType::MatMul:
+    case fb::OpType::MatMul: return {L::MatMul};
+    case fb::OpType::MaxPool:
+    case fb::OpType::AveragePool: return {L::Pool};
+    case fb::OpType::GlobalAveragePool: return {L::GlobalPool};
+    case fb::OpType::ReduceMean: return {L::SpatialMean};
     case fb::OpType::Add:
     case fb::OpType::Sub:
     case fb::OpType::Mul:
     case fb::OpType::Div:
-    case fb::OpType::Pow:
-    case fb::OpType::PRelu:
-    case fb::OpType::HardSigmoid:
-    case fb::OpType::Erf:
-    case fb::OpType::Softmax:
-    case fb::OpType::LayerNormalization:
-    case fb::OpType::BatchNormalization:
-    case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool:
-    case fb::OpType::GlobalAveragePool:
-    case fb::OpType::ReduceMean:
-    case fb::OpType::ReduceSum:
+    case fb::OpType::Min:
+    case fb::OpType::Max: return {L::Binary};
+    case fb::OpType::Relu: return {L::Eltwise, dnnl_eltwise_relu};
+    case fb::OpType::Sigmoid: return {L::Eltwise, dnnl_eltwise_logistic};
+    case fb::OpType::Tanh: return {L::Eltwise, dnnl_eltwise_tanh};
+    case fb::OpType::HardSwish: return {L::Eltwise, dnnl_eltwise_hardswish};
+    case fb::OpType::Mish: return {L::Eltwise, dnnl_eltwise_mish};
+    case fb::OpType::Sqrt: return {L::Eltwise, dnnl_eltwise_sqrt};
+    case fb::OpType::Exp: return {L::Eltwise, dnnl_eltwise_exp};
+    case fb::OpType::Abs: return {L::Eltwise, dnnl_eltwise_abs};
+    case fb::OpType::Neg: return {L::Eltwise, dnnl_eltwise_linear, -1.0f};
+    case fb::OpType::LeakyRelu:
+    case fb::OpType::Clip:
+    case fb::OpType::Gelu:
+    case fb::OpType::HardSigmoid: return {L::Eltwise};
+    case fb::OpType::Softmax: return {L::Softmax};
+    case fb::OpType::Concat: return {L::Concat};
+    case fb::OpType::Identity:
     case fb::OpType::Reshape:
     case fb::OpType::Flatten:
     case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze:
-    case fb::OpType::Transpose:
-    case fb::OpType::Concat:
-    case fb::OpType::Split:
-    case fb::OpType::Slice:
+    case fb::OpType::Unsqueeze: return {L::Reshape};
+    case fb::OpType::Transpose: return {L::Transpose};
+    case fb::OpType::LayerNormalization: return {L::LayerNorm};
+    case fb::OpType::Slice: return {L::Slice};
+    case fb::OpType::Split: return {L::Split};
+    case fb::OpType::Pad: return {L::Pad};
+    case fb::OpType::PRelu: return {L::PRelu};
+    case fb::OpType::BatchNormalization: return {L::BatchNorm};
+    case fb::OpType::Pow:
+    case fb::OpType::Erf:
+    case fb::OpType::ReduceSum:
+    case fb::OpType::ReduceMax:
     case fb::OpType::Gather:
-    case fb::OpType::Pad:
     case fb::OpType::Resize:
     case fb::OpType::Cast:
     case fb::OpType::Reciprocal:
     case fb::OpType::Where:
     case fb::OpType::Equal:
     case fb::OpType::Less:
-    case fb::OpType::Greater:
-    case fb::OpType::ReduceMax:
-    case fb::OpType::Min:
-    case fb::OpType::Max:
-      return false;
+    case fb::OpType::Greater: return {L::None};
   }
+  return {L::None};
+}
+
+bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
+  const OpLowering row = lowering_of(n.op());
+  if (row.lowering != Lowering::Eltwise) return false;
+  EltwiseSpec s;
+  s.algorithm = row.eltwise;
+  s.alpha = row.alpha;
+  if (n.op() == fb::OpType::LeakyRelu) {
+    ir::LeakyReluAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    s.algorithm = dnnl_eltwise_relu;
+    s.alpha = attrs.alpha;
+  } else if (n.op() == fb::OpType::Clip) {
+    ir::ClipAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    s.algorithm = dnnl_eltwise_clip;
+    s.alpha = std::max(attrs.min, -FLT_MAX);
+    s.beta = std::min(attrs.max, FLT_MAX);
+    if (s.alpha > s.beta) s.alpha = s.beta;  // ONNX: min > max gives max
+  } else if (n.op() == fb::OpType::Gelu) {
+    ir::GeluAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    const std::string_view approx = attrs.approximate;
+    if (approx == "tanh") {
+      s.algorithm = dnnl_eltwise_gelu_tanh;
+    } else if (approx == "none" || approx.empty()) {
+      s.algorithm = dnnl_eltwise_gelu_erf;
+    } else {
+      return false;
+    }
+  }
+  if (s.algorithm == 0) return false;  // HardSigmoid: two steps (the graph builder)
   *out = s;
   return true;
 }
@@ -739,8 +696,8 @@ Status check_node(const NodeView& n) {
   if (x < 0) return c.fail("missing input");
   const DimVector dx = n.dims(x);
   const fb::OpType op = n.op();
-  switch (op) {
-    case fb::OpType::Conv: {
+  switch (lowering_of(op).lowering) {
+    case Lowering::Conv: {
       const int w = n.input(1), b = n.input(2);
       if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
       const DimVector dw = n.dims(w);
@@ -758,22 +715,20 @@ Status check_node(const NodeView& n) {
       if (n.num_inputs() > 3) return c.fail("too many inputs");
       return check_window(c, true);
     }
-    case fb::OpType::Gemm:
-    case fb::OpType::MatMul:
+    case Lowering::MatMul:
       if (n.input(1) < 0) return c.fail("missing input");
       return check_matmul_like(c);
-    case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool: {
+    case Lowering::Pool: {
       ir::PoolAttrs attrs;
       if (!n.attrs(&attrs) || attrs.storage_order != 0) {
         return c.fail("storage_order != 0");
       }
       return check_window(c, false);
     }
-    case fb::OpType::GlobalAveragePool:
+    case Lowering::GlobalPool:
       if (dx.size() != 4) return c.fail("only rank-4 input");
       return Status::ok();
-    case fb::OpType::ReduceMean: {
+    case Lowering::SpatialMean: {
       ir::ReduceAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
       const std::vector<int64_t> axes(attrs.axes.begin(), attrs.axes.end());
@@ -785,12 +740,7 @@ Status check_node(const NodeView& n) {
       if (a[0] != 2 || a[1] != 3) return c.fail("only the spatial mean of NCHW");
       return Status::ok();
     }
-    case fb::OpType::Add:
-    case fb::OpType::Sub:
-    case fb::OpType::Mul:
-    case fb::OpType::Div:
-    case fb::OpType::Min:
-    case fb::OpType::Max: {
+    case Lowering::Binary: {
       if (n.num_inputs() != 2 || n.input(1) < 0) return c.fail("needs exactly two inputs");
       const DimVector d1 = n.dims(n.input(1));
       const bool full0 = dx.size() == dy.size() && dx == dy;
@@ -799,19 +749,7 @@ Status check_node(const NodeView& n) {
       if (full1 && broadcastable(dx, dy) && is_commutative(op)) return Status::ok();
       return c.fail("only one operand may be broadcast (the second, or either if commutative)");
     }
-    case fb::OpType::Relu:
-    case fb::OpType::LeakyRelu:
-    case fb::OpType::Clip:
-    case fb::OpType::Sigmoid:
-    case fb::OpType::Tanh:
-    case fb::OpType::HardSwish:
-    case fb::OpType::Mish:
-    case fb::OpType::HardSigmoid:
-    case fb::OpType::Sqrt:
-    case fb::OpType::Exp:
-    case fb::OpType::Abs:
-    case fb::OpType::Neg:
-    case fb::OpType::Gelu: {
+    case Lowering::Eltwise: {
       if (n.num_inputs() != 1) return c.fail("expects one input");
       if (dx != dy) return c.fail("output shape differs from the input's");
       EltwiseSpec s;
@@ -823,7 +761,7 @@ Status check_node(const NodeView& n) {
       if (!eltwise_of(n, &s)) return c.fail("an attribute has the wrong type or value");
       return Status::ok();
     }
-    case fb::OpType::Softmax: {
+    case Lowering::Softmax: {
       ir::SoftmaxAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("axis has the wrong type");
       const int64_t axis = attrs.axis;
@@ -831,21 +769,21 @@ Status check_node(const NodeView& n) {
       if (axis < -r || axis >= r || dx != dy) return c.fail("axis out of range");
       return Status::ok();
     }
-    case fb::OpType::LayerNormalization:
+    case Lowering::LayerNorm:
       return check_layer_norm(c);
-    case fb::OpType::ConvTranspose:
+    case Lowering::ConvTranspose:
       return check_conv_transpose(c);
-    case fb::OpType::Slice:
+    case Lowering::Slice:
       return check_slice(c);
-    case fb::OpType::Split:
+    case Lowering::Split:
       return check_split(c);
-    case fb::OpType::Pad:
+    case Lowering::Pad:
       return check_pad(c);
-    case fb::OpType::PRelu:
+    case Lowering::PRelu:
       return check_prelu(c);
-    case fb::OpType::BatchNormalization:
+    case Lowering::BatchNorm:
       return check_batch_norm(c);
-    case fb::OpType::Concat: {
+    case Lowering::Concat: {
       ir::ConcatAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("axis has the wrong type or is missing");
       const int64_t axis = attrs.axis;
@@ -858,22 +796,19 @@ Status check_node(const NodeView& n) {
       }
       return Status::ok();
     }
-    case fb::OpType::Identity:
-    case fb::OpType::Reshape:
-    case fb::OpType::Flatten:
-    case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze:
+    case Lowering::Reshape:
       for (int i = 1; i < n.num_inputs(); ++i) {
         if (n.input(i) >= 0 && !n.is_constant(n.input(i))) return c.fail("shape input not constant");
       }
       if (numel(dx) != numel(dy)) return c.fail("element counts differ");
       return Status::ok();
-    case fb::OpType::Transpose: {
-      std::vector<int64_t> perm;
-      if (!n.attr_ints("perm", &perm)) return c.fail("perm has the wrong type");
+    case Lowering::Transpose: {
+      ir::TransposeAttrs attrs;
+      if (!n.attrs(&attrs)) return c.fail("perm has the wrong type");
+      const Span<const int64_t> perm = attrs.perm;
       if (!perm.empty()) {
         if (perm.size() != dx.size()) return c.fail("perm of the wrong length");
-        std::vector<int64_t> sorted = perm;
+        std::vector<int64_t> sorted(perm.begin(), perm.end());
         std::sort(sorted.begin(), sorted.end());
         for (size_t i = 0; i < sorted.size(); ++i) {
           if (sorted[i] != static_cast<int64_t>(i)) return c.fail("perm is not a permutation");
@@ -882,18 +817,7 @@ Status check_node(const NodeView& n) {
       if (numel(dx) != numel(dy) || dx.size() != dy.size()) return c.fail("shapes do not match");
       return Status::ok();
     }
-    case fb::OpType::Pow:
-    case fb::OpType::Erf:
-    case fb::OpType::ReduceSum:
-    case fb::OpType::Gather:
-    case fb::OpType::Resize:
-    case fb::OpType::Cast:
-    case fb::OpType::Reciprocal:
-    case fb::OpType::Where:
-    case fb::OpType::Equal:
-    case fb::OpType::Less:
-    case fb::OpType::Greater:
-    case fb::OpType::ReduceMax:
+    case Lowering::None:
       return c.fail("op not lowered by this backend");
   }
   return c.fail("op not lowered by this backend");

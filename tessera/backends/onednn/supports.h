@@ -44,12 +44,6 @@ class NodeView {
   bool is_constant(int index) const;
   bool is_float_tensor(int index) const;
 
-  /// Attribute getters: false when the attribute is present with another type.
-  bool attr_int(std::string_view name, int64_t fallback, int64_t* out) const;
-  bool attr_float(std::string_view name, float fallback, float* out) const;
-  bool attr_string(std::string_view name, std::string_view fallback, std::string_view* out) const;
-  /// Empty when absent.
-  bool attr_ints(std::string_view name, std::vector<int64_t>* out) const;
   /// The node's typed attributes (ir::GemmAttrs, ...; defaults from tessera/ir/op_attrs.def).
   /// False when one has the wrong type or a required one is missing.
   template <typename A>
@@ -61,8 +55,6 @@ class NodeView {
   }
 
  private:
-  const fb::Attr* find(std::string_view name) const;
-
   const fb::Graph& graph_;
   const fb::Node& node_;
   const PayloadGraph* view_ = nullptr;
@@ -108,6 +100,39 @@ bool read_slice(const NodeView& node, SliceSpec* out, const char** why);
 /// Reads the begin and end padding of every dim of a Pad node (ONNX `pads`, optional `axes`).
 /// False with `*why` set for wrong attribute types or lengths, bad axes.
 bool read_pads(const NodeView& node, DimVector* begin, DimVector* end, const char** why);
+
+/// How the backend lowers an op. lowering_of() is the one list of the ops oneDNN takes:
+/// check_node and the graph builder switch over the Lowering, not over the op.
+enum class Lowering : uint8_t {
+  None,  // not lowered
+  Conv,
+  ConvTranspose,
+  MatMul,         // Gemm, MatMul
+  Pool,           // MaxPool, AveragePool
+  GlobalPool,     // GlobalAveragePool
+  SpatialMean,    // ReduceMean over H and W
+  Binary,         // Add, Sub, Mul, Div, Min, Max
+  Eltwise,        // the activation-like ops (eltwise_of), HardSigmoid as two eltwise steps
+  Softmax,
+  Concat,
+  Reshape,        // Identity, Reshape, Flatten, Squeeze, Unsqueeze: a view of the input
+  Transpose,
+  LayerNorm,
+  Slice,
+  Split,
+  Pad,
+  PRelu,
+  BatchNorm,
+};
+
+/// An op's row: its Lowering and, for an Eltwise op whose primitive no attribute chooses, the
+/// dnnl_alg_kind_t with its alpha (0: LeakyRelu, Clip, Gelu and HardSigmoid, read from the node).
+struct OpLowering {
+  Lowering lowering = Lowering::None;
+  int eltwise = 0;
+  float alpha = 0.0f;
+};
+OpLowering lowering_of(fb::OpType op);
 
 /// OK if the backend can lower the node; NotSupported with the reason otherwise
 /// ("onednn: Conv node 'c1': ...").
