@@ -39,9 +39,16 @@ ir::Graph small_graph() {
   const int t = value({ir::Dim::symbol(0, 8), 4});
   const int y = value({batch_times_2, 2});
   const int z = value({ir::Dim::symbol(0, 8), 4});
-  g.nodes.push_back({fb::OpType::Mul, "mul", {x, w}, {t}});
-  g.nodes.push_back({fb::OpType::Relu, "relu", {t}, {y}});
-  g.nodes.push_back({fb::OpType::Add, "add", {t, t}, {z}});
+  auto node = [&](fb::OpType op, std::vector<int> inputs, int output) {
+    ir::Node n;
+    n.op = op;
+    n.inputs = std::move(inputs);
+    n.outputs = {output};
+    g.nodes.push_back(n);
+  };
+  node(fb::OpType::Mul, {x, w}, t);
+  node(fb::OpType::Relu, {t}, y);
+  node(fb::OpType::Add, {t, t}, z);
   g.inputs = {x};
   g.outputs = {y, z};
   return g;
