@@ -78,18 +78,18 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
 
   auto check_index = [&](int32_t v, const char* what, uint32_t at) -> Status {
     if (v >= 0 && static_cast<uint32_t>(v) < num_values) return Status::ok();
-    return invalid(context, Status::error(Error::InvalidProgram,
-                                          "%s %u refers to value %d; the graph has %u", what, at,
-                                          v, num_values));
+    return invalid(
+        context, Status::error(Error::InvalidProgram, "%s %u refers to value %d; the graph has %u",
+                               what, at, v, num_values));
   };
   for (uint32_t i = 0; i < count(graph->inputs()); ++i) {
     const int32_t v = graph->inputs()->Get(i);
     TESSERA_RETURN_IF_ERROR(check_index(v, "graph input", i));
     PayloadValue& value = view.values_[static_cast<size_t>(v)];
     if (value.graph_input >= 0 || value.is_constant()) {
-      return invalid(context, Status::error(Error::InvalidProgram,
-                                            "graph input %u (value %d) is repeated or a constant",
-                                            i, v));
+      return invalid(context,
+                     Status::error(Error::InvalidProgram,
+                                   "graph input %u (value %d) is repeated or a constant", i, v));
     }
     value.graph_input = static_cast<int32_t>(i);
   }
@@ -123,10 +123,10 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
                                               value.producer, n));
       }
       if (value.graph_input >= 0 || value.is_constant()) {
-        return invalid(context,
-                       Status::error(Error::InvalidProgram,
-                                     "node %u writes value %d, which is a graph input or a constant",
-                                     n, v));
+        return invalid(
+            context,
+            Status::error(Error::InvalidProgram,
+                          "node %u writes value %d, which is a graph input or a constant", n, v));
       }
       value.producer = static_cast<int32_t>(n);
     }

@@ -27,7 +27,8 @@ struct PayloadValue {
   /// The constant's bytes, in place in the program (they live as long as the Program); empty for
   /// an activation.
   Span<const uint8_t> data;
-  int32_t producer = -1;  // the node writing it; -1 for graph inputs, constants and unwritten values
+  /// The node writing it; -1 for graph inputs, constants and values no node writes.
+  int32_t producer = -1;
   int32_t graph_input = -1;  // its position among the graph inputs, or -1
   bool graph_output = false;
 

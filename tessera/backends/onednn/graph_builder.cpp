@@ -76,10 +76,7 @@ void append_activation(dnnl::post_ops& ops, const fb::Node& node) {
 class Builder {
  public:
   Builder(const PayloadGraph& view, const BuildOptions& options, Delegate& delegate)
-      : view_(view),
-        options_(options),
-        d_(delegate),
-        act_(options.bf16 ? dt::bf16 : dt::f32) {}
+      : view_(view), options_(options), d_(delegate), act_(options.bf16 ? dt::bf16 : dt::f32) {}
 
   Status build();
 

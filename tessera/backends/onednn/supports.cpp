@@ -559,47 +559,74 @@ Window read_window(const NodeView& n) {
 OpLowering lowering_of(fb::OpType op) {
   using L = Lowering;
   switch (op) {
-    case fb::OpType::Conv: return {L::Conv};
-    case fb::OpType::ConvTranspose: return {L::ConvTranspose};
+    case fb::OpType::Conv:
+      return {L::Conv};
+    case fb::OpType::ConvTranspose:
+      return {L::ConvTranspose};
     case fb::OpType::Gemm:
-    case fb::OpType::MatMul: return {L::MatMul};
+    case fb::OpType::MatMul:
+      return {L::MatMul};
     case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool: return {L::Pool};
-    case fb::OpType::GlobalAveragePool: return {L::GlobalPool};
-    case fb::OpType::ReduceMean: return {L::SpatialMean};
+    case fb::OpType::AveragePool:
+      return {L::Pool};
+    case fb::OpType::GlobalAveragePool:
+      return {L::GlobalPool};
+    case fb::OpType::ReduceMean:
+      return {L::SpatialMean};
     case fb::OpType::Add:
     case fb::OpType::Sub:
     case fb::OpType::Mul:
     case fb::OpType::Div:
     case fb::OpType::Min:
-    case fb::OpType::Max: return {L::Binary};
-    case fb::OpType::Relu: return {L::Eltwise, dnnl_eltwise_relu};
-    case fb::OpType::Sigmoid: return {L::Eltwise, dnnl_eltwise_logistic};
-    case fb::OpType::Tanh: return {L::Eltwise, dnnl_eltwise_tanh};
-    case fb::OpType::HardSwish: return {L::Eltwise, dnnl_eltwise_hardswish};
-    case fb::OpType::Mish: return {L::Eltwise, dnnl_eltwise_mish};
-    case fb::OpType::Sqrt: return {L::Eltwise, dnnl_eltwise_sqrt};
-    case fb::OpType::Exp: return {L::Eltwise, dnnl_eltwise_exp};
-    case fb::OpType::Abs: return {L::Eltwise, dnnl_eltwise_abs};
-    case fb::OpType::Neg: return {L::Eltwise, dnnl_eltwise_linear, -1.0f};
+    case fb::OpType::Max:
+      return {L::Binary};
+    case fb::OpType::Relu:
+      return {L::Eltwise, dnnl_eltwise_relu};
+    case fb::OpType::Sigmoid:
+      return {L::Eltwise, dnnl_eltwise_logistic};
+    case fb::OpType::Tanh:
+      return {L::Eltwise, dnnl_eltwise_tanh};
+    case fb::OpType::HardSwish:
+      return {L::Eltwise, dnnl_eltwise_hardswish};
+    case fb::OpType::Mish:
+      return {L::Eltwise, dnnl_eltwise_mish};
+    case fb::OpType::Sqrt:
+      return {L::Eltwise, dnnl_eltwise_sqrt};
+    case fb::OpType::Exp:
+      return {L::Eltwise, dnnl_eltwise_exp};
+    case fb::OpType::Abs:
+      return {L::Eltwise, dnnl_eltwise_abs};
+    case fb::OpType::Neg:
+      return {L::Eltwise, dnnl_eltwise_linear, -1.0f};
     case fb::OpType::LeakyRelu:
     case fb::OpType::Clip:
     case fb::OpType::Gelu:
-    case fb::OpType::HardSigmoid: return {L::Eltwise};
-    case fb::OpType::Softmax: return {L::Softmax};
-    case fb::OpType::Concat: return {L::Concat};
+    case fb::OpType::HardSigmoid:
+      return {L::Eltwise};
+    case fb::OpType::Softmax:
+      return {L::Softmax};
+    case fb::OpType::Concat:
+      return {L::Concat};
     case fb::OpType::Identity:
     case fb::OpType::Reshape:
     case fb::OpType::Flatten:
     case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze: return {L::Reshape};
-    case fb::OpType::Transpose: return {L::Transpose};
-    case fb::OpType::LayerNormalization: return {L::LayerNorm};
-    case fb::OpType::Slice: return {L::Slice};
-    case fb::OpType::Split: return {L::Split};
-    case fb::OpType::Pad: return {L::Pad};
-    case fb::OpType::PRelu: return {L::PRelu};
-    case fb::OpType::BatchNormalization: return {L::BatchNorm};
+    case fb::OpType::Unsqueeze:
+      return {L::Reshape};
+    case fb::OpType::Transpose:
+      return {L::Transpose};
+    case fb::OpType::LayerNormalization:
+      return {L::LayerNorm};
+    case fb::OpType::Slice:
+      return {L::Slice};
+    case fb::OpType::Split:
+      return {L::Split};
+    case fb::OpType::Pad:
+      return {L::Pad};
+    case fb::OpType::PRelu:
+      return {L::PRelu};
+    case fb::OpType::BatchNormalization:
+      return {L::BatchNorm};
     case fb::OpType::Pow:
     case fb::OpType::Erf:
     case fb::OpType::ReduceSum:
@@ -611,7 +638,8 @@ OpLowering lowering_of(fb::OpType op) {
     case fb::OpType::Where:
     case fb::OpType::Equal:
     case fb::OpType::Less:
-    case fb::OpType::Greater: return {L::None};
+    case fb::OpType::Greater:
+      return {L::None};
   }
   return {L::None};
 }

@@ -107,15 +107,15 @@ enum class Lowering : uint8_t {
   None,  // not lowered
   Conv,
   ConvTranspose,
-  MatMul,         // Gemm, MatMul
-  Pool,           // MaxPool, AveragePool
-  GlobalPool,     // GlobalAveragePool
-  SpatialMean,    // ReduceMean over H and W
-  Binary,         // Add, Sub, Mul, Div, Min, Max
-  Eltwise,        // the activation-like ops (eltwise_of), HardSigmoid as two eltwise steps
+  MatMul,       // Gemm, MatMul
+  Pool,         // MaxPool, AveragePool
+  GlobalPool,   // GlobalAveragePool
+  SpatialMean,  // ReduceMean over H and W
+  Binary,       // Add, Sub, Mul, Div, Min, Max
+  Eltwise,      // the activation-like ops (eltwise_of), HardSigmoid as two eltwise steps
   Softmax,
   Concat,
-  Reshape,        // Identity, Reshape, Flatten, Squeeze, Unsqueeze: a view of the input
+  Reshape,  // Identity, Reshape, Flatten, Squeeze, Unsqueeze: a view of the input
   Transpose,
   LayerNorm,
   Slice,

@@ -50,8 +50,7 @@ struct NodePlan {
 /// Plans node `node_index` of `graph` with every value's shape in `shapes`. Errors: NotSupported
 /// (op, dtype, rank or attribute value this backend does not run), InvalidProgram (malformed
 /// attributes), ShapeMismatch (output shape disagrees with the op). Messages name op and node.
-Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes,
-                 NodePlan* plan);
+Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan);
 
 /// The value shapes of `graph` as stored (symbolic dims at their upper bound).
 std::vector<Dims> stored_shapes(const fb::Graph& graph);

@@ -98,8 +98,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
   d->summary.device = dev.name;
   d->summary.context = device.get();
 
-  TESSERA_ASSIGN_OR_RETURN(DelegatePlan plan,
-                           plan_delegate(view, settings.specialize_shapes));
+  TESSERA_ASSIGN_OR_RETURN(DelegatePlan plan, plan_delegate(view, settings.specialize_shapes));
   const std::vector<Dims>& shapes = plan.shapes;
   const std::vector<int>& buffer_of = plan.buffer_of;
   const std::vector<const KernelPlan*>& kernels = plan.kernels;
@@ -130,7 +129,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
     if (value.is_constant()) {
       const Span<const uint8_t> data = value.data;
       if (data.size() != bytes) {
-        return Status::error(Error::InvalidProgram, "opencl: constant %d has %zu bytes, value %zu needs %zu",
+        return Status::error(Error::InvalidProgram,
+                             "opencl: constant %d has %zu bytes, value %zu needs %zu",
                              value.constant, data.size(), v, bytes);
       }
       mem = clCreateBuffer(device->context.get(), CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0),

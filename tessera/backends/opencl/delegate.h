@@ -99,9 +99,9 @@ struct DelegatePlan {
 /// NotSupported, ShapeMismatch.
 Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_shapes);
 
-/// Builds a delegate for the payload graph `view` on `device`. Errors: InvalidProgram (malformed graph),
-/// NotSupported (an op or variant this backend does not run), ShapeMismatch, DelegateUnavailable
-/// and DelegateInvalidCompatibility (OpenCL failures), option errors.
+/// Builds a delegate for the payload graph `view` on `device`. Errors: InvalidProgram (malformed
+/// graph), NotSupported (an op or variant this backend does not run), ShapeMismatch,
+/// DelegateUnavailable and DelegateInvalidCompatibility (OpenCL failures), option errors.
 Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                                  const BackendInitContext& context,
                                                  std::shared_ptr<DeviceContext> device,

@@ -151,8 +151,9 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(view, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
-  TESSERA_ASSIGN_OR_RETURN((*delegate)->recipe,
-                           make_per_node_recipe(view, payload->data(), payload->size(), context, build));
+  TESSERA_ASSIGN_OR_RETURN(
+      (*delegate)->recipe,
+      make_per_node_recipe(view, payload->data(), payload->size(), context, build));
   payload->free();
   return to_handle(std::move(delegate).value().release());
 }
