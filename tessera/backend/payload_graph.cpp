@@ -41,9 +41,11 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
 
   const uint32_t num_values = count(graph->values());
   view.values_.resize(num_values);
+  view.dims_.resize(num_values);
   for (uint32_t i = 0; i < num_values; ++i) {
     const fb::Value* v = graph->values()->Get(i);
     PayloadValue& out = view.values_[i];
+    Dims& dims = view.dims_[i];
     out.kind = v->kind();
     out.dtype = static_cast<ScalarType>(v->dtype());
     out.constant = v->constant();
@@ -52,7 +54,7 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
       return invalid(context, Status::error(Error::InvalidProgram, "value %u has rank %u (max %d)",
                                             i, rank, kMaxDims));
     }
-    out.dims.rank = static_cast<int>(rank);
+    dims.rank = static_cast<int>(rank);
     for (uint32_t k = 0; k < rank; ++k) {
       const fb::Dim* dim = v->dims()->Get(k);
       if (dim->expr() != nullptr && dim->expr()->size() > 0) {
@@ -62,13 +64,13 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
           return invalid(context, x.status().with_prefix("value " + std::to_string(i) + " dim " +
                                                          std::to_string(k)));
         }
-        out.dims.d[k] = *x;
+        dims.d[k] = *x;
       } else {
-        out.dims.d[k] = dim->value();
+        dims.d[k] = dim->value();
       }
-      if (out.dims.d[k] < 0) {
+      if (dims.d[k] < 0) {
         return invalid(context, Status::error(Error::InvalidProgram, "value %u has dim %u = %lld",
-                                              i, k, static_cast<long long>(out.dims.d[k])));
+                                              i, k, static_cast<long long>(dims.d[k])));
       }
     }
     if (out.constant >= 0) {
@@ -148,6 +150,11 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
 const PayloadValue& PayloadGraph::value(int32_t v) const {
   assert(v >= 0 && static_cast<size_t>(v) < values_.size());
   return values_[static_cast<size_t>(v)];
+}
+
+const Dims& PayloadGraph::dims(int32_t v) const {
+  assert(v >= 0 && static_cast<size_t>(v) < dims_.size());
+  return dims_[static_cast<size_t>(v)];
 }
 
 Span<const int32_t> PayloadGraph::consumers(int32_t v) const {

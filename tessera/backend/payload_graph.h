@@ -21,7 +21,6 @@ namespace tessera {
 struct PayloadValue {
   fb::ValueKind kind = fb::ValueKind::Tensor;
   ScalarType dtype = ScalarType::Float32;
-  Dims dims;              // evaluated against the load's symbols
   bool symbolic = false;  // some dim is an expression over symbols
   int32_t constant = -1;  // program constant index; -1 for an activation
   /// The constant's bytes, in place in the program (they live as long as the Program); empty for
@@ -55,6 +54,10 @@ class PayloadGraph {
   size_t num_values() const { return values_.size(); }
   /// Value `v`; `v` must be in [0, num_values()) (debug assert).
   const PayloadValue& value(int32_t v) const;
+  /// Value `v`'s dims, evaluated against the load's symbols.
+  const Dims& dims(int32_t v) const;
+  /// Every value's dims, by value index.
+  Span<const Dims> dims() const { return dims_; }
   /// The nodes reading value `v`, in ascending order, each once.
   Span<const int32_t> consumers(int32_t v) const;
   /// Whether value `v` holds data before node `n` runs: a graph input, a constant, or written
@@ -84,6 +87,7 @@ class PayloadGraph {
 
   const fb::Graph* graph_;
   std::vector<PayloadValue> values_;
+  std::vector<Dims> dims_;
   std::vector<const fb::Node*> nodes_;
   std::vector<int32_t> consumer_nodes_;   // every value's consumers, value after value
   std::vector<uint32_t> consumer_begin_;  // value v's consumers: [begin[v], begin[v + 1])

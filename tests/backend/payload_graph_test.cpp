@@ -84,14 +84,14 @@ TEST_F(PayloadGraphTest, EvaluatesDimsAgainstTheLoadsSymbols) {
   ASSERT_TRUE(view.ok()) << view.status().message();
   ASSERT_EQ(view->num_values(), 5u);
   const PayloadValue& x = view->value(0);
-  EXPECT_EQ(x.dims.rank, 2);
-  EXPECT_EQ(x.dims[0], 3);
-  EXPECT_EQ(x.dims[1], 4);
+  EXPECT_EQ(view->dims(0).rank, 2);
+  EXPECT_EQ(view->dims(0)[0], 3);
+  EXPECT_EQ(view->dims(0)[1], 4);
   EXPECT_TRUE(x.symbolic);
   EXPECT_EQ(x.graph_input, 0);
-  const PayloadValue& y = view->value(3);
-  EXPECT_EQ(y.dims, Dims(std::vector<int64_t>{6, 2}));  // batch * 2
-  EXPECT_EQ(y.dims.numel(), 12);
+  EXPECT_EQ(view->dims(3), Dims(std::vector<int64_t>{6, 2}));  // batch * 2
+  EXPECT_EQ(view->dims(3).numel(), 12);
+  EXPECT_EQ(view->dims().size(), 5u);
   const PayloadValue& w = view->value(1);
   EXPECT_TRUE(w.is_constant());
   EXPECT_FALSE(w.symbolic);

@@ -210,9 +210,9 @@ Status Builder::resolve() {
   dims_.resize(n);
   vals_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    const PayloadValue& v = view_.value(static_cast<int32_t>(i));
-    dims_[i].assign(v.dims.begin(), v.dims.end());
-    vals_[i].constant = v.is_constant();
+    const Dims& dims = view_.dims(static_cast<int32_t>(i));
+    dims_[i].assign(dims.begin(), dims.end());
+    vals_[i].constant = view_.value(static_cast<int32_t>(i)).is_constant();
   }
   done_.assign(view_.num_nodes(), false);
   return Status::ok();

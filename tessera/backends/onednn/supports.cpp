@@ -43,7 +43,7 @@ const fb::Value* NodeView::value(int index) const {
 
 DimVector NodeView::dims(int index) const {
   if (view_ != nullptr && index >= 0 && static_cast<size_t>(index) < view_->num_values()) {
-    const Dims& d = view_->value(index).dims;
+    const Dims& d = view_->dims(index);
     return DimVector(d.begin(), d.end());
   }
   DimVector out;

@@ -41,8 +41,7 @@ Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_sha
   const fb::Graph& graph = view.graph();
   const size_t nvalues = view.num_values();
   const size_t nnodes = view.num_nodes();
-  p.shapes.resize(nvalues);
-  for (size_t v = 0; v < nvalues; ++v) p.shapes[v] = view.value(static_cast<int32_t>(v)).dims;
+  p.shapes.assign(view.dims().begin(), view.dims().end());
 
   // Plans, and which buffer holds each value (aliases share their input's).
   p.plans.resize(nnodes);

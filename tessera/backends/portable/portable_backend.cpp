@@ -86,7 +86,7 @@ Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableB
     new (&d->tensors[v]) Tensor();
     if (!val.is_tensor()) continue;
     void* data = val.is_constant() ? const_cast<uint8_t*>(val.data.data()) : nullptr;
-    d->tensors[v] = Tensor(val.dtype, val.dims.span(), data);
+    d->tensors[v] = Tensor(val.dtype, view.dims(static_cast<int32_t>(v)).span(), data);
   }
 
   // Intermediate values share one arena planned over their lifetimes.

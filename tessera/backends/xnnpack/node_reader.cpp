@@ -66,7 +66,7 @@ ValueFacts FbNodeReader::facts(int index) const {
     return f;
   }
   if (view_ != nullptr) {
-    f.dims = view_->value(index).dims;
+    f.dims = view_->dims(index);
     f.symbolic = view_->value(index).symbolic;
     return f;
   }

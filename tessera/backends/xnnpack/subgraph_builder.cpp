@@ -196,7 +196,7 @@ Status Builder::load_values() {
   for (size_t i = 0; i < n; ++i) {
     const PayloadValue& v = view_.value(static_cast<int32_t>(i));
     ValueState& s = values_[i];
-    s.dims = v.dims;
+    s.dims = view_.dims(static_cast<int32_t>(i));
     s.constant = v.constant;
     s.graph_input = v.graph_input;
     s.graph_output = v.graph_output;
@@ -221,7 +221,7 @@ Status Builder::load_values() {
   graph_outputs_.assign(view_.outputs().begin(), view_.outputs().end());
   for (int io : graph_inputs_) {
     const PayloadValue& v = view_.value(io);
-    if (!v.is_tensor() || v.dims.rank > kMaxXnnDims || v.dtype != ScalarType::Float32) {
+    if (!v.is_tensor() || view_.dims(io).rank > kMaxXnnDims || v.dtype != ScalarType::Float32) {
       return Status(Error::NotSupported,
                     "xnnpack: graph inputs must be float32 tensors of rank <= 6");
     }
