@@ -29,6 +29,7 @@ struct Dims {
   size_t size() const { return static_cast<size_t>(rank); }
   const int64_t* begin() const { return d; }
   const int64_t* end() const { return d + rank; }
+  int64_t back() const { return d[rank - 1]; }  // rank must be > 0
   int64_t operator[](size_t i) const { return d[i]; }
   int64_t& operator[](size_t i) { return d[i]; }
 };

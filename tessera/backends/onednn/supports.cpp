@@ -41,15 +41,18 @@ const fb::Value* NodeView::value(int index) const {
   return values->Get(static_cast<uint32_t>(index));
 }
 
-DimVector NodeView::dims(int index) const {
+Dims NodeView::dims(int index) const {
   if (view_ != nullptr && index >= 0 && static_cast<size_t>(index) < view_->num_values()) {
-    const Dims& d = view_->dims(index);
-    return DimVector(d.begin(), d.end());
+    return view_->dims(index);
   }
-  DimVector out;
+  Dims out;
   const fb::Value* v = value(index);
   if (v == nullptr || v->dims() == nullptr) return out;
-  for (const fb::Dim* d : *v->dims()) out.push_back(d->value());
+  // A rank above kMaxDims is cut to kMaxDims, still above what check_node accepts.
+  out.rank = std::min(static_cast<int>(v->dims()->size()), kMaxDims);
+  for (int d = 0; d < out.rank; ++d) {
+    out[static_cast<size_t>(d)] = v->dims()->Get(static_cast<uint32_t>(d))->value();
+  }
   return out;
 }
 
@@ -79,19 +82,13 @@ struct Checker {
   }
 };
 
-bool broadcastable(const DimVector& small, const DimVector& full) {
+bool broadcastable(const Dims& small, const Dims& full) {
   if (small.size() > full.size()) return false;
   const size_t off = full.size() - small.size();
   for (size_t i = 0; i < small.size(); ++i) {
     if (small[i] != 1 && small[i] != full[off + i]) return false;
   }
   return true;
-}
-
-int64_t numel(const DimVector& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
 }
 
 bool is_commutative(fb::OpType op) {
@@ -101,8 +98,8 @@ bool is_commutative(fb::OpType op) {
 
 Status check_window(const Checker& c, bool is_conv) {
   const NodeView& n = c.n;
-  const DimVector x = n.dims(n.input(0));
-  const DimVector y = n.dims(n.output(0));
+  const Dims x = n.dims(n.input(0));
+  const Dims y = n.dims(n.output(0));
   if (x.size() != 4 || y.size() != 4) return c.fail("only 2-D (rank-4 NCHW) windows are lowered");
   ir::WindowAttrs win;
   ir::PoolAttrs pool;
@@ -121,7 +118,7 @@ Status check_window(const Checker& c, bool is_conv) {
     return c.fail("auto_pad other than NOTSET or VALID");
   }
   if (is_conv && kernel.empty()) {
-    const DimVector w = n.dims(n.input(1));
+    const Dims w = n.dims(n.input(1));
     if (w.size() == 4) kernel = {w[2], w[3]};
   }
   if (kernel.size() != 2) return c.fail("kernel_shape must have 2 entries");
@@ -167,7 +164,7 @@ Status check_window(const Checker& c, bool is_conv) {
 Status check_matmul_like(const Checker& c) {
   const NodeView& n = c.n;
   const int a = n.input(0), b = n.input(1);
-  const DimVector da = n.dims(a), db = n.dims(b), dy = n.dims(n.output(0));
+  const Dims da = n.dims(a), db = n.dims(b), dy = n.dims(n.output(0));
   if (n.op() == fb::OpType::Gemm) {
     ir::GemmAttrs attrs;
     if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
@@ -183,8 +180,8 @@ Status check_matmul_like(const Checker& c) {
     const int cv = n.input(2);
     if (cv >= 0) {
       if (!n.is_constant(cv) || !n.is_float_tensor(cv)) return c.fail("C must be a constant");
-      const DimVector dc = n.dims(cv);
-      if (numel(dc) != cols || dc.size() > 2 || (dc.size() == 2 && dc[0] != 1)) {
+      const Dims dc = n.dims(cv);
+      if (dc.numel() != cols || dc.size() > 2 || (dc.size() == 2 && dc[0] != 1)) {
         return c.fail("C must be a row of N values");
       }
     }
@@ -204,7 +201,7 @@ Status check_matmul_like(const Checker& c) {
 
 Status check_layer_norm(const Checker& c) {
   const NodeView& n = c.n;
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   const Result<ir::LayerNormalizationAttrs> attrs =
       ir::LayerNormalizationAttrs::read(ir::AttrView(&n.node()));
   if (!attrs.ok()) return c.fail(attrs.status().message());  // names the attribute and types
@@ -218,7 +215,7 @@ Status check_layer_norm(const Checker& c) {
     return c.fail("expects X, Scale and an optional B");
   }
   if (n.dims(n.output(0)) != dx) return c.fail("output shape differs from the input's");
-  const DimVector norm(dx.begin() + (axis < 0 ? axis + r : axis), dx.end());
+  const Dims norm(dx.span().subspan(static_cast<size_t>(axis < 0 ? axis + r : axis)));
   for (int i = 1; i < n.num_inputs(); ++i) {
     const int p = n.input(i);
     if (p < 0) continue;
@@ -232,11 +229,11 @@ Status check_layer_norm(const Checker& c) {
 
 Status check_conv_transpose(const Checker& c) {
   const NodeView& n = c.n;
-  const DimVector dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
+  const Dims dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
   const int w = n.input(1), b = n.input(2);
   if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
   if (n.num_inputs() > 3) return c.fail("too many inputs");
-  const DimVector dw = n.dims(w);
+  const Dims dw = n.dims(w);
   if (dx.size() < 3 || dx.size() > 5) {
     return c.fail("only 1-D, 2-D and 3-D ConvTranspose is lowered");
   }
@@ -251,7 +248,7 @@ Status check_conv_transpose(const Checker& c) {
   }
   const int64_t cout = dw[1] * group;
   if (dy[0] != dx[0] || dy[1] != cout) return c.fail("output shape does not match");
-  if (b >= 0 && (!n.is_constant(b) || numel(n.dims(b)) != cout)) {
+  if (b >= 0 && (!n.is_constant(b) || n.dims(b).numel() != cout)) {
     return c.fail("bias must be a constant of Cout values");
   }
   DeconvWindow win;
@@ -273,14 +270,14 @@ Status check_slice(const Checker& c) {
   SliceSpec spec;
   const char* why = nullptr;
   if (!read_slice(n, &spec, &why)) return c.fail(why);
-  if (spec.size != n.dims(n.output(0))) return c.fail("output shape does not match the slice");
+  if (Dims(spec.size) != n.dims(n.output(0))) return c.fail("output shape does not match the slice");
   return Status::ok();
 }
 
 Status check_split(const Checker& c) {
   const NodeView& n = c.n;
   if (n.num_inputs() != 1) return c.fail("split sizes given as an input");
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   const int64_t r = static_cast<int64_t>(dx.size());
   ir::SplitAttrs attrs;
   if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
@@ -297,7 +294,7 @@ Status check_split(const Checker& c) {
   }
   int64_t total = 0;
   for (int i = 0; i < n.num_outputs(); ++i) {
-    DimVector dy = n.dims(n.output(i));
+    Dims dy = n.dims(n.output(i));
     if (dy.size() != dx.size()) return c.fail("outputs must have the input's rank");
     if (!split.empty() && split[static_cast<size_t>(i)] != dy[static_cast<size_t>(axis)]) {
       return c.fail("split does not match the output sizes");
@@ -319,7 +316,7 @@ Status check_pad(const Checker& c) {
   DimVector begin, end;
   const char* why = nullptr;
   if (!read_pads(n, &begin, &end, &why)) return c.fail(why);
-  const DimVector dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
+  const Dims dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
   if (dy.size() != dx.size()) return c.fail("output rank differs from the input's");
   for (size_t d = 0; d < dx.size(); ++d) {
     if (begin[d] < 0 || end[d] < 0) return c.fail("negative pads (cropping) are not lowered");
@@ -331,7 +328,7 @@ Status check_pad(const Checker& c) {
 Status check_prelu(const Checker& c) {
   const NodeView& n = c.n;
   if (n.num_inputs() != 2 || n.input(1) < 0) return c.fail("expects X and slope");
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   if (n.dims(n.output(0)) != dx) return c.fail("output shape differs from the input's");
   if (!broadcastable(n.dims(n.input(1)), dx)) return c.fail("slope does not broadcast to X");
   return Status::ok();
@@ -339,7 +336,7 @@ Status check_prelu(const Checker& c) {
 
 Status check_batch_norm(const Checker& c) {
   const NodeView& n = c.n;
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   ir::BatchNormalizationAttrs attrs;
   if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
   const int64_t training = attrs.training_mode;
@@ -352,7 +349,7 @@ Status check_batch_norm(const Checker& c) {
   for (int i = 1; i < 5; ++i) {
     const int p = n.input(i);
     if (p < 0 || !n.is_constant(p)) return c.fail("scale, B, mean and var must be constants");
-    const DimVector dp = n.dims(p);
+    const Dims dp = n.dims(p);
     if (dp.size() != 1 || dp[0] != dx[1]) {
       return c.fail("scale, B, mean and var must have C values");
     }
@@ -363,7 +360,7 @@ Status check_batch_norm(const Checker& c) {
 }  // namespace
 
 bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   const size_t rank = dx.size();
   ir::SliceAttrs attrs;
   if (!n.attrs(&attrs)) {
@@ -381,7 +378,7 @@ bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
   SliceSpec s;
   s.start.assign(rank, 0);
   s.step.assign(rank, 1);
-  s.size = dx;
+  s.size.assign(dx.begin(), dx.end());
   std::vector<bool> seen(rank, false);
   for (size_t i = 0; i < count; ++i) {
     int64_t d = axes.empty() ? static_cast<int64_t>(i) : axes[i];
@@ -445,7 +442,7 @@ bool read_pads(const NodeView& n, DimVector* begin, DimVector* end, const char**
 
 bool read_deconv_window(const NodeView& n, DeconvWindow* out, const char** why) {
   DeconvWindow w;
-  const DimVector dx = n.dims(n.input(0)), dw = n.dims(n.input(1));
+  const Dims dx = n.dims(n.input(0)), dw = n.dims(n.input(1));
   if (dx.size() < 3 || dx.size() > 5 || dw.size() != dx.size()) {
     *why = "only 1-D, 2-D and 3-D ConvTranspose is lowered";
     return false;
@@ -534,11 +531,11 @@ Window read_window(const NodeView& n) {
   const Span<const int64_t> strides = win.strides, dilations = win.dilations, pads = win.pads;
   const std::string_view auto_pad = win.auto_pad;
   if (kernel.size() != 2 && n.op() == fb::OpType::Conv) {
-    const DimVector wd = n.dims(n.input(1));
+    const Dims wd = n.dims(n.input(1));
     if (wd.size() == 4) kernel = {wd[2], wd[3]};
   }
-  const DimVector x = n.dims(n.input(0));
-  const DimVector y = n.dims(n.output(0));
+  const Dims x = n.dims(n.input(0));
+  const Dims y = n.dims(n.output(0));
   for (size_t d = 0; d < 2; ++d) {
     w.kernel[d] = kernel.size() == 2 ? kernel[d] : 1;
     w.stride[d] = strides.size() == 2 ? strides[d] : 1;
@@ -692,14 +689,14 @@ Status check_node(const NodeView& n) {
     return c.fail("more than one output");
   }
   for (int i = 0; i < n.num_outputs(); ++i) {
-    const DimVector d = n.dims(n.output(i));
+    const Dims d = n.dims(n.output(i));
     if (d.size() > static_cast<size_t>(kMaxRank)) return c.fail("rank above 6");
     for (int64_t e : d) {
       if (e < 1) return c.fail("empty tensor");
     }
   }
   const int out = n.output(0);
-  const DimVector dy = n.dims(out);
+  const Dims dy = n.dims(out);
   // Inputs: float32 tensors, present unless optional (handled per op).
   for (int i = 0; i < n.num_inputs(); ++i) {
     const int v = n.input(i);
@@ -722,13 +719,13 @@ Status check_node(const NodeView& n) {
   }
   const int x = n.input(0);
   if (x < 0) return c.fail("missing input");
-  const DimVector dx = n.dims(x);
+  const Dims dx = n.dims(x);
   const fb::OpType op = n.op();
   switch (lowering_of(op).lowering) {
     case Lowering::Conv: {
       const int w = n.input(1), b = n.input(2);
       if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
-      const DimVector dw = n.dims(w);
+      const Dims dw = n.dims(w);
       ir::ConvAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
       const int64_t group = attrs.group;
@@ -737,7 +734,7 @@ Status check_node(const NodeView& n) {
         return c.fail("channels do not match the group count");
       }
       if (dy[1] != dw[0] || dy[0] != dx[0]) return c.fail("output shape does not match");
-      if (b >= 0 && (!n.is_constant(b) || numel(n.dims(b)) != dw[0])) {
+      if (b >= 0 && (!n.is_constant(b) || n.dims(b).numel() != dw[0])) {
         return c.fail("bias must be a constant of Cout values");
       }
       if (n.num_inputs() > 3) return c.fail("too many inputs");
@@ -770,7 +767,7 @@ Status check_node(const NodeView& n) {
     }
     case Lowering::Binary: {
       if (n.num_inputs() != 2 || n.input(1) < 0) return c.fail("needs exactly two inputs");
-      const DimVector d1 = n.dims(n.input(1));
+      const Dims d1 = n.dims(n.input(1));
       const bool full0 = dx.size() == dy.size() && dx == dy;
       const bool full1 = d1.size() == dy.size() && d1 == dy;
       if (full0 && broadcastable(d1, dy)) return Status::ok();
@@ -828,7 +825,7 @@ Status check_node(const NodeView& n) {
       for (int i = 1; i < n.num_inputs(); ++i) {
         if (n.input(i) >= 0 && !n.is_constant(n.input(i))) return c.fail("shape input not constant");
       }
-      if (numel(dx) != numel(dy)) return c.fail("element counts differ");
+      if (dx.numel() != dy.numel()) return c.fail("element counts differ");
       return Status::ok();
     case Lowering::Transpose: {
       ir::TransposeAttrs attrs;
@@ -842,7 +839,7 @@ Status check_node(const NodeView& n) {
           if (sorted[i] != static_cast<int64_t>(i)) return c.fail("perm is not a permutation");
         }
       }
-      if (numel(dx) != numel(dy) || dx.size() != dy.size()) return c.fail("shapes do not match");
+      if (dx.numel() != dy.numel() || dx.size() != dy.size()) return c.fail("shapes do not match");
       return Status::ok();
     }
     case Lowering::None:

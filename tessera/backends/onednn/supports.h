@@ -20,6 +20,8 @@
 
 namespace tessera::onednn {
 
+/// oneDNN's own dims type (dnnl::memory::dims), for what is handed to its primitives; shapes
+/// the backend reads are tessera::Dims.
 using DimVector = std::vector<int64_t>;
 
 /// Reads one node of an fb::Graph with its value dims: those `view` evaluated at init, or
@@ -40,7 +42,7 @@ class NodeView {
   int output(int i) const;
 
   const fb::Value* value(int index) const;
-  DimVector dims(int index) const;
+  Dims dims(int index) const;
   bool is_constant(int index) const;
   bool is_float_tensor(int index) const;
 
