@@ -20,7 +20,8 @@ struct Dims {
   /// `sizes` must have at most kMaxDims entries (asserted; clamped in release builds).
   explicit Dims(Span<const int64_t> sizes);
   /// `{n, c, h, w}`; as above.
-  Dims(std::initializer_list<int64_t> sizes) : Dims(Span<const int64_t>(sizes.begin(), sizes.size())) {}
+  Dims(std::initializer_list<int64_t> sizes)
+      : Dims(Span<const int64_t>(sizes.begin(), sizes.size())) {}
 
   /// Product of the dims (1 for rank 0).
   int64_t numel() const;

@@ -364,8 +364,7 @@ class Builder {
                                  armnn::ActivationFunction f, float a = 0.0f, float b = 0.0f);
   /// Applies the node's fused activation (Relu, Clip) to `from`.
   armnn::IOutputSlot* fused(const fb::Node& node, armnn::IOutputSlot* from, const Dims& dims);
-  armnn::IOutputSlot* binary(Op op, armnn::IOutputSlot* a, armnn::IOutputSlot* b,
-                             const Dims& dims);
+  armnn::IOutputSlot* binary(Op op, armnn::IOutputSlot* a, armnn::IOutputSlot* b, const Dims& dims);
   Result<armnn::IOutputSlot*> conv(const fb::Node& node);
   Result<armnn::IOutputSlot*> pool(const fb::Node& node);
   Result<armnn::IOutputSlot*> layer_norm(const fb::Node& node);
@@ -440,8 +439,7 @@ Result<armnn::IOutputSlot*> Builder::slot_at_rank(int v, size_t rank) {
   return reshape(s, dims);
 }
 
-armnn::IOutputSlot* Builder::out(armnn::IConnectableLayer* layer, const Dims& dims,
-                                 int index) {
+armnn::IOutputSlot* Builder::out(armnn::IConnectableLayer* layer, const Dims& dims, int index) {
   armnn::IOutputSlot& s = layer->GetOutputSlot(static_cast<unsigned>(index));
   s.SetTensorInfo(info_of(dims));
   ++net_.layers;
@@ -815,8 +813,7 @@ Status Builder::convert(const fb::Node& node) {
         for (float& v : bias) v *= beta;
         desc.m_BiasEnabled = true;
       }
-      armnn::ConstTensor wt(info_of(trans_b != 0 ? Dims{n, k} : Dims{k, n}),
-                            weights.data());
+      armnn::ConstTensor wt(info_of(trans_b != 0 ? Dims{n, k} : Dims{k, n}), weights.data());
       armnn::Optional<armnn::ConstTensor> bt;
       if (desc.m_BiasEnabled) bt = armnn::ConstTensor(info_of({n}), bias.data());
       TESSERA_ASSIGN_OR_RETURN(armnn::IOutputSlot * in, slot(x));

@@ -270,7 +270,9 @@ Status check_slice(const Checker& c) {
   SliceSpec spec;
   const char* why = nullptr;
   if (!read_slice(n, &spec, &why)) return c.fail(why);
-  if (Dims(spec.size) != n.dims(n.output(0))) return c.fail("output shape does not match the slice");
+  if (Dims(spec.size) != n.dims(n.output(0))) {
+    return c.fail("output shape does not match the slice");
+  }
   return Status::ok();
 }
 
