@@ -20,7 +20,6 @@ TABLE = "tessera/ir/op_attrs.def"
 PENDING = {
     "tessera/compiler/evaluate.cpp": 5,
     "tessera/compiler/onnx_import.cpp": 26,
-    "tessera/compiler/passes/activation_fusion.cpp": 2,
     "tessera/compiler/passes/batchnorm_folding.cpp": 5,
     "tessera/compiler/passes/pattern_fusion.cpp": 3,
 }
