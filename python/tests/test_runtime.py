@@ -414,3 +414,48 @@ def test_selection_arguments_are_checked(add_program):
         program.load_method(selection=1)
     with pytest.raises(tessera.ArgumentError, match="selection_cache_dir must be a str"):
         program.load_method(selection_cache_dir=3)
+
+
+# --- startup_backend -------------------------------------------------------------------------
+
+def test_startup_backend_serves_on_the_cpu_then_moves_to_opencl(add_onnx, tmp_path):
+    """A cold OpenCL program cache: the first executes run on the startup backend while the
+    kernels build in the background, then the delegate moves to OpenCL; the next load finds
+    the cache warm and starts on OpenCL."""
+    if not tessera.backend_available("opencl")["available"]:
+        pytest.skip("no OpenCL device")
+    program = tessera.compile(add_onnx, dims={"batch": (1, 8)}, backends=["opencl"])
+    cache = tmp_path / "clcache"
+    options = {"opencl": {"cache_dir": str(cache)}}
+    method = program.load_method(options=options, startup_backend="portable")
+    (d,) = method.delegates
+    assert d["startup"]["backend"] == "portable"
+    assert d["startup"]["target"] == "opencl"
+    x, y = xy()
+    for _ in range(3):
+        np.testing.assert_array_equal(method(x, y)[0], x + y)
+    assert method.wait_for_startup(60000)
+    np.testing.assert_array_equal(method(x, y)[0], x + y)
+    (d,) = method.delegates
+    assert d["startup"]["state"] == "switched", d["startup"]["failure"]
+    assert d["backend"] == "opencl"
+    assert d["startup"]["executes"]["opencl"] >= 1
+    assert sum(d["startup"]["executes"].values()) == 4
+    assert d["startup"]["build_ms"] > 0
+    assert any(p.suffix == ".clbin" for p in cache.iterdir())
+
+    warm = program.load_method(options=options, startup_backend="portable")
+    (d,) = warm.delegates
+    assert d["backend"] == "opencl"
+    assert d["startup"] is None
+
+
+def test_startup_backend_rejects_a_wrong_type_and_an_unknown_backend(add_program):
+    program, _ = add_program
+    with pytest.raises(tessera.ArgumentError, match="startup_backend must be a str"):
+        program.load_method(startup_backend=3)
+    with pytest.raises(tessera.OptionError, match="unknown backend 'nope'"):
+        program.load_method(startup_backend="nope")
+    # Nothing to build on a CPU backend: no startup backend is used.
+    (d,) = program.load_method(startup_backend="auto").delegates
+    assert d["startup"] is None

@@ -244,9 +244,12 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
   // Measured selection: the fastest backend that matches the program's own replaces it (an
   // explicit retarget wins over measuring).
   const char* chosen_options = "";  // an option value the selection chose ("num_threads=1")
+  KeptCandidate kept;  // the measured winner, initialised already
   if (options.selection != Selection::Fixed && candidates[0] == requested) {
-    const int chosen = select_backend(program, method, ins, d, requested, {specs, nspecs}, options,
-                                      pools, s, {symbols, s->num_symbols}, {args, nargs}, info);
+    const int chosen =
+        select_backend(program, method, ins, d, requested, {specs, nspecs}, options, pools, s,
+                       {symbols, s->num_symbols}, {args, nargs}, info, &kept);
+    if (kept.candidate != chosen) kept.reset();
     if (chosen >= 0) {
       candidates[0] = info->selection.candidates[chosen].backend;
       chosen_options = info->selection.candidates[chosen].options;
@@ -277,7 +280,8 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     // A cold init (device code to build) runs in the background while a startup backend
     // serves the first executes. Asked before the backend's availability, which can itself
     // take seconds to probe (an OpenCL platform starting): the background init finds out.
-    if (c == 0 && !options.startup_backend().empty()) {
+    const bool adopt = c == 0 && kept.handle != nullptr && kept.backend == b;
+    if (c == 0 && !options.startup_backend().empty() && !adopt) {
       Span<const CompileSpec> own_specs =
           name == requested ? Span<const CompileSpec>(specs, nspecs) : Span<const CompileSpec>();
       TESSERA_RETURN_IF_ERROR(resolve_options(name, *b, d->id()->string_view(), own_specs,
@@ -357,8 +361,19 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
       TESSERA_RETURN_IF_ERROR(apply_selected_options(name, chosen_options, resolved));
     }
     bool fatal = false;
-    Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
-                                             {symbols, s->num_symbols}, resolved, derived, &fatal);
+    Result<DelegateHandle*> handle = [&]() -> Result<DelegateHandle*> {
+      if (!adopt) {
+        return init_on(program, method, d, name, b, use_specs, pools, s,
+                       {symbols, s->num_symbols}, resolved, derived, &fatal);
+      }
+      // The measurement initialised it with these very options: no second init.
+      *resolved = *kept.options;
+      *derived = *kept.derived;
+      DelegateHandle* h = kept.handle;
+      kept.handle = nullptr;
+      kept.backend = nullptr;
+      return h;
+    }();
     if (fatal) return handle.status();
     if (!handle.ok()) {
       char prefix[96];
@@ -459,10 +474,13 @@ Status execute_steps(MethodState* s, const ExecuteOptions* options, ProfileBuffe
       std::string_view b = options->backend_at(i);
       bool used = false;
       for (uint32_t k = 0; k < s->num_delegates && !used; ++k) {
-        // A delegate still on its startup backend will run on its own one later.
+        // A delegate with a startup backend runs on either of two backends, and moves from one
+        // to the other between executes at a time the application does not choose: the same
+        // execute options stay valid before and after the switch (or a failed build).
         const DelegateInfo& info = *s->delegates[k].info;
-        used =
-            b == info.backend || (s->delegates[k].startup != nullptr && b == info.startup.target);
+        const bool had_startup = info.startup.backend[0] != '\0';
+        used = b == info.backend ||
+               (had_startup && (b == info.startup.backend || b == info.startup.target));
       }
       if (!used) {
         return Status::error(Error::OptionUnknownBackend,

@@ -2,12 +2,15 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string_view>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/derived_values.h"
 #include "tessera/backend/interface.h"
 #include "tessera/core/result.h"
 #include "tessera/core/status.h"
+#include "tessera/backend/resolved_options.h"
 #include "tessera/ir/schema.h"
 #include "tessera/runtime/method_state.h"
 
@@ -31,6 +34,24 @@ struct CpuPoolBackends {
   size_t size = 0;
 };
 CpuPoolBackends cpu_pool_backends(const fb::Method* method, const LoadOptions& options);
+
+/// A measured selection's winner, still initialised: the load adopts it instead of
+/// initialising the same backend with the same options again. Destroys what it holds unless
+/// released.
+struct KeptCandidate {
+  KeptCandidate() = default;
+  KeptCandidate(const KeptCandidate&) = delete;
+  KeptCandidate& operator=(const KeptCandidate&) = delete;
+  ~KeptCandidate() { reset(); }
+  /// Destroys the delegate held, if any.
+  void reset();
+
+  BackendInterface* backend = nullptr;
+  DelegateHandle* handle = nullptr;
+  int candidate = -1;                  // its index in DelegateInfo::selection
+  std::unique_ptr<ResolvedOptions> options;  // what it was initialised with
+  std::unique_ptr<DerivedValues> derived;    // what its init reported
+};
 
 /// Picks the backend for delegate instruction `ins` (retarget, fallback chain), resolves its
 /// options, and initialises it into `*out`, telling it which other backends of `pools` share
@@ -73,23 +94,27 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
 /// `requested` and every candidate backend that can take the delegate, runs each on
 /// deterministic inputs (the delegate's non-constant inputs are overwritten; nothing has run
 /// yet at load), compares its outputs with the first that ran (the reference, normally
-/// `requested`), times it, and destroys them all. Fills info->selection and returns the index
-/// there of the fastest accepted candidate, or -1 when none ran (the caller then loads
-/// `requested` as usual, which reports its error).
+/// `requested`), times it, and destroys every one but the fastest accepted, which it hands over
+/// in `kept` (so the load does not initialise it a second time). Fills info->selection and
+/// returns the index there of the fastest accepted candidate, or -1 when none ran (the caller
+/// then loads `requested` as usual, which reports its error).
 int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,
                        const fb::Delegate* d, std::string_view requested,
                        Span<const CompileSpec> specs, const LoadOptions& options,
                        const CpuPoolBackends& pools, MethodState* s,
-                       Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info);
+                       Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info,
+                       KeptCandidate* kept);
 
 /// LoadOptions::selection for delegate `d` (see Selection): under Fixed, or Auto on a delegate
 /// without recorded candidates, returns -1 (run `requested`). Otherwise the remembered choice
 /// (Auto, from the selection cache) or measure_candidates (then written to the cache); returns
 /// the index in info->selection of the chosen candidate, or -1. Cache problems are warnings.
+/// After a measurement, `kept` holds the chosen candidate's initialised delegate.
 int select_backend(const Program& program, const fb::Method* method, const fb::Instruction* ins,
                    const fb::Delegate* d, std::string_view requested, Span<const CompileSpec> specs,
                    const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
-                   Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info);
+                   Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info,
+                   KeptCandidate* kept);
 
 /// Sets one option ("KEY=VALUE", a selection candidate's `options`) on `resolved`, with source
 /// Selection. Errors as parse_option_value, or OptionUnknownKey.

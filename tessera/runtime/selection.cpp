@@ -160,6 +160,15 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
 
 }  // namespace
 
+void KeptCandidate::reset() {
+  if (backend != nullptr && handle != nullptr) backend->destroy(handle);
+  backend = nullptr;
+  handle = nullptr;
+  candidate = -1;
+  options.reset();
+  derived.reset();
+}
+
 Status apply_selected_options(std::string_view backend, const char* text,
                               ResolvedOptions* resolved) {
   const std::string_view assignment(text);
@@ -181,7 +190,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        const fb::Delegate* d, std::string_view requested,
                        Span<const CompileSpec> specs, const LoadOptions& options,
                        const CpuPoolBackends& pools, MethodState* s,
-                       Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info) {
+                       Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info,
+                       KeptCandidate* kept) {
+  kept->reset();
   SelectionReport& report = info->selection;
   std::snprintf(report.mode, sizeof report.mode, "%s", "measure");
   const fb::Graph* graph = d->payload_nested_root();
@@ -309,7 +320,17 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           c->median_ms = times[times.size() / 2];
           c->accepted = true;
           const int index = static_cast<int>(c - report.candidates);
-          if (chosen < 0 || c->median_ms < report.candidates[chosen].median_ms) chosen = index;
+          if (chosen < 0 || c->median_ms < report.candidates[chosen].median_ms) {
+            chosen = index;
+            // The fastest so far stays initialised; the one it beat goes.
+            kept->reset();
+            kept->backend = b;
+            kept->handle = *handle;
+            kept->candidate = index;
+            kept->options = std::move(trial);
+            kept->derived = std::move(derived);
+            continue;
+          }
         }
       }
       if (!why.empty()) set_text(c->reason, sizeof c->reason, why);
@@ -410,13 +431,15 @@ void say_fixed(DelegateInfo* info, const std::string& why) {
 int select_backend(const Program& program, const fb::Method* method, const fb::Instruction* ins,
                    const fb::Delegate* d, std::string_view requested, Span<const CompileSpec> specs,
                    const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
-                   Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info) {
+                   Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info,
+                   KeptCandidate* kept) {
+  kept->reset();
   const bool is_auto = options.selection == Selection::Auto;
   const bool selectable = d->candidates() != nullptr && d->candidates()->size() >= 2;
   if (options.selection == Selection::Fixed || (is_auto && !selectable)) return -1;
   auto measure = [&]() {
     return measure_candidates(program, method, ins, d, requested, specs, options, pools, s, symbols,
-                              args, info);
+                              args, info, kept);
   };
   const std::string dir = selection_cache_dir(options.selection_cache_dir);
   if (dir.empty()) {

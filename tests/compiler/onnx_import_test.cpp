@@ -8,6 +8,7 @@
 
 #include "tessera/compiler/graph_dump.h"
 #include "tessera/ir/op.h"
+#include "tessera/ir/op_attrs.h"
 #include "tests/compiler/test_util.h"
 #include "tests/testing/fuzz_inputs.h"
 
@@ -348,6 +349,26 @@ TEST(OnnxImport, ClipBoundsBecomeAttributes) {
   EXPECT_EQ(g->nodes[0].find_attr("max")->f, 6.0f);
   EXPECT_EQ(g->nodes[1].find_attr("min"), nullptr);
   EXPECT_EQ(g->nodes[1].find_attr("max")->f, 6.0f);
+}
+
+// Elu is a Direct row of tessera/ir/ops.def: one node, its alpha copied when given, the table's
+// default (1) when not.
+TEST(OnnxImport, EluMapsOneToOneWithItsAlpha) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}, int64_t{3}});
+  b.node("Elu", {"x"}, {"e"}).f("alpha", 0.5f);
+  b.node("Elu", {"e"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Elu", "Elu"}));
+  ASSERT_NE(g->nodes[0].find_attr("alpha"), nullptr);
+  EXPECT_EQ(g->nodes[0].find_attr("alpha")->f, 0.5f);
+  EXPECT_EQ(g->nodes[1].find_attr("alpha"), nullptr);
+  auto defaults = ir::EluAttrs::read(g->nodes[1]);
+  ASSERT_OK(defaults);
+  EXPECT_EQ(defaults->alpha, 1.0f);
+  EXPECT_EQ(g->dims_string(g->outputs[0]), "[2, 3]");
 }
 
 TEST(OnnxImport, DropoutAndIdentityDisappear) {

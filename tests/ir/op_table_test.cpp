@@ -40,6 +40,70 @@ TEST(OpTable, OneRowPerOpInEnumOrder) {
   EXPECT_EQ(op_info(static_cast<fb::OpType>(9999)), nullptr);
 }
 
+// fb::OpType is generated from tessera/ir/ops.def in row order; programs store its values, so a
+// row may only be appended. The ops of format version 1, at their values:
+TEST(OpTable, EnumValuesAreStable) {
+  const char* const kReleased[] = {"Identity",
+                                   "Conv",
+                                   "ConvTranspose",
+                                   "Gemm",
+                                   "MatMul",
+                                   "Add",
+                                   "Sub",
+                                   "Mul",
+                                   "Div",
+                                   "Pow",
+                                   "Relu",
+                                   "Clip",
+                                   "LeakyRelu",
+                                   "PRelu",
+                                   "Sigmoid",
+                                   "Tanh",
+                                   "HardSigmoid",
+                                   "HardSwish",
+                                   "Erf",
+                                   "Gelu",
+                                   "Sqrt",
+                                   "Exp",
+                                   "Softmax",
+                                   "LayerNormalization",
+                                   "BatchNormalization",
+                                   "MaxPool",
+                                   "AveragePool",
+                                   "GlobalAveragePool",
+                                   "ReduceMean",
+                                   "ReduceSum",
+                                   "Reshape",
+                                   "Flatten",
+                                   "Squeeze",
+                                   "Unsqueeze",
+                                   "Transpose",
+                                   "Concat",
+                                   "Split",
+                                   "Slice",
+                                   "Gather",
+                                   "Pad",
+                                   "Resize",
+                                   "Cast",
+                                   "Neg",
+                                   "Reciprocal",
+                                   "Abs",
+                                   "Where",
+                                   "Equal",
+                                   "Less",
+                                   "Greater",
+                                   "ReduceMax",
+                                   "Min",
+                                   "Max",
+                                   "Mish"};
+  Span<const OpInfo> table = op_table();
+  ASSERT_GE(table.size(), std::size(kReleased));
+  for (size_t i = 0; i < std::size(kReleased); ++i) {
+    EXPECT_STREQ(fb::EnumNameOpType(static_cast<fb::OpType>(i)), kReleased[i])
+        << "OpType " << i << " moved: append new rows at the end of tessera/ir/ops.def";
+  }
+}
+
 TEST(OpTable, AttributeRowsCarryTheirDefaults) {
   const OpInfo* info = op_info(fb::OpType::HardSigmoid);
   ASSERT_NE(info, nullptr);

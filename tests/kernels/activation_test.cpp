@@ -111,6 +111,16 @@ TEST(Unary, Mish) {
       spec, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, -8, 8, 21);
 }
 
+TEST(Unary, Elu) {
+  NodeSpec spec(OpType::Elu);  // alpha: the table's default, 1
+  check_unary(
+      spec, [](double x) { return x < 0 ? std::expm1(x) : x; }, -8, 8, 23);
+  NodeSpec scaled(OpType::Elu);
+  scaled.attr(attr_float("alpha", 0.25f));
+  check_unary(
+      scaled, [](double x) { return x < 0 ? 0.25 * std::expm1(x) : x; }, -8, 8, 24);
+}
+
 TEST(Unary, MishLargeInputsStayFinite) {
   TestTensor x = TestTensor::f32({4}, {-200.0f, 30.0f, 100.0f, 1e30f});
   TestTensor y(ScalarType::Float32, {4});

@@ -30,6 +30,7 @@ namespace {
 
 constexpr OptionSpec kCpuSchema[] = {
     OptionSpec::integer("num_threads", 0, 0, 64, kInitScopes, "threads"),
+    OptionSpec::boolean("profile", false, OptionScope::Execute, "per-call profile"),
 };
 constexpr OptionSpec kDeviceSchema[] = {
     OptionSpec::integer("device_index", 0, 0, 3, kRuntimeScopes, "device"),
@@ -338,6 +339,51 @@ TEST_F(StartupTest, ExecuteOptionsForTheDelegatesOwnBackendAreAcceptedBeforeTheS
   EXPECT_TRUE(m->wait_for_startup());
   execute_and_check(*m, &options);
   EXPECT_EQ(device_->last_execute_options().size(), 1u);
+}
+
+// Execute options for both backends (as `tessera-run --profile` sets them): valid on the
+// startup backend, after the switch, and after a failed build alike.
+ExecuteOptions profile_both() {
+  ExecuteOptions options;
+  BackendOption on;
+  EXPECT_TRUE(on.set_key("profile").is_ok());
+  EXPECT_TRUE(on.set_value<bool>(true).is_ok());
+  EXPECT_TRUE(options.set_options("st_cpu", Span<const BackendOption>(&on, 1)).is_ok());
+  EXPECT_TRUE(on.set_key("kernel_profiling").is_ok());
+  EXPECT_TRUE(options.set_options("st_device", Span<const BackendOption>(&on, 1)).is_ok());
+  return options;
+}
+
+TEST_F(StartupTest, ExecuteOptionsForBothBackendsStayValidAcrossTheSwitch) {
+  gated_ = true;
+  auto m = load("st_cpu");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ExecuteOptions options = profile_both();
+  execute_and_check(*m, &options);
+  EXPECT_EQ(cpu_->last_execute_options().size(), 1u);
+  gate_.open();
+  EXPECT_TRUE(m->wait_for_startup());
+  EXPECT_STREQ(m->delegate_info(0).backend, "st_device");
+  execute_and_check(*m, &options);
+  EXPECT_EQ(device_->last_execute_options().size(), 1u);
+}
+
+TEST_F(StartupTest, ExecuteOptionsForBothBackendsStayValidAfterAFailedBuild) {
+  fail_init_ = true;
+  auto m = load("st_cpu");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ExecuteOptions options = profile_both();
+  EXPECT_TRUE(m->wait_for_startup());
+  EXPECT_STREQ(m->delegate_info(0).startup.state, "failed");
+  execute_and_check(*m, &options);
+  // An unrelated backend is still an error.
+  ExecuteOptions other;
+  BackendOption on;
+  ASSERT_TRUE(on.set_key("profile").is_ok());
+  ASSERT_TRUE(on.set_value<bool>(true).is_ok());
+  ASSERT_TRUE(other.set_options("portable", Span<const BackendOption>(&on, 1)).is_ok());
+  Status st = m->execute(other);
+  EXPECT_EQ(st.code(), Error::OptionUnknownBackend) << st.message();
 }
 
 TEST_F(StartupTest, AStartupBackendThatCannotRunTheDelegateIsAWarningAndTheInitRunsNow) {

@@ -50,7 +50,7 @@ std::string generate() {
       << "Inputs and outputs give the arity (trailing absent optional inputs do not count). "
          "Fused: the op can carry a fused Relu or Clip. Kernel: the portable kernel family "
          "(`prepare_<kernel>` in `tessera/kernels/portable`). Import: `direct` when the ONNX op "
-         "of the same name maps one to one, `custom` when `tessera/compiler/onnx_import.cpp` "
+         "of the same name maps one to one, `custom` when `tessera/compiler/onnx/*_ops.cpp` "
          "has its own importer. Which backend takes which op, and why one rejects a case: "
          "[ops-support.md](ops-support.md), from the conformance suite.\n\n"
       << "| Op | Inputs | Outputs | Attributes | Fused | Kernel | Import |\n"

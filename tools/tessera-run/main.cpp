@@ -93,13 +93,19 @@ void fill_deterministic(ScalarType dtype, int64_t numel, std::mt19937& rng, std:
 }
 
 // --profile: turn on the execute-scope profiling switch ("profile" or "kernel_profiling") of
-// every backend that runs a delegate of the method, unless the command line already sets it.
+// every backend that runs a delegate of the method, or will once a startup backend hands the
+// delegate over (--startup-backend), unless the command line already sets it.
 Status add_profile_switches(const Method& method, ExecuteOptions* execute) {
-  std::vector<std::string> done;
+  std::vector<std::string> names;
   for (size_t d = 0; d < method.num_delegates(); ++d) {
-    const std::string name = method.delegate_info(d).backend;
-    if (std::find(done.begin(), done.end(), name) != done.end()) continue;
-    done.push_back(name);
+    const DelegateInfo& info = method.delegate_info(d);
+    for (const char* name : {info.backend, info.startup.target}) {
+      if (name[0] != '\0' && std::find(names.begin(), names.end(), name) == names.end()) {
+        names.emplace_back(name);
+      }
+    }
+  }
+  for (const std::string& name : names) {
     auto b = get_backend(name);
     if (!b.ok()) continue;
     for (const OptionSpec& s : (*b)->option_schema()) {

@@ -153,6 +153,7 @@ Status Checker::run() {
     case Op::Abs:
     case Op::Sqrt:
     case Op::Exp:
+    case Op::Elu:
     case Op::Reshape:
     case Op::Flatten:
     case Op::Squeeze:
@@ -746,6 +747,11 @@ Status Builder::convert(const fb::Node& node) {
     case Op::LeakyRelu: {
       TESSERA_ASSIGN_OR_RETURN(const ir::LeakyReluAttrs a, ir::LeakyReluAttrs::read(attrs));
       TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::LeakyReLu, a.alpha));
+      break;
+    }
+    case Op::Elu: {
+      TESSERA_ASSIGN_OR_RETURN(const ir::EluAttrs a, ir::EluAttrs::read(attrs));
+      TESSERA_RETURN_IF_ERROR(act(armnn::ActivationFunction::Elu, a.alpha));
       break;
     }
     case Op::Clip: {

@@ -599,6 +599,7 @@ OpLowering lowering_of(fb::OpType op) {
       return {L::Eltwise, dnnl_eltwise_linear, -1.0f};
     case fb::OpType::LeakyRelu:
     case fb::OpType::Clip:
+    case fb::OpType::Elu:
     case fb::OpType::Gelu:
     case fb::OpType::HardSigmoid:
       return {L::Eltwise};
@@ -661,6 +662,11 @@ bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
     s.alpha = std::max(attrs.min, -FLT_MAX);
     s.beta = std::min(attrs.max, FLT_MAX);
     if (s.alpha > s.beta) s.alpha = s.beta;  // ONNX: min > max gives max
+  } else if (n.op() == fb::OpType::Elu) {
+    ir::EluAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    s.algorithm = dnnl_eltwise_elu;
+    s.alpha = attrs.alpha;
   } else if (n.op() == fb::OpType::Gelu) {
     ir::GeluAttrs attrs;
     if (!n.attrs(&attrs)) return false;

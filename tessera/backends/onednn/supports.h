@@ -128,7 +128,8 @@ enum class Lowering : uint8_t {
 };
 
 /// An op's row: its Lowering and, for an Eltwise op whose primitive no attribute chooses, the
-/// dnnl_alg_kind_t with its alpha (0: LeakyRelu, Clip, Gelu and HardSigmoid, read from the node).
+/// dnnl_alg_kind_t with its alpha (0: LeakyRelu, Clip, Elu, Gelu and HardSigmoid, read from the
+/// node).
 struct OpLowering {
   Lowering lowering = Lowering::None;
   int eltwise = 0;
@@ -148,8 +149,8 @@ bool onednn_supports(const fb::Graph& graph, const fb::Node& node, std::string* 
 /// derived from the output size (this covers ceil_mode).
 Window read_window(const NodeView& node);
 
-/// The elementwise primitive an activation-like op maps to (for Relu, LeakyRelu, Clip, Sigmoid,
-/// Tanh, HardSwish, Gelu, Sqrt, Exp, Abs, Neg). False for other ops.
+/// The elementwise primitive an activation-like op maps to (the ops are those of eltwise_of's
+/// switch in supports.cpp). False for other ops.
 struct EltwiseSpec {
   int algorithm;  // a dnnl_alg_kind_t
   float alpha = 0.0f;

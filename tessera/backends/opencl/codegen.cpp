@@ -185,6 +185,7 @@ Status Planner::run() {
     case Op::Abs:
     case Op::Reciprocal:
     case Op::Mish:
+    case Op::Elu:
       TESSERA_RETURN_IF_ERROR(unary());
       break;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow:
@@ -278,6 +279,11 @@ Status Planner::unary() {
     case Op::LeakyRelu: {
       TESSERA_ASSIGN_OR_RETURN(const ir::LeakyReluAttrs a, ir::LeakyReluAttrs::read(attrs_));
       expr = "x >= 0.0f ? x : " + float_literal(a.alpha) + " * x";
+      break;
+    }
+    case Op::Elu: {
+      TESSERA_ASSIGN_OR_RETURN(const ir::EluAttrs a, ir::EluAttrs::read(attrs_));
+      expr = "x >= 0.0f ? x : " + float_literal(a.alpha) + " * expm1(x)";
       break;
     }
     case Op::Gelu: {

@@ -506,6 +506,33 @@ Status plan_binary(const NodeReader& n, OpPlan* p) {
   return follow_layout(p, OpKind::Binary);
 }
 
+// The unary ops' xnn_define_* calls (UnaryDefine): the plan's output range is the clamp's and
+// the fused activation's; alpha is LeakyRelu's and Elu's.
+xnn_status define_clamp(xnn_subgraph_t sg, const OpPlan& p, uint32_t x, uint32_t y) {
+  return xnn_define_clamp(sg, p.output_min, p.output_max, x, y, 0);
+}
+xnn_status define_leaky_relu(xnn_subgraph_t sg, const OpPlan& p, uint32_t x, uint32_t y) {
+  return xnn_define_leaky_relu(sg, p.alpha, x, y, 0);
+}
+xnn_status define_elu(xnn_subgraph_t sg, const OpPlan& p, uint32_t x, uint32_t y) {
+  return xnn_define_elu(sg, p.alpha, x, y, 0);
+}
+xnn_status define_sigmoid(xnn_subgraph_t sg, const OpPlan&, uint32_t x, uint32_t y) {
+  return xnn_define_sigmoid(sg, x, y, 0);
+}
+xnn_status define_hardswish(xnn_subgraph_t sg, const OpPlan&, uint32_t x, uint32_t y) {
+  return xnn_define_hardswish(sg, x, y, 0);
+}
+xnn_status define_negate(xnn_subgraph_t sg, const OpPlan&, uint32_t x, uint32_t y) {
+  return xnn_define_negate(sg, x, y, 0);
+}
+xnn_status define_abs(xnn_subgraph_t sg, const OpPlan&, uint32_t x, uint32_t y) {
+  return xnn_define_abs(sg, x, y, 0);
+}
+xnn_status define_square_root(xnn_subgraph_t sg, const OpPlan&, uint32_t x, uint32_t y) {
+  return xnn_define_square_root(sg, x, y, 0);
+}
+
 Status plan_unary(const NodeReader& n, OpPlan* p) {
   TESSERA_RETURN_IF_ERROR(check_unfused(n, 1, 1));
   const ValueFacts x = n.input(0), y = n.output(0);
@@ -515,7 +542,7 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
   p->rule = LayoutRule::Follow;
   switch (n.op()) {
     case Op::Relu:
-      p->unary = UnaryOp::Clamp;
+      p->unary = {"xnn_define_clamp", define_clamp};
       p->output_min = 0.0f;
       break;
     case Op::Clip: {
@@ -525,7 +552,7 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       if (!(lo < hi)) {
         return XNN_UNSUPPORTED(n, "clip range [%g, %g] is empty (XNNPACK needs min < max)", lo, hi);
       }
-      p->unary = UnaryOp::Clamp;
+      p->unary = {"xnn_define_clamp", define_clamp};
       p->output_min = lo;
       p->output_max = hi;
       break;
@@ -536,7 +563,7 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       p->alpha = attrs.alpha;
     }
       if (!std::isfinite(p->alpha)) return XNN_UNSUPPORTED(n, "non-finite alpha");
-      p->unary = UnaryOp::LeakyRelu;
+      p->unary = {"xnn_define_leaky_relu", define_leaky_relu};
       break;
     case Op::HardSigmoid: {
       ir::HardSigmoidAttrs attrs;
@@ -552,20 +579,28 @@ Status plan_unary(const NodeReader& n, OpPlan* p) {
       p->output_max = 1.0f;
       break;
     case Op::Sigmoid:
-      p->unary = UnaryOp::Sigmoid;
+      p->unary = {"xnn_define_sigmoid", define_sigmoid};
       break;
     case Op::HardSwish:
-      p->unary = UnaryOp::HardSwish;
+      p->unary = {"xnn_define_hardswish", define_hardswish};
       break;
     case Op::Neg:
-      p->unary = UnaryOp::Negate;
+      p->unary = {"xnn_define_negate", define_negate};
       break;
     case Op::Abs:
-      p->unary = UnaryOp::Abs;
+      p->unary = {"xnn_define_abs", define_abs};
       break;
     case Op::Sqrt:
-      p->unary = UnaryOp::SquareRoot;
+      p->unary = {"xnn_define_square_root", define_square_root};
       break;
+    case Op::Elu: {
+      ir::EluAttrs attrs;
+      TESSERA_RETURN_IF_ERROR(read_attrs(n, &attrs));
+      p->alpha = attrs.alpha;
+      if (!std::isfinite(p->alpha)) return XNN_UNSUPPORTED(n, "non-finite alpha");
+      p->unary = {"xnn_define_elu", define_elu};
+      break;
+    }
     case Op::Identity:
       p->kind = OpKind::Copy;
       break;
@@ -887,6 +922,7 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
     case Op::Neg:
     case Op::Abs:
     case Op::Sqrt:
+    case Op::Elu:
     case Op::Identity:
       return plan_unary(node, plan);
     case Op::Softmax:

@@ -3,6 +3,8 @@
 // builder (at init) share it, so they never disagree about what is supported.
 #pragma once
 
+#include <xnnpack.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -34,7 +36,15 @@ enum class OpKind : uint8_t {
 };
 
 enum class BinaryOp : uint8_t { Add, Subtract, Multiply, Divide, Maximum, Minimum };
-enum class UnaryOp : uint8_t { Clamp, LeakyRelu, Sigmoid, HardSwish, Negate, Abs, SquareRoot };
+struct OpPlan;
+/// How a unary op enters an XNNPACK subgraph: plan_unary (op_plan.cpp) picks the xnn_define_*
+/// call, the subgraph builder makes it, so a new unary op is decided in op_plan.cpp alone.
+struct UnaryDefine {
+  const char* name = nullptr;  // the xnn_define_* function, for messages
+  /// Defines the op from `input` to `output` (value ids); reads the plan's alpha and output range.
+  xnn_status (*define)(xnn_subgraph_t subgraph, const OpPlan& plan, uint32_t input,
+                       uint32_t output) = nullptr;
+};
 
 /// Where an op wants its data.
 enum class LayoutRule : uint8_t {
@@ -72,7 +82,7 @@ struct OpPlan {
   int bias_input = -1;              // input slot of the bias, or -1
 
   BinaryOp binary = BinaryOp::Add;
-  UnaryOp unary = UnaryOp::Clamp;
+  UnaryDefine unary;
 
   // AveragePooling with count_include_pad: zero padding applied before the pool, as
   // [top, left] and [bottom, right] of the spatial dims.

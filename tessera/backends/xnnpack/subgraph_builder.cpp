@@ -950,23 +950,7 @@ Status Builder::emit_node(size_t i) {
       break;
     }
     case OpKind::Unary:
-      switch (p.unary) {
-        case UnaryOp::Clamp:
-          return check(xnn_define_clamp(sg, lo, hi, x, y, 0), i, "xnn_define_clamp");
-        case UnaryOp::LeakyRelu:
-          return check(xnn_define_leaky_relu(sg, p.alpha, x, y, 0), i, "xnn_define_leaky_relu");
-        case UnaryOp::Sigmoid:
-          return check(xnn_define_sigmoid(sg, x, y, 0), i, "xnn_define_sigmoid");
-        case UnaryOp::HardSwish:
-          return check(xnn_define_hardswish(sg, x, y, 0), i, "xnn_define_hardswish");
-        case UnaryOp::Negate:
-          return check(xnn_define_negate(sg, x, y, 0), i, "xnn_define_negate");
-        case UnaryOp::Abs:
-          return check(xnn_define_abs(sg, x, y, 0), i, "xnn_define_abs");
-        case UnaryOp::SquareRoot:
-          return check(xnn_define_square_root(sg, x, y, 0), i, "xnn_define_square_root");
-      }
-      break;
+      return check(p.unary.define(sg, p, x, y), i, p.unary.name);
     case OpKind::HardSigmoid: {
       Dims one;
       one.rank = out.dims.rank;

@@ -1,5 +1,5 @@
 // Float32 elementwise functions: Relu Clip LeakyRelu Sigmoid Tanh HardSigmoid HardSwish Erf Gelu
-// Sqrt Exp Neg Reciprocal Abs Mish. A fused activation is applied in the same loop.
+// Sqrt Exp Neg Reciprocal Abs Mish Elu. A fused activation is applied in the same loop.
 #include <cmath>
 
 #include "tessera/kernels/portable/ops.h"
@@ -10,7 +10,7 @@ namespace {
 using Op = fb::OpType;
 
 struct Params {
-  float alpha, beta;  // LeakyRelu, HardSigmoid; Clip's min and max
+  float alpha, beta;  // LeakyRelu, HardSigmoid, Elu; Clip's min and max
   float lo, hi;       // fused activation
 };
 
@@ -49,6 +49,12 @@ struct HardSwishF {
   static float f(float x, const Params&) {
     const float v = (x + 3.0f) / 6.0f;
     return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+  }
+};
+struct EluF {
+  // alpha * (exp(x) - 1) for x < 0, with expm1 in double (exact near 0, no cancellation).
+  static float f(float x, const Params& p) {
+    return x < 0.0f ? static_cast<float>(p.alpha * std::expm1(static_cast<double>(x))) : x;
   }
 };
 struct MishF {
@@ -182,6 +188,12 @@ Result<PreparedKernel> prepare_unary(OpContext& ctx) {
     case Op::Mish:
       fn = unary_fn<MishF>(clamp);
       break;
+    case Op::Elu: {
+      TESSERA_ASSIGN_OR_RETURN(const ir::EluAttrs a, ctx.read_attrs<ir::EluAttrs>());
+      p.alpha = a.alpha;
+      fn = unary_fn<EluF>(clamp);
+      break;
+    }
     default: return ctx.error(Error::Internal, "not a unary op");
   }
   if (clamp) ctx.mark_activation_fused();

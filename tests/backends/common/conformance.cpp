@@ -71,7 +71,7 @@ std::vector<fb::OpType> unary_ops() {
   using Op = fb::OpType;
   return {Op::Relu,      Op::Clip,       Op::LeakyRelu, Op::Sigmoid, Op::Tanh, Op::HardSigmoid,
           Op::HardSwish, Op::Erf,        Op::Gelu,      Op::Exp,     Op::Sqrt, Op::Neg,
-          Op::Abs,       Op::Reciprocal, Op::Identity,  Op::Mish};
+          Op::Abs,       Op::Reciprocal, Op::Identity,  Op::Mish,    Op::Elu};
 }
 
 std::vector<fb::OpType> pool_ops() {

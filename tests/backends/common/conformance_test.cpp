@@ -370,6 +370,8 @@ std::vector<UnaryCfg> unary_cfgs(Op op) {
       return {{{}, -3.0f, 3.0f}};
     case Op::Mish:
       return {{{}, -6.0f, 6.0f}};
+    case Op::Elu:
+      return {{{}, -4.0f, 4.0f}, {{Attr::make_float("alpha", 0.5f)}, -6.0f, 3.0f}};
     case Op::Sqrt:
       return {{{}, 0.0f, 4.0f}};
     case Op::Reciprocal:
