@@ -13,6 +13,7 @@
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/graph_payload.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/armnn/backend_ids.h"
 #include "tessera/backends/armnn/delegate.h"
@@ -249,7 +250,7 @@ Result<armnn::IRuntime*> ArmnnBackend::runtime(BackendInitContext& context) cons
 
 Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, FreeableBuffer* payload,
                                            Span<const CompileSpec>) const {
-  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
+  TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(context, payload));
 
   // Optimizer options first: they fail without touching ArmNN.
   TESSERA_ASSIGN_OR_RETURN(bool fast_math, context.get(kFastMath));
@@ -304,7 +305,7 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
                          registered.empty() ? "none" : join(registered, ", ").c_str());
   }
 
-  Result<BuiltNetwork> built = build_network(*graph, context);
+  Result<BuiltNetwork> built = build_network(view);
   if (!built.ok()) return for_delegate(context, built.status());
 
   std::vector<armnn::BackendId> ids(preferences.begin(), preferences.end());

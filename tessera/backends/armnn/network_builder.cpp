@@ -4,6 +4,7 @@
 #include <armnn/Exceptions.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <cfloat>
 #include <cmath>
 #include <cstdarg>
@@ -13,7 +14,6 @@
 
 #include "tessera/ir/attributes.h"
 #include "tessera/ir/op_attrs.h"
-#include "tessera/ir/shape_expr.h"
 
 namespace tessera::armnn_backend {
 namespace {
@@ -21,12 +21,6 @@ namespace {
 using Op = fb::OpType;
 
 constexpr size_t kMaxRank = 5;  // armnn::MaxNumOfTensorDimensions
-
-int64_t numel(const DimVector& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
-}
 
 std::string_view node_name(const fb::Node& node) {
   return node.name() ? std::string_view(node.name()->c_str(), node.name()->size())
@@ -56,20 +50,20 @@ bool is_constant(const fb::Graph& graph, int v) {
 
 class Checker {
  public:
-  Checker(const fb::Graph& graph, const fb::Node& node, const std::vector<DimVector>& dims)
+  Checker(const fb::Graph& graph, const fb::Node& node, Span<const Dims> dims)
       : graph_(graph), node_(node), dims_(dims) {}
 
   Status run();
 
  private:
   Status no(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
-  const DimVector& d(int v) const { return dims_[static_cast<size_t>(v)]; }
+  const Dims& d(int v) const { return dims_[static_cast<size_t>(v)]; }
   Status check_conv();
   Status check_pool();
 
   const fb::Graph& graph_;
   const fb::Node& node_;
-  const std::vector<DimVector>& dims_;
+  Span<const Dims> dims_;
 };
 
 Status Checker::no(const char* fmt, ...) const {
@@ -141,7 +135,7 @@ Status Checker::run() {
     if (val->dtype() != fb::ScalarType::Float32) return no("the output is not float32");
     if (d(y).size() > kMaxRank)
       return no("the output has rank %zu; ArmNN takes up to 5", d(y).size());
-    if (numel(d(y)) == 0) return no("empty tensors have no ArmNN equivalent");
+    if (d(y).numel() == 0) return no("empty tensors have no ArmNN equivalent");
   }
   const int x = input_of(node_, 0);
   if (!valid(x) && node_.op() != Op::Concat) return no("no input");
@@ -181,7 +175,7 @@ Status Checker::run() {
         return no("transA=1 has no ArmNN fully connected equivalent");
       if (c >= 0) {
         if (!is_constant(graph_, c)) return no("C must be a constant");
-        if (numel(d(c)) != d(y)[1] || (d(c).size() == 2 && d(c)[0] != 1)) {
+        if (d(c).numel() != d(y)[1] || (d(c).size() == 2 && d(c)[0] != 1)) {
           return no("C must be a row of N values (a bias)");
         }
       }
@@ -210,7 +204,7 @@ Status Checker::run() {
       const size_t r = d(y).size();
       for (int v : {x, b}) {
         if (d(v).size() > r) return no("an operand has a higher rank than the output");
-        const DimVector& dv = d(v);
+        const Dims& dv = d(v);
         for (size_t k = 0; k < dv.size(); ++k) {
           const int64_t out = d(y)[r - dv.size() + k];
           if (dv[k] != out && dv[k] != 1) return no("operand dims do not broadcast to the output");
@@ -309,26 +303,47 @@ Status Checker::run() {
       }
       return Status::ok();
     }
-    default:
+    case Op::ConvTranspose:
+    case Op::Pow:
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::Split:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Cast:
+    case Op::Reciprocal:
+    case Op::Where:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::Mish:
       return no("no ArmNN layer or composition is implemented for this op");
   }
+  return no("op %d is not an OpType", static_cast<int>(node_.op()));
 }
 
 // Building ---------------------------------------------------------------------------------------
 
-armnn::TensorShape shape_of(const DimVector& dims) {
-  if (dims.empty()) return armnn::TensorShape({1});
+/// `rank` dims of 1.
+Dims ones(int rank) {
+  Dims dims;
+  dims.rank = rank;
+  for (int k = 0; k < rank; ++k) dims[static_cast<size_t>(k)] = 1;
+  return dims;
+}
+
+armnn::TensorShape shape_of(const Dims& dims) {
+  if (dims.rank == 0) return armnn::TensorShape({1});
   std::vector<unsigned> u(dims.begin(), dims.end());
   return armnn::TensorShape(static_cast<unsigned>(u.size()), u.data());
 }
-armnn::TensorInfo info_of(const DimVector& dims) {
+armnn::TensorInfo info_of(const Dims& dims) {
   return armnn::TensorInfo(shape_of(dims), armnn::DataType::Float32);
 }
 
 class Builder {
  public:
-  Builder(const fb::Graph& graph, const BackendInitContext& context)
-      : graph_(graph), context_(context) {}
+  explicit Builder(const PayloadGraph& view) : view_(view), graph_(view.graph()) {}
 
   Result<BuiltNetwork> build();
 
@@ -340,80 +355,37 @@ class Builder {
   /// `v`'s slot reshaped to rank `rank` by leading 1s (ArmNN broadcasts equal ranks only).
   Result<armnn::IOutputSlot*> slot_at_rank(int v, size_t rank);
   Result<std::vector<float>> constant(int v);
-  Result<armnn::IOutputSlot*> constant_layer(const std::vector<float>& data, const DimVector& dims);
-  armnn::IOutputSlot* out(armnn::IConnectableLayer* layer, const DimVector& dims, int index = 0);
+  Result<armnn::IOutputSlot*> constant_layer(const std::vector<float>& data, const Dims& dims);
+  armnn::IOutputSlot* out(armnn::IConnectableLayer* layer, const Dims& dims, int index = 0);
   void connect(armnn::IOutputSlot* from, armnn::IConnectableLayer* to, unsigned input = 0) {
     from->Connect(to->GetInputSlot(input));
   }
-  armnn::IOutputSlot* reshape(armnn::IOutputSlot* from, const DimVector& dims);
-  armnn::IOutputSlot* activation(armnn::IOutputSlot* from, const DimVector& dims,
+  armnn::IOutputSlot* reshape(armnn::IOutputSlot* from, const Dims& dims);
+  armnn::IOutputSlot* activation(armnn::IOutputSlot* from, const Dims& dims,
                                  armnn::ActivationFunction f, float a = 0.0f, float b = 0.0f);
   /// Applies the node's fused activation (Relu, Clip) to `from`.
-  armnn::IOutputSlot* fused(const fb::Node& node, armnn::IOutputSlot* from, const DimVector& dims);
-  armnn::IOutputSlot* binary(Op op, armnn::IOutputSlot* a, armnn::IOutputSlot* b,
-                             const DimVector& dims);
+  armnn::IOutputSlot* fused(const fb::Node& node, armnn::IOutputSlot* from, const Dims& dims);
+  armnn::IOutputSlot* binary(Op op, armnn::IOutputSlot* a, armnn::IOutputSlot* b, const Dims& dims);
   Result<armnn::IOutputSlot*> conv(const fb::Node& node);
   Result<armnn::IOutputSlot*> pool(const fb::Node& node);
   Result<armnn::IOutputSlot*> layer_norm(const fb::Node& node);
-  const DimVector& d(int v) const { return dims_[static_cast<size_t>(v)]; }
+  const Dims& d(int v) const { return view_.dims(v); }
 
+  const PayloadGraph& view_;
   const fb::Graph& graph_;
-  const BackendInitContext& context_;
-  std::vector<DimVector> dims_;
   std::vector<armnn::IOutputSlot*> slots_;
   BuiltNetwork net_;
 };
 
 Status Builder::resolve() {
-  const size_t n = graph_.values() ? graph_.values()->size() : 0;
-  dims_.resize(n);
+  const size_t n = view_.num_values();
   slots_.assign(n, nullptr);
-  std::vector<int64_t> symbols;
-  if (graph_.symbols() != nullptr) {
-    for (const fb::Symbol* s : *graph_.symbols()) {
-      TESSERA_ASSIGN_OR_RETURN(int64_t v, context_.symbol_value(std::string_view(
-                                              s->name()->c_str(), s->name()->size())));
-      symbols.push_back(v);
-    }
-  }
   for (size_t i = 0; i < n; ++i) {
-    const fb::Value* v = graph_.values()->Get(static_cast<uint32_t>(i));
-    if (v->dims() == nullptr) continue;
-    for (const fb::Dim* dim : *v->dims()) {
-      if (dim->expr() != nullptr && dim->expr()->size() > 0) {
-        TESSERA_ASSIGN_OR_RETURN(int64_t x, ir::eval_dim(dim, symbols));
-        dims_[i].push_back(x);
-      } else {
-        dims_[i].push_back(dim->value());
-      }
-    }
-    for (int64_t x : dims_[i]) {
-      if (x < 0 || x > INT32_MAX) {
+    const Dims& dims = view_.dims(static_cast<int32_t>(i));
+    for (int64_t x : dims) {
+      if (x > INT32_MAX) {
         return Status::error(Error::InvalidProgram, "armnn: value %zu has dim %lld", i,
                              static_cast<long long>(x));
-      }
-    }
-  }
-  auto check = [n](const flatbuffers::Vector<int32_t>* list, const char* what) -> Status {
-    if (list == nullptr) return Status::ok();
-    for (int v : *list) {
-      if (v < 0 || static_cast<size_t>(v) >= n) {
-        return Status::error(Error::InvalidProgram, "armnn: bad graph %s index %d", what, v);
-      }
-    }
-    return Status::ok();
-  };
-  TESSERA_RETURN_IF_ERROR(check(graph_.inputs(), "input"));
-  TESSERA_RETURN_IF_ERROR(check(graph_.outputs(), "output"));
-  if (graph_.nodes() != nullptr) {
-    for (const fb::Node* node : *graph_.nodes()) {
-      TESSERA_RETURN_IF_ERROR(check(node->inputs(), "node input"));
-      if (node->outputs() != nullptr) {
-        for (int v : *node->outputs()) {
-          if (v >= static_cast<int>(n)) {
-            return Status::error(Error::InvalidProgram, "armnn: bad node output index %d", v);
-          }
-        }
       }
     }
   }
@@ -421,16 +393,15 @@ Status Builder::resolve() {
 }
 
 Result<std::vector<float>> Builder::constant(int v) {
-  const fb::Value* fv = graph_.values()->Get(static_cast<uint32_t>(v));
-  if (fv->constant() < 0) {
+  const PayloadValue& pv = view_.value(v);
+  if (!pv.is_constant()) {
     return Status::error(Error::InvalidProgram, "armnn: value %d is not a constant", v);
   }
-  TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes,
-                           context_.constant(static_cast<uint32_t>(fv->constant())));
-  const size_t count = static_cast<size_t>(numel(d(v)));
+  const Span<const uint8_t> bytes = pv.data;
+  const size_t count = static_cast<size_t>(d(v).numel());
   if (bytes.size() < count * sizeof(float)) {
     return Status::error(Error::InvalidProgram, "armnn: constant %d has %zu bytes, expected %zu",
-                         fv->constant(), bytes.size(), count * sizeof(float));
+                         pv.constant, bytes.size(), count * sizeof(float));
   }
   std::vector<float> data(count);
   std::memcpy(data.data(), bytes.data(), count * sizeof(float));
@@ -438,7 +409,7 @@ Result<std::vector<float>> Builder::constant(int v) {
 }
 
 Result<armnn::IOutputSlot*> Builder::constant_layer(const std::vector<float>& data,
-                                                    const DimVector& dims) {
+                                                    const Dims& dims) {
   armnn::ConstTensor t(info_of(dims), data.data());
   armnn::IConnectableLayer* layer = net_.network->AddConstantLayer(t);
   return out(layer, dims);
@@ -457,8 +428,10 @@ Result<armnn::IOutputSlot*> Builder::slot(int v) {
 
 Result<armnn::IOutputSlot*> Builder::slot_at_rank(int v, size_t rank) {
   if (d(v).size() >= rank) return slot(v);
-  DimVector dims(rank - d(v).size(), 1);
-  dims.insert(dims.end(), d(v).begin(), d(v).end());
+  Dims dims;
+  dims.rank = static_cast<int>(rank);
+  const size_t lead = rank - d(v).size();
+  for (size_t k = 0; k < rank; ++k) dims[k] = k < lead ? 1 : d(v)[k - lead];
   if (is_constant(graph_, v)) {
     TESSERA_ASSIGN_OR_RETURN(std::vector<float> data, constant(v));
     return constant_layer(data, dims);
@@ -467,15 +440,14 @@ Result<armnn::IOutputSlot*> Builder::slot_at_rank(int v, size_t rank) {
   return reshape(s, dims);
 }
 
-armnn::IOutputSlot* Builder::out(armnn::IConnectableLayer* layer, const DimVector& dims,
-                                 int index) {
+armnn::IOutputSlot* Builder::out(armnn::IConnectableLayer* layer, const Dims& dims, int index) {
   armnn::IOutputSlot& s = layer->GetOutputSlot(static_cast<unsigned>(index));
   s.SetTensorInfo(info_of(dims));
   ++net_.layers;
   return &s;
 }
 
-armnn::IOutputSlot* Builder::reshape(armnn::IOutputSlot* from, const DimVector& dims) {
+armnn::IOutputSlot* Builder::reshape(armnn::IOutputSlot* from, const Dims& dims) {
   armnn::ReshapeDescriptor desc;
   desc.m_TargetShape = shape_of(dims);
   armnn::IConnectableLayer* layer = net_.network->AddReshapeLayer(desc);
@@ -483,7 +455,7 @@ armnn::IOutputSlot* Builder::reshape(armnn::IOutputSlot* from, const DimVector& 
   return out(layer, dims);
 }
 
-armnn::IOutputSlot* Builder::activation(armnn::IOutputSlot* from, const DimVector& dims,
+armnn::IOutputSlot* Builder::activation(armnn::IOutputSlot* from, const Dims& dims,
                                         armnn::ActivationFunction f, float a, float b) {
   armnn::ActivationDescriptor desc;
   desc.m_Function = f;
@@ -495,7 +467,7 @@ armnn::IOutputSlot* Builder::activation(armnn::IOutputSlot* from, const DimVecto
 }
 
 armnn::IOutputSlot* Builder::fused(const fb::Node& node, armnn::IOutputSlot* from,
-                                   const DimVector& dims) {
+                                   const Dims& dims) {
   if (node.activation() == fb::Activation::Relu) {
     return activation(from, dims, armnn::ActivationFunction::ReLu);
   }
@@ -508,7 +480,7 @@ armnn::IOutputSlot* Builder::fused(const fb::Node& node, armnn::IOutputSlot* fro
 }
 
 armnn::IOutputSlot* Builder::binary(Op op, armnn::IOutputSlot* a, armnn::IOutputSlot* b,
-                                    const DimVector& dims) {
+                                    const Dims& dims) {
   armnn::IConnectableLayer* layer = nullptr;
   switch (op) {
     case Op::Add:
@@ -529,7 +501,11 @@ armnn::IOutputSlot* Builder::binary(Op op, armnn::IOutputSlot* a, armnn::IOutput
     case Op::Min:
       layer = net_.network->AddMinimumLayer();
       break;
-    default:
+    case Op::PRelu:
+      layer = net_.network->AddPreluLayer();
+      break;
+    default:  // not reached: convert() calls binary() for the ops above only
+      assert(false);
       layer = net_.network->AddPreluLayer();
       break;
   }
@@ -543,18 +519,18 @@ Result<armnn::IOutputSlot*> Builder::conv(const fb::Node& node) {
   const int y = output_of(node, 0);
   TESSERA_ASSIGN_OR_RETURN(const ir::ConvAttrs attrs, ir::ConvAttrs::read(ir::AttrView(&node)));
   const int64_t group = attrs.group;
-  const DimVector& dx = d(x);
-  const DimVector& dw = d(w);
-  const DimVector& dy = d(y);
+  const Dims& dx = d(x);
+  const Dims& dw = d(w);
+  const Dims& dy = d(y);
   if (dw.size() != 4 || group < 1 || dx[1] != dw[1] * group || dy[1] != dw[0] ||
       dw[0] % group != 0) {
     return Status::error(Error::InvalidProgram, "armnn: Conv weights [%lld, %lld, ...] do not fit",
                          static_cast<long long>(dw.size() > 0 ? dw[0] : 0),
                          static_cast<long long>(dw.size() > 1 ? dw[1] : 0));
   }
-  const DimVector strides(attrs.strides.begin(), attrs.strides.end());
-  const DimVector dilations(attrs.dilations.begin(), attrs.dilations.end());
-  DimVector pads(attrs.pads.begin(), attrs.pads.end());
+  const std::vector<int64_t> strides(attrs.strides.begin(), attrs.strides.end());
+  const std::vector<int64_t> dilations(attrs.dilations.begin(), attrs.dilations.end());
+  std::vector<int64_t> pads(attrs.pads.begin(), attrs.pads.end());
   if (pads.size() != 4) pads.assign(4, 0);
   TESSERA_ASSIGN_OR_RETURN(std::vector<float> weights, constant(w));
   std::vector<float> bias;
@@ -623,7 +599,7 @@ Result<armnn::IOutputSlot*> Builder::conv(const fb::Node& node) {
   connect(in, split);
   std::vector<armnn::TensorShape> shapes;
   std::vector<armnn::IOutputSlot*> parts;
-  const DimVector part_out = {dy[0], cout, dy[2], dy[3]};
+  const Dims part_out = {dy[0], cout, dy[2], dy[3]};
   const size_t per_group = static_cast<size_t>(cout * cin * kh * kw);
   for (int64_t g = 0; g < group; ++g) {
     armnn::IOutputSlot* s = out(split, {dx[0], cin, dx[2], dx[3]}, static_cast<int>(g));
@@ -659,9 +635,9 @@ Result<armnn::IOutputSlot*> Builder::pool(const fb::Node& node) {
     desc.m_StrideX = desc.m_StrideY = 1;
   } else {
     TESSERA_ASSIGN_OR_RETURN(const ir::PoolAttrs pool, ir::PoolAttrs::read(attrs));
-    const DimVector kernel(pool.kernel_shape.begin(), pool.kernel_shape.end());
-    const DimVector strides(pool.strides.begin(), pool.strides.end());
-    DimVector pads(pool.pads.begin(), pool.pads.end());
+    const std::vector<int64_t> kernel(pool.kernel_shape.begin(), pool.kernel_shape.end());
+    const std::vector<int64_t> strides(pool.strides.begin(), pool.strides.end());
+    std::vector<int64_t> pads(pool.pads.begin(), pool.pads.end());
     if (pads.size() != 4) pads.assign(4, 0);
     const int64_t ceil_mode = pool.ceil_mode;
     const int64_t include_pad = pool.count_include_pad;
@@ -694,14 +670,14 @@ Result<armnn::IOutputSlot*> Builder::layer_norm(const fb::Node& node) {
                            ir::LayerNormalizationAttrs::read(ir::AttrView(&node)));
   int64_t axis = attrs.axis;
   const float eps = attrs.epsilon;
-  const DimVector& dx = d(x);
+  const Dims& dx = d(x);
   const int64_t rank = static_cast<int64_t>(dx.size());
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) {
     return Status::error(Error::InvalidProgram, "armnn: LayerNormalization axis out of range");
   }
   armnn::MeanDescriptor mean_desc;
-  DimVector reduced = dx;
+  Dims reduced = dx;
   for (int64_t k = axis; k < rank; ++k) {
     mean_desc.m_Axis.push_back(static_cast<unsigned>(k));
     reduced[static_cast<size_t>(k)] = 1;
@@ -717,7 +693,7 @@ Result<armnn::IOutputSlot*> Builder::layer_norm(const fb::Node& node) {
   connect(sq, var_layer);
   armnn::IOutputSlot* var = out(var_layer, reduced);
   TESSERA_ASSIGN_OR_RETURN(armnn::IOutputSlot * eps_slot,
-                           constant_layer({eps}, DimVector(static_cast<size_t>(rank), 1)));
+                           constant_layer({eps}, ones(static_cast<int>(rank))));
   armnn::IOutputSlot* var_eps = binary(Op::Add, var, eps_slot, reduced);
   armnn::ElementwiseUnaryDescriptor rsqrt_desc(armnn::UnaryOperation::Rsqrt);
   armnn::IConnectableLayer* rsqrt = net_.network->AddElementwiseUnaryLayer(rsqrt_desc);
@@ -735,7 +711,7 @@ Result<armnn::IOutputSlot*> Builder::layer_norm(const fb::Node& node) {
 
 Status Builder::convert(const fb::Node& node) {
   const int x = input_of(node, 0), y = output_of(node, 0);
-  const DimVector& dy = d(y);
+  const Dims& dy = d(y);
   ir::AttrView attrs(&node);
   armnn::IOutputSlot* result = nullptr;
   auto act = [&](armnn::ActivationFunction f, float a = 0.0f, float b = 0.0f) -> Status {
@@ -831,10 +807,10 @@ Status Builder::convert(const fb::Node& node) {
       if (alpha != 1.0f) {
         for (float& w : weights) w *= alpha;
       }
-      const DimVector& dx = d(x);
-      const int64_t k = dx.back();
-      const int64_t rows = numel(dx) / k;
-      const int64_t n = dy.back();
+      const Dims& dx = d(x);
+      const int64_t k = dx[dx.size() - 1];
+      const int64_t rows = dx.numel() / k;
+      const int64_t n = dy[dy.size() - 1];
       armnn::FullyConnectedDescriptor desc;
       desc.m_TransposeWeightMatrix = trans_b != 0;  // weights [N, K]
       std::vector<float> bias;
@@ -843,8 +819,7 @@ Status Builder::convert(const fb::Node& node) {
         for (float& v : bias) v *= beta;
         desc.m_BiasEnabled = true;
       }
-      armnn::ConstTensor wt(info_of(trans_b != 0 ? DimVector{n, k} : DimVector{k, n}),
-                            weights.data());
+      armnn::ConstTensor wt(info_of(trans_b != 0 ? Dims{n, k} : Dims{k, n}), weights.data());
       armnn::Optional<armnn::ConstTensor> bt;
       if (desc.m_BiasEnabled) bt = armnn::ConstTensor(info_of({n}), bias.data());
       TESSERA_ASSIGN_OR_RETURN(armnn::IOutputSlot * in, slot(x));
@@ -884,7 +859,7 @@ Status Builder::convert(const fb::Node& node) {
     }
     case Op::Transpose: {
       TESSERA_ASSIGN_OR_RETURN(const ir::TransposeAttrs transpose, ir::TransposeAttrs::read(attrs));
-      DimVector perm(transpose.perm.begin(), transpose.perm.end());
+      std::vector<int64_t> perm(transpose.perm.begin(), transpose.perm.end());
       const size_t rank = d(x).size();
       if (perm.empty()) {
         for (size_t k = 0; k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
@@ -921,7 +896,7 @@ Status Builder::convert(const fb::Node& node) {
     }
     case Op::Pad: {
       TESSERA_ASSIGN_OR_RETURN(const ir::PadAttrs pad, ir::PadAttrs::read(attrs));
-      const DimVector pads(pad.pads.begin(), pad.pads.end());
+      const std::vector<int64_t> pads(pad.pads.begin(), pad.pads.end());
       const float value = pad.value;
       armnn::PadDescriptor desc;
       const size_t rank = d(x).size();
@@ -938,7 +913,7 @@ Status Builder::convert(const fb::Node& node) {
     }
     case Op::ReduceMean: {
       TESSERA_ASSIGN_OR_RETURN(const ir::ReduceAttrs reduce, ir::ReduceAttrs::read(attrs));
-      DimVector axes(reduce.axes.begin(), reduce.axes.end());
+      std::vector<int64_t> axes(reduce.axes.begin(), reduce.axes.end());
       const int64_t keep = reduce.keepdims;
       const int64_t rank = static_cast<int64_t>(d(x).size());
       armnn::MeanDescriptor desc;
@@ -968,7 +943,7 @@ Status Builder::convert(const fb::Node& node) {
       for (int i = 0; i < 4; ++i) {
         TESSERA_ASSIGN_OR_RETURN(params[i], constant(input_of(node, i + 1)));
       }
-      const DimVector c = {d(x)[1]};
+      const Dims c = {d(x)[1]};
       armnn::BatchNormalizationDescriptor desc;
       desc.m_Eps = eps;
       desc.m_DataLayout = armnn::DataLayout::NCHW;
@@ -1002,7 +977,22 @@ Status Builder::convert(const fb::Node& node) {
       result = out(layer, dy);
       break;
     }
-    default:
+    case Op::ConvTranspose:
+    case Op::Pow:
+    case Op::Erf:
+    case Op::Gelu:
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::Split:
+    case Op::Slice:
+    case Op::Gather:
+    case Op::Cast:
+    case Op::Reciprocal:
+    case Op::Where:
+    case Op::Equal:
+    case Op::Less:
+    case Op::Greater:
+    case Op::Mish:  // check_node rejects these
       return Status::error(Error::NotSupported, "armnn: op %s is not converted",
                            fb::EnumNameOpType(node.op()));
   }
@@ -1020,25 +1010,21 @@ Status Builder::convert(const fb::Node& node) {
 
 Result<BuiltNetwork> Builder::build() {
   TESSERA_RETURN_IF_ERROR(resolve());
-  if (graph_.nodes() != nullptr) {
-    for (const fb::Node* node : *graph_.nodes()) {
-      TESSERA_RETURN_IF_ERROR(check_node(graph_, *node, dims_));
-    }
+  for (size_t k = 0; k < view_.num_nodes(); ++k) {
+    TESSERA_RETURN_IF_ERROR(check_node(graph_, view_.node(k), view_.dims()));
   }
   net_.network = armnn::INetwork::Create();
-  const auto* inputs = graph_.inputs();
-  const auto* outputs = graph_.outputs();
-  for (uint32_t i = 0; inputs != nullptr && i < inputs->size(); ++i) {
-    const int v = inputs->Get(i);
+  const Span<const int32_t> inputs = view_.inputs();
+  const Span<const int32_t> outputs = view_.outputs();
+  for (uint32_t i = 0; i < inputs.size(); ++i) {
+    const int v = inputs[i];
     armnn::IConnectableLayer* layer = net_.network->AddInputLayer(static_cast<int>(i));
     slots_[static_cast<size_t>(v)] = out(layer, d(v));
     net_.input_infos.push_back(info_of(d(v)));
   }
-  if (graph_.nodes() != nullptr) {
-    for (const fb::Node* node : *graph_.nodes()) TESSERA_RETURN_IF_ERROR(convert(*node));
-  }
-  for (uint32_t i = 0; outputs != nullptr && i < outputs->size(); ++i) {
-    const int v = outputs->Get(i);
+  for (size_t k = 0; k < view_.num_nodes(); ++k) TESSERA_RETURN_IF_ERROR(convert(view_.node(k)));
+  for (uint32_t i = 0; i < outputs.size(); ++i) {
+    const int v = outputs[i];
     TESSERA_ASSIGN_OR_RETURN(armnn::IOutputSlot * s, slot(v));
     armnn::IConnectableLayer* layer = net_.network->AddOutputLayer(static_cast<int>(i));
     s->Connect(layer->GetInputSlot(0));
@@ -1050,26 +1036,26 @@ Result<BuiltNetwork> Builder::build() {
 
 }  // namespace
 
-std::vector<DimVector> stored_dims(const fb::Graph& graph) {
-  std::vector<DimVector> dims;
+std::vector<Dims> stored_dims(const fb::Graph& graph) {
+  std::vector<Dims> dims;
   if (graph.values() == nullptr) return dims;
   dims.resize(graph.values()->size());
   for (uint32_t i = 0; i < graph.values()->size(); ++i) {
     const fb::Value* v = graph.values()->Get(i);
-    if (v->dims() == nullptr) continue;
-    for (const fb::Dim* dim : *v->dims()) dims[i].push_back(dim->value());
+    const uint32_t rank = v->dims() ? v->dims()->size() : 0;
+    dims[i].rank = static_cast<int>(std::min<uint32_t>(rank, kMaxDims));
+    for (int k = 0; k < dims[i].rank; ++k) dims[i][k] = v->dims()->Get(k)->value();
   }
   return dims;
 }
 
-Status check_node(const fb::Graph& graph, const fb::Node& node,
-                  const std::vector<DimVector>& dims) {
+Status check_node(const fb::Graph& graph, const fb::Node& node, Span<const Dims> dims) {
   return Checker(graph, node, dims).run();
 }
 
-Result<BuiltNetwork> build_network(const fb::Graph& graph, const BackendInitContext& context) {
+Result<BuiltNetwork> build_network(const PayloadGraph& view) {
   try {
-    return Builder(graph, context).build();
+    return Builder(view).build();
   } catch (const armnn::Exception& e) {
     return Status::error(Error::DelegateInvalidCompatibility,
                          "armnn: building the network failed: %s", e.what());

@@ -16,21 +16,21 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/dims.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/core/result.h"
 #include "tessera/core/status.h"
 #include "tessera/ir/schema.h"
 
 namespace tessera::armnn_backend {
 
-using DimVector = std::vector<int64_t>;
-
 /// OK when build_network converts `node`; NotSupported with the reason otherwise
 /// ("armnn: Gelu node 'g': ArmNN 20.08 has no erf or Gelu activation"). `dims` holds the dims
 /// of every value of `graph` (resolved, or the stored upper bounds).
-Status check_node(const fb::Graph& graph, const fb::Node& node, const std::vector<DimVector>& dims);
+Status check_node(const fb::Graph& graph, const fb::Node& node, Span<const Dims> dims);
 
 /// The stored (upper bound) dims of every value of `graph`.
-std::vector<DimVector> stored_dims(const fb::Graph& graph);
+std::vector<Dims> stored_dims(const fb::Graph& graph);
 
 /// A network ready for armnn::Optimize, with its bindings: binding id i of the input (output)
 /// layers is graph input (output) i.
@@ -41,9 +41,9 @@ struct BuiltNetwork {
   size_t layers = 0;  // ArmNN layers added, input/output layers included
 };
 
-/// Builds the network of `graph` with dims resolved from the context's symbols and constants
-/// read through it (ArmNN copies them). Errors: InvalidProgram (bad indices, dims, symbols,
-/// constant sizes), NotSupported (check_node), DelegateInvalidCompatibility (ArmNN threw).
-Result<BuiltNetwork> build_network(const fb::Graph& graph, const BackendInitContext& context);
+/// Builds the network of the payload graph `view` (ArmNN copies the constants). Errors:
+/// InvalidProgram (constant sizes, a dim above 32 bits, a value read before it is written),
+/// NotSupported (check_node), DelegateInvalidCompatibility (ArmNN threw).
+Result<BuiltNetwork> build_network(const PayloadGraph& view);
 
 }  // namespace tessera::armnn_backend

@@ -11,7 +11,6 @@
 #include "tessera/backends/onednn/winograd_cache.h"
 #include "tessera/core/log.h"
 #include "tessera/ir/memory_plan.h"
-#include "tessera/ir/shape_expr.h"
 
 namespace tessera::onednn {
 namespace {
@@ -76,13 +75,8 @@ void append_activation(dnnl::post_ops& ops, const fb::Node& node) {
 
 class Builder {
  public:
-  Builder(const fb::Graph& graph, const BackendInitContext& context, const BuildOptions& options,
-          Delegate& delegate)
-      : graph_(graph),
-        context_(context),
-        options_(options),
-        d_(delegate),
-        act_(options.bf16 ? dt::bf16 : dt::f32) {}
+  Builder(const PayloadGraph& view, const BuildOptions& options, Delegate& delegate)
+      : view_(view), options_(options), d_(delegate), act_(options.bf16 ? dt::bf16 : dt::f32) {}
 
   Status build();
 
@@ -196,15 +190,12 @@ class Builder {
   Status add_reorder(const memory& src, const memory& dst, std::string_view node_name);
   void add_activation_step(const fb::Node& node, int value, std::string_view name);
 
-  const fb::Graph& graph_;
-  const BackendInitContext& context_;
+  const PayloadGraph& view_;
   const BuildOptions& options_;
   Delegate& d_;
   dt act_;
-  std::vector<DimVector> dims_;
+  std::vector<DimVector> dims_;  // view_'s dims as oneDNN dims, per value
   std::vector<Val> vals_;
-  std::vector<std::vector<int>> consumers_;  // node indices reading each value
-  std::vector<bool> is_output_;
   std::vector<bool> done_;  // nodes lowered as part of an earlier fusion
   struct OwnedBuffer {
     const uint8_t* base;
@@ -215,55 +206,15 @@ class Builder {
 };
 
 Status Builder::resolve() {
-  const size_t n = graph_.values() ? graph_.values()->size() : 0;
+  const size_t n = view_.num_values();
   dims_.resize(n);
   vals_.resize(n);
-  consumers_.resize(n);
-  is_output_.assign(n, false);
-  std::vector<int64_t> symbols;
-  if (graph_.symbols() != nullptr) {
-    for (const fb::Symbol* s : *graph_.symbols()) {
-      TESSERA_ASSIGN_OR_RETURN(int64_t v, context_.symbol_value(std::string_view(
-                                              s->name()->c_str(), s->name()->size())));
-      symbols.push_back(v);
-    }
-  }
   for (size_t i = 0; i < n; ++i) {
-    const fb::Value* v = graph_.values()->Get(static_cast<uint32_t>(i));
-    if (v->dims() != nullptr) {
-      for (const fb::Dim* dim : *v->dims()) {
-        if (dim->expr() != nullptr && dim->expr()->size() > 0) {
-          TESSERA_ASSIGN_OR_RETURN(int64_t x, ir::eval_dim(dim, symbols));
-          dims_[i].push_back(x);
-        } else {
-          dims_[i].push_back(dim->value());
-        }
-      }
-    }
-    vals_[i].constant = v->constant() >= 0;
+    const Dims& dims = view_.dims(static_cast<int32_t>(i));
+    dims_[i].assign(dims.begin(), dims.end());
+    vals_[i].constant = view_.value(static_cast<int32_t>(i)).is_constant();
   }
-  const size_t num_nodes = graph_.nodes() ? graph_.nodes()->size() : 0;
-  done_.assign(num_nodes, false);
-  for (size_t k = 0; k < num_nodes; ++k) {
-    const fb::Node* node = graph_.nodes()->Get(static_cast<uint32_t>(k));
-    if (node->inputs() == nullptr) continue;
-    for (int v : *node->inputs()) {
-      if (v >= 0 && static_cast<size_t>(v) < n)
-        consumers_[static_cast<size_t>(v)].push_back(static_cast<int>(k));
-    }
-  }
-  auto check_value = [n](int v) { return v >= 0 && static_cast<size_t>(v) < n; };
-  if (graph_.outputs()) {
-    for (int v : *graph_.outputs()) {
-      if (!check_value(v)) return Status(Error::InvalidProgram, "onednn: bad graph output index");
-      is_output_[static_cast<size_t>(v)] = true;
-    }
-  }
-  if (graph_.inputs()) {
-    for (int v : *graph_.inputs()) {
-      if (!check_value(v)) return Status(Error::InvalidProgram, "onednn: bad graph input index");
-    }
-  }
+  done_.assign(view_.num_nodes(), false);
   return Status::ok();
 }
 
@@ -271,13 +222,12 @@ Result<memory> Builder::get(int v) {
   Val& val = vals_[static_cast<size_t>(v)];
   if (val.mem) return val.mem;
   if (val.constant) {
-    const fb::Value* fv = graph_.values()->Get(static_cast<uint32_t>(v));
-    TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes,
-                             context_.constant(static_cast<uint32_t>(fv->constant())));
+    const PayloadValue& pv = view_.value(v);
+    const Span<const uint8_t> bytes = pv.data;
     const memory::desc md = plain(dims_[static_cast<size_t>(v)], dt::f32);
     if (bytes.size() < md.get_size()) {
       return Status::error(Error::InvalidProgram, "onednn: constant %d has %zu bytes, expected %zu",
-                           fv->constant(), bytes.size(), md.get_size());
+                           pv.constant, bytes.size(), md.get_size());
     }
     val.mem = wrap(md, const_cast<uint8_t*>(bytes.data()), -1);
     return val.mem;
@@ -339,9 +289,8 @@ Result<memory> Builder::broadcast_constant(int v, const DimVector& shape) {
 
 bool Builder::overwritable(int v, int index, int also_allowed) const {
   const Val& val = vals_[static_cast<size_t>(v)];
-  if (val.constant || val.arg >= 0 || val.shared || is_output_[static_cast<size_t>(v)])
-    return false;
-  for (int c : consumers_[static_cast<size_t>(v)]) {
+  if (val.constant || val.arg >= 0 || val.shared || view_.value(v).graph_output) return false;
+  for (int c : view_.consumers(v)) {
     if (c > index && c != also_allowed) return false;
   }
   return true;
@@ -427,10 +376,10 @@ Status Builder::lower_conv(const NodeView& n, int index) {
 
   // A following Add of another same-shaped tensor becomes a sum post-op.
   int add_node = -1, residual = -1, add_out = -1;
-  const auto& ys = consumers_[static_cast<size_t>(y)];
-  if (ys.size() == 1 && !is_output_[static_cast<size_t>(y)]) {
-    const fb::Node* a = graph_.nodes()->Get(static_cast<uint32_t>(ys[0]));
-    NodeView av(graph_, *a, dims_);
+  const Span<const int32_t> ys = view_.consumers(y);
+  if (ys.size() == 1 && !view_.value(y).graph_output) {
+    const fb::Node* a = &view_.node(static_cast<size_t>(ys[0]));
+    NodeView av(view_, *a);
     if (a->op() == fb::OpType::Add && av.num_inputs() == 2 && !done_[static_cast<size_t>(ys[0])]) {
       const int other = av.input(0) == y ? av.input(1) : av.input(0);
       if (other >= 0 && other != y && dims_[static_cast<size_t>(other)] == dy &&
@@ -448,7 +397,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   append_activation(ops, n.node());
   if (add_node >= 0) {
     ops.append_sum(1.0f);
-    append_activation(ops, *graph_.nodes()->Get(static_cast<uint32_t>(add_node)));
+    append_activation(ops, view_.node(static_cast<size_t>(add_node)));
   }
   const memory::dims strides = {win.stride[0], win.stride[1]};
   const memory::dims dilation = {win.dilation[0], win.dilation[1]};
@@ -839,8 +788,8 @@ Status Builder::lower_transpose(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  std::vector<int64_t> perm;
-  n.attr_ints("perm", &perm);
+  const Span<const int64_t> declared = attrs_of<ir::TransposeAttrs>(n).perm;
+  std::vector<int64_t> perm(declared.begin(), declared.end());
   if (perm.empty()) {
     for (size_t i = dx.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
   }
@@ -1111,81 +1060,46 @@ Status Builder::lower_batch_norm(const NodeView& n) {
 }
 
 Status Builder::lower(int index) {
-  const fb::Node* node = graph_.nodes()->Get(static_cast<uint32_t>(index));
-  NodeView n(graph_, *node, dims_);
+  const fb::Node* node = &view_.node(static_cast<size_t>(index));
+  NodeView n(view_, *node);
   TESSERA_RETURN_IF_ERROR(check_node(n));
-  switch (node->op()) {
-    case fb::OpType::Conv:
+  switch (lowering_of(node->op()).lowering) {
+    case Lowering::Conv:
       return lower_conv(n, index);
-    case fb::OpType::Gemm:
-    case fb::OpType::MatMul:
+    case Lowering::MatMul:
       return lower_matmul(n);
-    case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool:
+    case Lowering::Pool:
       return lower_pool(n);
-    case fb::OpType::GlobalAveragePool:
-    case fb::OpType::ReduceMean:
+    case Lowering::GlobalPool:
+    case Lowering::SpatialMean:
       return lower_global_pool(n);
-    case fb::OpType::Add:
-    case fb::OpType::Sub:
-    case fb::OpType::Mul:
-    case fb::OpType::Div:
-    case fb::OpType::Min:
-    case fb::OpType::Max:
+    case Lowering::Binary:
       return lower_binary(n, index);
-    case fb::OpType::Softmax:
+    case Lowering::Softmax:
       return lower_softmax(n);
-    case fb::OpType::Concat:
+    case Lowering::Concat:
       return lower_concat(n);
-    case fb::OpType::Identity:
-    case fb::OpType::Reshape:
-    case fb::OpType::Flatten:
-    case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze:
+    case Lowering::Reshape:
       return lower_reshape(n);
-    case fb::OpType::Transpose:
+    case Lowering::Transpose:
       return lower_transpose(n);
-    case fb::OpType::LayerNormalization:
+    case Lowering::LayerNorm:
       return lower_layer_norm(n);
-    case fb::OpType::ConvTranspose:
+    case Lowering::ConvTranspose:
       return lower_conv_transpose(n);
-    case fb::OpType::Slice:
+    case Lowering::Slice:
       return lower_slice(n);
-    case fb::OpType::Split:
+    case Lowering::Split:
       return lower_split(n);
-    case fb::OpType::Pad:
+    case Lowering::Pad:
       return lower_pad(n);
-    case fb::OpType::PRelu:
+    case Lowering::PRelu:
       return lower_prelu(n);
-    case fb::OpType::BatchNormalization:
+    case Lowering::BatchNorm:
       return lower_batch_norm(n);
-    case fb::OpType::Relu:
-    case fb::OpType::LeakyRelu:
-    case fb::OpType::Clip:
-    case fb::OpType::Sigmoid:
-    case fb::OpType::Tanh:
-    case fb::OpType::HardSwish:
-    case fb::OpType::HardSigmoid:
-    case fb::OpType::Sqrt:
-    case fb::OpType::Exp:
-    case fb::OpType::Abs:
-    case fb::OpType::Neg:
-    case fb::OpType::Gelu:
-    case fb::OpType::Mish:
-    case fb::OpType::Elu:
+    case Lowering::Eltwise:
       return lower_eltwise(n, index);
-    case fb::OpType::Pow:
-    case fb::OpType::Erf:
-    case fb::OpType::ReduceSum:
-    case fb::OpType::ReduceMax:
-    case fb::OpType::Gather:
-    case fb::OpType::Resize:
-    case fb::OpType::Cast:
-    case fb::OpType::Reciprocal:
-    case fb::OpType::Where:
-    case fb::OpType::Equal:
-    case fb::OpType::Less:
-    case fb::OpType::Greater:
+    case Lowering::None:
       break;  // check_node rejects these
   }
   return Status::error(Error::NotSupported, "onednn: %s node '%.*s' is not lowered",
@@ -1197,7 +1111,7 @@ Status Builder::finish() {
   // Outputs: copied (and converted to fp32 row-major) into the caller's tensors.
   const size_t n_in = d_.num_inputs;
   for (size_t i = 0; i < d_.num_outputs; ++i) {
-    const int v = graph_.outputs()->Get(static_cast<uint32_t>(i));
+    const int v = view_.outputs()[i];
     TESSERA_ASSIGN_OR_RETURN(memory src, get(v));
     memory out =
         wrap(plain(dims_[static_cast<size_t>(v)], dt::f32), nullptr, static_cast<int>(n_in + i));
@@ -1282,20 +1196,19 @@ Status Builder::plan_arena() {
 
 Status Builder::build() {
   TESSERA_RETURN_IF_ERROR(resolve());
-  d_.num_inputs = graph_.inputs() ? graph_.inputs()->size() : 0;
-  d_.num_outputs = graph_.outputs() ? graph_.outputs()->size() : 0;
+  d_.num_inputs = view_.inputs().size();
+  d_.num_outputs = view_.outputs().size();
   for (size_t i = 0; i < d_.num_inputs; ++i) {
-    const int v = graph_.inputs()->Get(static_cast<uint32_t>(i));
+    const int v = view_.inputs()[i];
     Val& val = vals_[static_cast<size_t>(v)];
     val.arg = static_cast<int>(i);
     val.mem = wrap(plain(dims_[static_cast<size_t>(v)], dt::f32), nullptr, static_cast<int>(i));
     d_.arg_numel.push_back(numel(dims_[static_cast<size_t>(v)]));
   }
   for (size_t i = 0; i < d_.num_outputs; ++i) {
-    d_.arg_numel.push_back(
-        numel(dims_[static_cast<size_t>(graph_.outputs()->Get(static_cast<uint32_t>(i)))]));
+    d_.arg_numel.push_back(numel(dims_[static_cast<size_t>(view_.outputs()[i])]));
   }
-  const size_t num_nodes = graph_.nodes() ? graph_.nodes()->size() : 0;
+  const size_t num_nodes = view_.num_nodes();
   for (size_t k = 0; k < num_nodes; ++k) {
     if (done_[k]) continue;
     TESSERA_RETURN_IF_ERROR(lower(static_cast<int>(k)));
@@ -1305,7 +1218,7 @@ Status Builder::build() {
 
 }  // namespace
 
-Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                                  const BackendInitContext& context,
                                                  const BuildOptions& options) {
   auto delegate = std::make_unique<Delegate>();
@@ -1317,7 +1230,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   try {
     delegate->stream = dnnl::stream(options.engine);
     OmpThreadsScope team(options.threads);  // primitives partition work for this team size
-    Builder builder(graph, context, options, *delegate);
+    Builder builder(view, options, *delegate);
     TESSERA_RETURN_IF_ERROR(builder.build());
   } catch (const dnnl::error& e) {
     return Status::error(Error::DelegateInvalidCompatibility, "onednn: %s (status %d)", e.what(),

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backends/onednn/delegate.h"
 #include "tessera/core/result.h"
 #include "tessera/ir/schema.h"
@@ -44,10 +45,10 @@ struct BuildOptions {
   int threads = 1;    // OpenMP team size the primitives are created and run with
 };
 
-/// Builds a delegate for `graph`. Reads symbol values and constants from `context`. Errors:
-/// InvalidProgram (bad dims or symbols), NotSupported (a node check_node rejects),
-/// DelegateInvalidCompatibility (oneDNN refused a primitive; its message is included).
-Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+/// Builds a delegate for the payload graph `view`. Errors: InvalidProgram (a constant shorter
+/// than its value), NotSupported (a node check_node rejects), DelegateInvalidCompatibility
+/// (oneDNN refused a primitive; its message is included).
+Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                                  const BackendInitContext& context,
                                                  const BuildOptions& options);
 

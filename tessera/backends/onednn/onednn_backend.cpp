@@ -8,6 +8,7 @@
 #include "tessera/backend/context.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/graph_payload.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/onednn/delegate.h"
 #include "tessera/backends/onednn/graph_builder.h"
@@ -165,7 +166,7 @@ Result<dnnl::engine> OnednnBackend::initialize(BackendInitContext& context) cons
 
 Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, FreeableBuffer* payload,
                                             Span<const CompileSpec>) const {
-  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
+  TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(context, payload));
 
   TESSERA_ASSIGN_OR_RETURN(dnnl::engine engine, initialize(context));
 
@@ -243,7 +244,7 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
   }
   build.threads = team;
 
-  Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
+  Result<std::unique_ptr<Delegate>> delegate = build_delegate(view, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
   if (auto_direct) {
     context.report_derived("conv_algorithm", "direct",

@@ -41,14 +41,18 @@ const fb::Value* NodeView::value(int index) const {
   return values->Get(static_cast<uint32_t>(index));
 }
 
-DimVector NodeView::dims(int index) const {
-  if (!resolved_.empty() && index >= 0 && static_cast<size_t>(index) < resolved_.size()) {
-    return resolved_[static_cast<size_t>(index)];
+Dims NodeView::dims(int index) const {
+  if (view_ != nullptr && index >= 0 && static_cast<size_t>(index) < view_->num_values()) {
+    return view_->dims(index);
   }
-  DimVector out;
+  Dims out;
   const fb::Value* v = value(index);
   if (v == nullptr || v->dims() == nullptr) return out;
-  for (const fb::Dim* d : *v->dims()) out.push_back(d->value());
+  // A rank above kMaxDims is cut to kMaxDims, still above what check_node accepts.
+  out.rank = std::min(static_cast<int>(v->dims()->size()), kMaxDims);
+  for (int d = 0; d < out.rank; ++d) {
+    out[static_cast<size_t>(d)] = v->dims()->Get(static_cast<uint32_t>(d))->value();
+  }
   return out;
 }
 
@@ -61,51 +65,6 @@ bool NodeView::is_float_tensor(int index) const {
   const fb::Value* v = value(index);
   return v != nullptr && v->kind() == fb::ValueKind::Tensor &&
          v->dtype() == fb::ScalarType::Float32;
-}
-
-const fb::Attr* NodeView::find(std::string_view name) const {
-  if (node_.attrs() == nullptr) return nullptr;
-  for (const fb::Attr* a : *node_.attrs()) {
-    if (std::string_view(a->name()->c_str(), a->name()->size()) == name) return a;
-  }
-  return nullptr;
-}
-
-bool NodeView::attr_int(std::string_view name, int64_t fallback, int64_t* out) const {
-  const fb::Attr* a = find(name);
-  *out = fallback;
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Int) return false;
-  *out = a->i();
-  return true;
-}
-
-bool NodeView::attr_float(std::string_view name, float fallback, float* out) const {
-  const fb::Attr* a = find(name);
-  *out = fallback;
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Float) return false;
-  *out = a->f();
-  return true;
-}
-
-bool NodeView::attr_string(std::string_view name, std::string_view fallback,
-                           std::string_view* out) const {
-  const fb::Attr* a = find(name);
-  *out = fallback;
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::String) return false;
-  *out = a->s() ? std::string_view(a->s()->c_str(), a->s()->size()) : std::string_view();
-  return true;
-}
-
-bool NodeView::attr_ints(std::string_view name, std::vector<int64_t>* out) const {
-  const fb::Attr* a = find(name);
-  out->clear();
-  if (a == nullptr) return true;
-  if (a->type() != fb::AttrType::Ints) return false;
-  if (a->ints()) out->assign(a->ints()->begin(), a->ints()->end());
-  return true;
 }
 
 // ---- checks ------------------------------------------------------------------------------------
@@ -123,19 +82,13 @@ struct Checker {
   }
 };
 
-bool broadcastable(const DimVector& small, const DimVector& full) {
+bool broadcastable(const Dims& small, const Dims& full) {
   if (small.size() > full.size()) return false;
   const size_t off = full.size() - small.size();
   for (size_t i = 0; i < small.size(); ++i) {
     if (small[i] != 1 && small[i] != full[off + i]) return false;
   }
   return true;
-}
-
-int64_t numel(const DimVector& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
 }
 
 bool is_commutative(fb::OpType op) {
@@ -145,8 +98,8 @@ bool is_commutative(fb::OpType op) {
 
 Status check_window(const Checker& c, bool is_conv) {
   const NodeView& n = c.n;
-  const DimVector x = n.dims(n.input(0));
-  const DimVector y = n.dims(n.output(0));
+  const Dims x = n.dims(n.input(0));
+  const Dims y = n.dims(n.output(0));
   if (x.size() != 4 || y.size() != 4) return c.fail("only 2-D (rank-4 NCHW) windows are lowered");
   ir::WindowAttrs win;
   ir::PoolAttrs pool;
@@ -165,7 +118,7 @@ Status check_window(const Checker& c, bool is_conv) {
     return c.fail("auto_pad other than NOTSET or VALID");
   }
   if (is_conv && kernel.empty()) {
-    const DimVector w = n.dims(n.input(1));
+    const Dims w = n.dims(n.input(1));
     if (w.size() == 4) kernel = {w[2], w[3]};
   }
   if (kernel.size() != 2) return c.fail("kernel_shape must have 2 entries");
@@ -211,7 +164,7 @@ Status check_window(const Checker& c, bool is_conv) {
 Status check_matmul_like(const Checker& c) {
   const NodeView& n = c.n;
   const int a = n.input(0), b = n.input(1);
-  const DimVector da = n.dims(a), db = n.dims(b), dy = n.dims(n.output(0));
+  const Dims da = n.dims(a), db = n.dims(b), dy = n.dims(n.output(0));
   if (n.op() == fb::OpType::Gemm) {
     ir::GemmAttrs attrs;
     if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
@@ -227,8 +180,8 @@ Status check_matmul_like(const Checker& c) {
     const int cv = n.input(2);
     if (cv >= 0) {
       if (!n.is_constant(cv) || !n.is_float_tensor(cv)) return c.fail("C must be a constant");
-      const DimVector dc = n.dims(cv);
-      if (numel(dc) != cols || dc.size() > 2 || (dc.size() == 2 && dc[0] != 1)) {
+      const Dims dc = n.dims(cv);
+      if (dc.numel() != cols || dc.size() > 2 || (dc.size() == 2 && dc[0] != 1)) {
         return c.fail("C must be a row of N values");
       }
     }
@@ -248,7 +201,7 @@ Status check_matmul_like(const Checker& c) {
 
 Status check_layer_norm(const Checker& c) {
   const NodeView& n = c.n;
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   const Result<ir::LayerNormalizationAttrs> attrs =
       ir::LayerNormalizationAttrs::read(ir::AttrView(&n.node()));
   if (!attrs.ok()) return c.fail(attrs.status().message());  // names the attribute and types
@@ -262,7 +215,7 @@ Status check_layer_norm(const Checker& c) {
     return c.fail("expects X, Scale and an optional B");
   }
   if (n.dims(n.output(0)) != dx) return c.fail("output shape differs from the input's");
-  const DimVector norm(dx.begin() + (axis < 0 ? axis + r : axis), dx.end());
+  const Dims norm(dx.span().subspan(static_cast<size_t>(axis < 0 ? axis + r : axis)));
   for (int i = 1; i < n.num_inputs(); ++i) {
     const int p = n.input(i);
     if (p < 0) continue;
@@ -276,11 +229,11 @@ Status check_layer_norm(const Checker& c) {
 
 Status check_conv_transpose(const Checker& c) {
   const NodeView& n = c.n;
-  const DimVector dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
+  const Dims dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
   const int w = n.input(1), b = n.input(2);
   if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
   if (n.num_inputs() > 3) return c.fail("too many inputs");
-  const DimVector dw = n.dims(w);
+  const Dims dw = n.dims(w);
   if (dx.size() < 3 || dx.size() > 5) {
     return c.fail("only 1-D, 2-D and 3-D ConvTranspose is lowered");
   }
@@ -295,7 +248,7 @@ Status check_conv_transpose(const Checker& c) {
   }
   const int64_t cout = dw[1] * group;
   if (dy[0] != dx[0] || dy[1] != cout) return c.fail("output shape does not match");
-  if (b >= 0 && (!n.is_constant(b) || numel(n.dims(b)) != cout)) {
+  if (b >= 0 && (!n.is_constant(b) || n.dims(b).numel() != cout)) {
     return c.fail("bias must be a constant of Cout values");
   }
   DeconvWindow win;
@@ -317,14 +270,16 @@ Status check_slice(const Checker& c) {
   SliceSpec spec;
   const char* why = nullptr;
   if (!read_slice(n, &spec, &why)) return c.fail(why);
-  if (spec.size != n.dims(n.output(0))) return c.fail("output shape does not match the slice");
+  if (Dims(spec.size) != n.dims(n.output(0))) {
+    return c.fail("output shape does not match the slice");
+  }
   return Status::ok();
 }
 
 Status check_split(const Checker& c) {
   const NodeView& n = c.n;
   if (n.num_inputs() != 1) return c.fail("split sizes given as an input");
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   const int64_t r = static_cast<int64_t>(dx.size());
   ir::SplitAttrs attrs;
   if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
@@ -341,7 +296,7 @@ Status check_split(const Checker& c) {
   }
   int64_t total = 0;
   for (int i = 0; i < n.num_outputs(); ++i) {
-    DimVector dy = n.dims(n.output(i));
+    Dims dy = n.dims(n.output(i));
     if (dy.size() != dx.size()) return c.fail("outputs must have the input's rank");
     if (!split.empty() && split[static_cast<size_t>(i)] != dy[static_cast<size_t>(axis)]) {
       return c.fail("split does not match the output sizes");
@@ -363,7 +318,7 @@ Status check_pad(const Checker& c) {
   DimVector begin, end;
   const char* why = nullptr;
   if (!read_pads(n, &begin, &end, &why)) return c.fail(why);
-  const DimVector dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
+  const Dims dx = n.dims(n.input(0)), dy = n.dims(n.output(0));
   if (dy.size() != dx.size()) return c.fail("output rank differs from the input's");
   for (size_t d = 0; d < dx.size(); ++d) {
     if (begin[d] < 0 || end[d] < 0) return c.fail("negative pads (cropping) are not lowered");
@@ -375,7 +330,7 @@ Status check_pad(const Checker& c) {
 Status check_prelu(const Checker& c) {
   const NodeView& n = c.n;
   if (n.num_inputs() != 2 || n.input(1) < 0) return c.fail("expects X and slope");
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   if (n.dims(n.output(0)) != dx) return c.fail("output shape differs from the input's");
   if (!broadcastable(n.dims(n.input(1)), dx)) return c.fail("slope does not broadcast to X");
   return Status::ok();
@@ -383,7 +338,7 @@ Status check_prelu(const Checker& c) {
 
 Status check_batch_norm(const Checker& c) {
   const NodeView& n = c.n;
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   ir::BatchNormalizationAttrs attrs;
   if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
   const int64_t training = attrs.training_mode;
@@ -396,7 +351,7 @@ Status check_batch_norm(const Checker& c) {
   for (int i = 1; i < 5; ++i) {
     const int p = n.input(i);
     if (p < 0 || !n.is_constant(p)) return c.fail("scale, B, mean and var must be constants");
-    const DimVector dp = n.dims(p);
+    const Dims dp = n.dims(p);
     if (dp.size() != 1 || dp[0] != dx[1]) {
       return c.fail("scale, B, mean and var must have C values");
     }
@@ -407,14 +362,15 @@ Status check_batch_norm(const Checker& c) {
 }  // namespace
 
 bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
-  const DimVector dx = n.dims(n.input(0));
+  const Dims dx = n.dims(n.input(0));
   const size_t rank = dx.size();
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (!n.attr_ints("starts", &starts) || !n.attr_ints("ends", &ends) ||
-      !n.attr_ints("axes", &axes) || !n.attr_ints("steps", &steps)) {
+  ir::SliceAttrs attrs;
+  if (!n.attrs(&attrs)) {
     *why = "an attribute has the wrong type";
     return false;
   }
+  const Span<const int64_t> starts = attrs.starts, ends = attrs.ends, axes = attrs.axes,
+                            steps = attrs.steps;
   const size_t count = starts.size();
   if (ends.size() != count || (!axes.empty() && axes.size() != count) ||
       (!steps.empty() && steps.size() != count) || count > rank) {
@@ -424,7 +380,7 @@ bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
   SliceSpec s;
   s.start.assign(rank, 0);
   s.step.assign(rank, 1);
-  s.size = dx;
+  s.size.assign(dx.begin(), dx.end());
   std::vector<bool> seen(rank, false);
   for (size_t i = 0; i < count; ++i) {
     int64_t d = axes.empty() ? static_cast<int64_t>(i) : axes[i];
@@ -456,11 +412,12 @@ bool read_slice(const NodeView& n, SliceSpec* out, const char** why) {
 
 bool read_pads(const NodeView& n, DimVector* begin, DimVector* end, const char** why) {
   const size_t rank = n.dims(n.input(0)).size();
-  std::vector<int64_t> pads, axes;
-  if (!n.attr_ints("pads", &pads) || !n.attr_ints("axes", &axes)) {
+  ir::PadAttrs attrs;
+  if (!n.attrs(&attrs)) {
     *why = "an attribute has the wrong type";
     return false;
   }
+  const Span<const int64_t> pads = attrs.pads, axes = attrs.axes;
   const size_t count = axes.empty() ? rank : axes.size();
   if (count > rank || (!pads.empty() && pads.size() != 2 * count)) {
     *why = "pads or axes of the wrong length";
@@ -487,7 +444,7 @@ bool read_pads(const NodeView& n, DimVector* begin, DimVector* end, const char**
 
 bool read_deconv_window(const NodeView& n, DeconvWindow* out, const char** why) {
   DeconvWindow w;
-  const DimVector dx = n.dims(n.input(0)), dw = n.dims(n.input(1));
+  const Dims dx = n.dims(n.input(0)), dw = n.dims(n.input(1));
   if (dx.size() < 3 || dx.size() > 5 || dw.size() != dx.size()) {
     *why = "only 1-D, 2-D and 3-D ConvTranspose is lowered";
     return false;
@@ -576,11 +533,11 @@ Window read_window(const NodeView& n) {
   const Span<const int64_t> strides = win.strides, dilations = win.dilations, pads = win.pads;
   const std::string_view auto_pad = win.auto_pad;
   if (kernel.size() != 2 && n.op() == fb::OpType::Conv) {
-    const DimVector wd = n.dims(n.input(1));
+    const Dims wd = n.dims(n.input(1));
     if (wd.size() == 4) kernel = {wd[2], wd[3]};
   }
-  const DimVector x = n.dims(n.input(0));
-  const DimVector y = n.dims(n.output(0));
+  const Dims x = n.dims(n.input(0));
+  const Dims y = n.dims(n.output(0));
   for (size_t d = 0; d < 2; ++d) {
     w.kernel[d] = kernel.size() == 2 ? kernel[d] : 1;
     w.stride[d] = strides.size() == 2 ? strides[d] : 1;
@@ -598,92 +555,83 @@ Window read_window(const NodeView& n) {
   return w;
 }
 
-bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
-  EltwiseSpec s;
-  switch (n.op()) {
-    case fb::OpType::Relu: s.algorithm = dnnl_eltwise_relu; break;
-    case fb::OpType::LeakyRelu: {
-      s.algorithm = dnnl_eltwise_relu;
-      ir::LeakyReluAttrs attrs;
-      if (!n.attrs(&attrs)) return false;
-      s.alpha = attrs.alpha;
-      break;
-    }
-    case fb::OpType::Clip: {
-      s.algorithm = dnnl_eltwise_clip;
-      ir::ClipAttrs attrs;
-      if (!n.attrs(&attrs)) return false;
-      s.alpha = attrs.min;
-      s.beta = attrs.max;
-      s.alpha = std::max(s.alpha, -FLT_MAX);
-      s.beta = std::min(s.beta, FLT_MAX);
-      if (s.alpha > s.beta) s.alpha = s.beta;  // ONNX: min > max gives max
-      break;
-    }
-    case fb::OpType::Sigmoid: s.algorithm = dnnl_eltwise_logistic; break;
-    case fb::OpType::Tanh: s.algorithm = dnnl_eltwise_tanh; break;
-    case fb::OpType::HardSwish: s.algorithm = dnnl_eltwise_hardswish; break;
-    case fb::OpType::Mish:
-      s.algorithm = dnnl_eltwise_mish;
-      break;
-    case fb::OpType::Sqrt: s.algorithm = dnnl_eltwise_sqrt; break;
-    case fb::OpType::Exp: s.algorithm = dnnl_eltwise_exp; break;
-    case fb::OpType::Abs: s.algorithm = dnnl_eltwise_abs; break;
-    case fb::OpType::Elu: {
-      s.algorithm = dnnl_eltwise_elu;
-      ir::EluAttrs attrs;
-      if (!n.attrs(&attrs)) return false;
-      s.alpha = attrs.alpha;
-      break;
-    }
-    case fb::OpType::Neg:
-      s.algorithm = dnnl_eltwise_linear;
-      s.alpha = -1.0f;
-      break;
-    case fb::OpType::Gelu: {
-      ir::GeluAttrs attrs;
-      if (!n.attrs(&attrs)) return false;
-      const std::string_view approx = attrs.approximate;
-      if (approx == "tanh") {
-        s.algorithm = dnnl_eltwise_gelu_tanh;
-      } else if (approx == "none" || approx.empty()) {
-        s.algorithm = dnnl_eltwise_gelu_erf;
-      } else {
-        return false;
-      }
-      break;
-    }
-    case fb::OpType::Identity:
+OpLowering lowering_of(fb::OpType op) {
+  using L = Lowering;
+  switch (op) {
     case fb::OpType::Conv:
+      return {L::Conv};
     case fb::OpType::ConvTranspose:
+      return {L::ConvTranspose};
     case fb::OpType::Gemm:
     case fb::OpType::MatMul:
+      return {L::MatMul};
+    case fb::OpType::MaxPool:
+    case fb::OpType::AveragePool:
+      return {L::Pool};
+    case fb::OpType::GlobalAveragePool:
+      return {L::GlobalPool};
+    case fb::OpType::ReduceMean:
+      return {L::SpatialMean};
     case fb::OpType::Add:
     case fb::OpType::Sub:
     case fb::OpType::Mul:
     case fb::OpType::Div:
-    case fb::OpType::Pow:
-    case fb::OpType::PRelu:
+    case fb::OpType::Min:
+    case fb::OpType::Max:
+      return {L::Binary};
+    case fb::OpType::Relu:
+      return {L::Eltwise, dnnl_eltwise_relu};
+    case fb::OpType::Sigmoid:
+      return {L::Eltwise, dnnl_eltwise_logistic};
+    case fb::OpType::Tanh:
+      return {L::Eltwise, dnnl_eltwise_tanh};
+    case fb::OpType::HardSwish:
+      return {L::Eltwise, dnnl_eltwise_hardswish};
+    case fb::OpType::Mish:
+      return {L::Eltwise, dnnl_eltwise_mish};
+    case fb::OpType::Sqrt:
+      return {L::Eltwise, dnnl_eltwise_sqrt};
+    case fb::OpType::Exp:
+      return {L::Eltwise, dnnl_eltwise_exp};
+    case fb::OpType::Abs:
+      return {L::Eltwise, dnnl_eltwise_abs};
+    case fb::OpType::Neg:
+      return {L::Eltwise, dnnl_eltwise_linear, -1.0f};
+    case fb::OpType::LeakyRelu:
+    case fb::OpType::Clip:
+    case fb::OpType::Elu:
+    case fb::OpType::Gelu:
     case fb::OpType::HardSigmoid:
-    case fb::OpType::Erf:
+      return {L::Eltwise};
     case fb::OpType::Softmax:
-    case fb::OpType::LayerNormalization:
-    case fb::OpType::BatchNormalization:
-    case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool:
-    case fb::OpType::GlobalAveragePool:
-    case fb::OpType::ReduceMean:
-    case fb::OpType::ReduceSum:
+      return {L::Softmax};
+    case fb::OpType::Concat:
+      return {L::Concat};
+    case fb::OpType::Identity:
     case fb::OpType::Reshape:
     case fb::OpType::Flatten:
     case fb::OpType::Squeeze:
     case fb::OpType::Unsqueeze:
+      return {L::Reshape};
     case fb::OpType::Transpose:
-    case fb::OpType::Concat:
-    case fb::OpType::Split:
+      return {L::Transpose};
+    case fb::OpType::LayerNormalization:
+      return {L::LayerNorm};
     case fb::OpType::Slice:
-    case fb::OpType::Gather:
+      return {L::Slice};
+    case fb::OpType::Split:
+      return {L::Split};
     case fb::OpType::Pad:
+      return {L::Pad};
+    case fb::OpType::PRelu:
+      return {L::PRelu};
+    case fb::OpType::BatchNormalization:
+      return {L::BatchNorm};
+    case fb::OpType::Pow:
+    case fb::OpType::Erf:
+    case fb::OpType::ReduceSum:
+    case fb::OpType::ReduceMax:
+    case fb::OpType::Gather:
     case fb::OpType::Resize:
     case fb::OpType::Cast:
     case fb::OpType::Reciprocal:
@@ -691,11 +639,47 @@ bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
     case fb::OpType::Equal:
     case fb::OpType::Less:
     case fb::OpType::Greater:
-    case fb::OpType::ReduceMax:
-    case fb::OpType::Min:
-    case fb::OpType::Max:
-      return false;
+      return {L::None};
   }
+  return {L::None};
+}
+
+bool eltwise_of(const NodeView& n, EltwiseSpec* out) {
+  const OpLowering row = lowering_of(n.op());
+  if (row.lowering != Lowering::Eltwise) return false;
+  EltwiseSpec s;
+  s.algorithm = row.eltwise;
+  s.alpha = row.alpha;
+  if (n.op() == fb::OpType::LeakyRelu) {
+    ir::LeakyReluAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    s.algorithm = dnnl_eltwise_relu;
+    s.alpha = attrs.alpha;
+  } else if (n.op() == fb::OpType::Clip) {
+    ir::ClipAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    s.algorithm = dnnl_eltwise_clip;
+    s.alpha = std::max(attrs.min, -FLT_MAX);
+    s.beta = std::min(attrs.max, FLT_MAX);
+    if (s.alpha > s.beta) s.alpha = s.beta;  // ONNX: min > max gives max
+  } else if (n.op() == fb::OpType::Elu) {
+    ir::EluAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    s.algorithm = dnnl_eltwise_elu;
+    s.alpha = attrs.alpha;
+  } else if (n.op() == fb::OpType::Gelu) {
+    ir::GeluAttrs attrs;
+    if (!n.attrs(&attrs)) return false;
+    const std::string_view approx = attrs.approximate;
+    if (approx == "tanh") {
+      s.algorithm = dnnl_eltwise_gelu_tanh;
+    } else if (approx == "none" || approx.empty()) {
+      s.algorithm = dnnl_eltwise_gelu_erf;
+    } else {
+      return false;
+    }
+  }
+  if (s.algorithm == 0) return false;  // HardSigmoid: two steps (the graph builder)
   *out = s;
   return true;
 }
@@ -713,14 +697,14 @@ Status check_node(const NodeView& n) {
     return c.fail("more than one output");
   }
   for (int i = 0; i < n.num_outputs(); ++i) {
-    const DimVector d = n.dims(n.output(i));
+    const Dims d = n.dims(n.output(i));
     if (d.size() > static_cast<size_t>(kMaxRank)) return c.fail("rank above 6");
     for (int64_t e : d) {
       if (e < 1) return c.fail("empty tensor");
     }
   }
   const int out = n.output(0);
-  const DimVector dy = n.dims(out);
+  const Dims dy = n.dims(out);
   // Inputs: float32 tensors, present unless optional (handled per op).
   for (int i = 0; i < n.num_inputs(); ++i) {
     const int v = n.input(i);
@@ -743,13 +727,13 @@ Status check_node(const NodeView& n) {
   }
   const int x = n.input(0);
   if (x < 0) return c.fail("missing input");
-  const DimVector dx = n.dims(x);
+  const Dims dx = n.dims(x);
   const fb::OpType op = n.op();
-  switch (op) {
-    case fb::OpType::Conv: {
+  switch (lowering_of(op).lowering) {
+    case Lowering::Conv: {
       const int w = n.input(1), b = n.input(2);
       if (w < 0 || !n.is_constant(w)) return c.fail("weights must be a constant");
-      const DimVector dw = n.dims(w);
+      const Dims dw = n.dims(w);
       ir::ConvAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
       const int64_t group = attrs.group;
@@ -758,28 +742,26 @@ Status check_node(const NodeView& n) {
         return c.fail("channels do not match the group count");
       }
       if (dy[1] != dw[0] || dy[0] != dx[0]) return c.fail("output shape does not match");
-      if (b >= 0 && (!n.is_constant(b) || numel(n.dims(b)) != dw[0])) {
+      if (b >= 0 && (!n.is_constant(b) || n.dims(b).numel() != dw[0])) {
         return c.fail("bias must be a constant of Cout values");
       }
       if (n.num_inputs() > 3) return c.fail("too many inputs");
       return check_window(c, true);
     }
-    case fb::OpType::Gemm:
-    case fb::OpType::MatMul:
+    case Lowering::MatMul:
       if (n.input(1) < 0) return c.fail("missing input");
       return check_matmul_like(c);
-    case fb::OpType::MaxPool:
-    case fb::OpType::AveragePool: {
+    case Lowering::Pool: {
       ir::PoolAttrs attrs;
       if (!n.attrs(&attrs) || attrs.storage_order != 0) {
         return c.fail("storage_order != 0");
       }
       return check_window(c, false);
     }
-    case fb::OpType::GlobalAveragePool:
+    case Lowering::GlobalPool:
       if (dx.size() != 4) return c.fail("only rank-4 input");
       return Status::ok();
-    case fb::OpType::ReduceMean: {
+    case Lowering::SpatialMean: {
       ir::ReduceAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("an attribute has the wrong type");
       const std::vector<int64_t> axes(attrs.axes.begin(), attrs.axes.end());
@@ -791,34 +773,16 @@ Status check_node(const NodeView& n) {
       if (a[0] != 2 || a[1] != 3) return c.fail("only the spatial mean of NCHW");
       return Status::ok();
     }
-    case fb::OpType::Add:
-    case fb::OpType::Sub:
-    case fb::OpType::Mul:
-    case fb::OpType::Div:
-    case fb::OpType::Min:
-    case fb::OpType::Max: {
+    case Lowering::Binary: {
       if (n.num_inputs() != 2 || n.input(1) < 0) return c.fail("needs exactly two inputs");
-      const DimVector d1 = n.dims(n.input(1));
+      const Dims d1 = n.dims(n.input(1));
       const bool full0 = dx.size() == dy.size() && dx == dy;
       const bool full1 = d1.size() == dy.size() && d1 == dy;
       if (full0 && broadcastable(d1, dy)) return Status::ok();
       if (full1 && broadcastable(dx, dy) && is_commutative(op)) return Status::ok();
       return c.fail("only one operand may be broadcast (the second, or either if commutative)");
     }
-    case fb::OpType::Relu:
-    case fb::OpType::LeakyRelu:
-    case fb::OpType::Clip:
-    case fb::OpType::Sigmoid:
-    case fb::OpType::Tanh:
-    case fb::OpType::HardSwish:
-    case fb::OpType::Mish:
-    case fb::OpType::HardSigmoid:
-    case fb::OpType::Sqrt:
-    case fb::OpType::Exp:
-    case fb::OpType::Abs:
-    case fb::OpType::Neg:
-    case fb::OpType::Elu:
-    case fb::OpType::Gelu: {
+    case Lowering::Eltwise: {
       if (n.num_inputs() != 1) return c.fail("expects one input");
       if (dx != dy) return c.fail("output shape differs from the input's");
       EltwiseSpec s;
@@ -830,7 +794,7 @@ Status check_node(const NodeView& n) {
       if (!eltwise_of(n, &s)) return c.fail("an attribute has the wrong type or value");
       return Status::ok();
     }
-    case fb::OpType::Softmax: {
+    case Lowering::Softmax: {
       ir::SoftmaxAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("axis has the wrong type");
       const int64_t axis = attrs.axis;
@@ -838,21 +802,21 @@ Status check_node(const NodeView& n) {
       if (axis < -r || axis >= r || dx != dy) return c.fail("axis out of range");
       return Status::ok();
     }
-    case fb::OpType::LayerNormalization:
+    case Lowering::LayerNorm:
       return check_layer_norm(c);
-    case fb::OpType::ConvTranspose:
+    case Lowering::ConvTranspose:
       return check_conv_transpose(c);
-    case fb::OpType::Slice:
+    case Lowering::Slice:
       return check_slice(c);
-    case fb::OpType::Split:
+    case Lowering::Split:
       return check_split(c);
-    case fb::OpType::Pad:
+    case Lowering::Pad:
       return check_pad(c);
-    case fb::OpType::PRelu:
+    case Lowering::PRelu:
       return check_prelu(c);
-    case fb::OpType::BatchNormalization:
+    case Lowering::BatchNorm:
       return check_batch_norm(c);
-    case fb::OpType::Concat: {
+    case Lowering::Concat: {
       ir::ConcatAttrs attrs;
       if (!n.attrs(&attrs)) return c.fail("axis has the wrong type or is missing");
       const int64_t axis = attrs.axis;
@@ -865,42 +829,28 @@ Status check_node(const NodeView& n) {
       }
       return Status::ok();
     }
-    case fb::OpType::Identity:
-    case fb::OpType::Reshape:
-    case fb::OpType::Flatten:
-    case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze:
+    case Lowering::Reshape:
       for (int i = 1; i < n.num_inputs(); ++i) {
         if (n.input(i) >= 0 && !n.is_constant(n.input(i))) return c.fail("shape input not constant");
       }
-      if (numel(dx) != numel(dy)) return c.fail("element counts differ");
+      if (dx.numel() != dy.numel()) return c.fail("element counts differ");
       return Status::ok();
-    case fb::OpType::Transpose: {
-      std::vector<int64_t> perm;
-      if (!n.attr_ints("perm", &perm)) return c.fail("perm has the wrong type");
+    case Lowering::Transpose: {
+      ir::TransposeAttrs attrs;
+      if (!n.attrs(&attrs)) return c.fail("perm has the wrong type");
+      const Span<const int64_t> perm = attrs.perm;
       if (!perm.empty()) {
         if (perm.size() != dx.size()) return c.fail("perm of the wrong length");
-        std::vector<int64_t> sorted = perm;
+        std::vector<int64_t> sorted(perm.begin(), perm.end());
         std::sort(sorted.begin(), sorted.end());
         for (size_t i = 0; i < sorted.size(); ++i) {
           if (sorted[i] != static_cast<int64_t>(i)) return c.fail("perm is not a permutation");
         }
       }
-      if (numel(dx) != numel(dy) || dx.size() != dy.size()) return c.fail("shapes do not match");
+      if (dx.numel() != dy.numel() || dx.size() != dy.size()) return c.fail("shapes do not match");
       return Status::ok();
     }
-    case fb::OpType::Pow:
-    case fb::OpType::Erf:
-    case fb::OpType::ReduceSum:
-    case fb::OpType::Gather:
-    case fb::OpType::Resize:
-    case fb::OpType::Cast:
-    case fb::OpType::Reciprocal:
-    case fb::OpType::Where:
-    case fb::OpType::Equal:
-    case fb::OpType::Less:
-    case fb::OpType::Greater:
-    case fb::OpType::ReduceMax:
+    case Lowering::None:
       return c.fail("op not lowered by this backend");
   }
   return c.fail("op not lowered by this backend");

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/backend/payload_graph.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 #include "tessera/ir/attributes.h"
@@ -19,14 +20,17 @@
 
 namespace tessera::onednn {
 
+/// oneDNN's own dims type (dnnl::memory::dims), for what is handed to its primitives; shapes
+/// the backend reads are tessera::Dims.
 using DimVector = std::vector<int64_t>;
 
-/// Reads one node of an fb::Graph with its value dims: resolved at init, or the stored upper
-/// bounds when `resolved` is empty. Views the graph; it must outlive the reader.
+/// Reads one node of an fb::Graph with its value dims: those `view` evaluated at init, or
+/// without a view the stored upper bounds. Views the graph; it must outlive the reader.
 class NodeView {
  public:
-  NodeView(const fb::Graph& graph, const fb::Node& node, Span<const DimVector> resolved = {})
-      : graph_(graph), node_(node), resolved_(resolved) {}
+  NodeView(const fb::Graph& graph, const fb::Node& node) : graph_(graph), node_(node) {}
+  NodeView(const PayloadGraph& view, const fb::Node& node)
+      : graph_(view.graph()), node_(node), view_(&view) {}
 
   fb::OpType op() const { return node_.op(); }
   const fb::Node& node() const { return node_; }
@@ -38,16 +42,10 @@ class NodeView {
   int output(int i) const;
 
   const fb::Value* value(int index) const;
-  DimVector dims(int index) const;
+  Dims dims(int index) const;
   bool is_constant(int index) const;
   bool is_float_tensor(int index) const;
 
-  /// Attribute getters: false when the attribute is present with another type.
-  bool attr_int(std::string_view name, int64_t fallback, int64_t* out) const;
-  bool attr_float(std::string_view name, float fallback, float* out) const;
-  bool attr_string(std::string_view name, std::string_view fallback, std::string_view* out) const;
-  /// Empty when absent.
-  bool attr_ints(std::string_view name, std::vector<int64_t>* out) const;
   /// The node's typed attributes (ir::GemmAttrs, ...; defaults from tessera/ir/op_attrs.def).
   /// False when one has the wrong type or a required one is missing.
   template <typename A>
@@ -59,11 +57,9 @@ class NodeView {
   }
 
  private:
-  const fb::Attr* find(std::string_view name) const;
-
   const fb::Graph& graph_;
   const fb::Node& node_;
-  Span<const DimVector> resolved_;
+  const PayloadGraph* view_ = nullptr;
 };
 
 /// Spatial geometry of a 2-D Conv or pooling node (oneDNN conventions: dilation 0 = dense).
@@ -106,6 +102,40 @@ bool read_slice(const NodeView& node, SliceSpec* out, const char** why);
 /// Reads the begin and end padding of every dim of a Pad node (ONNX `pads`, optional `axes`).
 /// False with `*why` set for wrong attribute types or lengths, bad axes.
 bool read_pads(const NodeView& node, DimVector* begin, DimVector* end, const char** why);
+
+/// How the backend lowers an op. lowering_of() is the one list of the ops oneDNN takes:
+/// check_node and the graph builder switch over the Lowering, not over the op.
+enum class Lowering : uint8_t {
+  None,  // not lowered
+  Conv,
+  ConvTranspose,
+  MatMul,       // Gemm, MatMul
+  Pool,         // MaxPool, AveragePool
+  GlobalPool,   // GlobalAveragePool
+  SpatialMean,  // ReduceMean over H and W
+  Binary,       // Add, Sub, Mul, Div, Min, Max
+  Eltwise,      // the activation-like ops (eltwise_of), HardSigmoid as two eltwise steps
+  Softmax,
+  Concat,
+  Reshape,  // Identity, Reshape, Flatten, Squeeze, Unsqueeze: a view of the input
+  Transpose,
+  LayerNorm,
+  Slice,
+  Split,
+  Pad,
+  PRelu,
+  BatchNorm,
+};
+
+/// An op's row: its Lowering and, for an Eltwise op whose primitive no attribute chooses, the
+/// dnnl_alg_kind_t with its alpha (0: LeakyRelu, Clip, Elu, Gelu and HardSigmoid, read from the
+/// node).
+struct OpLowering {
+  Lowering lowering = Lowering::None;
+  int eltwise = 0;
+  float alpha = 0.0f;
+};
+OpLowering lowering_of(fb::OpType op);
 
 /// OK if the backend can lower the node; NotSupported with the reason otherwise
 /// ("onednn: Conv node 'c1': ...").

@@ -38,7 +38,7 @@ constexpr int64_t kLargePanelBytes = 256 * 1024;
 // Builds one KernelPlan; holds the node for error messages.
 class Planner {
  public:
-  Planner(const fb::Graph& graph, int index, Span<const Shape> shapes, NodePlan* plan)
+  Planner(const fb::Graph& graph, int index, Span<const Dims> shapes, NodePlan* plan)
       : graph_(graph),
         node_(*graph.nodes()->Get(static_cast<uint32_t>(index))),
         attrs_(&node_),
@@ -67,9 +67,9 @@ class Planner {
   int input_value(int i) const {
     return i < num_inputs() ? node_.inputs()->Get(static_cast<uint32_t>(i)) : -1;
   }
-  const Shape& shape(int value) const { return shapes_[static_cast<size_t>(value)]; }
-  const Shape& in_shape(int i) const { return shape(input_value(i)); }
-  const Shape& out_shape() const { return shape(plan_->kernel.output); }
+  const Dims& shape(int value) const { return shapes_[static_cast<size_t>(value)]; }
+  const Dims& in_shape(int i) const { return shape(input_value(i)); }
+  const Dims& out_shape() const { return shape(plan_->kernel.output); }
 
   // Binds input slot `i` as the next in<k>.
   void bind_input(int i) { k().inputs.push_back(input_value(i)); }
@@ -83,7 +83,7 @@ class Planner {
     k().body += "\n";
   }
   // "int i0 = ...; int i1 = ..." from `t` over dims named <prefix><k> (innermost last).
-  void decompose(const char* var, const Shape& s, const char* prefix, const char* index) {
+  void decompose(const char* var, const Dims& s, const char* prefix, const char* index) {
     line(string_format("int t_ = %s;", var));
     for (int d = s.rank - 1; d >= 0; --d) {
       const std::string p = param(string_format("%s%d", prefix, d), s.d[d]);
@@ -127,13 +127,13 @@ class Planner {
   Status transpose();
   Status concat();
   Status reshape_like();
-  Status spatial_dims(const Shape& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
+  Status spatial_dims(const Dims& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
                       int64_t* kh, int64_t* kw);
 
   const fb::Graph& graph_;
   const fb::Node& node_;
   ir::AttrView attrs_;
-  Span<const Shape> shapes_;
+  Span<const Dims> shapes_;
   NodePlan* plan_;
 };
 
@@ -318,12 +318,12 @@ Status Planner::binary() {
     case Op::Div: fmt = "a / b"; break;
     default: fmt = "pow(a, b)"; break;
   }
-  const Shape& out = out_shape();
-  const Shape* ins[2] = {&in_shape(0), &in_shape(1)};
+  const Dims& out = out_shape();
+  const Dims* ins[2] = {&in_shape(0), &in_shape(1)};
   // Broadcast check and strides (0 along broadcast dims).
   int64_t strides[2][kMaxDims] = {};
   for (int s = 0; s < 2; ++s) {
-    const Shape& x = *ins[s];
+    const Dims& x = *ins[s];
     if (x.rank > out.rank) return fail(Error::ShapeMismatch, "input rank above output rank");
     int64_t stride = 1;
     for (int d = out.rank - 1; d >= 0; --d) {
@@ -358,7 +358,7 @@ Status Planner::binary() {
 }
 
 // Maps a 1-D or 2-D spatial input [N, C, (H,) W] to 2-D sizes.
-Status Planner::spatial_dims(const Shape& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
+Status Planner::spatial_dims(const Dims& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
                              int64_t* kh, int64_t* kw) {
   if (x.rank != 3 && x.rank != 4) return unsupported("only 1-D and 2-D spatial ops");
   const size_t sd = static_cast<size_t>(x.rank - 2);
@@ -413,9 +413,9 @@ Status read_window(const ir::WindowAttrs& attrs, size_t sd, Window* win) {
 
 Status Planner::conv() {
   if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
-  const Shape& x = in_shape(0);
-  const Shape& wt = in_shape(1);
-  const Shape& y = out_shape();
+  const Dims& x = in_shape(0);
+  const Dims& wt = in_shape(1);
+  const Dims& y = out_shape();
   if (wt.rank != x.rank || y.rank != x.rank) return fail(Error::ShapeMismatch, "X, W and Y ranks differ");
   TESSERA_ASSIGN_OR_RETURN(const ir::ConvAttrs attrs, ir::ConvAttrs::read(attrs_));
   const Span<const int64_t> kshape = attrs.kernel_shape;
@@ -615,21 +615,21 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
 
 Status Planner::gemm() {
   if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
-  const Shape& a = in_shape(0);
-  const Shape& b = in_shape(1);
+  const Dims& a = in_shape(0);
+  const Dims& b = in_shape(1);
   if (a.rank != 2 || b.rank != 2) return fail(Error::InvalidProgram, "A and B must be 2-D");
   TESSERA_ASSIGN_OR_RETURN(const ir::GemmAttrs attrs, ir::GemmAttrs::read(attrs_));
   const int64_t ta = attrs.transA, tb = attrs.transB;
   const float alpha = attrs.alpha, beta = attrs.beta;
   const int64_t m = ta ? a.d[1] : a.d[0], kk = ta ? a.d[0] : a.d[1];
   const int64_t k2 = tb ? b.d[1] : b.d[0], n = tb ? b.d[0] : b.d[1];
-  const Shape& y = out_shape();
+  const Dims& y = out_shape();
   if (kk != k2) return fail(Error::ShapeMismatch, "inner dimensions differ");
   if (y.rank != 2 || y.d[0] != m || y.d[1] != n) return fail(Error::ShapeMismatch, "output is not [M, N]");
   const bool has_c = input_value(2) >= 0;
   int64_t csm = 0, csn = 0;
   if (has_c) {
-    const Shape& c = in_shape(2);
+    const Dims& c = in_shape(2);
     if (c.rank > 2) return fail(Error::ShapeMismatch, "C has rank above 2");
     const int64_t cm = c.rank == 2 ? c.d[0] : 1, cn = c.rank >= 1 ? c.d[c.rank - 1] : 1;
     if ((cm != 1 && cm != m) || (cn != 1 && cn != n)) return fail(Error::ShapeMismatch, "C does not broadcast to [M, N]");
@@ -669,8 +669,8 @@ Status Planner::gemm() {
 
 Status Planner::matmul() {
   if (num_inputs() != 2) return fail(Error::InvalidProgram, "takes two inputs");
-  const Shape& a = in_shape(0);
-  const Shape& b = in_shape(1);
+  const Dims& a = in_shape(0);
+  const Dims& b = in_shape(1);
   if (a.rank < 1 || b.rank < 1) return fail(Error::InvalidProgram, "scalar operand");
   const bool a1 = a.rank == 1, b1 = b.rank == 1;
   const int64_t m = a1 ? 1 : a.d[a.rank - 2], kk = a.d[a.rank - 1];
@@ -678,7 +678,7 @@ Status Planner::matmul() {
   if (kk != k2) return fail(Error::ShapeMismatch, "inner dimensions differ");
   const int ra = a1 ? 0 : a.rank - 2, rb = b1 ? 0 : b.rank - 2;
   const int rank = ra > rb ? ra : rb;
-  Shape batch;
+  Dims batch;
   batch.rank = rank;
   int64_t sa[kMaxDims] = {}, sb[kMaxDims] = {};
   int64_t stride_a = m * kk, stride_b = kk * n;
@@ -692,7 +692,7 @@ Status Planner::matmul() {
     stride_a *= xa;
     stride_b *= xb;
   }
-  Shape want = batch;
+  Dims want = batch;
   if (!a1) want.d[want.rank++] = m;
   if (!b1) want.d[want.rank++] = n;
   if (!(want == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from the computed one");
@@ -718,8 +718,8 @@ Status Planner::matmul() {
 
 Status Planner::pool() {
   if (num_inputs() != 1) return fail(Error::InvalidProgram, "takes one input");
-  const Shape& x = in_shape(0);
-  const Shape& y = out_shape();
+  const Dims& x = in_shape(0);
+  const Dims& y = out_shape();
   TESSERA_ASSIGN_OR_RETURN(const ir::PoolAttrs attrs, ir::PoolAttrs::read(attrs_));
   const Span<const int64_t> kshape = attrs.kernel_shape;
   if (kshape.empty()) return fail(Error::InvalidProgram, "kernel_shape is required");
@@ -800,7 +800,7 @@ Status Planner::pool() {
 }
 
 Status Planner::global_average_pool() {
-  const Shape& x = in_shape(0);
+  const Dims& x = in_shape(0);
   if (x.rank < 3) return fail(Error::InvalidProgram, "input must be [N, C, spatial...]");
   const int64_t spatial = x.numel() / (x.d[0] * x.d[1]);
   if (out_shape().numel() != x.d[0] * x.d[1]) return fail(Error::ShapeMismatch, "output is not [N, C, 1...]");
@@ -815,7 +815,7 @@ Status Planner::global_average_pool() {
 }
 
 Status Planner::softmax() {
-  const Shape& x = in_shape(0);
+  const Dims& x = in_shape(0);
   if (!(x == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from input");
   TESSERA_ASSIGN_OR_RETURN(const ir::SoftmaxAttrs attrs, ir::SoftmaxAttrs::read(attrs_));
   int64_t axis = attrs.axis;
@@ -841,7 +841,7 @@ Status Planner::softmax() {
 
 Status Planner::layer_norm() {
   if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
-  const Shape& x = in_shape(0);
+  const Dims& x = in_shape(0);
   if (!(x == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from input");
   TESSERA_ASSIGN_OR_RETURN(const ir::LayerNormalizationAttrs attrs,
                            ir::LayerNormalizationAttrs::read(attrs_));
@@ -883,7 +883,7 @@ Status Planner::batch_norm() {
                            ir::BatchNormalizationAttrs::read(attrs_));
   if (attrs.training_mode != 0) return unsupported("training_mode");
   const float eps = attrs.epsilon;
-  const Shape& x = in_shape(0);
+  const Dims& x = in_shape(0);
   if (x.rank < 2 || !(x == out_shape())) return fail(Error::ShapeMismatch, "X must be [N, C, ...] like Y");
   for (int i = 1; i < 5; ++i) {
     if (in_shape(i).numel() != x.d[1]) return fail(Error::ShapeMismatch, "parameters must have C elements");
@@ -897,8 +897,8 @@ Status Planner::batch_norm() {
 }
 
 Status Planner::transpose() {
-  const Shape& x = in_shape(0);
-  const Shape& y = out_shape();
+  const Dims& x = in_shape(0);
+  const Dims& y = out_shape();
   TESSERA_ASSIGN_OR_RETURN(const ir::TransposeAttrs attrs, ir::TransposeAttrs::read(attrs_));
   const Span<const int64_t> perm_attr = attrs.perm;
   int perm[kMaxDims];
@@ -933,7 +933,7 @@ Status Planner::transpose() {
 }
 
 Status Planner::concat() {
-  const Shape& y = out_shape();
+  const Dims& y = out_shape();
   TESSERA_ASSIGN_OR_RETURN(const ir::ConcatAttrs attrs, ir::ConcatAttrs::read(attrs_));
   int64_t axis = attrs.axis;
   if (axis < 0) axis += y.rank;
@@ -942,7 +942,7 @@ Status Planner::concat() {
   for (int d = static_cast<int>(axis) + 1; d < y.rank; ++d) inner *= y.d[d];
   int64_t total = 0;
   for (int i = 0; i < num_inputs(); ++i) {
-    const Shape& x = in_shape(i);
+    const Dims& x = in_shape(i);
     if (input_value(i) < 0 || x.rank != y.rank) return fail(Error::ShapeMismatch, "input rank differs");
     for (int d = 0; d < y.rank; ++d) {
       if (d != axis && x.d[d] != y.d[d]) return fail(Error::ShapeMismatch, "inputs differ off the axis");
@@ -985,7 +985,7 @@ Status Planner::reshape_like() {
 
 }  // namespace
 
-Status plan_node(const fb::Graph& graph, int node_index, Span<const Shape> shapes, NodePlan* plan) {
+Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan) {
   *plan = NodePlan();
   if (graph.nodes() == nullptr || node_index < 0 ||
       static_cast<uint32_t>(node_index) >= graph.nodes()->size()) {
@@ -995,8 +995,8 @@ Status plan_node(const fb::Graph& graph, int node_index, Span<const Shape> shape
   return planner.run();
 }
 
-std::vector<Shape> stored_shapes(const fb::Graph& graph) {
-  std::vector<Shape> shapes(graph.values() ? graph.values()->size() : 0);
+std::vector<Dims> stored_shapes(const fb::Graph& graph) {
+  std::vector<Dims> shapes(graph.values() ? graph.values()->size() : 0);
   for (size_t i = 0; i < shapes.size(); ++i) {
     const fb::Value* v = graph.values()->Get(static_cast<uint32_t>(i));
     const size_t rank = v->dims() ? v->dims()->size() : 0;

@@ -14,30 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/backend/dims.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
-#include "tessera/core/tensor.h"
 #include "tessera/ir/schema.h"
 
 namespace tessera::opencl {
-
-/// A resolved shape.
-struct Shape {
-  int rank = 0;
-  int64_t d[kMaxDims] = {};
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int i = 0; i < rank; ++i) n *= d[i];
-    return n;
-  }
-  bool operator==(const Shape& o) const {
-    if (rank != o.rank) return false;
-    for (int i = 0; i < rank; ++i) {
-      if (d[i] != o.d[i]) return false;
-    }
-    return true;
-  }
-};
 
 /// Value index that stands for the delegate's scratch buffer (shared by every node: the kernels
 /// run in order, and a node's scratch is dead once its last kernel has run).
@@ -68,11 +50,10 @@ struct NodePlan {
 /// Plans node `node_index` of `graph` with every value's shape in `shapes`. Errors: NotSupported
 /// (op, dtype, rank or attribute value this backend does not run), InvalidProgram (malformed
 /// attributes), ShapeMismatch (output shape disagrees with the op). Messages name op and node.
-Status plan_node(const fb::Graph& graph, int node_index, Span<const Shape> shapes,
-                 NodePlan* plan);
+Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan);
 
 /// The value shapes of `graph` as stored (symbolic dims at their upper bound).
-std::vector<Shape> stored_shapes(const fb::Graph& graph);
+std::vector<Dims> stored_shapes(const fb::Graph& graph);
 
 /// The OpenCL C text of one kernel. Arguments: out0, in0..., then (unless `specialize`) one int
 /// per parameter in order.

@@ -9,7 +9,6 @@
 #include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/options.h"
 #include "tessera/core/log.h"
-#include "tessera/ir/shape_expr.h"
 
 namespace tessera::opencl {
 namespace {
@@ -22,38 +21,6 @@ Status cl_failure(const char* id, const char* what, cl_int err) {
 Status init_failure(const char* what, cl_int err) {
   return Status::error(Error::DelegateUnavailable, "opencl: %s failed: %s", what,
                        cl_error_name(err));
-}
-
-Result<std::vector<Shape>> resolve_shapes(const fb::Graph& graph, const BackendInitContext& context) {
-  std::vector<int64_t> symbols;
-  if (graph.symbols() != nullptr) {
-    for (const fb::Symbol* s : *graph.symbols()) {
-      TESSERA_ASSIGN_OR_RETURN(
-          int64_t v, context.symbol_value(std::string_view(s->name()->c_str(), s->name()->size())));
-      symbols.push_back(v);
-    }
-  }
-  std::vector<Shape> shapes(graph.values() ? graph.values()->size() : 0);
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const fb::Value* v = graph.values()->Get(static_cast<uint32_t>(i));
-    const size_t rank = v->dims() ? v->dims()->size() : 0;
-    if (rank > static_cast<size_t>(kMaxDims)) {
-      return Status::error(Error::NotSupported, "opencl: value %zu has rank %zu", i, rank);
-    }
-    shapes[i].rank = static_cast<int>(rank);
-    for (size_t d = 0; d < rank; ++d) {
-      const fb::Dim* dim = v->dims()->Get(static_cast<uint32_t>(d));
-      if (dim->expr() != nullptr && dim->expr()->size() > 0) {
-        TESSERA_ASSIGN_OR_RETURN(shapes[i].d[d], ir::eval_dim(dim, symbols));
-      } else {
-        shapes[i].d[d] = dim->value();
-      }
-      if (shapes[i].d[d] < 0) {
-        return Status::error(Error::InvalidProgram, "opencl: value %zu has a negative dim", i);
-      }
-    }
-  }
-  return shapes;
 }
 
 uint64_t tuning_key(const Device& device, const std::string& kernel_text, const KernelPlan& plan,
@@ -69,12 +36,12 @@ Delegate::~Delegate() {
   if (queue) clFinish(queue.get());
 }
 
-Result<DelegatePlan> plan_delegate(const fb::Graph& graph, const BackendInitContext& context,
-                                   bool specialize_shapes) {
+Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_shapes) {
   DelegatePlan p;
-  TESSERA_ASSIGN_OR_RETURN(p.shapes, resolve_shapes(graph, context));
-  const size_t nvalues = p.shapes.size();
-  const size_t nnodes = graph.nodes() ? graph.nodes()->size() : 0;
+  const fb::Graph& graph = view.graph();
+  const size_t nvalues = view.num_values();
+  const size_t nnodes = view.num_nodes();
+  p.shapes.assign(view.dims().begin(), view.dims().end());
 
   // Plans, and which buffer holds each value (aliases share their input's).
   p.plans.resize(nnodes);
@@ -117,7 +84,7 @@ Result<DelegatePlan> plan_delegate(const fb::Graph& graph, const BackendInitCont
   return p;
 }
 
-Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                                  const BackendInitContext& context,
                                                  std::shared_ptr<DeviceContext> device,
                                                  const DelegateSettings& settings) {
@@ -130,9 +97,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   d->summary.device = dev.name;
   d->summary.context = device.get();
 
-  TESSERA_ASSIGN_OR_RETURN(DelegatePlan plan,
-                           plan_delegate(graph, context, settings.specialize_shapes));
-  const std::vector<Shape>& shapes = plan.shapes;
+  TESSERA_ASSIGN_OR_RETURN(DelegatePlan plan, plan_delegate(view, settings.specialize_shapes));
+  const std::vector<Dims>& shapes = plan.shapes;
   const std::vector<int>& buffer_of = plan.buffer_of;
   const std::vector<const KernelPlan*>& kernels = plan.kernels;
   const std::vector<std::string>& texts = plan.texts;
@@ -154,17 +120,17 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   d->buffers.resize(nvalues);
   for (size_t v = 0; v < nvalues; ++v) {
     if (buffer_of[v] != static_cast<int>(v)) continue;
-    const fb::Value* value = graph.values()->Get(static_cast<uint32_t>(v));
-    if (value->kind() != fb::ValueKind::Tensor || value->dtype() != fb::ScalarType::Float32) continue;
+    const PayloadValue& value = view.value(static_cast<int32_t>(v));
+    if (!value.is_tensor() || value.dtype != ScalarType::Float32) continue;
     const size_t bytes = static_cast<size_t>(shapes[v].numel()) * sizeof(float);
     const size_t alloc = bytes == 0 ? sizeof(float) : bytes;
     cl_mem mem = nullptr;
-    if (value->constant() >= 0) {
-      TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> data,
-                               context.constant(static_cast<uint32_t>(value->constant())));
+    if (value.is_constant()) {
+      const Span<const uint8_t> data = value.data;
       if (data.size() != bytes) {
-        return Status::error(Error::InvalidProgram, "opencl: constant %d has %zu bytes, value %zu needs %zu",
-                             value->constant(), data.size(), v, bytes);
+        return Status::error(Error::InvalidProgram,
+                             "opencl: constant %d has %zu bytes, value %zu needs %zu",
+                             value.constant, data.size(), v, bytes);
       }
       mem = clCreateBuffer(device->context.get(), CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0),
                            alloc, bytes ? const_cast<uint8_t*>(data.data()) : nullptr, &err);
@@ -265,12 +231,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
                      static_cast<size_t>(shapes[static_cast<size_t>(value)].numel()) * sizeof(float)});
     return Status::ok();
   };
-  if (graph.inputs()) {
-    for (int v : *graph.inputs()) TESSERA_RETURN_IF_ERROR(io(v, &d->inputs));
-  }
-  if (graph.outputs()) {
-    for (int v : *graph.outputs()) TESSERA_RETURN_IF_ERROR(io(v, &d->outputs));
-  }
+  for (int v : view.inputs()) TESSERA_RETURN_IF_ERROR(io(v, &d->inputs));
+  for (int v : view.outputs()) TESSERA_RETURN_IF_ERROR(io(v, &d->outputs));
   err = clFinish(d->queue.get());
   if (err != CL_SUCCESS) return init_failure("clFinish", err);
   d->summary.init_ms =

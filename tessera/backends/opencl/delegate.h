@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backends/opencl/cl_util.h"
 #include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/devices.h"
@@ -82,7 +83,7 @@ class Delegate {
 /// of each value (aliases share their input's), the kernels in launch order (pointing into
 /// `plans`) with their text and function name, and the program source.
 struct DelegatePlan {
-  std::vector<Shape> shapes;
+  std::vector<Dims> shapes;
   std::vector<NodePlan> plans;
   std::vector<int> buffer_of;
   std::vector<const KernelPlan*> kernels;
@@ -94,15 +95,14 @@ struct DelegatePlan {
   size_t num_functions = 0;
 };
 
-/// Plans `graph` with the symbols of `context`. Errors: InvalidProgram, NotSupported,
-/// ShapeMismatch.
-Result<DelegatePlan> plan_delegate(const fb::Graph& graph, const BackendInitContext& context,
-                                   bool specialize_shapes);
+/// Plans the payload graph `view` (its dims evaluated at this load). Errors: InvalidProgram,
+/// NotSupported, ShapeMismatch.
+Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_shapes);
 
-/// Builds a delegate for `graph` on `device`. Errors: InvalidProgram (malformed graph),
-/// NotSupported (an op or variant this backend does not run), ShapeMismatch, DelegateUnavailable
-/// and DelegateInvalidCompatibility (OpenCL failures), option errors.
-Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+/// Builds a delegate for the payload graph `view` on `device`. Errors: InvalidProgram (malformed
+/// graph), NotSupported (an op or variant this backend does not run), ShapeMismatch,
+/// DelegateUnavailable and DelegateInvalidCompatibility (OpenCL failures), option errors.
+Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                                  const BackendInitContext& context,
                                                  std::shared_ptr<DeviceContext> device,
                                                  const DelegateSettings& settings);

@@ -5,6 +5,7 @@
 #include "tessera/backend/context.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/graph_payload.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/options.h"
@@ -114,7 +115,7 @@ Status check_op(const OpView& op) {
     if (graph->nodes()->Get(i) == node) index = static_cast<int>(i);
   }
   if (index < 0) return Status(Error::InvalidArgument, "the node is not in its graph");
-  const std::vector<Shape> shapes = stored_shapes(*graph);
+  const std::vector<Dims> shapes = stored_shapes(*graph);
   NodePlan plan;
   return plan_node(*graph, index, shapes, &plan);
 }
@@ -182,7 +183,7 @@ Result<DelegateSettings> read_settings(const BackendInitContext& context) {
 
 Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, FreeableBuffer* payload,
                                             Span<const CompileSpec>) const {
-  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
+  TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(context, payload));
   if (!is_available()) {
     return Status(Error::DelegateUnavailable,
                   "opencl: no OpenCL device: the ICD loader found no platform with a device "
@@ -194,7 +195,7 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
   TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> device, set->context(index));
   TESSERA_ASSIGN_OR_RETURN(DelegateSettings settings, read_settings(context));
 
-  Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, device, settings);
+  Result<std::unique_ptr<Delegate>> delegate = build_delegate(view, context, device, settings);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
   payload->free();
   return to_handle(std::move(delegate).value().release());
@@ -205,10 +206,10 @@ Result<bool> OpenClBackend::init_would_be_cold(const BackendInitContext& context
                                                Span<const CompileSpec>) const {
   // Answered from the file system when it can: the first OpenCL call of a process (the ICD
   // loader and the platform starting) alone can take a second or more.
-  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, &payload));
+  TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(context, &payload));
   TESSERA_ASSIGN_OR_RETURN(DelegateSettings settings, read_settings(context));
   if (settings.cache.dir.empty() || settings.cache.mode == CacheMode::Off) return true;
-  Result<DelegatePlan> plan = plan_delegate(*graph, context, settings.specialize_shapes);
+  Result<DelegatePlan> plan = plan_delegate(view, settings.specialize_shapes);
   if (!plan.ok()) return for_delegate(context, plan.status());
   if (!has_program_cache_entry_for_any_device(settings.cache.dir, plan->source,
                                               settings.build_options)) {

@@ -1,17 +1,17 @@
 #include "tessera/backends/portable/portable_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "tessera/backend/context.h"
-#include "tessera/backend/graph_payload.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backend/registry.h"
 #include "tessera/ir/memory_plan.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/schema.h"
-#include "tessera/ir/shape_expr.h"
 #include "tessera/kernels/portable/kernel.h"
 
 namespace tessera {
@@ -21,11 +21,6 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::boolean(kPortableProfile, false, OptionLevel::Execute,
                         "Time every node of the delegate for this call and report the timings"),
 };
-
-template <typename T>
-uint32_t count(const flatbuffers::Vector<T>* v) {
-  return v ? v->size() : 0;
-}
 
 struct NodeStep {
   portable::PreparedKernel kernel;
@@ -73,67 +68,37 @@ Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableB
                                               Span<const CompileSpec>) const {
   MemoryAllocator* alloc = ctx.method_allocator();
   if (alloc == nullptr) return Status(Error::InvalidArgument, "portable: no method allocator");
-  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(ctx, payload));
+  TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(ctx, payload));
+  const fb::Graph* graph = &view.graph();
   const std::string_view id = ctx.delegate_id();
-
-  // Symbols of the payload, by name, from the load.
-  int64_t symbols[16];
-  const uint32_t nsym = count(graph->symbols());
-  if (nsym > 16) return Status(Error::NotSupported, "portable: more than 16 symbols");
-  for (uint32_t i = 0; i < nsym; ++i) {
-    TESSERA_ASSIGN_OR_RETURN(symbols[i],
-                             ctx.symbol_value(graph->symbols()->Get(i)->name()->string_view()));
-  }
 
   auto* d = alloc->make<PortableDelegate>();
   if (!d) return no_memory(id);
   *d = PortableDelegate{};
   d->graph = graph;
-  d->num_values = count(graph->values());
+  d->num_values = static_cast<uint32_t>(view.num_values());
   d->tensors = alloc->allocate_array<Tensor>(d->num_values ? d->num_values : 1);
   if (!d->tensors) return no_memory(id);
 
-  // Shapes and constants; find which values are graph inputs/outputs (bound per call).
-  std::vector<uint8_t> external(d->num_values, 0);
-  for (uint32_t i = 0; i < count(graph->inputs()); ++i) external[graph->inputs()->Get(i)] = 1;
-  for (uint32_t i = 0; i < count(graph->outputs()); ++i) external[graph->outputs()->Get(i)] = 1;
+  // Shapes and constants; graph inputs and outputs are bound per call.
   for (uint32_t v = 0; v < d->num_values; ++v) {
-    const fb::Value* val = graph->values()->Get(v);
+    const PayloadValue& val = view.value(static_cast<int32_t>(v));
     new (&d->tensors[v]) Tensor();
-    if (val->kind() != fb::ValueKind::Tensor) continue;
-    int64_t sizes[kMaxDims];
-    const uint32_t rank = count(val->dims());
-    for (uint32_t k = 0; k < rank; ++k) {
-      TESSERA_ASSIGN_OR_RETURN(sizes[k], ir::eval_dim(val->dims()->Get(k), {symbols, nsym}));
-    }
-    void* data = nullptr;
-    if (val->constant() >= 0) {
-      TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes,
-                               ctx.constant(static_cast<uint32_t>(val->constant())));
-      data = const_cast<uint8_t*>(bytes.data());
-    }
-    d->tensors[v] = Tensor(static_cast<ScalarType>(val->dtype()), {sizes, rank}, data);
+    if (!val.is_tensor()) continue;
+    void* data = val.is_constant() ? const_cast<uint8_t*>(val.data.data()) : nullptr;
+    d->tensors[v] = Tensor(val.dtype, view.dims(static_cast<int32_t>(v)).span(), data);
   }
 
   // Intermediate values share one arena planned over their lifetimes.
-  const uint32_t nnodes = count(graph->nodes());
-  std::vector<int> first(d->num_values, -1), last(d->num_values, -1);
-  for (uint32_t n = 0; n < nnodes; ++n) {
-    const fb::Node* node = graph->nodes()->Get(n);
-    for (int32_t v : *node->outputs()) {
-      if (first[v] < 0) first[v] = static_cast<int>(n);
-      last[v] = static_cast<int>(n);
-    }
-    for (uint32_t k = 0; k < count(node->inputs()); ++k) {
-      int32_t v = node->inputs()->Get(k);
-      if (v >= 0) last[v] = static_cast<int>(n);
-    }
-  }
+  const uint32_t nnodes = static_cast<uint32_t>(view.num_nodes());
   std::vector<ir::PlanItem> items;
   std::vector<uint32_t> which;
   for (uint32_t v = 0; v < d->num_values; ++v) {
-    if (external[v] || first[v] < 0 || graph->values()->Get(v)->constant() >= 0) continue;
-    items.push_back({d->tensors[v].nbytes(), first[v], last[v]});
+    const PayloadValue& val = view.value(static_cast<int32_t>(v));
+    if (val.graph_input >= 0 || val.graph_output || val.producer < 0) continue;
+    const Span<const int32_t> readers = view.consumers(static_cast<int32_t>(v));
+    const int last = readers.empty() ? val.producer : std::max<int>(val.producer, readers.back());
+    items.push_back({d->tensors[v].nbytes(), val.producer, last});
     which.push_back(v);
   }
   ir::MemoryPlan plan = ir::plan_memory(items);
@@ -144,21 +109,23 @@ Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableB
   }
   for (size_t i = 0; i < which.size(); ++i) d->tensors[which[i]].set_data(arena + plan.offsets[i]);
 
-  d->num_inputs = count(graph->inputs());
-  d->num_outputs = count(graph->outputs());
+  d->num_inputs = static_cast<uint32_t>(view.inputs().size());
+  d->num_outputs = static_cast<uint32_t>(view.outputs().size());
   d->inputs = alloc->allocate_array<Tensor*>(d->num_inputs ? d->num_inputs : 1);
   d->outputs = alloc->allocate_array<Tensor*>(d->num_outputs ? d->num_outputs : 1);
   d->steps = alloc->allocate_array<NodeStep>(nnodes ? nnodes : 1);
   if (!d->inputs || !d->outputs || !d->steps) return no_memory(id);
-  for (uint32_t i = 0; i < d->num_inputs; ++i) d->inputs[i] = &d->tensors[graph->inputs()->Get(i)];
-  for (uint32_t i = 0; i < d->num_outputs; ++i) d->outputs[i] = &d->tensors[graph->outputs()->Get(i)];
+  for (uint32_t i = 0; i < d->num_inputs; ++i) d->inputs[i] = &d->tensors[view.inputs()[i]];
+  for (uint32_t i = 0; i < d->num_outputs; ++i) d->outputs[i] = &d->tensors[view.outputs()[i]];
 
   for (uint32_t n = 0; n < nnodes; ++n) {
-    const fb::Node* node = graph->nodes()->Get(n);
+    const fb::Node* node = &view.node(n);
+    const Span<const int32_t> node_inputs = view.node_inputs(n);
+    const Span<const int32_t> node_outputs = view.node_outputs(n);
     NodeStep& step = d->steps[n];
     step = NodeStep{};
-    step.num_inputs = count(node->inputs());
-    step.num_outputs = count(node->outputs());
+    step.num_inputs = static_cast<uint32_t>(node_inputs.size());
+    step.num_outputs = static_cast<uint32_t>(node_outputs.size());
     step.inputs = alloc->allocate_array<const Tensor*>(step.num_inputs ? step.num_inputs : 1);
     step.outputs = alloc->allocate_array<Tensor*>(step.num_outputs ? step.num_outputs : 1);
     char* name = static_cast<char*>(alloc->allocate(48, 1));
@@ -166,10 +133,10 @@ Result<DelegateHandle*> PortableBackend::init(BackendInitContext& ctx, FreeableB
     std::snprintf(name, 48, "%s %s", ir::op_name(node->op()), node->name() ? node->name()->c_str() : "");
     step.name = name;
     for (uint32_t k = 0; k < step.num_inputs; ++k) {
-      int32_t v = node->inputs()->Get(k);
+      const int32_t v = node_inputs[k];
       step.inputs[k] = v < 0 ? nullptr : &d->tensors[v];
     }
-    for (uint32_t k = 0; k < step.num_outputs; ++k) step.outputs[k] = &d->tensors[node->outputs()->Get(k)];
+    for (uint32_t k = 0; k < step.num_outputs; ++k) step.outputs[k] = &d->tensors[node_outputs[k]];
     portable::KernelNode kn{node, {step.inputs, step.num_inputs}, {step.outputs, step.num_outputs}};
     auto prepared = portable::prepare_kernel(kn, *alloc);
     if (!prepared.ok()) {

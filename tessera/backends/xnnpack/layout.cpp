@@ -17,26 +17,6 @@ const char* layout_name(Layout layout) {
   return layout == Layout::ChannelsLast ? "channels-last" : "identity";
 }
 
-Dims::Dims(Span<const int64_t> sizes) {
-  assert(sizes.size() <= static_cast<size_t>(kMaxDims));
-  rank = static_cast<int>(sizes.size());
-  for (int i = 0; i < rank; ++i) d[i] = sizes[i];
-}
-
-int64_t Dims::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= d[i];
-  return n;
-}
-
-bool Dims::operator==(const Dims& o) const {
-  if (rank != o.rank) return false;
-  for (int i = 0; i < rank; ++i) {
-    if (d[i] != o.d[i]) return false;
-  }
-  return true;
-}
-
 Dims expand_rank(const Dims& logical, int rank) {
   assert(rank >= logical.rank && rank <= kMaxDims);
   Dims out;

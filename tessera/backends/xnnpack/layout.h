@@ -10,6 +10,7 @@
 
 #include <pthreadpool.h>
 
+#include "tessera/backend/dims.h"
 #include "tessera/core/tensor.h"
 
 namespace tessera::xnnpack {
@@ -23,18 +24,6 @@ enum class Layout : uint8_t {
 };
 
 const char* layout_name(Layout layout);
-
-/// A small shape.
-struct Dims {
-  int rank = 0;
-  int64_t d[kMaxDims] = {};
-
-  Dims() = default;
-  explicit Dims(Span<const int64_t> sizes);
-  int64_t numel() const;
-  bool operator==(const Dims& o) const;
-  Span<const int64_t> span() const { return {d, static_cast<size_t>(rank)}; }
-};
 
 /// `logical` with leading 1s added up to `rank` (numpy broadcasting alignment).
 Dims expand_rank(const Dims& logical, int rank);

@@ -65,9 +65,9 @@ ValueFacts FbNodeReader::facts(int index) const {
     f.present = false;  // not representable; reported as unsupported
     return f;
   }
-  if (!resolved_.empty() && static_cast<size_t>(index) < resolved_.size()) {
-    f.dims = resolved_[static_cast<size_t>(index)];
-    for (size_t d = 0; d < rank; ++d) f.symbolic |= v->dims()->Get(d)->expr() != nullptr;
+  if (view_ != nullptr) {
+    f.dims = view_->dims(index);
+    f.symbolic = view_->value(index).symbolic;
     return f;
   }
   f.dims.rank = static_cast<int>(rank);

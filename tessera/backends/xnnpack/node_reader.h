@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backends/xnnpack/layout.h"
 #include "tessera/core/scalar_type.h"
 #include "tessera/core/span.h"
@@ -57,13 +58,13 @@ class NodeReader {
   virtual const ir::Node* ir_node() const { return nullptr; }
 };
 
-/// A node of an fb::Graph. Dims come from `resolved` (one Dims per graph value, e.g. evaluated
-/// at init) when given, else from each Dim's stored value (the upper bound). Everything viewed
-/// must outlive the reader.
+/// A node of an fb::Graph. Dims are those `view` evaluated at init, or without a view each
+/// Dim's stored value (the upper bound). Everything viewed must outlive the reader.
 class FbNodeReader final : public NodeReader {
  public:
-  FbNodeReader(const fb::Graph& graph, const fb::Node& node, Span<const Dims> resolved = {})
-      : graph_(graph), node_(node), resolved_(resolved) {}
+  FbNodeReader(const fb::Graph& graph, const fb::Node& node) : graph_(graph), node_(node) {}
+  FbNodeReader(const PayloadGraph& view, const fb::Node& node)
+      : graph_(view.graph()), node_(node), view_(&view) {}
 
   fb::OpType op() const override { return node_.op(); }
   std::string_view name() const override;
@@ -89,7 +90,7 @@ class FbNodeReader final : public NodeReader {
 
   const fb::Graph& graph_;
   const fb::Node& node_;
-  Span<const Dims> resolved_;
+  const PayloadGraph* view_ = nullptr;
 };
 
 /// A node of the compiler's in-memory graph (dims at their upper bounds).

@@ -10,7 +10,6 @@
 #include "tessera/backends/xnnpack/node_reader.h"
 #include "tessera/backends/xnnpack/op_plan.h"
 #include "tessera/ir/op.h"
-#include "tessera/ir/shape_expr.h"
 
 // How it works. The nodes are walked twice in the same order with the same layout decisions.
 // The dry pass places every node in a "segment" (one XNNPACK runtime), decides each value's
@@ -114,9 +113,8 @@ struct Request {
 
 class Builder {
  public:
-  Builder(const fb::Graph& graph, const BackendInitContext& context, const BuildOptions& options,
-          Delegate* delegate)
-      : graph_(graph), context_(context), options_(options), d_(*delegate) {}
+  Builder(const PayloadGraph& view, const BuildOptions& options, Delegate* delegate)
+      : view_(view), options_(options), d_(*delegate) {}
 
   Status build();
   /// For each runtime, the first node it runs (after build()).
@@ -174,15 +172,13 @@ class Builder {
   Result<float*> owned(size_t count);
   Status check(xnn_status status, size_t node, const char* what) const;
 
-  const fb::Graph& graph_;
-  const BackendInitContext& context_;
+  const PayloadGraph& view_;
   const BuildOptions& options_;
   Delegate& d_;
 
   std::vector<ValueState> values_;
   std::vector<const fb::Node*> nodes_;
   std::vector<OpPlan> plans_;
-  std::vector<Dims> resolved_;  // per value, for NodeReader
   std::vector<BufferInfo> buffers_;
   std::vector<SegmentInfo> segments_;
   std::vector<bool> split_before_;
@@ -195,44 +191,17 @@ class Builder {
 // ---- setup -------------------------------------------------------------------------------------
 
 Status Builder::load_values() {
-  const auto* values = graph_.values();
-  const size_t n = values ? values->size() : 0;
+  const size_t n = view_.num_values();
   values_.resize(n);
-  resolved_.resize(n);
-  // Symbol values in the graph's symbol order, matched by name.
-  std::vector<int64_t> symbols;
-  if (graph_.symbols() != nullptr) {
-    for (const fb::Symbol* s : *graph_.symbols()) {
-      TESSERA_ASSIGN_OR_RETURN(int64_t v, context_.symbol_value(std::string_view(
-                                              s->name()->c_str(), s->name()->size())));
-      symbols.push_back(v);
-    }
-  }
   for (size_t i = 0; i < n; ++i) {
-    const fb::Value* v = values->Get(static_cast<uint32_t>(i));
+    const PayloadValue& v = view_.value(static_cast<int32_t>(i));
     ValueState& s = values_[i];
-    const size_t rank = v->dims() ? v->dims()->size() : 0;
-    if (rank > static_cast<size_t>(kMaxDims)) {
-      return Status::error(Error::InvalidProgram, "xnnpack: value %zu has rank %zu", i, rank);
-    }
-    s.dims.rank = static_cast<int>(rank);
-    for (size_t k = 0; k < rank; ++k) {
-      const fb::Dim* dim = v->dims()->Get(static_cast<uint32_t>(k));
-      if (dim->expr() != nullptr && dim->expr()->size() > 0) {
-        TESSERA_ASSIGN_OR_RETURN(s.dims.d[k], ir::eval_dim(dim, symbols));
-      } else {
-        s.dims.d[k] = dim->value();
-      }
-      if (s.dims.d[k] < 0) {
-        return Status::error(Error::InvalidProgram, "xnnpack: value %zu has a negative dim", i);
-      }
-    }
-    resolved_[i] = s.dims;
-    s.constant = v->constant();
-    if (s.constant >= 0 && v->kind() == fb::ValueKind::Tensor &&
-        v->dtype() == fb::ScalarType::Float32) {
-      TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes,
-                               context_.constant(static_cast<uint32_t>(s.constant)));
+    s.dims = view_.dims(static_cast<int32_t>(i));
+    s.constant = v.constant;
+    s.graph_input = v.graph_input;
+    s.graph_output = v.graph_output;
+    if (v.is_constant() && v.is_tensor() && v.dtype == ScalarType::Float32) {
+      const Span<const uint8_t> bytes = v.data;
       const size_t want = static_cast<size_t>(s.dims.numel()) * sizeof(float);
       if (bytes.size() != want) {
         return Status::error(Error::InvalidProgram,
@@ -248,41 +217,18 @@ Status Builder::load_values() {
       }
     }
   }
-  auto read_list = [&](const flatbuffers::Vector<int32_t>* list, std::vector<int>* out,
-                       const char* what) -> Status {
-    if (list == nullptr) return Status::ok();
-    for (int32_t v : *list) {
-      if (v < 0 || static_cast<size_t>(v) >= n) {
-        return Status::error(Error::InvalidProgram, "xnnpack: graph %s %d is out of range", what,
-                             v);
-      }
-      out->push_back(v);
-    }
-    return Status::ok();
-  };
-  TESSERA_RETURN_IF_ERROR(read_list(graph_.inputs(), &graph_inputs_, "input"));
-  TESSERA_RETURN_IF_ERROR(read_list(graph_.outputs(), &graph_outputs_, "output"));
-  for (size_t i = 0; i < graph_inputs_.size(); ++i) {
-    ValueState& v = values_[static_cast<size_t>(graph_inputs_[i])];
-    if (v.graph_input >= 0 || v.constant >= 0) {
-      return Status::error(Error::InvalidProgram,
-                           "xnnpack: graph input %zu is repeated or a constant", i);
-    }
-    v.graph_input = static_cast<int>(i);
-  }
-  for (int o : graph_outputs_) values_[static_cast<size_t>(o)].graph_output = true;
+  graph_inputs_.assign(view_.inputs().begin(), view_.inputs().end());
+  graph_outputs_.assign(view_.outputs().begin(), view_.outputs().end());
   for (int io : graph_inputs_) {
-    const ValueState& v = values_[static_cast<size_t>(io)];
-    const fb::Value* fv = values->Get(static_cast<uint32_t>(io));
-    if (fv->kind() != fb::ValueKind::Tensor || v.dims.rank > kMaxXnnDims ||
-        fv->dtype() != fb::ScalarType::Float32) {
+    const PayloadValue& v = view_.value(io);
+    if (!v.is_tensor() || view_.dims(io).rank > kMaxXnnDims || v.dtype != ScalarType::Float32) {
       return Status(Error::NotSupported,
                     "xnnpack: graph inputs must be float32 tensors of rank <= 6");
     }
   }
   for (int o : graph_outputs_) {
-    const fb::Value* fv = values->Get(static_cast<uint32_t>(o));
-    if (fv->kind() != fb::ValueKind::Tensor || fv->dtype() != fb::ScalarType::Float32) {
+    const PayloadValue& v = view_.value(o);
+    if (!v.is_tensor() || v.dtype != ScalarType::Float32) {
       return Status(Error::NotSupported, "xnnpack: graph outputs must be float32 tensors");
     }
   }
@@ -290,33 +236,22 @@ Status Builder::load_values() {
 }
 
 Status Builder::plan_nodes() {
-  const auto* nodes = graph_.nodes();
-  const size_t n = nodes ? nodes->size() : 0;
+  const size_t n = view_.num_nodes();
   plans_.resize(n);
-  std::vector<bool> defined(values_.size(), false);
-  for (int i : graph_inputs_) defined[static_cast<size_t>(i)] = true;
-  for (size_t v = 0; v < values_.size(); ++v) defined[v] = defined[v] || values_[v].constant >= 0;
   for (size_t i = 0; i < n; ++i) {
-    const fb::Node* node = nodes->Get(static_cast<uint32_t>(i));
+    const fb::Node* node = &view_.node(i);
     nodes_.push_back(node);
-    FbNodeReader reader(graph_, *node, resolved_);
-    TESSERA_RETURN_IF_ERROR(plan_op(reader, &plans_[i]));
-    // Topological order: inputs defined before use, outputs defined once.
-    for (int k = 0; k < reader.num_inputs(); ++k) {
-      const ValueFacts f = reader.input(k);
-      if (f.present && !defined[static_cast<size_t>(f.index)]) {
+    TESSERA_RETURN_IF_ERROR(plan_op(FbNodeReader(view_, *node), &plans_[i]));
+    // Topological order: inputs defined before use.
+    for (int32_t v : view_.node_inputs(i)) {
+      if (v >= 0 && !view_.defined_before(v, i)) {
         return Status::error(Error::InvalidProgram,
-                             "xnnpack: node %zu reads value %d before it is written", i, f.index);
+                             "xnnpack: node %zu reads value %d before it is written", i, v);
       }
     }
-    const ValueFacts out = reader.output(0);
-    if (defined[static_cast<size_t>(out.index)]) {
-      return Status::error(Error::InvalidProgram, "xnnpack: value %d is written twice", out.index);
-    }
-    defined[static_cast<size_t>(out.index)] = true;
   }
   for (int o : graph_outputs_) {
-    if (!defined[static_cast<size_t>(o)]) {
+    if (!view_.defined_before(o, n)) {
       return Status::error(Error::InvalidProgram, "xnnpack: graph output value %d is never written",
                            o);
     }
@@ -1163,7 +1098,7 @@ Status Builder::build() {
 
 }  // namespace
 
-Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                                  const BackendInitContext& context,
                                                  const BuildOptions& options) {
   auto delegate = std::make_unique<Delegate>();
@@ -1171,7 +1106,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
   std::snprintf(delegate->id, sizeof delegate->id, "%.*s", static_cast<int>(id.size()), id.data());
   delegate->pool = options.pool;
   delegate->runtime_flags = options.runtime_flags;
-  Builder builder(graph, context, options, delegate.get());
+  Builder builder(view, options, delegate.get());
   TESSERA_RETURN_IF_ERROR(builder.build());
   // Profile event names: inputs, each step, outputs.
   auto add_name = [&](const char* what, int index) {
@@ -1226,7 +1161,7 @@ Result<Span<const uint8_t>> recipe_constant(void* context, uint32_t index) {
 
 }  // namespace
 
-Result<std::unique_ptr<PerNodeRecipe>> make_per_node_recipe(const fb::Graph& graph,
+Result<std::unique_ptr<PerNodeRecipe>> make_per_node_recipe(const PayloadGraph& view,
                                                             const void* payload, size_t size,
                                                             const BackendInitContext& context,
                                                             const BuildOptions& options) {
@@ -1237,16 +1172,13 @@ Result<std::unique_ptr<PerNodeRecipe>> make_per_node_recipe(const fb::Graph& gra
   for (size_t i = 0; i < r->symbol_names.size(); ++i) {
     r->symbols.push_back({r->symbol_names[i], context.symbols()[i].value});
   }
-  if (graph.values() != nullptr) {
-    for (const fb::Value* v : *graph.values()) {
-      if (v->constant() < 0) continue;
-      const uint32_t index = static_cast<uint32_t>(v->constant());
-      bool seen = false;
-      for (const auto& c : r->constants) seen = seen || c.first == index;
-      if (seen) continue;
-      TESSERA_ASSIGN_OR_RETURN(Span<const uint8_t> bytes, context.constant(index));
-      r->constants.emplace_back(index, bytes);
-    }
+  for (size_t i = 0; i < view.num_values(); ++i) {
+    const PayloadValue& v = view.value(static_cast<int32_t>(i));
+    if (!v.is_constant()) continue;
+    const uint32_t index = static_cast<uint32_t>(v.constant);
+    bool seen = false;
+    for (const auto& c : r->constants) seen = seen || c.first == index;
+    if (!seen) r->constants.emplace_back(index, v.data);
   }
   r->build = options;
   r->build.one_runtime_per_node = true;
@@ -1259,8 +1191,9 @@ Result<std::unique_ptr<Delegate>> build_per_node(const PerNodeRecipe& recipe) {
   params.symbols = Span<const SymbolValue>(recipe.symbols.data(), recipe.symbols.size());
   params.constants = ConstantSource{recipe_constant, const_cast<PerNodeRecipe*>(&recipe)};
   BackendInitContext context(params);
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(recipe.payload.data());
-  return build_delegate(*graph, context, recipe.build);
+  const FreeableBuffer payload(recipe.payload.data(), recipe.payload.size());
+  TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(context, &payload));
+  return build_delegate(view, context, recipe.build);
 }
 
 }  // namespace tessera::xnnpack

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backend/payload_graph.h"
 #include "tessera/backend/resolved_options.h"
 #include "tessera/backends/xnnpack/delegate.h"
 #include "tessera/core/result.h"
@@ -32,13 +33,11 @@ struct BuildOptions {
   bool one_runtime_per_node = false;
 };
 
-/// Builds the delegate for `graph` (already verified). Symbolic dims are evaluated with the
-/// context's symbol values (matched by name); constants come from context.constant() and must
+/// Builds the delegate for the payload graph `view`. Constants are used in place and must
 /// outlive the delegate (they live in the Program). Errors: NotSupported (an op or attribute
-/// this XNNPACK cannot run, naming the node), InvalidProgram (inconsistent graph), NotFound (a
-/// symbol without a value), DelegateInvalidCompatibility (XNNPACK rejected the subgraph),
-/// MemoryAllocationFailed.
-Result<std::unique_ptr<Delegate>> build_delegate(const fb::Graph& graph,
+/// this XNNPACK cannot run, naming the node), InvalidProgram (inconsistent graph),
+/// DelegateInvalidCompatibility (XNNPACK rejected the subgraph), MemoryAllocationFailed.
+Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                                  const BackendInitContext& context,
                                                  const BuildOptions& options);
 
@@ -53,7 +52,7 @@ struct PerNodeRecipe {
   std::vector<std::pair<uint32_t, Span<const uint8_t>>> constants;
   BuildOptions build;
 };
-Result<std::unique_ptr<PerNodeRecipe>> make_per_node_recipe(const fb::Graph& graph,
+Result<std::unique_ptr<PerNodeRecipe>> make_per_node_recipe(const PayloadGraph& view,
                                                             const void* payload, size_t size,
                                                             const BackendInitContext& context,
                                                             const BuildOptions& options);

@@ -117,7 +117,7 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
     return Status::error(Error::DelegateUnavailable, "xnnpack: xnn_initialize failed (status %d)",
                          static_cast<int>(initialize_once()));
   }
-  TESSERA_ASSIGN_OR_RETURN(const fb::Graph* graph, graph_payload(context, payload));
+  TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(context, payload));
 
   // Threads: the shared pool unless the delegate's value was chosen for it specifically.
   TESSERA_ASSIGN_OR_RETURN(int64_t threads, context.get(kNumThreads));
@@ -149,10 +149,11 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
                         (sparse ? XNN_FLAG_HINT_SPARSE_INFERENCE : 0u) |
                         (fp16 ? XNN_FLAG_HINT_FP16_INFERENCE : 0u);
 
-  Result<std::unique_ptr<Delegate>> delegate = build_delegate(*graph, context, build);
+  Result<std::unique_ptr<Delegate>> delegate = build_delegate(view, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
-  TESSERA_ASSIGN_OR_RETURN((*delegate)->recipe,
-                           make_per_node_recipe(*graph, payload->data(), payload->size(), context, build));
+  TESSERA_ASSIGN_OR_RETURN(
+      (*delegate)->recipe,
+      make_per_node_recipe(view, payload->data(), payload->size(), context, build));
   payload->free();
   return to_handle(std::move(delegate).value().release());
 }

@@ -2,28 +2,11 @@
 
 #include <cmath>
 
+#include "tessera/compiler/shape_inference.h"
 #include "tessera/ir/op_attrs.h"
+#include "tessera/ir/op_table.h"
 
 namespace tessera::compiler {
-namespace {
-
-bool can_carry_activation(fb::OpType op) {
-  switch (op) {
-    case fb::OpType::Conv:
-    case fb::OpType::ConvTranspose:
-    case fb::OpType::Gemm:
-    case fb::OpType::MatMul:
-    case fb::OpType::Add:
-    case fb::OpType::Sub:
-    case fb::OpType::Mul:
-    case fb::OpType::Div:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 int fuse_activations(ModelGraph& graph) {
   const std::vector<int> uses = graph.use_counts();
@@ -38,7 +21,10 @@ int fuse_activations(ModelGraph& graph) {
     const int p = producer[mid];
     if (p < 0 || removed[p] || uses[mid] != 1) continue;
     ir::Node& prod = graph.nodes[p];
-    if (!can_carry_activation(prod.op) || prod.activation != fb::Activation::None) continue;
+    const ir::OpInfo* info = ir::op_info(prod.op);
+    if (info == nullptr || !info->fused_activation || prod.activation != fb::Activation::None) {
+      continue;
+    }
     if (prod.outputs.size() != 1 || graph.values[mid].dtype != ScalarType::Float32) continue;
     if (act.op == fb::OpType::Relu) {
       prod.activation = fb::Activation::Relu;
