@@ -36,10 +36,17 @@ inline constexpr size_t kMaxSchemaOptions = 48;
 /// typed key of its own type (a key of another type does not compile); the key's name, the
 /// strings and the choices it points to must have static storage duration.
 class OptionSpec {
+ private:
+  // Not a template: clang 14 cannot use a constructor template of this class in the constant
+  // expressions that build a static schema ("undefined constructor"), g++ can.
+  constexpr OptionSpec(const char* key_name, size_t length, uint32_t hash, OptionType t, Scopes s,
+                       const char* d)
+      : key(key_name), key_length(length), key_hash(hash), type(t), scopes(s), doc(d) {}
+
  public:
   static constexpr OptionSpec boolean(const OptionKey<bool>& key, bool default_value, Scopes scopes,
                                       const char* doc) {
-    OptionSpec s(key, scopes, doc);
+    OptionSpec s(key.name, key.length, key.hash, OptionType::Bool, scopes, doc);
     s.default_bool = default_value;
     return s;
   }
@@ -47,7 +54,7 @@ class OptionSpec {
   static constexpr OptionSpec integer(const OptionKey<int64_t>& key, int64_t default_value,
                                       int64_t min_value, int64_t max_value, Scopes scopes,
                                       const char* doc) {
-    OptionSpec s(key, scopes, doc);
+    OptionSpec s(key.name, key.length, key.hash, OptionType::Int, scopes, doc);
     s.default_int = default_value;
     s.min_int = min_value;
     s.max_int = max_value;
@@ -57,7 +64,7 @@ class OptionSpec {
   static constexpr OptionSpec floating(const OptionKey<double>& key, double default_value,
                                        double min_value, double max_value, Scopes scopes,
                                        const char* doc) {
-    OptionSpec s(key, scopes, doc);
+    OptionSpec s(key.name, key.length, key.hash, OptionType::Double, scopes, doc);
     s.default_double = default_value;
     s.min_double = min_value;
     s.max_double = max_value;
@@ -67,7 +74,7 @@ class OptionSpec {
   static constexpr OptionSpec string(const OptionKey<std::string_view>& key,
                                      const char* default_value, Scopes scopes, const char* doc,
                                      size_t max_length = kMaxOptionStringLength) {
-    OptionSpec s(key, scopes, doc);
+    OptionSpec s(key.name, key.length, key.hash, OptionType::String, scopes, doc);
     s.default_string = default_value;
     s.max_length = max_length;
     return s;
@@ -77,7 +84,7 @@ class OptionSpec {
                                           const char* default_choice,
                                           Span<const char* const> choices, Scopes scopes,
                                           const char* doc) {
-    OptionSpec s(key, scopes, doc);
+    OptionSpec s(key.name, key.length, key.hash, OptionType::Enum, scopes, doc);
     s.default_string = default_choice;
     s.choices = choices;
     return s;
@@ -123,16 +130,6 @@ class OptionSpec {
   size_t max_length = kMaxOptionStringLength;
   Span<const char* const> choices;
   const char* doc;
-
- private:
-  template <OptionValueType T>
-  constexpr OptionSpec(const OptionKey<T>& k, Scopes s, const char* d)
-      : key(k.name),
-        key_length(k.length),
-        key_hash(k.hash),
-        type(OptionTypeOf<T>::value),
-        scopes(s),
-        doc(d) {}
 };
 
 /// Strict: an unknown key is an error. Lenient: an unknown key (or unknown backend) is logged
