@@ -244,7 +244,7 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
   // Measured selection: the fastest backend that matches the program's own replaces it (an
   // explicit retarget wins over measuring).
   const char* chosen_options = "";  // an option value the selection chose ("num_threads=1")
-  KeptCandidate kept;  // the measured winner, initialised already
+  KeptCandidate kept;               // the measured winner, initialised already
   if (options.selection != Selection::Fixed && candidates[0] == requested) {
     const int chosen =
         select_backend(program, method, ins, d, requested, {specs, nspecs}, options, pools, s,
@@ -363,8 +363,8 @@ Status load_delegate(const Program& program, const fb::Method* method, const fb:
     bool fatal = false;
     Result<DelegateHandle*> handle = [&]() -> Result<DelegateHandle*> {
       if (!adopt) {
-        return init_on(program, method, d, name, b, use_specs, pools, s,
-                       {symbols, s->num_symbols}, resolved, derived, &fatal);
+        return init_on(program, method, d, name, b, use_specs, pools, s, {symbols, s->num_symbols},
+                       resolved, derived, &fatal);
       }
       // The measurement initialised it with these very options: no second init.
       *resolved = *kept.options;

@@ -8,9 +8,9 @@
 #include "tessera/backend/context.h"
 #include "tessera/backend/derived_values.h"
 #include "tessera/backend/interface.h"
+#include "tessera/backend/resolved_options.h"
 #include "tessera/core/result.h"
 #include "tessera/core/status.h"
-#include "tessera/backend/resolved_options.h"
 #include "tessera/ir/schema.h"
 #include "tessera/runtime/method_state.h"
 
@@ -48,7 +48,7 @@ struct KeptCandidate {
 
   BackendInterface* backend = nullptr;
   DelegateHandle* handle = nullptr;
-  int candidate = -1;                  // its index in DelegateInfo::selection
+  int candidate = -1;                        // its index in DelegateInfo::selection
   std::unique_ptr<ResolvedOptions> options;  // what it was initialised with
   std::unique_ptr<DerivedValues> derived;    // what its init reported
 };

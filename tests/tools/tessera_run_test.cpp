@@ -341,8 +341,8 @@ TEST_F(TesseraRun, AutoSelectionMeasuresOnceThenReadsTheSelectionCache) {
     // and what it was made from
     EXPECT_EQ(remembered["selection"]["candidates"], measured["selection"]["candidates"]);
   }
-  RunResult explain =
-      run(dir_ + "/selectable.tsr --explain-options --iterations 1 --select-cache " + cache, machine);
+  RunResult explain = run(
+      dir_ + "/selectable.tsr --explain-options --iterations 1 --select-cache " + cache, machine);
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_CONTAINS(explain.out + explain.err, "remembered: read from the selection cache");
 
