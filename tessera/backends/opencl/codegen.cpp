@@ -38,12 +38,17 @@ constexpr int64_t kLargePanelBytes = 256 * 1024;
 // Builds one KernelPlan; holds the node for error messages.
 class Planner {
  public:
-  Planner(const fb::Graph& graph, int index, Span<const Dims> shapes, NodePlan* plan)
+  Planner(const fb::Graph& graph, int index, Span<const Dims> shapes, NodePlan* plan,
+          const ResidualFusion* fusion)
       : graph_(graph),
         node_(*graph.nodes()->Get(static_cast<uint32_t>(index))),
         attrs_(&node_),
         shapes_(shapes),
-        plan_(plan) {
+        plan_(plan),
+        fusion_(fusion),
+        act_(fusion ? fusion->activation : node_.activation()),
+        act_min_(fusion ? fusion->activation_min : node_.activation_min()),
+        act_max_(fusion ? fusion->activation_max : node_.activation_max()) {
     k().name = std::string(1, 'k') + std::to_string(index);
     k().label = std::string(fb::EnumNameOpType(node_.op())) + " " + std::string(attrs_.node_name());
   }
@@ -95,13 +100,14 @@ class Planner {
     }
   }
   // The fused activation applied to `var` (a float or a floatN).
+  // With a residual fusion, the Add's activation replaces the Conv's (which is None).
   std::string activation(const std::string& var = "v") const {
-    switch (node_.activation()) {
+    switch (act_) {
       case fb::Activation::Relu:
         return var + " = fmax(" + var + ", 0.0f);";
       case fb::Activation::Clip:
-        return var + " = fmin(fmax(" + var + ", " + float_literal(node_.activation_min()) + "), " +
-               float_literal(node_.activation_max()) + ");";
+        return var + " = fmin(fmax(" + var + ", " + float_literal(act_min_) + "), " +
+               float_literal(act_max_) + ");";
       default:
         return "";
     }
@@ -117,6 +123,7 @@ class Planner {
   Status binary();
   Status conv();
   Status conv_gemm(const struct ConvGeometry& g);
+  Status conv_depthwise(const struct ConvGeometry& g);
   Status gemm();
   Status matmul();
   Status pool();
@@ -135,6 +142,9 @@ class Planner {
   ir::AttrView attrs_;
   Span<const Dims> shapes_;
   NodePlan* plan_;
+  const ResidualFusion* fusion_;
+  fb::Activation act_;
+  float act_min_, act_max_;
 };
 
 Status Planner::check_values() {
@@ -166,10 +176,18 @@ Status Planner::check_values() {
   k().output = node_.outputs()->Get(0);
   for (int i = 0; i < num_inputs(); ++i) TESSERA_RETURN_IF_ERROR(check(input_value(i), i > 0));
   if (num_inputs() == 0 && node_.op() != Op::Concat) return fail(Error::InvalidProgram, "no input");
-  if (node_.activation() == fb::Activation::Clip &&
-      (std::isnan(node_.activation_min()) || std::isnan(node_.activation_max()) ||
-       node_.activation_min() > node_.activation_max())) {
+  if (act_ == fb::Activation::Clip &&
+      (std::isnan(act_min_) || std::isnan(act_max_) || act_min_ > act_max_)) {
     return fail(Error::InvalidProgram, "bad fused Clip bounds");
+  }
+  if (fusion_ != nullptr) {
+    if (node_.op() != Op::Conv || node_.activation() != fb::Activation::None) {
+      return fail(Error::InvalidProgram, "a residual fuses only into a Conv without activation");
+    }
+    TESSERA_RETURN_IF_ERROR(check(fusion_->residual, false));
+    if (!(shape(fusion_->residual) == out_shape())) {
+      return fail(Error::ShapeMismatch, "the fused residual's shape differs from the output's");
+    }
   }
   return Status::ok();
 }
@@ -444,10 +462,11 @@ Status Planner::conv() {
   }
   const bool bias = input_value(2) >= 0;
   if (bias && in_shape(2).numel() != m) return fail(Error::ShapeMismatch, "bias size differs from M");
-  if (group == 1) {
-    return conv_gemm(ConvGeometry{n, c, h, w, m, kh, kw, oh, ow, win.sh, win.sw, win.dh, win.dw,
-                                  win.pt, win.pl, bias});
-  }
+  const ConvGeometry geometry{n,      c,      h,      w,      m,      kh,     kw,   oh,
+                              ow,     win.sh, win.sw, win.dh, win.dw, win.pt, win.pl, bias};
+  if (group == 1) return conv_gemm(geometry);
+  if (fusion_ != nullptr) return fail(Error::InvalidProgram, "a residual fuses only into group 1");
+  if (group == c && group == m) return conv_depthwise(geometry);
   bind_input(0);
   bind_input(1);
   if (bias) bind_input(2);
@@ -497,12 +516,72 @@ Status Planner::conv() {
   return Status::ok();
 }
 
+// Depthwise (group = C = M): one work item computes kDepthwiseTile consecutive outputs of one
+// output row of one channel in a float8 accumulator. Each tap loads the eight inputs it needs as
+// one vector (vload8 at stride 1; vload16 and its even lanes at stride 2) when they lie inside
+// the input row, and one by one with zeros for padding at the row's edges.
+Status Planner::conv_depthwise(const ConvGeometry& g) {
+  constexpr int64_t kTile = 8;
+  const int64_t owt = (g.ow + kTile - 1) / kTile;
+  k().work_items = g.n * g.m * g.oh * owt;
+  k().preferred_local = 16;
+  bind_input(0);
+  bind_input(1);
+  if (g.bias) bind_input(2);
+  const std::string OWT = param("OWT", owt), OW = param("OW", g.ow), OH = param("OH", g.oh);
+  const std::string M = param("M", g.m), H = param("H", g.h), W = param("W", g.w);
+  const std::string KH = param("KH", g.kh), KW = param("KW", g.kw);
+  const std::string SH = param("SH", g.sh), SW = param("SW", g.sw);
+  const std::string DH = param("DH", g.dh), DW = param("DW", g.dw);
+  const std::string PT = param("PT", g.pt), PL = param("PL", g.pl);
+  line("const int ow0 = (gid % " + OWT + ") * 8; int t_ = gid / " + OWT + ";");
+  line("const int oh = t_ % " + OH + "; t_ /= " + OH + ";");
+  line("const int m = t_ % " + M + "; const int n = t_ / " + M + ";");
+  line("const __global float* xp = in0 + (n * " + M + " + m) * " + H + " * " + W + ";");
+  line("const __global float* wp = in1 + m * " + KH + " * " + KW + ";");
+  line(std::string("float8 acc = (float8)(") + (g.bias ? "in2[m]" : "0.0f") + ");");
+  line("for (int kh = 0; kh < " + KH + "; ++kh) {");
+  line("  const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
+  line("  if (ih < 0 || ih >= " + H + ") continue;");
+  line("  const __global float* xr = xp + ih * " + W + ";");
+  line("  for (int kw = 0; kw < " + KW + "; ++kw) {");
+  line("    const int base = ow0 * " + SW + " - " + PL + " + kw * " + DW + ";");
+  line("    float8 xv;");
+  line("    if (" + SW + " == 1 && base >= 0 && base + 8 <= " + W + ") {");
+  line("      xv = vload8(0, xr + base);");
+  line("    } else if (" + SW + " == 2 && base >= 0 && base + 16 <= " + W + ") {");
+  line("      xv = vload16(0, xr + base).even;");
+  line("    } else {");
+  line("      float tmp[8];");
+  line("      for (int l = 0; l < 8; ++l) {");
+  line("        const int iw = base + l * " + SW + ";");
+  line("        tmp[l] = iw >= 0 && iw < " + W + " ? xr[iw] : 0.0f;");
+  line("      }");
+  line("      xv = vload8(0, tmp);");
+  line("    }");
+  line("    acc = fma((float8)(wp[kh * " + KW + " + kw]), xv, acc);");
+  line("  }");
+  line("}");
+  const std::string act = activation("acc");
+  if (!act.empty()) line(act);
+  line("__global float* yp = out0 + ((n * " + M + " + m) * " + OH + " + oh) * " + OW + " + ow0;");
+  line("if (ow0 + 8 <= " + OW + ") {");
+  line("  vstore8(acc, 0, yp);");
+  line("} else {");
+  line("  float tmp[8]; vstore8(acc, 0, tmp);");
+  line("  for (int l = 0; l < " + OW + " - ow0; ++l) yp[l] = tmp[l];");
+  line("}");
+  return Status::ok();
+}
+
 Status Planner::conv_gemm(const ConvGeometry& g) {
   const int64_t p = g.oh * g.ow, kc = g.c * g.kh * g.kw;
   const int64_t p_pad = (p + kTileCols - 1) / kTileCols * kTileCols;
-  // A 1x1, stride-1, unpadded convolution reads X itself when every column tile is whole.
+  // A 1x1, stride-1, unpadded convolution reads X itself; when the pixel count leaves a partial
+  // last column tile, that tile's loop loads B element by element within the row.
   const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
-                      g.oh == g.h && g.ow == g.w && p % kTileCols == 0;
+                      g.oh == g.h && g.ow == g.w;
+  const bool ragged = direct && p % kTileCols != 0;
   const int64_t ldb = direct ? p : p_pad;
   if (g.n * kc * ldb >= (int64_t{1} << 31)) return unsupported("im2col matrix above 2^31 elements");
   if (!direct) {
@@ -562,6 +641,9 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   }
   bind_input(1);
   if (g.bias) bind_input(2);
+  // The residual operand (a fused Add) is the next input after the bias, if any.
+  const std::string res = "in" + std::to_string(k().inputs.size());
+  if (fusion_ != nullptr) k().inputs.push_back(fusion_->residual);
   const std::string NT = param("NT", nt), MT = param("MT", mt), M = param("M", g.m);
   const std::string KC = param("KC", kc), LDB = param("LDB", ldb), P = param("P", p);
   if (kc * kTileCols * static_cast<int64_t>(sizeof(float)) > kLargePanelBytes) {
@@ -581,16 +663,31 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
                        M.c_str(), KC.c_str()));
     line(string_format("float16 c%d_0 = 0.0f, c%d_1 = 0.0f;", r, r));
   }
+  auto accumulate = [&](const char* indent) {
+    for (int r = 0; r < kTileRows; ++r) {
+      line(string_format("%s{ const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
+                         "c%d_1 = fma(a, b1, c%d_1); }",
+                         indent, r, r, r, r, r));
+    }
+  };
+  const std::string TC = std::to_string(kTileCols);
+  if (ragged) {
+    // The last column tile of a direct 1x1: B's row ends inside it, so load within the row.
+    line("if (j + " + TC + " > " + P + ") {");
+    line("  for (int k = 0; k < " + KC + "; ++k, bp += " + LDB + ") {");
+    line("    float tb[" + TC + "];");
+    line("    for (int l = 0; l < " + TC + "; ++l) tb[l] = j + l < " + P + " ? bp[l] : 0.0f;");
+    line("    const float16 b0 = vload16(0, tb), b1 = vload16(1, tb);");
+    accumulate("    ");
+    line("  }");
+    line("} else {");
+  }
   line("for (int k = 0; k < " + KC + "; ++k, bp += " + LDB + ") {");
   line("  const float16 b0 = vload16(0, bp), b1 = vload16(1, bp);");
-  for (int r = 0; r < kTileRows; ++r) {
-    line(
-        string_format("  { const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
-                      "c%d_1 = fma(a, b1, c%d_1); }",
-                      r, r, r, r, r));
-  }
+  accumulate("  ");
   line("}");
-  const std::string act0 = activation("v0"), act1 = activation("v1");
+  if (ragged) line("}");
+  const std::string act0 = activation("v0"), act1 = activation("v1"), act = activation("v");
   for (int r = 0; r < kTileRows; ++r) {
     line(string_format("if (i0 + %d < %s) {", r, M.c_str()));
     line(string_format("  const int m = i0 + %d;", r));
@@ -599,14 +696,20 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
     } else {
       line(string_format("  float16 v0 = c%d_0, v1 = c%d_1;", r, r));
     }
-    if (!act0.empty()) line("  " + act0 + " " + act1);
-    line("  __global float* o = out0 + (n * " + M + " + m) * " + P + " + j;");
-    line("  if (j + " + std::to_string(kTileCols) + " <= " + P + ") {");
+    line("  const int o_ = (n * " + M + " + m) * " + P + " + j;");
+    line("  __global float* o = out0 + o_;");
+    line("  if (j + " + TC + " <= " + P + ") {");
+    if (fusion_ != nullptr) line("    v0 += vload16(0, " + res + " + o_); v1 += vload16(1, " + res + " + o_);");
+    if (!act0.empty()) line("    " + act0 + " " + act1);
     line("    vstore16(v0, 0, o); vstore16(v1, 1, o);");
     line("  } else {");
-    line("    float tmp[" + std::to_string(kTileCols) +
-         "]; vstore16(v0, 0, tmp); vstore16(v1, 1, tmp);");
-    line("    for (int l = 0; l < " + P + " - j; ++l) o[l] = tmp[l];");
+    line("    float tmp[" + TC + "]; vstore16(v0, 0, tmp); vstore16(v1, 1, tmp);");
+    line("    for (int l = 0; l < " + P + " - j; ++l) {");
+    line(std::string("      float v = tmp[l]") + (fusion_ != nullptr ? " + " + res + "[o_ + l]" : "") +
+         ";");
+    if (!act.empty()) line("      " + act);
+    line("      o[l] = v;");
+    line("    }");
     line("  }");
     line("}");
   }
@@ -985,14 +1088,29 @@ Status Planner::reshape_like() {
 
 }  // namespace
 
-Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan) {
+Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan,
+                 const ResidualFusion* fusion) {
   *plan = NodePlan();
   if (graph.nodes() == nullptr || node_index < 0 ||
       static_cast<uint32_t>(node_index) >= graph.nodes()->size()) {
     return Status(Error::InvalidArgument, "opencl: node index out of range");
   }
-  Planner planner(graph, node_index, shapes, plan);
+  Planner planner(graph, node_index, shapes, plan, fusion);
   return planner.run();
+}
+
+bool can_fuse_residual(const fb::Graph& graph, int conv_index, Span<const Dims> shapes) {
+  if (graph.nodes() == nullptr || conv_index < 0 ||
+      static_cast<uint32_t>(conv_index) >= graph.nodes()->size()) {
+    return false;
+  }
+  const fb::Node& node = *graph.nodes()->Get(static_cast<uint32_t>(conv_index));
+  if (node.op() != Op::Conv || node.activation() != fb::Activation::None) return false;
+  if (node.outputs() == nullptr || node.outputs()->size() != 1) return false;
+  Result<ir::ConvAttrs> attrs = ir::ConvAttrs::read(ir::AttrView(&node));
+  if (!attrs.ok() || attrs->group != 1) return false;
+  const int out = node.outputs()->Get(0);
+  return out >= 0 && static_cast<size_t>(out) < shapes.size() && shapes[out].rank <= kMaxDims;
 }
 
 std::vector<Dims> stored_shapes(const fb::Graph& graph) {

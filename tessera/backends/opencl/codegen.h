@@ -38,6 +38,15 @@ struct KernelPlan {
   size_t preferred_local = 0;  // local size used when not tuned (0 = the driver's choice)
 };
 
+/// A residual Add folded into the Conv that produces one of its operands: the Conv's GEMM adds
+/// `residual` (a value of the Conv output's shape, computed before the Conv runs) to each output
+/// before the Add's fused activation, and the Add itself becomes an alias of the Conv's output.
+struct ResidualFusion {
+  int residual = -1;  // value index added to the Conv's output
+  fb::Activation activation = fb::Activation::None;
+  float activation_min = 0.0f, activation_max = 0.0f;
+};
+
 /// How one node runs: a kernel, or (shape-only ops) its output aliases its input's buffer.
 struct NodePlan {
   bool alias = false;
@@ -50,7 +59,14 @@ struct NodePlan {
 /// Plans node `node_index` of `graph` with every value's shape in `shapes`. Errors: NotSupported
 /// (op, dtype, rank or attribute value this backend does not run), InvalidProgram (malformed
 /// attributes), ShapeMismatch (output shape disagrees with the op). Messages name op and node.
-Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan);
+/// `fusion` (a Conv with group 1 and no activation of its own only; see can_fuse_residual) adds
+/// a residual operand to the Conv's output.
+Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan,
+                 const ResidualFusion* fusion = nullptr);
+
+/// Whether node `conv_index` is a Conv whose output the GEMM lowering can add a residual to: group
+/// 1, no fused activation of its own, float32 output of `shape`.
+bool can_fuse_residual(const fb::Graph& graph, int conv_index, Span<const Dims> shapes);
 
 /// The value shapes of `graph` as stored (symbolic dims at their upper bound).
 std::vector<Dims> stored_shapes(const fb::Graph& graph);

@@ -9,6 +9,7 @@
 #include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/options.h"
 #include "tessera/core/log.h"
+#include "tessera/ir/memory_plan.h"
 
 namespace tessera::opencl {
 namespace {
@@ -32,6 +33,53 @@ uint64_t tuning_key(const Device& device, const std::string& kernel_text, const 
 
 }  // namespace
 
+ArenaPlan plan_arena(const PayloadGraph& view, const DelegatePlan& plan, size_t alignment) {
+  const size_t nvalues = plan.shapes.size();
+  const int steps = static_cast<int>(plan.kernels.size());
+  std::vector<int> first(nvalues, -1), last(nvalues, -1);
+  auto touch = [&](int value, int step) {
+    if (value < 0) return;  // kScratchValue
+    const size_t b = static_cast<size_t>(plan.buffer_of[static_cast<size_t>(value)]);
+    if (first[b] < 0 || step < first[b]) first[b] = step;
+    if (step > last[b]) last[b] = step;
+  };
+  for (int s = 0; s < steps; ++s) {
+    const KernelPlan& k = *plan.kernels[static_cast<size_t>(s)];
+    for (int in : k.inputs) touch(in, s);
+    touch(k.output, s);
+  }
+  // Inputs are written before the first kernel, outputs read after the last (an output no
+  // kernel writes keeps the zeros of init: it lives throughout).
+  for (int v : view.inputs()) {
+    if (v >= 0 && static_cast<size_t>(v) < nvalues) touch(v, 0);
+  }
+  for (int v : view.outputs()) {
+    if (v < 0 || static_cast<size_t>(v) >= nvalues) continue;
+    touch(v, steps);
+    if (view.value(v).producer < 0) touch(v, 0);
+  }
+  ArenaPlan a;
+  a.offset_of.assign(nvalues, -1);
+  a.bytes_of.assign(nvalues, 0);
+  std::vector<ir::PlanItem> items;
+  std::vector<size_t> which;
+  for (size_t v = 0; v < nvalues; ++v) {
+    if (plan.buffer_of[v] != static_cast<int>(v) || first[v] < 0) continue;
+    const PayloadValue& value = view.value(static_cast<int32_t>(v));
+    if (!value.is_tensor() || value.dtype != ScalarType::Float32 || value.is_constant()) continue;
+    const size_t bytes = static_cast<size_t>(plan.shapes[v].numel()) * sizeof(float);
+    a.bytes_of[v] = bytes == 0 ? sizeof(float) : bytes;
+    items.push_back({a.bytes_of[v], first[v], last[v]});
+    which.push_back(v);
+  }
+  if (items.empty()) return a;
+  const ir::MemoryPlan mp = ir::plan_memory(items, alignment);
+  for (size_t i = 0; i < which.size(); ++i) a.offset_of[which[i]] = mp.offsets[i];
+  a.arena_bytes = mp.arena_size;
+  a.activation_bytes = mp.total_size;
+  return a;
+}
+
 Delegate::~Delegate() {
   if (queue) clFinish(queue.get());
 }
@@ -43,16 +91,59 @@ Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_sha
   const size_t nnodes = view.num_nodes();
   p.shapes.assign(view.dims().begin(), view.dims().end());
 
+  // Residual Adds: an Add of two same-shaped float32 tensors, one written by a Conv with group 1
+  // and read by nothing else, the other ready before that Conv runs, becomes part of the Conv's
+  // GEMM (it adds the residual, then the Add's activation) and an alias of the Conv's output.
+  std::vector<ResidualFusion> fusion(nnodes);
+  std::vector<int> add_alias_of(nnodes, -1);
+  for (size_t a = 0; a < nnodes; ++a) {
+    const fb::Node& add = view.node(a);
+    const Span<const int32_t> ins = view.node_inputs(a), outs = view.node_outputs(a);
+    if (add.op() != fb::OpType::Add || ins.size() != 2 || outs.size() != 1 || ins[0] < 0 ||
+        ins[1] < 0 || outs[0] < 0 || ins[0] == ins[1]) {
+      continue;
+    }
+    const Dims& y = p.shapes[static_cast<size_t>(outs[0])];
+    bool plain = view.value(outs[0]).is_tensor() && view.value(outs[0]).dtype == ScalarType::Float32;
+    for (int32_t v : ins) {
+      plain = plain && view.value(v).is_tensor() && view.value(v).dtype == ScalarType::Float32 &&
+              p.shapes[static_cast<size_t>(v)] == y;
+    }
+    if (!plain) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int32_t u = ins[static_cast<size_t>(side)], r = ins[static_cast<size_t>(1 - side)];
+      const PayloadValue& uv = view.value(u);
+      if (uv.producer < 0 || uv.graph_output || view.consumers(u).size() != 1) continue;
+      const size_t c = static_cast<size_t>(uv.producer);
+      if (fusion[c].residual >= 0 || !view.defined_before(r, c) ||
+          !can_fuse_residual(graph, static_cast<int>(c), p.shapes)) {
+        continue;
+      }
+      fusion[c] = {r, add.activation(), add.activation_min(), add.activation_max()};
+      add_alias_of[a] = u;
+      ++p.fused_adds;
+      break;
+    }
+  }
+
   // Plans, and which buffer holds each value (aliases share their input's).
   p.plans.resize(nnodes);
   p.buffer_of.assign(nvalues, -1);
   for (size_t v = 0; v < nvalues; ++v) p.buffer_of[v] = static_cast<int>(v);
   for (size_t n = 0; n < nnodes; ++n) {
-    TESSERA_RETURN_IF_ERROR(plan_node(graph, static_cast<int>(n), p.shapes, &p.plans[n]));
+    if (add_alias_of[n] >= 0) {
+      p.plans[n] = NodePlan();
+      p.plans[n].alias = true;
+      p.plans[n].alias_of = add_alias_of[n];
+      p.plans[n].kernel.output = view.node_outputs(n)[0];
+    } else {
+      TESSERA_RETURN_IF_ERROR(plan_node(graph, static_cast<int>(n), p.shapes, &p.plans[n],
+                                        fusion[n].residual >= 0 ? &fusion[n] : nullptr));
+    }
     if (p.plans[n].alias) {
       p.buffer_of[static_cast<size_t>(p.plans[n].kernel.output)] =
           p.buffer_of[static_cast<size_t>(p.plans[n].alias_of)];
-      ++p.aliases;
+      if (add_alias_of[n] < 0) ++p.aliases;
     }
   }
 
@@ -107,6 +198,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
   const int64_t scratch_floats = plan.scratch_floats;
   const size_t nvalues = shapes.size();
   d->summary.aliases = plan.aliases;
+  d->summary.fused_adds = plan.fused_adds;
   d->summary.functions = plan.num_functions;
   TESSERA_ASSIGN_OR_RETURN(d->program, build_program(*device, source, settings.build_options,
                                                      settings.cache, &d->summary.program));
@@ -116,16 +208,54 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                                               CL_QUEUE_PROFILING_ENABLE, &err));
   if (!d->queue || err != CL_SUCCESS) return init_failure("clCreateCommandQueue", err);
 
-  // Buffers: one per value that owns its storage; constants uploaded now, the rest zeroed.
+  // Activations: one zeroed arena, each value a sub-buffer at its planned offset (aligned as the
+  // device requires of a sub-buffer's origin).
+  cl_uint align_bits = 0;
+  err = clGetDeviceInfo(dev.id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
+                        nullptr);
+  if (err != CL_SUCCESS) return init_failure("clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)", err);
+  const size_t alignment = align_bits / 8 > 64 ? align_bits / 8 : 64;
+  const ArenaPlan arena = plan_arena(view, plan, alignment);
+  d->summary.arena_bytes = arena.arena_bytes;
+  d->summary.activation_bytes = arena.activation_bytes;
   d->buffers.resize(nvalues);
+  if (arena.arena_bytes > 0) {
+    cl_mem mem = clCreateBuffer(device->context.get(), CL_MEM_READ_WRITE, arena.arena_bytes,
+                                nullptr, &err);
+    if (mem == nullptr || err != CL_SUCCESS) {
+      if (mem != nullptr) clReleaseMemObject(mem);
+      return Status::error(Error::DelegateMemoryAllocationFailed,
+                           "opencl: activation arena of %zu bytes failed: %s", arena.arena_bytes,
+                           cl_error_name(err));
+    }
+    d->arena = MemHandle(mem);
+    const float zero = 0.0f;
+    err = clEnqueueFillBuffer(d->queue.get(), mem, &zero, sizeof zero, 0, arena.arena_bytes, 0,
+                              nullptr, nullptr);
+    if (err != CL_SUCCESS) return init_failure("clEnqueueFillBuffer", err);
+  }
+  for (size_t v = 0; v < nvalues; ++v) {
+    if (arena.offset_of[v] < 0) continue;
+    const cl_buffer_region region{static_cast<size_t>(arena.offset_of[v]), arena.bytes_of[v]};
+    cl_mem mem = clCreateSubBuffer(d->arena.get(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                   &region, &err);
+    if (mem == nullptr || err != CL_SUCCESS) {
+      if (mem != nullptr) clReleaseMemObject(mem);
+      return Status::error(Error::DelegateMemoryAllocationFailed,
+                           "opencl: arena region of %zu bytes at %zu for value %zu failed: %s",
+                           region.size, region.origin, v, cl_error_name(err));
+    }
+    d->buffers[v] = MemHandle(mem);
+  }
+  // Constants: uploaded now, one read-only buffer each.
   for (size_t v = 0; v < nvalues; ++v) {
     if (buffer_of[v] != static_cast<int>(v)) continue;
     const PayloadValue& value = view.value(static_cast<int32_t>(v));
-    if (!value.is_tensor() || value.dtype != ScalarType::Float32) continue;
+    if (!value.is_tensor() || value.dtype != ScalarType::Float32 || !value.is_constant()) continue;
     const size_t bytes = static_cast<size_t>(shapes[v].numel()) * sizeof(float);
     const size_t alloc = bytes == 0 ? sizeof(float) : bytes;
     cl_mem mem = nullptr;
-    if (value.is_constant()) {
+    {
       const Span<const uint8_t> data = value.data;
       if (data.size() != bytes) {
         return Status::error(Error::InvalidProgram,
@@ -134,12 +264,6 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
       }
       mem = clCreateBuffer(device->context.get(), CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0),
                            alloc, bytes ? const_cast<uint8_t*>(data.data()) : nullptr, &err);
-    } else {
-      mem = clCreateBuffer(device->context.get(), CL_MEM_READ_WRITE, alloc, nullptr, &err);
-      if (mem != nullptr && err == CL_SUCCESS) {
-        const float zero = 0.0f;
-        err = clEnqueueFillBuffer(d->queue.get(), mem, &zero, sizeof zero, 0, alloc, 0, nullptr, nullptr);
-      }
     }
     if (mem == nullptr || err != CL_SUCCESS) {
       if (mem != nullptr) clReleaseMemObject(mem);

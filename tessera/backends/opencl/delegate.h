@@ -1,6 +1,6 @@
 // Delegate: one initialised OpenCL delegate (the DelegateHandle the backend hands out). Built by
-// build_delegate() at init: kernels generated and built (through the program cache), one buffer
-// per value created, kernel arguments set, local sizes tuned. execute() only enqueues: input
+// build_delegate() at init: kernels generated and built (through the program cache), constants
+// uploaded, activations placed in one arena by lifetime, kernel arguments set, local sizes tuned. execute() only enqueues: input
 // writes, the kernels in graph order, output reads, on the delegate's own queue; no heap.
 #pragma once
 
@@ -39,6 +39,9 @@ struct DelegateSummary {
   size_t kernels = 0;             // kernel launches per execute
   size_t functions = 0;           // distinct kernel functions in the program (launches share them)
   size_t aliases = 0;          // nodes run as buffer aliases (reshape-like ops)
+  size_t fused_adds = 0;       // residual Adds folded into the Conv before them
+  size_t arena_bytes = 0;      // one device buffer holds every activation, by lifetime...
+  size_t activation_bytes = 0;  // ...instead of this many bytes in buffers of their own
   ProgramBuildInfo program;
   size_t tuned = 0;            // kernels tuned by search at this init
   size_t tuning_loaded = 0;    // kernels whose local size came from the tuning file
@@ -71,7 +74,8 @@ class Delegate {
   std::shared_ptr<DeviceContext> device;
   QueueHandle queue;
   ProgramHandle program;
-  std::vector<MemHandle> buffers;
+  MemHandle arena;                 // the activations; buffers[v] are sub-buffers of it
+  std::vector<MemHandle> buffers;  // per value that owns storage: constants, or an arena region
   MemHandle scratch;  // shared by the nodes that need one (im2col), sized for the largest
   std::vector<Launch> launches;
   std::vector<Io> inputs, outputs;
@@ -92,8 +96,21 @@ struct DelegatePlan {
   std::string source;
   int64_t scratch_floats = 0;
   size_t aliases = 0;
+  size_t fused_adds = 0;
   size_t num_functions = 0;
 };
+
+/// Where each activation lives in the delegate's arena: values whose lifetimes (from the first
+/// kernel touching them to the last; inputs from the start, outputs to the end) do not overlap
+/// share bytes (ir::plan_memory). offset_of[v] is -1 for values without storage of their own
+/// (aliases, constants, non-float32 values, values no kernel touches).
+struct ArenaPlan {
+  std::vector<int64_t> offset_of;
+  std::vector<size_t> bytes_of;
+  size_t arena_bytes = 0;
+  size_t activation_bytes = 0;
+};
+ArenaPlan plan_arena(const PayloadGraph& view, const DelegatePlan& plan, size_t alignment);
 
 /// Plans the payload graph `view` (its dims evaluated at this load). Errors: InvalidProgram,
 /// NotSupported, ShapeMismatch.
