@@ -123,7 +123,6 @@ class Planner {
   Status binary();
   Status conv();
   Status conv_gemm(const struct ConvGeometry& g);
-  Status conv_depthwise(const struct ConvGeometry& g);
   Status gemm();
   Status matmul();
   Status pool();
@@ -466,7 +465,6 @@ Status Planner::conv() {
                               ow,     win.sh, win.sw, win.dh, win.dw, win.pt, win.pl, bias};
   if (group == 1) return conv_gemm(geometry);
   if (fusion_ != nullptr) return fail(Error::InvalidProgram, "a residual fuses only into group 1");
-  if (group == c && group == m) return conv_depthwise(geometry);
   bind_input(0);
   bind_input(1);
   if (bias) bind_input(2);
@@ -513,64 +511,6 @@ Status Planner::conv() {
   if (!act.empty()) {
     line("for (int ow = 0; ow < " + OW + "; ++ow) { float v = yp[ow]; " + act + " yp[ow] = v; }");
   }
-  return Status::ok();
-}
-
-// Depthwise (group = C = M): one work item computes kDepthwiseTile consecutive outputs of one
-// output row of one channel in a float8 accumulator. Each tap loads the eight inputs it needs as
-// one vector (vload8 at stride 1; vload16 and its even lanes at stride 2) when they lie inside
-// the input row, and one by one with zeros for padding at the row's edges.
-Status Planner::conv_depthwise(const ConvGeometry& g) {
-  constexpr int64_t kTile = 8;
-  const int64_t owt = (g.ow + kTile - 1) / kTile;
-  k().work_items = g.n * g.m * g.oh * owt;
-  k().preferred_local = 16;
-  bind_input(0);
-  bind_input(1);
-  if (g.bias) bind_input(2);
-  const std::string OWT = param("OWT", owt), OW = param("OW", g.ow), OH = param("OH", g.oh);
-  const std::string M = param("M", g.m), H = param("H", g.h), W = param("W", g.w);
-  const std::string KH = param("KH", g.kh), KW = param("KW", g.kw);
-  const std::string SH = param("SH", g.sh), SW = param("SW", g.sw);
-  const std::string DH = param("DH", g.dh), DW = param("DW", g.dw);
-  const std::string PT = param("PT", g.pt), PL = param("PL", g.pl);
-  line("const int ow0 = (gid % " + OWT + ") * 8; int t_ = gid / " + OWT + ";");
-  line("const int oh = t_ % " + OH + "; t_ /= " + OH + ";");
-  line("const int m = t_ % " + M + "; const int n = t_ / " + M + ";");
-  line("const __global float* xp = in0 + (n * " + M + " + m) * " + H + " * " + W + ";");
-  line("const __global float* wp = in1 + m * " + KH + " * " + KW + ";");
-  line(std::string("float8 acc = (float8)(") + (g.bias ? "in2[m]" : "0.0f") + ");");
-  line("for (int kh = 0; kh < " + KH + "; ++kh) {");
-  line("  const int ih = oh * " + SH + " - " + PT + " + kh * " + DH + ";");
-  line("  if (ih < 0 || ih >= " + H + ") continue;");
-  line("  const __global float* xr = xp + ih * " + W + ";");
-  line("  for (int kw = 0; kw < " + KW + "; ++kw) {");
-  line("    const int base = ow0 * " + SW + " - " + PL + " + kw * " + DW + ";");
-  line("    float8 xv;");
-  line("    if (" + SW + " == 1 && base >= 0 && base + 8 <= " + W + ") {");
-  line("      xv = vload8(0, xr + base);");
-  line("    } else if (" + SW + " == 2 && base >= 0 && base + 16 <= " + W + ") {");
-  line("      xv = vload16(0, xr + base).even;");
-  line("    } else {");
-  line("      float tmp[8];");
-  line("      for (int l = 0; l < 8; ++l) {");
-  line("        const int iw = base + l * " + SW + ";");
-  line("        tmp[l] = iw >= 0 && iw < " + W + " ? xr[iw] : 0.0f;");
-  line("      }");
-  line("      xv = vload8(0, tmp);");
-  line("    }");
-  line("    acc = fma((float8)(wp[kh * " + KW + " + kw]), xv, acc);");
-  line("  }");
-  line("}");
-  const std::string act = activation("acc");
-  if (!act.empty()) line(act);
-  line("__global float* yp = out0 + ((n * " + M + " + m) * " + OH + " + oh) * " + OW + " + ow0;");
-  line("if (ow0 + 8 <= " + OW + ") {");
-  line("  vstore8(acc, 0, yp);");
-  line("} else {");
-  line("  float tmp[8]; vstore8(acc, 0, tmp);");
-  line("  for (int l = 0; l < " + OW + " - ow0; ++l) yp[l] = tmp[l];");
-  line("}");
   return Status::ok();
 }
 

@@ -37,23 +37,22 @@ TEST(OpenClConv, GemmTileEdges) {
   EXPECT_TRUE(matches_portable(g));
 }
 
-// Depthwise Conv runs eight outputs of a row per work item, loading each tap's inputs as one
-// vector inside the row and one by one at its edges: row widths that leave a partial tile (7,
-// 13), strides 1 and 2, padding on either side only, dilation, a 1-D case, a batch and both
-// activations.
-TEST(OpenClConv, DepthwiseTiles) {
+// Depthwise Conv runs one output row per work item, each tap adding a (strided) input row segment
+// clipped to the row: odd row widths, strides 1 and 2, padding on either side only, dilation, a
+// 5x5 kernel wider than the padded row's interior, a 1-D case, a batch and both activations.
+TEST(OpenClConv, DepthwiseRows) {
   using backend_testing::ConvCfg;
   std::vector<ConvCfg> cases;
-  ConvCfg s1{2, 6, 9, 21, 6, 3, 3};  // 21 wide: two whole tiles and a partial one
+  ConvCfg s1{2, 6, 9, 21, 6, 3, 3};
   s1.pt = s1.pl = s1.pb = s1.pr = 1;
   s1.act = fb::Activation::Clip;
   cases.push_back(s1);
-  ConvCfg s2{1, 5, 13, 40, 5, 3, 3};  // stride 2: vload16's even lanes inside the row
+  ConvCfg s2{1, 5, 13, 40, 5, 3, 3};  // stride 2
   s2.sh = s2.sw = 2;
   s2.pt = s2.pl = s2.pb = s2.pr = 1;
   s2.act = fb::Activation::Relu;
   cases.push_back(s2);
-  ConvCfg k5{1, 4, 7, 7, 4, 5, 5};  // 5x5 on 7x7: every load at an edge
+  ConvCfg k5{1, 4, 7, 7, 4, 5, 5};  // 5x5 on 7x7
   k5.pt = k5.pl = k5.pb = k5.pr = 2;
   k5.bias = false;
   cases.push_back(k5);
