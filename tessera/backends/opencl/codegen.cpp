@@ -39,8 +39,9 @@ constexpr int64_t kLargePanelBytes = 256 * 1024;
 class Planner {
  public:
   Planner(const fb::Graph& graph, int index, Span<const Dims> shapes, NodePlan* plan,
-          const ResidualFusion* fusion)
-      : graph_(graph),
+          const ResidualFusion* fusion, GemmImpl gemm)
+      : gemm_impl_(gemm),
+        graph_(graph),
         node_(*graph.nodes()->Get(static_cast<uint32_t>(index))),
         attrs_(&node_),
         shapes_(shapes),
@@ -123,6 +124,7 @@ class Planner {
   Status binary();
   Status conv();
   Status conv_gemm(const struct ConvGeometry& g);
+  Status conv_epilogue(int64_t m, int64_t p, bool bias);
   Status gemm();
   Status matmul();
   Status pool();
@@ -136,6 +138,16 @@ class Planner {
   Status spatial_dims(const Dims& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
                       int64_t* kh, int64_t* kw);
 
+  // The library GEMM `call` (its inputs and output already set) runs before the node's main
+  // kernel, which the caller then writes as the epilogue.
+  void run_library_first(KernelPlan call) {
+    call.library = true;
+    call.params.clear();
+    call.body.clear();
+    plan_->before.push_back(std::move(call));
+  }
+
+  GemmImpl gemm_impl_;
   const fb::Graph& graph_;
   const fb::Node& node_;
   ir::AttrView attrs_;
@@ -569,6 +581,17 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
     k() = std::move(main);
     plan_->scratch_floats = g.n * kc * p_pad;
   }
+  if (gemm_impl_ == GemmImpl::Clblast) {
+    // CLBlast: Y[n] (M x P) = W (M x KC) * B[n] (KC x P, rows LDB apart), then one epilogue
+    // kernel adds the bias and the residual and applies the activation in place.
+    KernelPlan call = k();
+    call.name = k().name + "_gemm";
+    call.label = "Conv:gemm " + std::string(attrs_.node_name());
+    call.inputs = {input_value(1), direct ? input_value(0) : kScratchValue};
+    call.gemm = LibraryGemm{g.m, p, kc, g.n, false, false, kc, ldb, p, 0, kc * ldb, g.m * p, 1.0f};
+    run_library_first(std::move(call));
+    return conv_epilogue(g.m, p, g.bias);
+  }
   // The GEMM: work item (n, row tile, column tile), column tiles fastest so neighbours share
   // the weight rows, unless the B panel is large.
   const int64_t mt = (g.m + kTileRows - 1) / kTileRows, nt = p_pad / kTileCols;
@@ -656,6 +679,27 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   return Status::ok();
 }
 
+// After a library GEMM wrote Y (N x M x P): Y += bias[m] (+ residual), then the activation, in
+// place, one element per work item. With none of the three, the GEMM call is the node's kernel.
+Status Planner::conv_epilogue(int64_t m, int64_t p, bool bias) {
+  const std::string act = activation();
+  if (!bias && fusion_ == nullptr && act.empty()) {
+    k() = std::move(plan_->before.back());
+    plan_->before.pop_back();
+    return Status::ok();
+  }
+  k().inputs.clear();
+  if (bias) bind_input(2);
+  const std::string res = "in" + std::to_string(k().inputs.size());
+  if (fusion_ != nullptr) k().inputs.push_back(fusion_->residual);
+  const std::string M = param("M", m), P = param("P", p);
+  line("float v = out0[gid];");
+  if (bias) line("v += in0[(gid / " + P + ") % " + M + "];");
+  if (fusion_ != nullptr) line("v += " + res + "[gid];");
+  store();
+  return Status::ok();
+}
+
 Status Planner::gemm() {
   if (num_inputs() < 2 || num_inputs() > 3) return fail(Error::InvalidProgram, "takes 2 or 3 inputs");
   const Dims& a = in_shape(0);
@@ -678,6 +722,32 @@ Status Planner::gemm() {
     if ((cm != 1 && cm != m) || (cn != 1 && cn != n)) return fail(Error::ShapeMismatch, "C does not broadcast to [M, N]");
     csn = cn == 1 ? 0 : 1;
     csm = cm == 1 ? 0 : cn;
+  }
+  if (gemm_impl_ == GemmImpl::Clblast) {
+    // CLBlast: Y = alpha * op(A) * op(B); the epilogue adds beta * C and the activation.
+    KernelPlan call = k();
+    call.name = k().name + "_gemm";
+    call.label = "Gemm:gemm " + std::string(attrs_.node_name());
+    call.inputs = {input_value(0), input_value(1)};
+    call.gemm = LibraryGemm{m, n, kk, 1, ta != 0, tb != 0, ta ? m : kk, tb ? kk : n, n, 0, 0, 0,
+                            alpha};
+    run_library_first(std::move(call));
+    const bool add_c = has_c && beta != 0.0f;
+    const std::string act = activation();
+    if (!add_c && act.empty()) {
+      k() = std::move(plan_->before.back());
+      plan_->before.pop_back();
+      return Status::ok();
+    }
+    if (add_c) bind_input(2);
+    const std::string N = param("N", n);
+    line("float v = out0[gid];");
+    if (add_c) {
+      line("v += " + float_literal(beta) + " * in0[(gid / " + N + ") * " + param("CSM", csm) +
+           " + (gid % " + N + ") * " + param("CSN", csn) + "];");
+    }
+    store();
+    return Status::ok();
   }
   bind_input(0);
   bind_input(1);
@@ -1029,13 +1099,13 @@ Status Planner::reshape_like() {
 }  // namespace
 
 Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan,
-                 const ResidualFusion* fusion) {
+                 const ResidualFusion* fusion, GemmImpl gemm) {
   *plan = NodePlan();
   if (graph.nodes() == nullptr || node_index < 0 ||
       static_cast<uint32_t>(node_index) >= graph.nodes()->size()) {
     return Status(Error::InvalidArgument, "opencl: node index out of range");
   }
-  Planner planner(graph, node_index, shapes, plan, fusion);
+  Planner planner(graph, node_index, shapes, plan, fusion, gemm);
   return planner.run();
 }
 

@@ -25,8 +25,23 @@ namespace tessera::opencl {
 /// run in order, and a node's scratch is dead once its last kernel has run).
 inline constexpr int kScratchValue = -2;
 
-/// One generated kernel. The body reads `in0`, `in1`, ... and writes `out0`; P_<name> are its
-/// integer parameters.
+/// A row-major GEMM run by a library (CLBlast) instead of a generated kernel, over `batch`
+/// matrices: C[b] (m x n, ldc) = alpha * op(A[b]) * op(B[b]), A = inputs[0], B = inputs[1],
+/// C = output; element offsets of matrix b are b * <x>_stride (a_stride 0: one A for all).
+struct LibraryGemm {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t a_stride = 0, b_stride = 0, c_stride = 0;
+  float alpha = 1.0f;
+};
+
+/// How a node's matrix products run: generated register-tiled kernels, or CLBlast's GEMM (with
+/// generated kernels around it: im2col before, bias, residual and activation after).
+enum class GemmImpl { Generated, Clblast };
+
+/// One generated kernel (or, with `library`, one library GEMM call). The body reads `in0`,
+/// `in1`, ... and writes `out0`; P_<name> are its integer parameters.
 struct KernelPlan {
   std::string name;    // unique in the program: "k<node index>"
   std::string label;   // for profiling events: "<Op> <node name>"
@@ -36,6 +51,8 @@ struct KernelPlan {
   std::vector<int> inputs;  // value indices read, as in0, in1, ... (or kScratchValue)
   int64_t work_items = 0;
   size_t preferred_local = 0;  // local size used when not tuned (0 = the driver's choice)
+  bool library = false;        // a LibraryGemm call: no body, no text
+  LibraryGemm gemm;
 };
 
 /// A residual Add folded into the Conv that produces one of its operands: the Conv's GEMM adds
@@ -61,8 +78,9 @@ struct NodePlan {
 /// attributes), ShapeMismatch (output shape disagrees with the op). Messages name op and node.
 /// `fusion` (a Conv with group 1 and no activation of its own only; see can_fuse_residual) adds
 /// a residual operand to the Conv's output.
+/// `gemm` chooses how Conv (group 1) and Gemm multiply.
 Status plan_node(const fb::Graph& graph, int node_index, Span<const Dims> shapes, NodePlan* plan,
-                 const ResidualFusion* fusion = nullptr);
+                 const ResidualFusion* fusion = nullptr, GemmImpl gemm = GemmImpl::Generated);
 
 /// Whether node `conv_index` is a Conv whose output the GEMM lowering can add a residual to: group
 /// 1, no fused activation of its own, float32 output of `shape`.

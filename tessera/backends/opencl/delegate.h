@@ -30,6 +30,7 @@ struct DelegateSettings {
   TuningLevel tuning = TuningLevel::None;
   std::string tuning_file;
   bool specialize_shapes = false;
+  GemmImpl gemm = GemmImpl::Generated;
 };
 
 /// What a delegate was built into, for tests, benchmarks and tools.
@@ -43,6 +44,7 @@ struct DelegateSummary {
   size_t arena_bytes = 0;      // one device buffer holds every activation, by lifetime...
   size_t activation_bytes = 0;  // ...instead of this many bytes in buffers of their own
   ProgramBuildInfo program;
+  size_t library_gemms = 0;    // of `kernels`, GEMMs run by CLBlast (gemm=clblast)
   size_t tuned = 0;            // kernels tuned by search at this init
   size_t tuning_loaded = 0;    // kernels whose local size came from the tuning file
   double init_ms = 0.0;
@@ -60,7 +62,10 @@ class Delegate {
   Status execute(BackendExecutionContext& context, Span<EValue*> args);
 
   struct Launch {
-    KernelHandle kernel;
+    KernelHandle kernel;  // null for a library GEMM
+    bool library = false;
+    LibraryGemm gemm;
+    cl_mem a = nullptr, b = nullptr, c = nullptr;  // the GEMM's buffers (owned by the delegate)
     size_t global = 0;  // rounded to a multiple of local
     size_t local = 0;   // 0: the driver chooses
     std::array<char, 48> label{};
@@ -114,7 +119,11 @@ ArenaPlan plan_arena(const PayloadGraph& view, const DelegatePlan& plan, size_t 
 
 /// Plans the payload graph `view` (its dims evaluated at this load). Errors: InvalidProgram,
 /// NotSupported, ShapeMismatch.
-Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_shapes);
+Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_shapes,
+                                   GemmImpl gemm = GemmImpl::Generated);
+
+/// Whether this build can run GEMMs through CLBlast.
+bool clblast_built_in();
 
 /// Builds a delegate for the payload graph `view` on `device`. Errors: InvalidProgram (malformed
 /// graph), NotSupported (an op or variant this backend does not run), ShapeMismatch,

@@ -1,6 +1,7 @@
 #include "tessera/backends/opencl/opencl_backend.h"
 
 #include <cstdio>
+#include <string_view>
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/device_info.h"
@@ -17,6 +18,7 @@ namespace {
 constexpr const char* kDeviceTypes[] = {"any", "gpu", "cpu", "accelerator"};
 constexpr const char* kCacheModes[] = {"off", "read", "readwrite"};
 constexpr const char* kTuningLevels[] = {"auto", "none", "rapid", "normal", "exhaustive"};
+constexpr const char* kGemms[] = {"auto", "generated", "clblast"};
 constexpr Scopes kGlobalLoad = OptionLevel::Global | OptionLevel::Load;
 
 constexpr OptionSpec kSchema[] = {
@@ -53,6 +55,12 @@ constexpr OptionSpec kSchema[] = {
     OptionSpec::boolean(kSpecializeShapes, false, kInitScopes,
                         "Bake the concrete shapes (symbolic dims resolved at load) into the "
                         "kernels as compile-time constants instead of kernel arguments"),
+    OptionSpec::enumeration(kGemm, "auto", kGemms, kInitScopes,
+                            "How Conv (group 1) and Gemm multiply: generated (register-tiled "
+                            "kernels) or clblast (CLBlast's tuned GEMM, with generated im2col "
+                            "before and bias, residual and activation after; an init error in a "
+                            "build without CLBlast); auto: clblast on GPU and accelerator devices "
+                            "when built in, generated on CPU devices"),
     OptionSpec::boolean(kKernelProfiling, false, kGlobalLoad | OptionLevel::Execute,
                         "Report each kernel's time from OpenCL profiling events through the "
                         "execution context"),
@@ -89,6 +97,40 @@ TuningLevel derive_tuning(const BackendInitContext& context, const std::string& 
                          "device; %s sizes under policy %s",
                          latency ? "8" : "4", policy_name(policy.effective));
   return tuning;
+}
+
+// gemm = auto: CLBlast where its tuned kernels pay (a GPU or accelerator, with CLBlast built
+// in); the generated GEMM on CPU devices, where it measured 3.5-10x CLBlast 1.5's rate per CPU
+// second (PoCL, docs/performance.md). Reported with the reason when derived.
+Result<GemmImpl> resolve_gemm(const BackendInitContext* context, EnumValue chosen,
+                              const Device& device) {
+  if (chosen.index == 1) return GemmImpl::Generated;
+  if (chosen.index == 2) {
+    if (!clblast_built_in()) {
+      return Status(Error::NotSupported,
+                    "opencl: gemm=clblast, but this build has no CLBlast (install "
+                    "libclblast-dev and rebuild, or use gemm=generated)");
+    }
+    return GemmImpl::Clblast;
+  }
+  const bool cpu = std::string_view(device.type) == "cpu";
+  if (!cpu && clblast_built_in()) {
+    if (context) {
+      context->report_derived("gemm", "clblast", "auto: a %s device, and CLBlast is built in",
+                              device.type);
+    }
+    return GemmImpl::Clblast;
+  }
+  if (context) {
+    if (cpu) {
+      context->report_derived("gemm", "generated",
+                              "auto: a CPU device, where the generated GEMM measured faster "
+                              "than CLBlast's");
+    } else {
+      context->report_derived("gemm", "generated", "auto: this build has no CLBlast");
+    }
+  }
+  return GemmImpl::Generated;
 }
 
 }  // namespace
@@ -137,7 +179,10 @@ const char* OpenClBackend::derivation_doc() const {
          "whenever `tuning_file` is empty (every load would repeat the search); with a "
          "`tuning_file`, `normal` (8 sizes per kernel) under `latency` and `rapid` (4) under "
          "`balanced`. Kernels already in the file are not searched again. Reported as a "
-         "resolved value with the reason.";
+         "resolved value with the reason. `gemm` = auto is `clblast` on GPU and accelerator "
+         "devices when the build has CLBlast, and `generated` on CPU devices (on PoCL's CPU "
+         "device the generated GEMM measured 3.5-10x CLBlast 1.5's rate per CPU second) or "
+         "without CLBlast; reported with the reason.";
 }
 
 Result<std::shared_ptr<DeviceSet>> OpenClBackend::device_set(
@@ -194,6 +239,10 @@ Result<DelegateHandle*> OpenClBackend::init(BackendInitContext& context, Freeabl
   TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
   TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> device, set->context(index));
   TESSERA_ASSIGN_OR_RETURN(DelegateSettings settings, read_settings(context));
+  TESSERA_ASSIGN_OR_RETURN(EnumValue gemm, context.get(kGemm));
+  Result<GemmImpl> impl = resolve_gemm(&context, gemm, device->device);
+  if (!impl.ok()) return for_delegate(context, impl.status());
+  settings.gemm = *impl;
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(view, context, device, settings);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
@@ -209,6 +258,8 @@ Result<bool> OpenClBackend::init_would_be_cold(const BackendInitContext& context
   TESSERA_ASSIGN_OR_RETURN(const PayloadGraph view, PayloadGraph::make(context, &payload));
   TESSERA_ASSIGN_OR_RETURN(DelegateSettings settings, read_settings(context));
   if (settings.cache.dir.empty() || settings.cache.mode == CacheMode::Off) return true;
+  TESSERA_ASSIGN_OR_RETURN(EnumValue gemm_option, context.get(kGemm));
+  if (gemm_option.index == 2) return true;  // clblast: compiled in every process
   Result<DelegatePlan> plan = plan_delegate(view, settings.specialize_shapes);
   if (!plan.ok()) return for_delegate(context, plan.status());
   if (!has_program_cache_entry_for_any_device(settings.cache.dir, plan->source,
@@ -221,6 +272,10 @@ Result<bool> OpenClBackend::init_would_be_cold(const BackendInitContext& context
   TESSERA_ASSIGN_OR_RETURN(int64_t index, context.get(kDeviceIndex));
   if (index < 0 || static_cast<size_t>(index) >= set->size()) return false;  // as above
   const Device& device = set->device(static_cast<size_t>(index));
+  // CLBlast compiles its kernels in every process: such an init is always cold.
+  TESSERA_ASSIGN_OR_RETURN(EnumValue gemm, context.get(kGemm));
+  Result<GemmImpl> impl = resolve_gemm(nullptr, gemm, device);
+  if (!impl.ok() || *impl == GemmImpl::Clblast) return true;
   const std::string path =
       program_cache_path(settings.cache.dir, device, plan->source, settings.build_options);
   // A present but damaged entry is rebuilt by init: cold as well.

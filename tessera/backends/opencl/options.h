@@ -33,6 +33,8 @@ inline constexpr OptionKey<EnumValue> kTuningLevel{"tuning_level"};
 inline constexpr OptionKey<std::string_view> kTuningFile{"tuning_file"};
 /// Bake concrete shapes into the kernels as compile-time constants.
 inline constexpr OptionKey<bool> kSpecializeShapes{"specialize_shapes"};
+/// auto | generated | clblast: how Conv (group 1) and Gemm multiply. Init-time scopes.
+inline constexpr OptionKey<EnumValue> kGemm{"gemm"};
 /// Report per-kernel times from OpenCL events through the execution context.
 inline constexpr OptionKey<bool> kKernelProfiling{"kernel_profiling"};
 

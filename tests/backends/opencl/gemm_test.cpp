@@ -1,0 +1,126 @@
+// gemm = clblast: Conv (group 1) and Gemm through CLBlast's GEMM with generated kernels around it
+// (im2col before; bias, residual and activation after), against the portable kernels; gemm =
+// auto derived and reported; gemm = clblast in a build without CLBlast is a clear init error.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "harness.h"
+#include "tessera/backends/opencl/delegate.h"
+#include "tessera/backends/opencl/options.h"
+#include "tests/backends/common/conv_cases.h"
+
+namespace tessera::opencl::testing {
+namespace {
+
+RunOptions with(const LoadBackendOptionsMap& load) {
+  RunOptions o;
+  o.load = &load;
+  return o;
+}
+
+::testing::AssertionResult matches_portable_with(const GraphCase& g,
+                                                 const LoadBackendOptionsMap& load) {
+  const std::vector<Floats> in = random_inputs(g, 4);
+  Result<std::vector<Floats>> got = run_opencl(g, in, with(load));
+  if (!got.ok()) return ::testing::AssertionFailure() << got.status().message();
+  Result<std::vector<Floats>> want = run_portable(g, in);
+  if (!want.ok()) return ::testing::AssertionFailure() << want.status().message();
+  return close(*got, *want);
+}
+
+// Convolutions through im2col and in place (a ragged 1x1), a batch of two, a fused residual Add
+// with its Relu, a Conv without bias or activation (the GEMM call is its only kernel), and fully
+// connected layers with and without transposes, alpha, beta and a broadcast C.
+GraphCase mixed_net() {
+  using backend_testing::ConvCfg;
+  GraphCase g;
+  g.seed = 9;
+  const int x = g.input({2, 5, 6, 7});
+  ConvCfg c3{2, 5, 6, 7, 9, 3, 3};
+  c3.pt = c3.pl = c3.pb = c3.pr = 1;
+  c3.act = fb::Activation::Clip;
+  c3.act_min = -0.5f;
+  c3.act_max = 0.5f;
+  const int a = backend_testing::add_conv(g, x, c3);
+  ConvCfg c1{2, 9, 6, 7, 9, 1, 1};  // 42 pixels: ragged, read in place
+  const int b = backend_testing::add_conv(g, a, c1);
+  const int s = g.tensor({2, 9, 6, 7});
+  g.node(fb::OpType::Add, {b, a}, s).activation = fb::Activation::Relu;
+  ConvCfg plain{2, 9, 6, 7, 4, 1, 1};
+  plain.bias = false;
+  const int c = backend_testing::add_conv(g, s, plain);
+  g.output(c);
+  // Fully connected: Y = A * B^T + C (C broadcast over rows), then a plain A * B with alpha.
+  const int fa = g.input({3, 20});
+  const int fb_ = g.constant({11, 20});
+  const int fc = g.constant({11});
+  const int fy = g.tensor({3, 11});
+  ir::Node& fc1 = g.node(fb::OpType::Gemm, {fa, fb_, fc}, fy);
+  fc1.attrs.push_back(ir::Attr::make_int("transB", 1));
+  fc1.attrs.push_back(ir::Attr::make_float("beta", 0.5f));
+  fc1.activation = fb::Activation::Relu;
+  g.output(fy);
+  const int ga = g.input({7, 3});
+  const int gb = g.constant({7, 6});
+  const int gy = g.tensor({3, 6});
+  ir::Node& fc2 = g.node(fb::OpType::Gemm, {ga, gb}, gy);
+  fc2.attrs.push_back(ir::Attr::make_int("transA", 1));
+  fc2.attrs.push_back(ir::Attr::make_float("alpha", 0.25f));
+  g.output(gy);
+  return g;
+}
+
+TEST(OpenClGemm, ClblastMatchesPortable) {
+  if (!clblast_built_in()) GTEST_SKIP() << "this build has no CLBlast";
+  GraphCase g = mixed_net();
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("opencl", kGemm, EnumValue{"clblast"}).is_ok());
+  EXPECT_TRUE(matches_portable_with(g, load));
+  Session s;
+  ASSERT_TRUE(s.init(g, with(load)).is_ok());
+  EXPECT_EQ(s.summary().library_gemms, 5u);  // three Convs, two Gemms
+  EXPECT_EQ(s.summary().fused_adds, 1u);
+  EXPECT_EQ(s.derived().find("gemm"), nullptr);  // set, not derived
+  // Profiling names the library calls too.
+  std::vector<Floats> in = random_inputs(g, 2), out;
+  ExecuteOptions exec;
+  ASSERT_TRUE(exec.set("opencl", kKernelProfiling, true).is_ok());
+  ProfileEvent storage[64];
+  ProfileBuffer profile(Span<ProfileEvent>(storage, 64));
+  ASSERT_TRUE(s.run(in, &out, &exec, &profile).is_ok());
+  int gemm_events = 0;
+  for (const ProfileEvent& e : profile.events()) {
+    if (std::string(e.name).find(":gemm ") != std::string::npos) ++gemm_events;
+  }
+  EXPECT_EQ(gemm_events, 5);
+}
+
+TEST(OpenClGemm, AutoIsDerivedFromTheDeviceAndReported) {
+  GraphCase g = mixed_net();
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  const DerivedValue* d = s.derived().find("gemm");
+  ASSERT_NE(d, nullptr);
+  // PoCL's device (the tests' OpenCL device) is a CPU: the generated GEMM.
+  EXPECT_STREQ(d->value, "generated");
+  EXPECT_NE(std::string(d->reason).find("CPU device"), std::string::npos) << d->reason;
+  EXPECT_EQ(s.summary().library_gemms, 0u);
+  LoadBackendOptionsMap generated;
+  ASSERT_TRUE(generated.set("opencl", kGemm, EnumValue{"generated"}).is_ok());
+  EXPECT_TRUE(matches_portable_with(g, generated));
+}
+
+TEST(OpenClGemm, ClblastWithoutItIsAnInitError) {
+  if (clblast_built_in()) GTEST_SKIP() << "this build has CLBlast";
+  GraphCase g = mixed_net();
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("opencl", kGemm, EnumValue{"clblast"}).is_ok());
+  Session s;
+  const Status st = s.init(g, with(load));
+  EXPECT_EQ(st.code(), Error::NotSupported);
+  EXPECT_NE(std::string(st.message()).find("no CLBlast"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace tessera::opencl::testing
