@@ -513,6 +513,8 @@ Status Planner::conv() {
        "));");
   line("      if (" + SW + " == 1) {");
   line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow + off];");
+  line("      } else if (" + SW + " == 2) {");
+  line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow * 2 + off];");
   line("      } else {");
   line("        for (int ow = lo; ow < hi; ++ow) yp[ow] += wv * xr[ow * " + SW + " + off];");
   line("      }");
