@@ -113,10 +113,24 @@ class Planner {
         return "";
     }
   }
-  void store() {
+  void store() { store_at("gid"); }
+  void store_at(const char* index) {
     const std::string act = activation();
     if (!act.empty()) line(act);
-    line("out0[gid] = v;");
+    line(std::string("out0[") + index + "] = v;");
+  }
+  // Vectorised elementwise kernels: work item `gid` takes elements [base_, base_ + 8) of the
+  // output's T elements; returns T's parameter name.
+  std::string vector_split() {
+    const int64_t total = out_shape().numel();
+    k().work_items = (total + 7) / 8;
+    line("const int base_ = gid * 8;");
+    return param("T", total);
+  }
+  void store8() {
+    const std::string act = activation();
+    if (!act.empty()) line("  " + act);
+    line("  vstore8(v, 0, out0 + base_);");
   }
 
   Status check_values();
@@ -330,10 +344,21 @@ Status Planner::unary() {
     default:
       return unsupported("unary op");
   }
+  // Eight elements per work item, as one float8 (the expressions are valid for float8 as for
+  // float), and the tail of the tensor one by one.
   bind_input(0);
-  line("const float x = in0[gid];");
-  line("float v = " + expr + ";");
-  store();
+  const std::string T = vector_split();
+  line("if (base_ + 8 <= " + T + ") {");
+  line("  const float8 x = vload8(0, in0 + base_);");
+  line("  float8 v = " + expr + ";");
+  store8();
+  line("} else {");
+  line("  for (int i = base_; i < " + T + "; ++i) {");
+  line("    const float x = in0[i];");
+  line("    float v = " + expr + ";");
+  store_at("i");
+  line("  }");
+  line("}");
   return Status::ok();
 }
 
@@ -369,6 +394,22 @@ Status Planner::binary() {
   bind_input(1);
   std::string a = "in0[gid]", b = "in1[gid]";
   const bool same0 = *ins[0] == out, same1 = *ins[1] == out;
+  if (same0 && same1) {
+    // No broadcast: eight elements per work item as float8, the tail one by one.
+    const std::string T = vector_split();
+    line("if (base_ + 8 <= " + T + ") {");
+    line("  const float8 a = vload8(0, in0 + base_), b = vload8(0, in1 + base_);");
+    line(std::string("  float8 v = ") + fmt + ";");
+    store8();
+    line("} else {");
+    line("  for (int i = base_; i < " + T + "; ++i) {");
+    line("    const float a = in0[i], b = in1[i];");
+    line(std::string("    float v = ") + fmt + ";");
+    store_at("i");
+    line("  }");
+    line("}");
+    return Status::ok();
+  }
   if (!same0 || !same1) {
     decompose("gid", out, "od", "i");
     std::string oa = "0", ob = "0";
