@@ -45,6 +45,40 @@ bool is_plain(const memory::desc& md) {
   return md == plain(md.dims(), md.data_type());
 }
 
+/// The byte offset at which `part` (a dense buffer of its own) can live inside a buffer laid out
+/// as `whole`, as the region of `whole` at element `offsets` with `part`'s dims: the region must
+/// have `part`'s layout exactly (same blocking, same strides along every dim longer than 1, no
+/// padding). -1 when it does not (e.g. channels innermost, a batch above 1, padded blocks).
+int64_t region_offset(const memory::desc& whole, const memory::desc& part,
+                      const memory::dims& offsets) {
+  memory::desc sub;
+  try {
+    sub = whole.submemory_desc(part.dims(), offsets);
+  } catch (const dnnl::error&) {
+    return -1;
+  }
+  const dnnl_memory_desc_t& a = sub.data;
+  const dnnl_memory_desc_t& b = part.data;
+  if (a.format_kind != dnnl_blocked || b.format_kind != dnnl_blocked || a.ndims != b.ndims ||
+      a.data_type != b.data_type || a.extra.flags != 0 || b.extra.flags != 0 || b.offset0 != 0) {
+    return -1;
+  }
+  const dnnl_blocking_desc_t& ab = a.format_desc.blocking;
+  const dnnl_blocking_desc_t& bb = b.format_desc.blocking;
+  if (ab.inner_nblks != bb.inner_nblks) return -1;
+  for (int k = 0; k < ab.inner_nblks; ++k) {
+    if (ab.inner_blks[k] != bb.inner_blks[k] || ab.inner_idxs[k] != bb.inner_idxs[k]) return -1;
+  }
+  for (int d = 0; d < a.ndims; ++d) {
+    if (a.dims[d] != b.dims[d] || b.padded_dims[d] != b.dims[d] || a.padded_dims[d] != a.dims[d] ||
+        b.padded_offsets[d] != 0) {
+      return -1;
+    }
+    if (a.dims[d] > 1 && ab.strides[d] != bb.strides[d]) return -1;
+  }
+  return a.offset0 * static_cast<int64_t>(memory::data_type_size(part.data_type()));
+}
+
 /// The typed attributes of a node check_node accepted (it checked their types).
 template <typename A>
 A attrs_of(const NodeView& n) {
@@ -103,7 +137,9 @@ class Builder {
   Status lower_binary(const NodeView& n, int index);
   Status lower_eltwise(const NodeView& n, int index);
   Status lower_softmax(const NodeView& n);
-  Status lower_concat(const NodeView& n);
+  Status lower_concat(const NodeView& n, int index);
+  bool place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts,
+                      int64_t axis, memory& dst);
   Status lower_reshape(const NodeView& n);
   Status lower_transpose(const NodeView& n);
   Status lower_layer_norm(const NodeView& n);
@@ -716,7 +752,7 @@ Status Builder::lower_softmax(const NodeView& n) {
   return Status::ok();
 }
 
-Status Builder::lower_concat(const NodeView& n) {
+Status Builder::lower_concat(const NodeView& n, int index) {
   const int y = n.output(0);
   const DimVector& dy = dims_[static_cast<size_t>(y)];
   const int64_t axis = normalized_axis(attrs_of<ir::ConcatAttrs>(n).axis, dy.size());
@@ -759,6 +795,12 @@ Status Builder::lower_concat(const NodeView& n) {
   for (const memory& m : srcs) mds.push_back(m.get_desc());
   dnnl::concat::primitive_desc pd(static_cast<int>(axis), mds, options_.engine, attr());
   memory dst = fresh(pd.dst_desc());
+  if (place_parts_in(n, index, srcs, axis, dst)) {
+    ++d_.copy_free_concats;
+    set(y, dst);
+    add_activation_step(n.node(), y, n.name());
+    return Status::ok();
+  }
   Step s;
   s.primitive = dnnl::concat(pd);
   for (size_t i = 0; i < srcs.size(); ++i) {
@@ -773,6 +815,56 @@ Status Builder::lower_concat(const NodeView& n) {
   set(y, dst);
   add_activation_step(n.node(), y, n.name());
   return Status::ok();
+}
+
+// A Concat without copies: when every part is a buffer of its own that nothing reads after the
+// Concat, and its region of the output has the part's layout (the axis outermost among the dims
+// longer than 1, e.g. channels at batch 1 in a plain or channel-blocked layout), the part's
+// buffer moves into that region: every step that writes or reads the part then works in place
+// in the output, and no concat step runs.
+bool Builder::place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts,
+                             int64_t axis, memory& dst) {
+  struct Move {
+    size_t owned;
+    int64_t offset;
+  };
+  std::vector<Move> moves;
+  memory::dims offsets(dst.get_desc().dims().size(), 0);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int v = n.input(static_cast<int>(i));
+    if (!overwritable(v, index)) return false;
+    const memory::desc md = parts[i].get_desc();
+    const auto* base = static_cast<const uint8_t*>(parts[i].get_data_handle());
+    size_t owned = owned_.size();
+    for (size_t b = 0; b < owned_.size(); ++b) {
+      if (owned_[b].base == base && owned_[b].size == md.get_size() && !owned_[b].pinned) owned = b;
+    }
+    if (owned == owned_.size() || arg_of(parts[i]) >= 0) return false;
+    for (const Move& m : moves) {
+      if (m.owned == owned) return false;  // the same buffer twice
+    }
+    const int64_t offset = region_offset(dst.get_desc(), md, offsets);
+    if (offset < 0) return false;
+    moves.push_back({owned, offset});
+    offsets[static_cast<size_t>(axis)] += md.dims()[static_cast<size_t>(axis)];
+  }
+  auto* out = static_cast<uint8_t*>(dst.get_data_handle());
+  // New handles first (views into a moved buffer move with it), then apply them: moving a
+  // buffer's owning memory frees its allocation.
+  std::vector<std::pair<memory, void*>> handles;
+  for (memory& m : d_.memories) {
+    const auto* h = static_cast<const uint8_t*>(m.get_data_handle());
+    for (const Move& mv : moves) {
+      const OwnedBuffer& b = owned_[mv.owned];
+      if (h != nullptr && h >= b.base && h < b.base + b.size) {
+        handles.push_back({m, out + mv.offset + (h - b.base)});
+      }
+    }
+  }
+  for (auto& [m, h] : handles) m.set_data_handle(h);
+  // The moved buffers are gone: plan_arena must not look for them.
+  for (const Move& mv : moves) owned_[mv.owned].size = 0;
+  return true;
 }
 
 Status Builder::lower_reshape(const NodeView& n) {
@@ -1078,7 +1170,7 @@ Status Builder::lower(int index) {
     case Lowering::Softmax:
       return lower_softmax(n);
     case Lowering::Concat:
-      return lower_concat(n);
+      return lower_concat(n, index);
     case Lowering::Reshape:
       return lower_reshape(n);
     case Lowering::Transpose:

@@ -66,6 +66,7 @@ struct DelegateSummary {
   bool bf16 = false;
   size_t fused_sums = 0;
   size_t in_place_sums = 0;
+  size_t copy_free_concats = 0;    // Concats whose parts were written in place in the output
   size_t winograd_convs = 0;       // convolutions computed with Winograd (conv_algorithm)
   size_t weights_from_cache = 0;   // Winograd weights read from cache_dir
   size_t weights_cached = 0;       // Winograd weights written to cache_dir

@@ -1,5 +1,5 @@
-// oneDNN's own Conv tests: the activation arena, Conv + Add fused as a sum post-op, and the
-// conv_algorithm option (Winograd), against the portable kernels and the delegate's summary. The
+// oneDNN's own Conv tests: the activation arena, Conv + Add fused as a sum post-op, the
+// conv_algorithm option (Winograd) and Concat without copies, against the portable kernels and the delegate's summary. The
 // Conv cases every backend shares are in tests/backends/common/conformance_test.cpp,
 // instantiated here.
 #include <gtest/gtest.h>
@@ -263,6 +263,95 @@ TEST(OnednnConvAlgorithm, ResidualSumWithWinograd) {
     EXPECT_TRUE(run_with_algorithm(g, "winograd", &sum)) << variant;
     EXPECT_EQ(sum.fused_sums, 1u);
     EXPECT_EQ(sum.winograd_convs, winograd_kernels_available() ? 3u : 0u);
+  }
+}
+
+// ---- Concat without copies
+// ------------------------------------------------------------------------------
+
+// Two parts made from a row-major graph input by elementwise ops (which keep its layout on every
+// machine, unlike a Conv, whose output layout oneDNN picks per ISA), concatenated along the
+// channels, then read by a Conv. `batch`, and whether a part is read again after the Concat,
+// decide whether the parts can be written in place in the output.
+GraphCase plain_parts_case(int64_t batch, bool part_read_later, uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  const int x = g.input({batch, 8, 9, 9});
+  const int a = g.tensor({batch, 8, 9, 9});
+  g.node(Op::Relu, {x}, a);
+  const int b = g.tensor({batch, 8, 9, 9});
+  g.node(Op::Sigmoid, {x}, b);
+  const int c = g.tensor({batch, 16, 9, 9});
+  g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
+  ConvCfg next{batch, 16, 9, 9, 8, 3, 3};
+  next.pt = next.pl = next.pb = next.pr = 1;
+  g.output(add_conv(g, c, next));
+  if (part_read_later) {
+    const int z = g.tensor({batch, 8, 9, 9});
+    g.node(Op::Mul, {a, a}, z);
+    g.output(z);
+  }
+  return g;
+}
+
+TEST(OnednnConcat, PartsWrittenInPlaceAtBatchOne) {
+  GraphCase g = plain_parts_case(1, false, 40);
+  EXPECT_TRUE(matches_portable(g));
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  const DelegateSummary sum = summarize_delegate(s.handle());
+  EXPECT_EQ(sum.copy_free_concats, 1u);
+  for (const std::string& step : sum.steps) {
+    EXPECT_EQ(step.find("concat:"), std::string::npos) << step;
+  }
+  // Repeated runs stay exact (the parts' buffers now live in the output's regions).
+  std::vector<Floats> in = random_inputs(g, 3), first, again;
+  ASSERT_TRUE(s.run(in, &first).is_ok());
+  ASSERT_TRUE(s.run(in, &again).is_ok());
+  EXPECT_EQ(first, again);
+}
+
+TEST(OnednnConcat, CopiesWhenAPartIsReadLaterOrTheBatchIsAboveOne) {
+  // A part still read after the Concat keeps its own buffer; at batch 2 a part's channels are
+  // not one contiguous region of the output. Both copy, correctly.
+  const GraphCase cases[] = {plain_parts_case(1, true, 41), plain_parts_case(2, false, 42)};
+  for (const GraphCase& g : cases) {
+    EXPECT_TRUE(matches_portable(g));
+    Session s;
+    ASSERT_TRUE(s.init(g).is_ok());
+    EXPECT_EQ(summarize_delegate(s.handle()).copy_free_concats, 0u);
+  }
+}
+
+// A SqueezeNet fire module (Convs into the Concat): in place or copied, depending on the layouts
+// oneDNN chooses for this machine's ISA; correct either way, over repeated runs.
+TEST(OnednnConcat, FireModuleStaysExact) {
+  for (int64_t batch : {1, 2}) {
+    GraphCase g;
+    g.seed = 43;
+    const int x = g.input({batch, 8, 9, 9});
+    ConvCfg squeeze{batch, 8, 9, 9, 16, 1, 1};
+    squeeze.act = fb::Activation::Relu;
+    const int s = add_conv(g, x, squeeze);
+    ConvCfg e1{batch, 16, 9, 9, 32, 1, 1};
+    e1.act = fb::Activation::Relu;
+    ConvCfg e3 = e1;
+    e3.kh = e3.kw = 3;
+    e3.pt = e3.pl = e3.pb = e3.pr = 1;
+    const int a = add_conv(g, s, e1);
+    const int b = add_conv(g, s, e3);
+    const int c = g.tensor({batch, 64, 9, 9});
+    g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
+    ConvCfg next{batch, 64, 9, 9, 8, 3, 3};
+    next.pt = next.pl = next.pb = next.pr = 1;
+    g.output(add_conv(g, c, next));
+    EXPECT_TRUE(matches_portable(g)) << batch;
+    Session session;
+    ASSERT_TRUE(session.init(g).is_ok());
+    std::vector<Floats> in = random_inputs(g, 5), first, again;
+    ASSERT_TRUE(session.run(in, &first).is_ok());
+    ASSERT_TRUE(session.run(in, &again).is_ok());
+    EXPECT_EQ(first, again);
   }
 }
 
