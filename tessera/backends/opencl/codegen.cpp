@@ -31,9 +31,6 @@ struct ConvGeometry {
 // accumulators and two B vectors in registers (AVX-512's 32 zmm registers on a CPU device).
 constexpr int64_t kTileRows = 8;
 constexpr int64_t kTileCols = 32;
-// Above this many bytes of B per column tile (K x kTileCols floats), consecutive work items take
-// consecutive row tiles of one column tile instead (the panel stays in a core's L2 cache).
-constexpr int64_t kLargePanelBytes = 256 * 1024;
 
 // Builds one KernelPlan; holds the node for error messages.
 class Planner {
@@ -635,8 +632,7 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
     run_library_first(std::move(call));
     return conv_epilogue(g.m, p, g.bias);
   }
-  // The GEMM: work item (n, row tile, column tile), column tiles fastest so neighbours share
-  // the weight rows, unless the B panel is large.
+  // The GEMM: work item (n, column tile, row tile).
   const int64_t mt = (g.m + kTileRows - 1) / kTileRows, nt = p_pad / kTileCols;
   k().work_items = g.n * mt * nt;
   k().preferred_local = 4;
@@ -652,16 +648,11 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   if (fusion_ != nullptr) k().inputs.push_back(fusion_->residual);
   const std::string NT = param("NT", nt), MT = param("MT", mt), M = param("M", g.m);
   const std::string KC = param("KC", kc), LDB = param("LDB", ldb), P = param("P", p);
-  if (kc * kTileCols * static_cast<int64_t>(sizeof(float)) > kLargePanelBytes) {
-    // A column tile's B panel is large: row tiles fastest, so neighbours share the panel.
-    line("const int i0 = (gid % " + MT + ") * " + std::to_string(kTileRows) + "; int t_ = gid / " +
-         MT + ";");
-    line("const int jt = t_ % " + NT + "; const int n = t_ / " + NT + ";");
-  } else {
-    line("const int jt = gid % " + NT + "; int t_ = gid / " + NT + ";");
-    line("const int i0 = (t_ % " + MT + ") * " + std::to_string(kTileRows) +
-         "; const int n = t_ / " + MT + ";");
-  }
+  // Row tiles fastest: neighbouring work items share one column tile's B panel (K x 32 floats),
+  // which stays in cache while the weight rows stream.
+  line("const int i0 = (gid % " + MT + ") * " + std::to_string(kTileRows) + "; int t_ = gid / " +
+       MT + ";");
+  line("const int jt = t_ % " + NT + "; const int n = t_ / " + NT + ";");
   line("const int j = jt * " + std::to_string(kTileCols) + ";");
   line("const __global float* bp = in0 + n * " + KC + " * " + LDB + " + j;");
   for (int r = 0; r < kTileRows; ++r) {

@@ -11,7 +11,7 @@ namespace {
 // Conv with group 1 runs as a GEMM over tiles of 8 output channels by 32 output pixels: channel
 // counts that leave a partial row tile, pixel counts that leave a partial column tile, batches,
 // fused activations, the 1x1 case that reads X directly (pixels a multiple of 32) next to the
-// im2col case, and a reduction long enough for the other work order.
+// im2col case, and a long reduction.
 TEST(OpenClConv, GemmTileEdges) {
   using backend_testing::ConvCfg;
   ConvCfg direct{2, 5, 8, 8, 12, 1, 1};  // 64 pixels: read in place
@@ -26,7 +26,7 @@ TEST(OpenClConv, GemmTileEdges) {
   one_tile.pt = one_tile.pl = one_tile.pb = one_tile.pr = 1;
   ConvCfg strided{1, 4, 9, 9, 3, 1, 1};  // 1x1 with stride 2: im2col
   strided.sh = strided.sw = 2;
-  ConvCfg deep{1, 230, 3, 3, 10, 3, 3};  // K = 2070: row tiles fastest (large B panel)
+  ConvCfg deep{1, 230, 3, 3, 10, 3, 3};  // K = 2070
   deep.pt = deep.pl = deep.pb = deep.pr = 1;
   // One graph (one program build) with the convolutions side by side.
   GraphCase g;
