@@ -79,6 +79,16 @@ int64_t region_offset(const memory::desc& whole, const memory::desc& part,
   return a.offset0 * static_cast<int64_t>(memory::data_type_size(part.data_type()));
 }
 
+/// Whether two unpadded descs (the caller compares their sizes) place every element at the same
+/// byte. Decided for the case that matters here, a vector: with at most one dim longer than 1
+/// (a [1, C, 1, 1] scale), every unpadded layout holds the elements in order.
+bool same_bytes(const memory::desc& a, const memory::desc& b) {
+  if (a.dims() != b.dims() || a.data_type() != b.data_type()) return false;
+  int longer = 0;
+  for (const int64_t d : a.dims()) longer += d > 1 ? 1 : 0;
+  return longer <= 1;
+}
+
 /// The typed attributes of a node check_node accepted (it checked their types).
 template <typename A>
 A attrs_of(const NodeView& n) {
@@ -701,6 +711,41 @@ Status Builder::lower_binary(const NodeView& n, int index) {
   append_activation(ops, n.node());
   dnnl::binary::desc desc(alg, src0.get_desc(), src1.get_desc(), src0.get_desc());
   dnnl::binary::primitive_desc pd(desc, attr(&ops), options_.engine);
+  auto is_ref = [](const dnnl::binary::primitive_desc& p) {
+    return std::string_view(p.impl_info_str()).substr(0, 3) == "ref";
+  };
+  if (is_ref(pd) && dims_[static_cast<size_t>(b)] != dy && dy.size() == 4) {
+    // A broadcast operand (a squeeze-excitation scale, [N, C, 1, 1]) next to a src0 in a layout
+    // oneDNN's optimised binary kernels do not take (aBcd8b on an AVX-512 machine) gets its
+    // reference kernel, tens of times slower. Try the operand viewed in other layouts (its bytes
+    // read the same when unpadded), then src0 reordered to channels-last as well.
+    const memory::format_tag tags[] = {memory::format_tag::acdb, memory::format_tag::aBcd8b,
+                                       memory::format_tag::aBcd16b};
+    auto try_src1 = [&](const memory::desc& s0) -> bool {
+      for (const memory::format_tag tag : tags) {
+        const memory::desc md(src1.get_desc().dims(), src1.get_desc().data_type(), tag);
+        if (md.get_size() != src1.get_desc().get_size() || !same_bytes(md, src1.get_desc())) {
+          continue;
+        }
+        dnnl::binary::primitive_desc p2(dnnl::binary::desc(alg, s0, md, s0), attr(&ops),
+                                        options_.engine);
+        if (is_ref(p2)) continue;
+        src1 = view(b, src1, md);
+        pd = p2;
+        return true;
+      }
+      return false;
+    };
+    if (!try_src1(src0.get_desc())) {
+      const memory::desc nhwc(dy, act_, memory::format_tag::acdb);
+      dnnl::binary::primitive_desc p2(dnnl::binary::desc(alg, nhwc, src1.get_desc(), nhwc),
+                                      attr(&ops), options_.engine);
+      if (!is_ref(p2) || try_src1(nhwc)) {
+        if (!is_ref(p2)) pd = p2;
+        TESSERA_ASSIGN_OR_RETURN(src0, as(a, nhwc));
+      }
+    }
+  }
   const bool in_place = src0 == vals_[static_cast<size_t>(a)].mem && overwritable(a, index);
   memory dst = in_place ? src0 : fresh(src0.get_desc());
   add_step(pd, dnnl::binary(pd),

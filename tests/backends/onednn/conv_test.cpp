@@ -1,5 +1,5 @@
 // oneDNN's own Conv tests: the activation arena, Conv + Add fused as a sum post-op, the
-// conv_algorithm option (Winograd) and Concat without copies, against the portable kernels and the delegate's summary. The
+// conv_algorithm option (Winograd), Concat without copies and a broadcast Mul after a grouped Conv, against the portable kernels and the delegate's summary. The
 // Conv cases every backend shares are in tests/backends/common/conformance_test.cpp,
 // instantiated here.
 #include <gtest/gtest.h>
@@ -352,6 +352,40 @@ TEST(OnednnConcat, FireModuleStaysExact) {
     ASSERT_TRUE(session.run(in, &first).is_ok());
     ASSERT_TRUE(session.run(in, &again).is_ok());
     EXPECT_EQ(first, again);
+  }
+}
+
+// ---- broadcast binary after a grouped Conv
+// ------------------------------------------------------------------------------
+
+// RegNet's squeeze-excitation: a grouped Conv (8 channels per group, for which oneDNN picks an
+// 8-channel-blocked output on AVX-512 machines), a global pool, two 1x1 Convs, a Sigmoid, and the
+// Conv's output times that [1, C, 1, 1] scale. oneDNN has only its reference kernel for that Mul
+// in the Conv's layout; the backend views the scale in another layout or reorders the Conv's
+// output to channels-last to get an optimised one. Correct whichever runs, at batch 1 and 2.
+TEST(OnednnBinary, SqueezeExcitationScaleAfterGroupedConv) {
+  for (int64_t batch : {1, 2}) {
+    GraphCase g;
+    g.seed = 50;
+    const int x = g.input({batch, 48, 12, 12});
+    ConvCfg grouped{batch, 48, 12, 12, 48, 3, 3};
+    grouped.pt = grouped.pl = grouped.pb = grouped.pr = 1;
+    grouped.group = 6;
+    grouped.act = fb::Activation::Relu;
+    const int c = add_conv(g, x, grouped);
+    const int p = g.tensor({batch, 48, 1, 1});
+    g.node(Op::GlobalAveragePool, {c}, p);
+    ConvCfg fc1{batch, 48, 1, 1, 12, 1, 1};
+    fc1.act = fb::Activation::Relu;
+    const int h = add_conv(g, p, fc1);
+    ConvCfg fc2{batch, 12, 1, 1, 48, 1, 1};
+    const int z = add_conv(g, h, fc2);
+    const int sc = g.tensor({batch, 48, 1, 1});
+    g.node(Op::Sigmoid, {z}, sc);
+    const int y = g.tensor({batch, 48, 12, 12});
+    g.node(Op::Mul, {c, sc}, y);
+    g.output(y);
+    EXPECT_TRUE(matches_portable(g)) << batch;
   }
 }
 
