@@ -1,5 +1,6 @@
 #include "tessera/backends/opencl/codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string_view>
@@ -525,15 +526,20 @@ Status Planner::conv() {
   const std::string SH = param("SH", win.sh), SW = param("SW", win.sw);
   const std::string DH = param("DH", win.dh), DW = param("DW", win.dw);
   const std::string PT = param("PT", win.pt), PL = param("PL", win.pl);
-  // Grouped (e.g. depthwise): one work item computes one output row of one channel, adding
-  // each tap's weight times a contiguous (or strided) input row segment into the row, so the
-  // compiler can vectorise along the row.
-  k().work_items = n * m * oh;
+  // Grouped (e.g. depthwise): one work item computes RPI output rows of one channel (about 64
+  // outputs: a work item costs PoCL enough that short rows need several), adding each tap's
+  // weight times a contiguous (or strided) input row segment into the row, so the compiler can
+  // vectorise along the row.
+  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(oh, (64 + ow - 1) / std::max<int64_t>(ow, 1)));
+  const int64_t ohb = (oh + rows - 1) / rows;
+  k().work_items = n * m * ohb;
   k().preferred_local = 8;
-  line("const int oh = gid % " + OH + "; int t_ = gid / " + OH + ";");
+  const std::string RPI = param("RPI", rows), OHB = param("OHB", ohb);
+  line("const int oh0 = (gid % " + OHB + ") * " + RPI + "; int t_ = gid / " + OHB + ";");
   line("const int m = t_ % " + M + "; const int n = t_ / " + M + ";");
   line("const int g = m / " + MPG + ";");
-  line("__global float* yp = out0 + gid * " + OW + ";");
+  line("for (int oh = oh0; oh < min(oh0 + " + RPI + ", " + OH + "); ++oh) {");
+  line("__global float* yp = out0 + ((n * " + M + " + m) * " + OH + " + oh) * " + OW + ";");
   line(std::string("const float b = ") + (bias ? "in2[m]" : "0.0f") + ";");
   line("for (int ow = 0; ow < " + OW + "; ++ow) yp[ow] = b;");
   line("const __global float* wp = in1 + m * (" + CPG + " * " + KH + " * " + KW + ");");
@@ -563,6 +569,7 @@ Status Planner::conv() {
   if (!act.empty()) {
     line("for (int ow = 0; ow < " + OW + "; ++ow) { float v = yp[ow]; " + act + " yp[ow] = v; }");
   }
+  line("}");
   return Status::ok();
 }
 
