@@ -141,6 +141,10 @@ class Builder {
   bool use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
                     const Window& win) const;
   Status lower_conv(const NodeView& n, int index);
+  /// Whether value `y` (written by `producer`) is read by exactly a Sigmoid of it and a Mul of it
+  /// by that Sigmoid, nothing else: SiLU. Sets the two nodes and the Mul's output if so.
+  void find_silu(int y, const fb::Node& producer, int* sig_node, int* mul_node,
+                 int* mul_out) const;
   Status lower_matmul(const NodeView& n);
   Status lower_pool(const NodeView& n);
   Status lower_global_pool(const NodeView& n);
@@ -439,11 +443,20 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     }
   }
 
+  // Or x * sigmoid(x) (SiLU, as ONNX exports it: a Sigmoid and a Mul both reading the Conv's
+  // output, the Sigmoid read by that Mul alone) becomes a swish post-op.
+  int sig_node = -1, mul_node = -1, mul_out = -1;
+  if (add_node < 0) find_silu(y, n.node(), &sig_node, &mul_node, &mul_out);
+
   dnnl::post_ops ops;
   append_activation(ops, n.node());
   if (add_node >= 0) {
     ops.append_sum(1.0f);
     append_activation(ops, view_.node(static_cast<size_t>(add_node)));
+  }
+  if (mul_node >= 0) {
+    ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
+    append_activation(ops, view_.node(static_cast<size_t>(mul_node)));
   }
   const memory::dims strides = {win.stride[0], win.stride[1]};
   const memory::dims dilation = {win.dilation[0], win.dilation[1]};
@@ -523,10 +536,47 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     done_[static_cast<size_t>(add_node)] = true;
     set(add_out, dst);
     set(y, dst, true);  // y itself is never read again
+  } else if (mul_node >= 0) {
+    done_[static_cast<size_t>(sig_node)] = true;
+    done_[static_cast<size_t>(mul_node)] = true;
+    ++d_.fused_silus;
+    set(mul_out, dst);
+    set(y, dst, true);  // read only by the two fused nodes
   } else {
     set(y, dst);
   }
   return Status::ok();
+}
+
+void Builder::find_silu(int y, const fb::Node& producer, int* sig_node, int* mul_node,
+                        int* mul_out) const {
+  const Span<const int32_t> ys = view_.consumers(y);
+  if (producer.activation() != fb::Activation::None || ys.size() != 2 ||
+      view_.value(y).graph_output) {
+    return;
+  }
+  for (int k = 0; k < 2; ++k) {
+    const int sn = ys[static_cast<size_t>(k)], mn = ys[static_cast<size_t>(1 - k)];
+    const fb::Node& sig = view_.node(static_cast<size_t>(sn));
+    const fb::Node& mul = view_.node(static_cast<size_t>(mn));
+    if (sig.op() != fb::OpType::Sigmoid || mul.op() != fb::OpType::Mul ||
+        sig.activation() != fb::Activation::None || done_[static_cast<size_t>(sn)] ||
+        done_[static_cast<size_t>(mn)]) {
+      continue;
+    }
+    NodeView sv(view_, sig), mv(view_, mul);
+    const int s = sv.output(0);
+    if (sv.num_inputs() != 1 || sv.input(0) != y || mv.num_inputs() != 2 || s < 0 ||
+        view_.value(s).graph_output || view_.consumers(s).size() != 1 ||
+        !((mv.input(0) == y && mv.input(1) == s) || (mv.input(0) == s && mv.input(1) == y)) ||
+        dims_[static_cast<size_t>(mv.output(0))] != dims_[static_cast<size_t>(y)]) {
+      continue;
+    }
+    *sig_node = sn;
+    *mul_node = mn;
+    *mul_out = mv.output(0);
+    return;
+  }
 }
 
 Status Builder::lower_matmul(const NodeView& n) {

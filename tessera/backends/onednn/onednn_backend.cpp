@@ -356,6 +356,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.fused_sums = d->fused_sums;
   s.in_place_sums = d->in_place_sums;
   s.copy_free_concats = d->copy_free_concats;
+  s.fused_silus = d->fused_silus;
   s.winograd_convs = d->winograd_convs;
   s.weights_from_cache = d->weights_from_cache;
   s.weights_cached = d->weights_cached;

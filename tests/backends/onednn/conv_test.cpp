@@ -1,5 +1,5 @@
 // oneDNN's own Conv tests: the activation arena, Conv + Add fused as a sum post-op, the
-// conv_algorithm option (Winograd), Concat without copies and a broadcast Mul after a grouped Conv, against the portable kernels and the delegate's summary. The
+// conv_algorithm option (Winograd), Concat without copies, a broadcast Mul after a grouped Conv and SiLU as a swish post-op, against the portable kernels and the delegate's summary. The
 // Conv cases every backend shares are in tests/backends/common/conformance_test.cpp,
 // instantiated here.
 #include <gtest/gtest.h>
@@ -386,6 +386,60 @@ TEST(OnednnBinary, SqueezeExcitationScaleAfterGroupedConv) {
     g.node(Op::Mul, {c, sc}, y);
     g.output(y);
     EXPECT_TRUE(matches_portable(g)) << batch;
+  }
+}
+
+// ---- SiLU after a Conv as a swish post-op
+// ------------------------------------------------------------------------------
+
+// EfficientNet's activation as ONNX exports it: y = Conv(x); Mul(y, Sigmoid(y)). `variant`: 0
+// plain (fused, either operand order), 1 the Conv output read once more (not fused), 2 the
+// Sigmoid output read once more (not fused), 3 the Conv with a Relu of its own (not fused).
+GraphCase silu_case(int variant, bool sigmoid_first, uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  const int x = g.input({1, 8, 10, 10});
+  ConvCfg c{1, 8, 10, 10, 16, 3, 3};
+  c.pt = c.pl = c.pb = c.pr = 1;
+  if (variant == 3) c.act = fb::Activation::Relu;
+  const int y = add_conv(g, x, c);
+  const int s = g.tensor({1, 16, 10, 10});
+  g.node(Op::Sigmoid, {y}, s);
+  const int m = g.tensor({1, 16, 10, 10});
+  g.node(Op::Mul, sigmoid_first ? std::vector<int>{s, y} : std::vector<int>{y, s}, m)
+      .activation = fb::Activation::Relu;
+  ConvCfg next{1, 16, 10, 10, 4, 1, 1};
+  g.output(add_conv(g, m, next));
+  if (variant == 1 || variant == 2) {
+    const int z = g.tensor({1, 16, 10, 10});
+    g.node(Op::Add, {variant == 1 ? y : s, m}, z);
+    g.output(z);
+  }
+  return g;
+}
+
+TEST(OnednnSilu, FusedIntoTheConvAsSwish) {
+  for (bool sigmoid_first : {false, true}) {
+    GraphCase g = silu_case(0, sigmoid_first, 60);
+    EXPECT_TRUE(matches_portable(g)) << sigmoid_first;
+    Session s;
+    ASSERT_TRUE(s.init(g).is_ok());
+    const DelegateSummary sum = summarize_delegate(s.handle());
+    EXPECT_EQ(sum.fused_silus, 1u);
+    for (const std::string& step : sum.steps) {
+      EXPECT_EQ(step.find("eltwise:"), std::string::npos) << step;
+      EXPECT_EQ(step.find("binary:"), std::string::npos) << step;
+    }
+  }
+}
+
+TEST(OnednnSilu, NotFusedWhenAnOperandIsReadElsewhereOrTheConvHasAnActivation) {
+  for (int variant : {1, 2, 3}) {
+    GraphCase g = silu_case(variant, false, 61);
+    EXPECT_TRUE(matches_portable(g)) << variant;
+    Session s;
+    ASSERT_TRUE(s.init(g).is_ok());
+    EXPECT_EQ(summarize_delegate(s.handle()).fused_silus, 0u) << variant;
   }
 }
 
