@@ -163,6 +163,7 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
   }
   BackendInitContext::Params params;
   params.cpu_pool_peers = {peers, npeers};
+  params.method_instance = s->instance;
   params.method_allocator = s->allocator;
   params.options = resolved;
   params.method_name = method->name()->string_view();

@@ -1,5 +1,6 @@
 #include "tessera/runtime/method.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -35,6 +36,12 @@ Status resolve_symbols(const fb::Method* m, const LoadOptions& options, MemoryAl
   s->symbol_values = alloc.allocate_array<int64_t>(n ? n : 1);
   if (!s->symbol_values) return no_memory("symbols", n * sizeof(int64_t));
   return internal::resolve_dims(m, options, Span<int64_t>(s->symbol_values, n));
+}
+
+// BackendInitContext::method_instance: one number per load, never reused in the process.
+uint64_t next_method_instance() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -100,6 +107,7 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   std::memset(s, 0, sizeof *s);
   s->method = m;
   s->allocator = alloc;
+  s->instance = next_method_instance();
   method.state_ = s;
 
   TESSERA_RETURN_IF_ERROR(resolve_symbols(m, options, *alloc, s));

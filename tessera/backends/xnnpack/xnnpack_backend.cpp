@@ -131,11 +131,21 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
                            policy.threads_reason);
   }
   BuildOptions build;
+  // A value chosen for this load or delegate: the Method's pool of that size (thread_pools.h
+  // says why not one per delegate).
+  std::shared_ptr<MethodPools> method_pools = pools_.method(context.method_instance());
   if (source == OptionLevel::Default || source == OptionLevel::Global) {
     TESSERA_ASSIGN_OR_RETURN(build.pool, pools_.shared(workers));
   } else {
-    TESSERA_ASSIGN_OR_RETURN(build.pool, ThreadPools::create(workers));
+    TESSERA_ASSIGN_OR_RETURN(build.pool, method_pools->sized(workers));
+    if (context.method_instance() != 0 && build.pool != nullptr) {
+      context.report_derived("num_threads", std::to_string(workers),
+                             "set (%s): the method's pool of %zu threads, shared by its xnnpack "
+                             "delegates that set this size",
+                             option_level_name(source), workers);
+    }
   }
+  method_pools->note_use(build.pool);
   TESSERA_ASSIGN_OR_RETURN(bool yield, read_bool(context, kYieldWorkers));
   if (context.is_default(kYieldWorkers.view())) {
     yield = policy.yield_workers;
@@ -151,6 +161,7 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(view, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
+  (*delegate)->method_pools = std::move(method_pools);
   TESSERA_ASSIGN_OR_RETURN(
       (*delegate)->recipe,
       make_per_node_recipe(view, payload->data(), payload->size(), context, build));
@@ -189,6 +200,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.conversions = d->num_conversions();
   s.concats = d->num_concats();
   s.runtime_flags = d->runtime_flags;
+  s.parks_workers = d->method_pools != nullptr && d->method_pools->several();
   return s;
 }
 

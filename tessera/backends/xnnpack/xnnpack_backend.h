@@ -52,6 +52,9 @@ struct DelegateSummary {
   size_t conversions = 0;      // layout conversions between runtimes
   size_t concats = 0;          // concatenation steps (no XNNPACK node for them here)
   uint32_t runtime_flags = 0;  // XNN_FLAG_* given to xnn_create_runtime_v2
+  /// Its Method runs on more than one pool, so each execute ends by parking this pool's workers
+  /// (thread_pools.h).
+  bool parks_workers = false;
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
 
