@@ -13,7 +13,8 @@
 namespace tessera::xnnpack {
 
 /// Worker threads; 0 = DeviceInfo::recommended_threads(). Global scope: one pool shared by the
-/// delegates that do not override it; load/delegate scope (or a compile spec): an own pool.
+/// delegates that do not override it; load/delegate scope (or a compile spec): one pool per
+/// Method and size, shared by the Method's delegates.
 inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};
 /// XNN_FLAG_YIELD_WORKERS: workers yield to the OS after each run instead of spinning.
 inline constexpr OptionKey<bool> kYieldWorkers{"yield_workers"};

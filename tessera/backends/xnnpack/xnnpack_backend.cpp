@@ -28,7 +28,8 @@ constexpr OptionSpec kSchema[] = {
         "Worker threads, 0 = auto: derived from the load's policy (latency: the usable "
         "performance cores, fewer when other processes keep CPUs busy; power_saver: 1). "
         "Global: sizes one pool shared by delegates that do not override it (changes apply to "
-        "later loads); load, delegate or compile spec: the delegate gets its own pool"),
+        "later loads); load, delegate or compile spec: one pool of that size per Method, shared by "
+        "its delegates"),
     OptionSpec::boolean(
         kYieldWorkers, false, kInitScopes,
         "XNN_FLAG_YIELD_WORKERS: pool workers yield to the OS after each run instead of "
