@@ -105,12 +105,12 @@ TEST(PolicyLoadPools, LoadScopeThreadsRunOnOnePoolPerMethod) {
   for (size_t i : {size_t{0}, size_t{2}}) {
     const DelegateInfo& d = m->delegate_info(i);
     ASSERT_NE(d.derived, nullptr);
-    const DerivedValue* threads = d.derived->find("num_threads");
-    ASSERT_NE(threads, nullptr) << d.id;
-    EXPECT_STREQ(threads->value, "2");
-    EXPECT_STREQ(threads->reason,
-                 "set (load): the method's pool of 2 threads, shared by its xnnpack delegates "
-                 "that set this size");
+    const DerivedValue* pool = d.derived->find("thread_pool");
+    ASSERT_NE(pool, nullptr) << d.id;
+    EXPECT_STREQ(pool->value, "method");
+    EXPECT_STREQ(pool->reason,
+                 "num_threads set (load): the method's pool of 2 threads, shared by its xnnpack "
+                 "delegates of that size");
   }
   ASSERT_TRUE(m->execute().is_ok());
 }

@@ -25,4 +25,10 @@ inline constexpr OptionKey<bool> kFp16Inference{"fp16_inference"};
 /// Execute scope: report timings of this call through the execution context.
 inline constexpr OptionKey<bool> kProfile{"profile"};
 
+/// Not an option: the key of the derived value (DelegateInfo::derived) that says which pool a
+/// delegate with more than one thread runs on: "process" (global or default num_threads),
+/// "method" (set for the load, a delegate or by a compile spec: one pool per Method and size) or
+/// "own" (no Method given), with the reason (thread_pools.h).
+inline constexpr const char* kThreadPoolReport = "thread_pool";
+
 }  // namespace tessera::xnnpack

@@ -135,18 +135,35 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
   // A value chosen for this load or delegate: the Method's pool of that size (thread_pools.h
   // says why not one per delegate).
   std::shared_ptr<MethodPools> method_pools = pools_.method(context.method_instance());
-  if (source == OptionLevel::Default || source == OptionLevel::Global) {
+  const bool process_pool = source == OptionLevel::Default || source == OptionLevel::Global;
+  if (process_pool) {
     TESSERA_ASSIGN_OR_RETURN(build.pool, pools_.shared(workers));
   } else {
     TESSERA_ASSIGN_OR_RETURN(build.pool, method_pools->sized(workers));
-    if (context.method_instance() != 0 && build.pool != nullptr) {
-      context.report_derived("num_threads", std::to_string(workers),
-                             "set (%s): the method's pool of %zu threads, shared by its xnnpack "
-                             "delegates that set this size",
+  }
+  method_pools->note_use(build.pool);
+  if (build.pool != nullptr) {
+    const char* parked = method_pools->several()
+                             ? "; the method also runs another pool, so each delegate's workers "
+                               "are parked when it ends"
+                             : "";
+    if (process_pool) {
+      context.report_derived(kThreadPoolReport, "process",
+                             "the process's pool of %zu threads, shared by every xnnpack "
+                             "delegate whose num_threads is global or default%s",
+                             workers, parked);
+    } else if (context.method_instance() != 0) {
+      context.report_derived(kThreadPoolReport, "method",
+                             "num_threads set (%s): the method's pool of %zu threads, shared by "
+                             "its xnnpack delegates of that size%s",
+                             option_level_name(source), workers, parked);
+    } else {
+      context.report_derived(kThreadPoolReport, "own",
+                             "num_threads set (%s) and no method given: a pool of %zu threads "
+                             "of its own",
                              option_level_name(source), workers);
     }
   }
-  method_pools->note_use(build.pool);
   TESSERA_ASSIGN_OR_RETURN(bool yield, read_bool(context, kYieldWorkers));
   if (context.is_default(kYieldWorkers.view())) {
     yield = policy.yield_workers;

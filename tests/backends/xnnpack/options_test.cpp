@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "harness.h"
 #include "tessera/backend/device_info.h"
@@ -93,7 +94,8 @@ TEST_F(XnnpackOptions, AutoValuesFollowThePolicyAndAreReported) {
   ASSERT_TRUE(e.init(c, explicit_values).is_ok());
   EXPECT_EQ(e.summary().threads, 2u);
   EXPECT_EQ(e.summary().runtime_flags & XNN_FLAG_YIELD_WORKERS, 0u);
-  EXPECT_EQ(e.derived().size(), 0u);
+  EXPECT_EQ(e.derived().find("num_threads"), nullptr);
+  EXPECT_EQ(e.derived().find("yield_workers"), nullptr);
 }
 
 TEST_F(XnnpackOptions, LoadAndDelegateScopesGetOwnPools) {
@@ -155,12 +157,13 @@ TEST_F(XnnpackOptions, LoadScopeDelegatesOfOneMethodShareOnePool) {
   EXPECT_EQ(first.summary().pool, second.summary().pool);
   EXPECT_FALSE(first.summary().parks_workers);
   EXPECT_FALSE(second.summary().parks_workers);
-  const DerivedValue* derived = first.derived().find("num_threads");
-  ASSERT_NE(derived, nullptr);
-  EXPECT_STREQ(derived->value, "2");
-  EXPECT_STREQ(derived->reason,
-               "set (load): the method's pool of 2 threads, shared by its xnnpack delegates that "
-               "set this size");
+  EXPECT_EQ(first.derived().find("num_threads"), nullptr);  // set, not derived
+  const DerivedValue* pool = first.derived().find(kThreadPoolReport);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_STREQ(pool->value, "method");
+  EXPECT_STREQ(pool->reason,
+               "num_threads set (load): the method's pool of 2 threads, shared by its xnnpack "
+               "delegates of that size");
 
   // The same size at delegate scope joins the Method's pool too.
   DelegateOptionsMap per_delegate;
@@ -187,7 +190,18 @@ TEST_F(XnnpackOptions, LoadScopeDelegatesOfOneMethodShareOnePool) {
   ASSERT_TRUE(alone.init(c, no_method).is_ok());
   EXPECT_NE(alone.summary().pool, first.summary().pool);
   EXPECT_NE(alone.summary().pool, other.summary().pool);
-  EXPECT_EQ(alone.derived().find("num_threads"), nullptr);
+  ASSERT_NE(alone.derived().find(kThreadPoolReport), nullptr);
+  EXPECT_STREQ(alone.derived().find(kThreadPoolReport)->value, "own");
+
+  // Global or default values keep the process's pool.
+  ASSERT_TRUE(set_global_threads(2).is_ok());
+  RunOptions global_in_a;
+  global_in_a.method_instance = kMethodA + 10;
+  Session global;
+  ASSERT_TRUE(global.init(c, global_in_a).is_ok());
+  ASSERT_NE(global.derived().find(kThreadPoolReport), nullptr);
+  EXPECT_STREQ(global.derived().find(kThreadPoolReport)->value, "process");
+  EXPECT_NE(global.summary().pool, first.summary().pool);
 
   std::vector<Floats> in = random_inputs(c, 5), r1, r2, r3;
   ASSERT_TRUE(first.run(in, &r1).is_ok());
@@ -219,6 +233,12 @@ TEST_F(XnnpackOptions, AMethodOnSeveralPoolsParksWorkersAfterEachDelegate) {
   EXPECT_NE(two.summary().pool, three.summary().pool);
   EXPECT_TRUE(two.summary().parks_workers);
   EXPECT_TRUE(three.summary().parks_workers);
+  // The delegate that brought the second pool says so.
+  EXPECT_NE(std::string(three.derived().find(kThreadPoolReport)->reason)
+                .find("the method also runs another pool, so each delegate's workers are parked "
+                      "when it ends"),
+            std::string::npos)
+      << three.derived().find(kThreadPoolReport)->reason;
 
   // A one-thread delegate has no workers and does not count.
   RunOptions single;
