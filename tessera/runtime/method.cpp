@@ -159,8 +159,10 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   s->kernels = alloc->allocate_array<internal::KernelStep>(num_kernels ? num_kernels : 1);
   s->delegates = alloc->allocate_array<internal::DelegateStep>(num_delegates ? num_delegates : 1);
   if (!s->steps || !s->kernels || !s->delegates) return no_memory("instructions", n * 64);
-  // Backends with CPU thread pools are told which others share the CPUs in this method.
-  const internal::CpuPoolBackends pools = internal::cpu_pool_backends(m, options);
+  // Backends with CPU thread pools are told which others share the CPUs in this method: those
+  // of the other delegates, as planned, or as loaded for those before (a selection may move
+  // them).
+  internal::CpuPoolBackends pools = internal::cpu_pool_backends(m, options);
 
   for (uint32_t i = 0; i < n; ++i) {
     const fb::Instruction* ins = m->chain()->Get(i);
@@ -195,8 +197,12 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
       internal::DelegateStep& d = s->delegates[s->num_delegates];
       d = internal::DelegateStep{};
       // Counted before init so that a failure part-way destroys what was initialised.
-      TESSERA_RETURN_IF_ERROR(internal::load_delegate(program, m, ins, options, pools, s, &d));
+      const std::string_view planned = options.retarget_of(
+          m->delegates()->Get(static_cast<uint32_t>(ins->delegate()))->backend()->string_view());
+      TESSERA_RETURN_IF_ERROR(
+          internal::load_delegate(program, m, ins, options, pools.without(planned), s, &d));
       s->steps[i] = {true, s->num_delegates++};
+      pools.move(planned, d.info->backend);
     }
   }
   s->num_steps = n;
