@@ -212,11 +212,12 @@ TEST_F(SelectionTest, CandidatesHearOfThePoolsOfTheOtherDelegatesOnly) {
   for (const char* name : {"sel_slow", "sel_fast"}) {
     testing::StubBackend* stub = stubs_[name];
     stub->cpu_thread_pool = true;
-    stub->on_init = [&inits, &handle_target, name](BackendInitContext& ctx, FreeableBuffer*,
-                                                   Span<const CompileSpec>)
-        -> Result<DelegateHandle*> {
+    stub->on_init = [&inits, &handle_target, name](
+                        BackendInitContext& ctx, FreeableBuffer*,
+                        Span<const CompileSpec>) -> Result<DelegateHandle*> {
       std::string peers;
-      for (std::string_view p : ctx.cpu_pool_peers()) peers += (peers.empty() ? "" : ",") + std::string(p);
+      for (std::string_view p : ctx.cpu_pool_peers())
+        peers += (peers.empty() ? "" : ",") + std::string(p);
       inits.push_back({name, std::string(ctx.delegate_id()), peers});
       return to_handle(&handle_target);
     };

@@ -46,8 +46,8 @@ class MethodPools {
 
  private:
   std::mutex mutex_;
-  std::vector<PoolPtr> sized_;       // the Method's own pools, by size
-  std::vector<const void*> used_;    // every pool a delegate of the Method runs on
+  std::vector<PoolPtr> sized_;     // the Method's own pools, by size
+  std::vector<const void*> used_;  // every pool a delegate of the Method runs on
   std::atomic<bool> several_{false};
 };
 
