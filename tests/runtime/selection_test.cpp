@@ -246,6 +246,34 @@ TEST_F(SelectionTest, CandidatesHearOfThePoolsOfTheOtherDelegatesOnly) {
   EXPECT_EQ(peers["sel_slow#1 on sel_fast"], "");
 }
 
+// Before each candidate runs, every candidate backend with a CPU pool is asked to park its
+// idle workers, so that workers a previous candidate left busy-waiting do not take the CPUs of
+// the one measured next.
+TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
+  std::vector<std::string> events;
+  for (const char* name : {"sel_slow", "sel_fast"}) {
+    testing::StubBackend* stub = stubs_[name];
+    stub->cpu_thread_pool = true;
+    stub->on_park_idle_workers = [&events, name] { events.push_back(std::string("park ") + name); };
+    stub->on_execute = [&events, name](BackendExecutionContext&, DelegateHandle*,
+                                       Span<EValue*> args) {
+      if (events.empty() || events.back() != std::string("run ") + name) {
+        events.push_back(std::string("run ") + name);
+      }
+      std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+                  args[0]->to_tensor().nbytes());
+      return Status::ok();
+    };
+  }
+  stubs_["sel_picky"]->on_park_idle_workers = [&events] { events.push_back("park sel_picky"); };
+  auto m = program_->load_method("forward", nullptr, measuring("sel_fast,sel_picky"));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  // sel_picky has no pool (and cannot take the delegate): never asked.
+  const std::vector<std::string> want = {"park sel_slow", "park sel_fast", "run sel_slow",
+                                         "park sel_slow", "park sel_fast", "run sel_fast"};
+  EXPECT_EQ(events, want);
+}
+
 TEST_F(SelectionTest, BadSettingsAreClearErrors) {
   LoadOptions unknown = measuring("sel_fast,no_such_backend");
   auto m = program_->load_method("forward", nullptr, unknown);

@@ -15,6 +15,11 @@ Result<PoolPtr> MethodPools::sized(size_t threads) {
   return pool;
 }
 
+std::vector<PoolPtr> MethodPools::own() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sized_;
+}
+
 void MethodPools::note_use(const PoolPtr& pool) {
   if (!pool) return;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -63,6 +68,22 @@ std::shared_ptr<MethodPools> ThreadPools::method(uint64_t instance) {
   if (!pools) {
     pools = std::make_shared<MethodPools>();
     methods_[instance] = pools;
+  }
+  return pools;
+}
+
+std::vector<PoolPtr> ThreadPools::all() const {
+  std::vector<std::shared_ptr<MethodPools>> methods;
+  std::vector<PoolPtr> pools;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shared_) pools.push_back(shared_);
+    for (const auto& [instance, weak] : methods_) {
+      if (std::shared_ptr<MethodPools> m = weak.lock()) methods.push_back(std::move(m));
+    }
+  }
+  for (const std::shared_ptr<MethodPools>& m : methods) {
+    for (PoolPtr& p : m->own()) pools.push_back(std::move(p));
   }
   return pools;
 }

@@ -44,8 +44,11 @@ class MethodPools {
   /// while another's run, so each delegate sends its own to sleep when it ends.
   bool several() const { return several_.load(std::memory_order_relaxed); }
 
+  /// The Method's own pools (those sized() created). Thread-safe.
+  std::vector<PoolPtr> own() const;
+
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<PoolPtr> sized_;     // the Method's own pools, by size
   std::vector<const void*> used_;  // every pool a delegate of the Method runs on
   std::atomic<bool> several_{false};
@@ -71,6 +74,9 @@ class ThreadPools {
   /// use and kept while a delegate holds them; a new object for 0 (no Method: shares nothing).
   /// Thread-safe.
   std::shared_ptr<MethodPools> method(uint64_t instance);
+
+  /// Every live pool: the shared one and each live Method's. Thread-safe.
+  std::vector<PoolPtr> all() const;
 
  private:
   mutable std::mutex mutex_;

@@ -201,6 +201,10 @@ bool XnnpackBackend::uses_cpu_thread_pool() const {
   return true;
 }
 
+void XnnpackBackend::park_idle_workers() const {
+  for (const PoolPtr& pool : pools_.all()) park_workers(pool.get());
+}
+
 Status XnnpackBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
   for (const BackendOption& o : options) {
     if (o.key() == kNumThreads.view()) pools_.reset_shared();

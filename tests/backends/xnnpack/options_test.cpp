@@ -4,6 +4,7 @@
 
 #include <xnnpack.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -261,6 +262,37 @@ TEST_F(XnnpackOptions, AMethodOnSeveralPoolsParksWorkersAfterEachDelegate) {
   ASSERT_TRUE(one.run(in, &r3).is_ok());
   EXPECT_TRUE(close(r1, r3));
   EXPECT_TRUE(close(r2, r3));
+}
+
+// park_idle_workers reaches the process's pool and every live Method's; runs after it compute
+// the same (the workers wake for the next command).
+TEST_F(XnnpackOptions, ParkIdleWorkersReachesEveryLivePool) {
+  const GraphCase c = small_conv();
+  ASSERT_TRUE(set_global_threads(2).is_ok());
+  Session global;
+  ASSERT_TRUE(global.init(c).is_ok());
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kNumThreads, 3).is_ok());
+  RunOptions o;
+  o.load = &load;
+  o.method_instance = kMethodA + 20;
+  Session method;
+  ASSERT_TRUE(method.init(c, o).is_ok());
+  auto backend = get_backend("xnnpack");
+  ASSERT_TRUE(backend.ok());
+  const auto& pools = static_cast<const XnnpackBackend*>(*backend)->pools();
+  std::vector<const void*> live;
+  for (const PoolPtr& p : pools.all()) live.push_back(p.get());
+  EXPECT_NE(std::find(live.begin(), live.end(), global.summary().pool), live.end());
+  EXPECT_NE(std::find(live.begin(), live.end(), method.summary().pool), live.end());
+
+  std::vector<Floats> in = random_inputs(c, 9), before, after, other;
+  ASSERT_TRUE(method.run(in, &before).is_ok());
+  (*backend)->park_idle_workers();
+  ASSERT_TRUE(method.run(in, &after).is_ok());
+  ASSERT_TRUE(global.run(in, &other).is_ok());
+  EXPECT_TRUE(close(after, before));
+  EXPECT_TRUE(close(other, before));
 }
 
 TEST_F(XnnpackOptions, CompileSpecGetsOwnPoolBelowGlobal) {
