@@ -941,9 +941,10 @@ Returns a list of new arrays.)doc")
           },
           "Per delegate: id, backend, requested_backend, reason, nodes, options: [{key, value, "
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
-          "value left at auto, else None), derived: [{key, value, reason}] (derived values that are "
-          "not options, such as xnnpack's thread_pool), selection: {mode, cached, summary, candidates: "
-          "[{backend, median_ms, runs, accepted, chosen, reason}]}, startup: None or {backend, "
+          "value left at auto, else None), derived: [{key, value, reason}] (derived values that "
+          "are not options, such as xnnpack's thread_pool), selection: {mode, cached, summary, "
+          "candidates: [{backend, median_ms, runs, accepted, chosen, reason}]}, startup: None or "
+          "{backend, "
           "target, state, reason, executes: {backend: count}, switched_at_execute, "
           "switched_after_ms, build_ms, failure} (startup_backend), and startup_reason.")
       .def(
