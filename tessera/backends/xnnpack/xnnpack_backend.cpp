@@ -77,7 +77,10 @@ const char* XnnpackBackend::derivation_doc() const {
          "under `auto` the same, less the CPUs other processes keep busy (sampled at load); "
          "under `power_saver` 1. `yield_workers`, when not set at any scope, is false under "
          "`latency` and true under `balanced`, `power_saver`, or `auto` with busy CPUs. Both "
-         "are reported as resolved values with the reason.";
+         "are reported as resolved values with the reason. The pool a delegate of more than "
+         "one thread runs on is reported as the derived value `thread_pool`: `process` (global "
+         "or default `num_threads`), `method` (set for the load, a delegate or by a compile "
+         "spec: one pool per Method and size) or `own` (no Method given).";
 }
 
 const char* XnnpackBackend::build_id() const {
