@@ -718,6 +718,18 @@ py::dict delegate_dict(const DelegateInfo& d) {
     }
   }
   out["options"] = options;
+  // Derived values that are not options (xnnpack's thread_pool).
+  py::list derived;
+  for (size_t k = 0; d.derived != nullptr && k < d.derived->size(); ++k) {
+    const DerivedValue& v = (*d.derived)[k];
+    if (d.options != nullptr && d.options->find(v.key) >= 0) continue;
+    py::dict entry;
+    entry["key"] = std::string(v.key);
+    entry["value"] = std::string(v.value);
+    entry["reason"] = std::string(v.reason);
+    derived.append(entry);
+  }
+  out["derived"] = derived;
   py::dict selection;
   selection["mode"] = std::string(d.selection.mode);
   selection["cached"] = d.selection.cached;
@@ -929,8 +941,10 @@ Returns a list of new arrays.)doc")
           },
           "Per delegate: id, backend, requested_backend, reason, nodes, options: [{key, value, "
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
-          "value left at auto, else None), selection: {mode, cached, summary, candidates: "
-          "[{backend, median_ms, runs, accepted, chosen, reason}]}, startup: None or {backend, "
+          "value left at auto, else None), derived: [{key, value, reason}] (derived values that "
+          "are not options, such as xnnpack's thread_pool), selection: {mode, cached, summary, "
+          "candidates: [{backend, median_ms, runs, accepted, chosen, reason}]}, startup: None or "
+          "{backend, "
           "target, state, reason, executes: {backend: count}, switched_at_execute, "
           "switched_after_ms, build_ms, failure} (startup_backend), and startup_reason.")
       .def(

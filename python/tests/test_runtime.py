@@ -271,6 +271,9 @@ def test_load_options_in_both_dict_forms(add_program):
         method = program.load_method(options=options)
         opt = delegate_options(method, "num_threads")
         assert (opt["value"], opt["source"]) == (2, "load")
+        (d,) = method.delegates
+        # Set for the load: the method's own pool, a derived value that is not an option.
+        assert [(v["key"], v["value"]) for v in d["derived"]] == [("thread_pool", "method")]
         np.testing.assert_array_equal(method(*xy())[0], sum(xy()))
 
 

@@ -53,6 +53,8 @@ class BackendInitContext {
     DerivedValues* derived = nullptr;
     /// The other backends of this Method that use CPU thread pools (see cpu_pool_peers()).
     Span<const std::string_view> cpu_pool_peers;
+    /// Identifies the loaded Method the delegate belongs to (see method_instance()); 0: none.
+    uint64_t method_instance = 0;
   };
 
   explicit BackendInitContext(const Params& params) : params_(params) {}
@@ -106,6 +108,14 @@ class BackendInitContext {
   /// CPUs with this backend's during the Method's execution. A backend with a pool reads it to
   /// keep the pools from oversubscribing the CPUs (docs/usage.md, "Threads").
   Span<const std::string_view> cpu_pool_peers() const { return params_.cpu_pool_peers; }
+
+  /// A number unique in the process to the loaded Method this delegate belongs to, the same for
+  /// all its delegates (candidates measured by a selection, fallback and startup inits
+  /// included) and never reused by another load. The delegates of one Method execute one at a
+  /// time, so a backend may let them share what one execute uses at a time, such as a thread
+  /// pool (XNNPACK: one pool per Method and size). 0 when the caller gives no Method (tests,
+  /// tools): share nothing.
+  uint64_t method_instance() const { return params_.method_instance; }
 
   /// Declares that the backend has now created its shared state: from here on its init-only
   /// options are locked at their current effective values. Idempotent (the first reason is

@@ -46,6 +46,8 @@ bool BackendInterface::uses_cpu_thread_pool() const {
   return false;
 }
 
+void BackendInterface::park_idle_workers() const {}
+
 Status BackendInterface::set_option(BackendOptionContext&, Span<const BackendOption>) {
   return Status::ok();
 }

@@ -128,6 +128,13 @@ class BackendInterface {
   /// oversubscribe the CPUs. Default: false.
   virtual bool uses_cpu_thread_pool() const;
 
+  /// Sends this backend's idle CPU workers to sleep now if they busy-wait for more work after a
+  /// run, so that another backend run next has the CPUs. Measured selection calls it before it
+  /// runs a candidate of another backend. Safe from any thread at any time; it may wait for a
+  /// run in progress. Default: nothing (no pool, or workers that cannot be told, like
+  /// libgomp's).
+  virtual void park_idle_workers() const;
+
   /// Hook called with global options after the framework validated them (Global scope, all of
   /// one set_option call). Return an error to reject the whole set. Called with the backend's
   /// option lock held: must not call set_option/get_option. Default: accept.

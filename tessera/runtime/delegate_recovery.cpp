@@ -86,7 +86,8 @@ Status make_recovery_plan(const Program& program, const fb::Method* method,
     char* name = alloc.allocate_array<char>(pools.names[i].size() + 1);
     if (name == nullptr) return no_memory(delegate);
     copy_str(name, pools.names[i].size() + 1, pools.names[i]);
-    plan->pools.names[plan->pools.size++] = std::string_view(name, pools.names[i].size());
+    plan->pools.names[plan->pools.size] = std::string_view(name, pools.names[i].size());
+    plan->pools.delegates[plan->pools.size++] = pools.delegates[i];
   }
   plan->symbols = symbols.data();
   plan->num_symbols = static_cast<uint32_t>(symbols.size());

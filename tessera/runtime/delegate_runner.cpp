@@ -132,17 +132,58 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
   return Status::ok();
 }
 
+namespace {
+
+// Counts one more delegate on `name` if that backend runs a CPU thread pool.
+void add_pool_delegate(CpuPoolBackends* pools, std::string_view name) {
+  for (size_t j = 0; j < pools->size; ++j) {
+    if (pools->names[j] == name) {
+      ++pools->delegates[j];
+      return;
+    }
+  }
+  if (pools->size == CpuPoolBackends::kMax) return;
+  // An unknown backend fails its delegate's load later, with its own error.
+  auto backend = get_backend(name);
+  if (backend.ok() && (*backend)->uses_cpu_thread_pool()) {
+    pools->names[pools->size] = name;
+    pools->delegates[pools->size++] = 1;
+  }
+}
+
+void remove_pool_delegate(CpuPoolBackends* pools, std::string_view name) {
+  for (size_t j = 0; j < pools->size; ++j) {
+    if (pools->names[j] != name) continue;
+    if (--pools->delegates[j] == 0) {
+      for (size_t k = j + 1; k < pools->size; ++k) {
+        pools->names[k - 1] = pools->names[k];
+        pools->delegates[k - 1] = pools->delegates[k];
+      }
+      --pools->size;
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+CpuPoolBackends CpuPoolBackends::without(std::string_view backend) const {
+  CpuPoolBackends others = *this;
+  remove_pool_delegate(&others, backend);
+  return others;
+}
+
+void CpuPoolBackends::move(std::string_view from, std::string_view to) {
+  if (from == to) return;
+  remove_pool_delegate(this, from);
+  add_pool_delegate(this, to);
+}
+
 CpuPoolBackends cpu_pool_backends(const fb::Method* method, const LoadOptions& options) {
   CpuPoolBackends pools;
   for (uint32_t i = 0; i < count(method->delegates()); ++i) {
-    const std::string_view name =
-        options.retarget_of(method->delegates()->Get(i)->backend()->string_view());
-    bool seen = false;
-    for (size_t j = 0; j < pools.size; ++j) seen |= pools.names[j] == name;
-    if (seen || pools.size == CpuPoolBackends::kMax) continue;
-    // An unknown backend fails its delegate's load later, with its own error.
-    auto backend = get_backend(name);
-    if (backend.ok() && (*backend)->uses_cpu_thread_pool()) pools.names[pools.size++] = name;
+    add_pool_delegate(&pools,
+                      options.retarget_of(method->delegates()->Get(i)->backend()->string_view()));
   }
   return pools;
 }
@@ -163,6 +204,7 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
   }
   BackendInitContext::Params params;
   params.cpu_pool_peers = {peers, npeers};
+  params.method_instance = s->instance;
   params.method_allocator = s->allocator;
   params.options = resolved;
   params.method_name = method->name()->string_view();

@@ -26,12 +26,21 @@ struct LoadOptions;
 namespace tessera::internal {
 
 /// The distinct backends, retargets applied, that a Method's delegates are initialised on and
-/// that run CPU thread pools of their own (BackendInterface::uses_cpu_thread_pool). Names are
-/// borrowed from the program and the LoadOptions.
+/// that run CPU thread pools of their own (BackendInterface::uses_cpu_thread_pool), with how
+/// many delegates run on each. Names are borrowed from the program, the LoadOptions and the
+/// DelegateInfos of the load.
 struct CpuPoolBackends {
   static constexpr size_t kMax = 8;
   std::string_view names[kMax];
+  uint32_t delegates[kMax] = {};  // never 0 for a listed name
   size_t size = 0;
+
+  /// These less one delegate on `backend`: the pools of a delegate's fellow delegates, which
+  /// are what it shares the CPUs with (a Method of one delegate shares them with none, whatever
+  /// backend a selection measures on it).
+  CpuPoolBackends without(std::string_view backend) const;
+  /// One delegate planned for `from` runs on `to` (a selection or fallback moved it).
+  void move(std::string_view from, std::string_view to);
 };
 CpuPoolBackends cpu_pool_backends(const fb::Method* method, const LoadOptions& options);
 

@@ -1,5 +1,6 @@
 #include "tessera/runtime/method.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -35,6 +36,12 @@ Status resolve_symbols(const fb::Method* m, const LoadOptions& options, MemoryAl
   s->symbol_values = alloc.allocate_array<int64_t>(n ? n : 1);
   if (!s->symbol_values) return no_memory("symbols", n * sizeof(int64_t));
   return internal::resolve_dims(m, options, Span<int64_t>(s->symbol_values, n));
+}
+
+// BackendInitContext::method_instance: one number per load, never reused in the process.
+uint64_t next_method_instance() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -100,6 +107,7 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   std::memset(s, 0, sizeof *s);
   s->method = m;
   s->allocator = alloc;
+  s->instance = next_method_instance();
   method.state_ = s;
 
   TESSERA_RETURN_IF_ERROR(resolve_symbols(m, options, *alloc, s));
@@ -151,8 +159,10 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
   s->kernels = alloc->allocate_array<internal::KernelStep>(num_kernels ? num_kernels : 1);
   s->delegates = alloc->allocate_array<internal::DelegateStep>(num_delegates ? num_delegates : 1);
   if (!s->steps || !s->kernels || !s->delegates) return no_memory("instructions", n * 64);
-  // Backends with CPU thread pools are told which others share the CPUs in this method.
-  const internal::CpuPoolBackends pools = internal::cpu_pool_backends(m, options);
+  // Backends with CPU thread pools are told which others share the CPUs in this method: those
+  // of the other delegates, as planned, or as loaded for those before (a selection may move
+  // them).
+  internal::CpuPoolBackends pools = internal::cpu_pool_backends(m, options);
 
   for (uint32_t i = 0; i < n; ++i) {
     const fb::Instruction* ins = m->chain()->Get(i);
@@ -187,8 +197,12 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
       internal::DelegateStep& d = s->delegates[s->num_delegates];
       d = internal::DelegateStep{};
       // Counted before init so that a failure part-way destroys what was initialised.
-      TESSERA_RETURN_IF_ERROR(internal::load_delegate(program, m, ins, options, pools, s, &d));
+      const std::string_view planned = options.retarget_of(
+          m->delegates()->Get(static_cast<uint32_t>(ins->delegate()))->backend()->string_view());
+      TESSERA_RETURN_IF_ERROR(
+          internal::load_delegate(program, m, ins, options, pools.without(planned), s, &d));
       s->steps[i] = {true, s->num_delegates++};
+      pools.move(planned, d.info->backend);
     }
   }
   s->num_steps = n;

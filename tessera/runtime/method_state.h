@@ -68,6 +68,7 @@ struct MethodState {
   uint64_t program_hash;     // hash64 of the program's bytes, once the selection cache needs it
   bool has_program_hash;
   uint32_t startup_pending;  // delegates whose background init is not handled yet
+  uint64_t instance;         // BackendInitContext::method_instance of this load (never 0)
 };
 
 }  // namespace tessera::internal

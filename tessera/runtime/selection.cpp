@@ -158,6 +158,17 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
   return out;
 }
 
+// Parks the idle workers of every candidate backend with a CPU pool (BackendInterface::
+// park_idle_workers): those a previous candidate left busy-waiting would otherwise take the
+// CPUs of the one measured next (XNNPACK's spin for tens of milliseconds after a run), and a
+// 2-thread candidate measured right after another backend's would look slower than it is.
+void park_candidate_pools(const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    Result<BackendInterface*> b = get_backend(n);
+    if (b.ok() && (*b)->uses_cpu_thread_pool()) (*b)->park_idle_workers();
+  }
+}
+
 }  // namespace
 
 void KeptCandidate::reset() {
@@ -289,6 +300,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         return b->execute(ctx, *handle, args);
       };
       fill_inputs(method, ins, args);
+      park_candidate_pools(names);
       st = run();  // also the warm-up
       std::string why;
       if (!st.is_ok()) {

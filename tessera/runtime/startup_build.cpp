@@ -308,7 +308,11 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
   build->specs.assign(specs.begin(), specs.end());
   build->pool_names.reserve(pools.size);
   for (size_t i = 0; i < pools.size; ++i) build->pool_names.emplace_back(pools.names[i]);
-  for (const std::string& n : build->pool_names) build->pools.names[build->pools.size++] = n;
+  for (const std::string& n : build->pool_names) {
+    build->pools.names[build->pools.size] = n;
+    build->pools.delegates[build->pools.size] = pools.delegates[build->pools.size];
+    ++build->pools.size;
+  }
   build->symbols = symbols;
   build->options = target_options;
   build->derived = target_derived;

@@ -52,7 +52,7 @@ class DelegateTest : public ::testing::Test {
           peers += peer;
         }
         inits_.push_back({std::string(name), std::string(ctx.delegate_id()),
-                          threads.ok() ? *threads : -1, peers});
+                          threads.ok() ? *threads : -1, peers, ctx.method_instance()});
         return to_handle(&g_handle_target);  // nothing to free
       };
       stub->on_execute = [](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
@@ -73,6 +73,7 @@ class DelegateTest : public ::testing::Test {
     std::string backend, id;
     int64_t threads;
     std::string cpu_pool_peers;  // comma-separated
+    uint64_t method_instance;
   };
   Program load_program(const ir::ProgramBuilder& pb) {
     auto bytes = pb.build();
@@ -323,6 +324,27 @@ TEST_F(DelegateTest, CpuPoolPeersNameTheMethodsOtherPoolBackends) {
   ASSERT_TRUE(mixed.load_method("forward").ok());
   ASSERT_EQ(inits_.size(), 3u);
   for (const Init& init : inits_) EXPECT_EQ(init.cpu_pool_peers, "") << init.id;
+}
+
+// Every delegate of one loaded Method sees the same method instance, another load another one:
+// backends share per-Method resources (XNNPACK's thread pool) by it.
+TEST_F(DelegateTest, DelegatesOfOneLoadShareAMethodInstanceOthersDoNot) {
+  Program program = load_program(testing::delegate_chain_program({"stub_a", "stub_b", "stub_a"}));
+  auto m1 = program.load_method("forward");
+  ASSERT_TRUE(m1.ok()) << m1.status().message();
+  ASSERT_EQ(inits_.size(), 3u);
+  const uint64_t first = inits_[0].method_instance;
+  EXPECT_NE(first, 0u);
+  EXPECT_EQ(inits_[1].method_instance, first);
+  EXPECT_EQ(inits_[2].method_instance, first);
+
+  inits_.clear();
+  auto m2 = program.load_method("forward");
+  ASSERT_TRUE(m2.ok()) << m2.status().message();
+  ASSERT_EQ(inits_.size(), 3u);
+  EXPECT_NE(inits_[0].method_instance, first);
+  EXPECT_NE(inits_[0].method_instance, 0u);
+  EXPECT_EQ(inits_[2].method_instance, inits_[0].method_instance);
 }
 
 TEST_F(DelegateTest, ExecuteOptionsReachTheBackendPerCall) {

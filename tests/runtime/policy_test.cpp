@@ -7,6 +7,7 @@
 
 #include "tessera/backend/derived_values.h"
 #include "tessera/backend/device_info.h"
+#include "tessera/backend/options_map.h"
 #include "tessera/backend/policy.h"
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
@@ -84,6 +85,34 @@ TEST_F(PolicyLoad, ProcessDefaultPolicyAppliesToLoadsThatSetNone) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->policy().requested, Policy::PowerSaver);
   EXPECT_STREQ(derived(*m, "num_threads").value, "1");
+}
+
+// Threads set for the load: the method's xnnpack delegates around a portable one share one pool
+// (XNNPACK's workers spin after each run: one pool per delegate starved the next delegate's),
+// and each delegate's report says so.
+TEST(PolicyLoadPools, LoadScopeThreadsRunOnOnePoolPerMethod) {
+  auto loaded = testing::load_built_program(
+      testing::delegate_chain_program({"xnnpack", "portable", "xnnpack"}, {}, {512, 1024}));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const DeviceInfo mains = machine("arm_phone_mains");
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", OptionKey<int64_t>{"num_threads"}, 2).is_ok());
+  LoadOptions o;
+  o.device_info = &mains;
+  o.backend_options = &load;
+  auto m = loaded->program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    const DelegateInfo& d = m->delegate_info(i);
+    ASSERT_NE(d.derived, nullptr);
+    const DerivedValue* pool = d.derived->find("thread_pool");
+    ASSERT_NE(pool, nullptr) << d.id;
+    EXPECT_STREQ(pool->value, "method");
+    EXPECT_STREQ(pool->reason,
+                 "num_threads set (load): the method's pool of 2 threads, shared by its xnnpack "
+                 "delegates of that size");
+  }
+  ASSERT_TRUE(m->execute().is_ok());
 }
 
 TEST(PolicyLoadSmall, SmallMethodsRunOnOneThread) {

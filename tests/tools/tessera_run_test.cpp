@@ -137,6 +137,7 @@ TEST_F(TesseraRun, JsonReport) {
   EXPECT_EQ(d["options"][0],
             nlohmann::json::parse(
                 R"({"key": "profile", "value": "false", "source": "default", "origin": null})"));
+  EXPECT_EQ(d["derived"], nlohmann::json::array());
   EXPECT_FALSE(j.contains("profile"));
   EXPECT_FALSE(j.contains("trace"));
 
@@ -725,6 +726,18 @@ TEST_F(TesseraRun, ResolvedValuesInJson) {
   EXPECT_EQ(option_of(parse_one_line(set.out), "num_threads"),
             nlohmann::json::parse(
                 R"({"key": "num_threads", "value": "3", "source": "load", "origin": "--option"})"));
+  // Which pool runs it is a derived value that is not an option: the method's own.
+  EXPECT_EQ(
+      parse_one_line(set.out)["delegates"][0]["derived"],
+      nlohmann::json::parse(
+          R"([{"key": "thread_pool", "value": "method", "reason": "num_threads set (load): the method's pool of 3 threads, shared by its xnnpack delegates of that size"}])"));
+  RunResult explained =
+      run(dir_ + "/cpu_backends.tsr --explain-options --option xnnpack.num_threads=3",
+          machine_env("arm_phone_battery"));
+  ASSERT_EQ(explained.exit_code, 0) << explained.err;
+  EXPECT_CONTAINS(explained.out,
+                  "  thread_pool              = method           (derived: num_threads set (load): "
+                  "the method's pool of 3 threads, shared by its xnnpack delegates of that size)");
 }
 
 TEST_F(TesseraRun, PolicyNameIsChecked) {

@@ -339,6 +339,13 @@ void print_delegates(const Method& method, bool explain, FILE* out, const Execut
           std::fprintf(out, "  %-24s = %-16s (%s)\n", key, value_string(*p.option).c_str(), source);
         }
       }
+      // Derived values that are not options (xnnpack's thread_pool).
+      for (size_t k = 0; d.derived != nullptr && k < d.derived->size(); ++k) {
+        const DerivedValue& v = (*d.derived)[k];
+        if (d.options->find(v.key) < 0) {
+          std::fprintf(out, "  %-24s = %-16s (derived: %s)\n", v.key, v.value, v.reason);
+        }
+      }
     }
   }
 }
@@ -380,6 +387,14 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
         options.push_back(std::move(o));
       }
     }
+    // Derived values that are not options (xnnpack's thread_pool).
+    Json derived = Json::array();
+    for (size_t k = 0; d.derived != nullptr && k < d.derived->size(); ++k) {
+      const DerivedValue& v = (*d.derived)[k];
+      if (d.options == nullptr || d.options->find(v.key) < 0) {
+        derived.push_back({{"key", v.key}, {"value", v.value}, {"reason", v.reason}});
+      }
+    }
     Json startup = nullptr;
     if (d.startup.backend[0] != '\0') {
       const StartupReport& st = d.startup;
@@ -411,7 +426,8 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                            {"candidates", std::move(candidates)}}},
                          {"startup", std::move(startup)},
                          {"startup_reason", d.startup.reason},
-                         {"options", std::move(options)}});
+                         {"options", std::move(options)},
+                         {"derived", std::move(derived)}});
   }
   return delegates;
 }

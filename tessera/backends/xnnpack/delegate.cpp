@@ -196,6 +196,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
                        threads, pool_flags);
   }
   if (profile) context.report_event(event_names[event].data(), ms_since(start));
+  // Another pool of the Method runs next (or soon): its workers, not these, need the CPUs.
+  if (method_pools != nullptr && method_pools->several()) park_workers(threads);
   return Status::ok();
 }
 

@@ -20,6 +20,7 @@
 
 #include "tessera/backend/context.h"
 #include "tessera/backends/xnnpack/layout.h"
+#include "tessera/backends/xnnpack/thread_pools.h"
 #include "tessera/core/evalue.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
@@ -132,6 +133,9 @@ class Delegate {
   std::vector<ConcatPart> concat_parts;
   std::vector<OwnedFloats> storage;          // buffers, repacked weights, padded constants
   std::shared_ptr<struct pthreadpool> pool;  // null: run on the calling thread
+  /// The pools of the delegate's Method (null in a profiling twin). When the Method runs on
+  /// several, execute parks this pool's workers at its end (thread_pools.h).
+  std::shared_ptr<MethodPools> method_pools;
   uint32_t runtime_flags = 0;
 
   // Profile event names, prepared at init: inputs, one per step, outputs.

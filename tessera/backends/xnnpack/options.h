@@ -13,7 +13,8 @@
 namespace tessera::xnnpack {
 
 /// Worker threads; 0 = DeviceInfo::recommended_threads(). Global scope: one pool shared by the
-/// delegates that do not override it; load/delegate scope (or a compile spec): an own pool.
+/// delegates that do not override it; load/delegate scope (or a compile spec): one pool per
+/// Method and size, shared by the Method's delegates.
 inline constexpr OptionKey<int64_t> kNumThreads{"num_threads"};
 /// XNN_FLAG_YIELD_WORKERS: workers yield to the OS after each run instead of spinning.
 inline constexpr OptionKey<bool> kYieldWorkers{"yield_workers"};
@@ -23,5 +24,11 @@ inline constexpr OptionKey<bool> kSparseInference{"sparse_inference"};
 inline constexpr OptionKey<bool> kFp16Inference{"fp16_inference"};
 /// Execute scope: report timings of this call through the execution context.
 inline constexpr OptionKey<bool> kProfile{"profile"};
+
+/// Not an option: the key of the derived value (DelegateInfo::derived) that says which pool a
+/// delegate with more than one thread runs on: "process" (global or default num_threads),
+/// "method" (set for the load, a delegate or by a compile spec: one pool per Method and size) or
+/// "own" (no Method given), with the reason (thread_pools.h).
+inline constexpr const char* kThreadPoolReport = "thread_pool";
 
 }  // namespace tessera::xnnpack

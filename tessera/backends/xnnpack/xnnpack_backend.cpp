@@ -28,7 +28,8 @@ constexpr OptionSpec kSchema[] = {
         "Worker threads, 0 = auto: derived from the load's policy (latency: the usable "
         "performance cores, fewer when other processes keep CPUs busy; power_saver: 1). "
         "Global: sizes one pool shared by delegates that do not override it (changes apply to "
-        "later loads); load, delegate or compile spec: the delegate gets its own pool"),
+        "later loads); load, delegate or compile spec: one pool of that size per Method, shared by "
+        "its delegates"),
     OptionSpec::boolean(
         kYieldWorkers, false, kInitScopes,
         "XNN_FLAG_YIELD_WORKERS: pool workers yield to the OS after each run instead of "
@@ -76,7 +77,10 @@ const char* XnnpackBackend::derivation_doc() const {
          "under `auto` the same, less the CPUs other processes keep busy (sampled at load); "
          "under `power_saver` 1. `yield_workers`, when not set at any scope, is false under "
          "`latency` and true under `balanced`, `power_saver`, or `auto` with busy CPUs. Both "
-         "are reported as resolved values with the reason.";
+         "are reported as resolved values with the reason. The pool a delegate of more than "
+         "one thread runs on is reported as the derived value `thread_pool`: `process` (global "
+         "or default `num_threads`), `method` (set for the load, a delegate or by a compile "
+         "spec: one pool per Method and size) or `own` (no Method given).";
 }
 
 const char* XnnpackBackend::build_id() const {
@@ -131,10 +135,37 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
                            policy.threads_reason);
   }
   BuildOptions build;
-  if (source == OptionLevel::Default || source == OptionLevel::Global) {
+  // A value chosen for this load or delegate: the Method's pool of that size (thread_pools.h
+  // says why not one per delegate).
+  std::shared_ptr<MethodPools> method_pools = pools_.method(context.method_instance());
+  const bool process_pool = source == OptionLevel::Default || source == OptionLevel::Global;
+  if (process_pool) {
     TESSERA_ASSIGN_OR_RETURN(build.pool, pools_.shared(workers));
   } else {
-    TESSERA_ASSIGN_OR_RETURN(build.pool, ThreadPools::create(workers));
+    TESSERA_ASSIGN_OR_RETURN(build.pool, method_pools->sized(workers));
+  }
+  method_pools->note_use(build.pool);
+  if (build.pool != nullptr) {
+    const char* parked = method_pools->several()
+                             ? "; the method also runs another pool, so each delegate's workers "
+                               "are parked when it ends"
+                             : "";
+    if (process_pool) {
+      context.report_derived(kThreadPoolReport, "process",
+                             "the process's pool of %zu threads, shared by every xnnpack "
+                             "delegate whose num_threads is global or default%s",
+                             workers, parked);
+    } else if (context.method_instance() != 0) {
+      context.report_derived(kThreadPoolReport, "method",
+                             "num_threads set (%s): the method's pool of %zu threads, shared by "
+                             "its xnnpack delegates of that size%s",
+                             option_level_name(source), workers, parked);
+    } else {
+      context.report_derived(kThreadPoolReport, "own",
+                             "num_threads set (%s) and no method given: a pool of %zu threads "
+                             "of its own",
+                             option_level_name(source), workers);
+    }
   }
   TESSERA_ASSIGN_OR_RETURN(bool yield, read_bool(context, kYieldWorkers));
   if (context.is_default(kYieldWorkers.view())) {
@@ -151,6 +182,7 @@ Result<DelegateHandle*> XnnpackBackend::init(BackendInitContext& context, Freeab
 
   Result<std::unique_ptr<Delegate>> delegate = build_delegate(view, context, build);
   if (!delegate.ok()) return for_delegate(context, delegate.status());
+  (*delegate)->method_pools = std::move(method_pools);
   TESSERA_ASSIGN_OR_RETURN(
       (*delegate)->recipe,
       make_per_node_recipe(view, payload->data(), payload->size(), context, build));
@@ -172,6 +204,10 @@ bool XnnpackBackend::uses_cpu_thread_pool() const {
   return true;
 }
 
+void XnnpackBackend::park_idle_workers() const {
+  for (const PoolPtr& pool : pools_.all()) park_workers(pool.get());
+}
+
 Status XnnpackBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {
   for (const BackendOption& o : options) {
     if (o.key() == kNumThreads.view()) pools_.reset_shared();
@@ -189,6 +225,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.conversions = d->num_conversions();
   s.concats = d->num_concats();
   s.runtime_flags = d->runtime_flags;
+  s.parks_workers = d->method_pools != nullptr && d->method_pools->several();
   return s;
 }
 

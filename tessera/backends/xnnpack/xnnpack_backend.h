@@ -33,6 +33,8 @@ class XnnpackBackend final : public BackendInterface {
   /// True: delegates run on pthreadpools (thread_pools.h). A method that also has onednn
   /// delegates keeps this pool and runs oneDNN's on one thread (onednn/threading.h).
   bool uses_cpu_thread_pool() const override;
+  /// Parks the workers of every pool of this backend (the process's and each Method's).
+  void park_idle_workers() const override;
   /// A new global num_threads drops the shared pool: later loads create one of the new size;
   /// delegates already loaded keep theirs.
   Status set_option(BackendOptionContext& context, Span<const BackendOption> options) override;
@@ -52,6 +54,9 @@ struct DelegateSummary {
   size_t conversions = 0;      // layout conversions between runtimes
   size_t concats = 0;          // concatenation steps (no XNNPACK node for them here)
   uint32_t runtime_flags = 0;  // XNN_FLAG_* given to xnn_create_runtime_v2
+  /// Its Method runs on more than one pool, so each execute ends by parking this pool's workers
+  /// (thread_pools.h).
+  bool parks_workers = false;
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
 

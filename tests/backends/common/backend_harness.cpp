@@ -195,6 +195,7 @@ Status Session::init(const GraphCase& c, const RunOptions& options) {
   params.options = &resolved_;
   params.method_name = "forward";
   params.cpu_pool_peers = {options.cpu_pool_peers.data(), options.cpu_pool_peers.size()};
+  params.method_instance = options.method_instance;
   params.symbols = symbols;
   params.constants = ConstantSource{constant_bytes, const_cast<GraphCase*>(&c)};
   params.policy = options.policy;

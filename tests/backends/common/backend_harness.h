@@ -74,6 +74,9 @@ struct RunOptions {
   const PolicyDecision* policy = nullptr;
   /// BackendInitContext::cpu_pool_peers: other CPU pool backends of the (imagined) method.
   std::vector<std::string_view> cpu_pool_peers;
+  /// BackendInitContext::method_instance: sessions given the same nonzero value are delegates
+  /// of one (imagined) Method.
+  uint64_t method_instance = 0;
 };
 
 /// An initialised delegate with its inputs/outputs, for tests that run it several times.

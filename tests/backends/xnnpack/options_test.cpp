@@ -4,8 +4,10 @@
 
 #include <xnnpack.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "harness.h"
 #include "tessera/backend/device_info.h"
@@ -93,7 +95,8 @@ TEST_F(XnnpackOptions, AutoValuesFollowThePolicyAndAreReported) {
   ASSERT_TRUE(e.init(c, explicit_values).is_ok());
   EXPECT_EQ(e.summary().threads, 2u);
   EXPECT_EQ(e.summary().runtime_flags & XNN_FLAG_YIELD_WORKERS, 0u);
-  EXPECT_EQ(e.derived().size(), 0u);
+  EXPECT_EQ(e.derived().find("num_threads"), nullptr);
+  EXPECT_EQ(e.derived().find("yield_workers"), nullptr);
 }
 
 TEST_F(XnnpackOptions, LoadAndDelegateScopesGetOwnPools) {
@@ -128,6 +131,168 @@ TEST_F(XnnpackOptions, LoadAndDelegateScopesGetOwnPools) {
   ASSERT_TRUE(three.run(in, &r3).is_ok());
   EXPECT_TRUE(close(r2, r1));
   EXPECT_TRUE(close(r3, r1));
+}
+
+// Method instances far from the runtime's counter (which starts at 1), so that no Method loaded
+// elsewhere in this process shares them.
+constexpr uint64_t kMethodA = 0x7e57'0000'0000'0001u;
+constexpr uint64_t kMethodB = 0x7e57'0000'0000'0002u;
+constexpr uint64_t kMethodC = 0x7e57'0000'0000'0003u;
+
+// A value set for the load gives the delegates of one Method one pool of that size (workers of
+// per-delegate pools would spin beside the next delegate's), and never shares it with another
+// Method. The sharing is reported as a derived value.
+TEST_F(XnnpackOptions, LoadScopeDelegatesOfOneMethodShareOnePool) {
+  const GraphCase c = small_conv();
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kNumThreads, 2).is_ok());
+  RunOptions in_a;
+  in_a.load = &load;
+  in_a.method_instance = kMethodA;
+  Session first, second;
+  ASSERT_TRUE(first.init(c, in_a).is_ok());
+  in_a.delegate_id = "xnnpack#1";
+  ASSERT_TRUE(second.init(c, in_a).is_ok());
+  EXPECT_EQ(first.summary().threads, 2u);
+  EXPECT_NE(first.summary().pool, nullptr);
+  EXPECT_EQ(first.summary().pool, second.summary().pool);
+  EXPECT_FALSE(first.summary().parks_workers);
+  EXPECT_FALSE(second.summary().parks_workers);
+  EXPECT_EQ(first.derived().find("num_threads"), nullptr);  // set, not derived
+  const DerivedValue* pool = first.derived().find(kThreadPoolReport);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_STREQ(pool->value, "method");
+  EXPECT_STREQ(pool->reason,
+               "num_threads set (load): the method's pool of 2 threads, shared by its xnnpack "
+               "delegates of that size");
+
+  // The same size at delegate scope joins the Method's pool too.
+  DelegateOptionsMap per_delegate;
+  ASSERT_TRUE(per_delegate.set("xnnpack#2", kNumThreads, 2).is_ok());
+  RunOptions delegate_scope;
+  delegate_scope.delegates = &per_delegate;
+  delegate_scope.delegate_id = "xnnpack#2";
+  delegate_scope.method_instance = kMethodA;
+  Session third;
+  ASSERT_TRUE(third.init(c, delegate_scope).is_ok());
+  EXPECT_EQ(third.summary().pool, first.summary().pool);
+  EXPECT_FALSE(third.summary().parks_workers);
+
+  // Another Method, or none, gets a pool of its own.
+  RunOptions in_b = in_a;
+  in_b.method_instance = kMethodB;
+  Session other;
+  ASSERT_TRUE(other.init(c, in_b).is_ok());
+  EXPECT_NE(other.summary().pool, nullptr);
+  EXPECT_NE(other.summary().pool, first.summary().pool);
+  RunOptions no_method;
+  no_method.load = &load;
+  Session alone;
+  ASSERT_TRUE(alone.init(c, no_method).is_ok());
+  EXPECT_NE(alone.summary().pool, first.summary().pool);
+  EXPECT_NE(alone.summary().pool, other.summary().pool);
+  ASSERT_NE(alone.derived().find(kThreadPoolReport), nullptr);
+  EXPECT_STREQ(alone.derived().find(kThreadPoolReport)->value, "own");
+
+  // Global or default values keep the process's pool.
+  ASSERT_TRUE(set_global_threads(2).is_ok());
+  RunOptions global_in_a;
+  global_in_a.method_instance = kMethodA + 10;
+  Session global;
+  ASSERT_TRUE(global.init(c, global_in_a).is_ok());
+  ASSERT_NE(global.derived().find(kThreadPoolReport), nullptr);
+  EXPECT_STREQ(global.derived().find(kThreadPoolReport)->value, "process");
+  EXPECT_NE(global.summary().pool, first.summary().pool);
+
+  std::vector<Floats> in = random_inputs(c, 5), r1, r2, r3;
+  ASSERT_TRUE(first.run(in, &r1).is_ok());
+  ASSERT_TRUE(second.run(in, &r2).is_ok());
+  ASSERT_TRUE(other.run(in, &r3).is_ok());
+  EXPECT_TRUE(close(r2, r1));
+  EXPECT_TRUE(close(r3, r1));
+}
+
+// A Method whose delegates run on two pools (sizes or scopes differ) parks each pool's workers
+// when its delegate ends, so they do not spin beside the other pool's; results are unchanged.
+TEST_F(XnnpackOptions, AMethodOnSeveralPoolsParksWorkersAfterEachDelegate) {
+  const GraphCase c = small_conv();
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kNumThreads, 2).is_ok());
+  DelegateOptionsMap per_delegate;
+  ASSERT_TRUE(per_delegate.set("xnnpack#1", kNumThreads, 3).is_ok());
+  RunOptions o;
+  o.load = &load;
+  o.delegates = &per_delegate;
+  o.method_instance = kMethodC;
+  Session two, three;
+  ASSERT_TRUE(two.init(c, o).is_ok());
+  EXPECT_FALSE(two.summary().parks_workers);  // alone so far
+  o.delegate_id = "xnnpack#1";
+  ASSERT_TRUE(three.init(c, o).is_ok());
+  EXPECT_EQ(two.summary().threads, 2u);
+  EXPECT_EQ(three.summary().threads, 3u);
+  EXPECT_NE(two.summary().pool, three.summary().pool);
+  EXPECT_TRUE(two.summary().parks_workers);
+  EXPECT_TRUE(three.summary().parks_workers);
+  // The delegate that brought the second pool says so.
+  EXPECT_NE(std::string(three.derived().find(kThreadPoolReport)->reason)
+                .find("the method also runs another pool, so each delegate's workers are parked "
+                      "when it ends"),
+            std::string::npos)
+      << three.derived().find(kThreadPoolReport)->reason;
+
+  // A one-thread delegate has no workers and does not count.
+  RunOptions single;
+  single.compile_specs = {{"num_threads", "1"}};
+  single.method_instance = kMethodB + 100;
+  Session one, shared_size;
+  ASSERT_TRUE(one.init(c, single).is_ok());
+  RunOptions two_threads;
+  two_threads.load = &load;
+  two_threads.method_instance = kMethodB + 100;
+  two_threads.delegate_id = "xnnpack#1";
+  ASSERT_TRUE(shared_size.init(c, two_threads).is_ok());
+  EXPECT_FALSE(shared_size.summary().parks_workers);
+
+  std::vector<Floats> in = random_inputs(c, 6), r1, r2, r3;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(two.run(in, &r1).is_ok());
+    ASSERT_TRUE(three.run(in, &r2).is_ok());
+  }
+  ASSERT_TRUE(one.run(in, &r3).is_ok());
+  EXPECT_TRUE(close(r1, r3));
+  EXPECT_TRUE(close(r2, r3));
+}
+
+// park_idle_workers reaches the process's pool and every live Method's; runs after it compute
+// the same (the workers wake for the next command).
+TEST_F(XnnpackOptions, ParkIdleWorkersReachesEveryLivePool) {
+  const GraphCase c = small_conv();
+  ASSERT_TRUE(set_global_threads(2).is_ok());
+  Session global;
+  ASSERT_TRUE(global.init(c).is_ok());
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(load.set("xnnpack", kNumThreads, 3).is_ok());
+  RunOptions o;
+  o.load = &load;
+  o.method_instance = kMethodA + 20;
+  Session method;
+  ASSERT_TRUE(method.init(c, o).is_ok());
+  auto backend = get_backend("xnnpack");
+  ASSERT_TRUE(backend.ok());
+  const auto& pools = static_cast<const XnnpackBackend*>(*backend)->pools();
+  std::vector<const void*> live;
+  for (const PoolPtr& p : pools.all()) live.push_back(p.get());
+  EXPECT_NE(std::find(live.begin(), live.end(), global.summary().pool), live.end());
+  EXPECT_NE(std::find(live.begin(), live.end(), method.summary().pool), live.end());
+
+  std::vector<Floats> in = random_inputs(c, 9), before, after, other;
+  ASSERT_TRUE(method.run(in, &before).is_ok());
+  (*backend)->park_idle_workers();
+  ASSERT_TRUE(method.run(in, &after).is_ok());
+  ASSERT_TRUE(global.run(in, &other).is_ok());
+  EXPECT_TRUE(close(after, before));
+  EXPECT_TRUE(close(other, before));
 }
 
 TEST_F(XnnpackOptions, CompileSpecGetsOwnPoolBelowGlobal) {
