@@ -143,8 +143,7 @@ class Builder {
   Status lower_conv(const NodeView& n, int index);
   /// Whether value `y` (written by `producer`) is read by exactly a Sigmoid of it and a Mul of it
   /// by that Sigmoid, nothing else: SiLU. Sets the two nodes and the Mul's output if so.
-  void find_silu(int y, const fb::Node& producer, int* sig_node, int* mul_node,
-                 int* mul_out) const;
+  void find_silu(int y, const fb::Node& producer, int* sig_node, int* mul_node, int* mul_out) const;
   Status lower_matmul(const NodeView& n);
   Status lower_pool(const NodeView& n);
   Status lower_global_pool(const NodeView& n);
@@ -152,8 +151,8 @@ class Builder {
   Status lower_eltwise(const NodeView& n, int index);
   Status lower_softmax(const NodeView& n);
   Status lower_concat(const NodeView& n, int index);
-  bool place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts,
-                      int64_t axis, memory& dst);
+  bool place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts, int64_t axis,
+                      memory& dst);
   Status lower_reshape(const NodeView& n);
   Status lower_transpose(const NodeView& n);
   Status lower_layer_norm(const NodeView& n);

@@ -512,8 +512,8 @@ Status Planner::conv() {
   }
   const bool bias = input_value(2) >= 0;
   if (bias && in_shape(2).numel() != m) return fail(Error::ShapeMismatch, "bias size differs from M");
-  const ConvGeometry geometry{n,      c,      h,      w,      m,      kh,     kw,   oh,
-                              ow,     win.sh, win.sw, win.dh, win.dw, win.pt, win.pl, bias};
+  const ConvGeometry geometry{n,  c,      h,      w,      m,      kh,     kw,     oh,
+                              ow, win.sh, win.sw, win.dh, win.dw, win.pt, win.pl, bias};
   if (group == 1) return conv_gemm(geometry);
   if (fusion_ != nullptr) return fail(Error::InvalidProgram, "a residual fuses only into group 1");
   bind_input(0);
@@ -530,7 +530,8 @@ Status Planner::conv() {
   // outputs: a work item costs PoCL enough that short rows need several), adding each tap's
   // weight times a contiguous (or strided) input row segment into the row, so the compiler can
   // vectorise along the row.
-  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(oh, (64 + ow - 1) / std::max<int64_t>(ow, 1)));
+  const int64_t rows =
+      std::max<int64_t>(1, std::min<int64_t>(oh, (64 + ow - 1) / std::max<int64_t>(ow, 1)));
   const int64_t ohb = (oh + rows - 1) / rows;
   k().work_items = n * m * ohb;
   k().preferred_local = 8;
@@ -669,9 +670,10 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
   }
   auto accumulate = [&](const char* indent) {
     for (int r = 0; r < kTileRows; ++r) {
-      line(string_format("%s{ const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
-                         "c%d_1 = fma(a, b1, c%d_1); }",
-                         indent, r, r, r, r, r));
+      line(
+          string_format("%s{ const float16 a = (float16)(a%d[k]); c%d_0 = fma(a, b0, c%d_0); "
+                        "c%d_1 = fma(a, b1, c%d_1); }",
+                        indent, r, r, r, r, r));
     }
   };
   const std::string TC = std::to_string(kTileCols);
@@ -703,14 +705,15 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
     line("  const int o_ = (n * " + M + " + m) * " + P + " + j;");
     line("  __global float* o = out0 + o_;");
     line("  if (j + " + TC + " <= " + P + ") {");
-    if (fusion_ != nullptr) line("    v0 += vload16(0, " + res + " + o_); v1 += vload16(1, " + res + " + o_);");
+    if (fusion_ != nullptr)
+      line("    v0 += vload16(0, " + res + " + o_); v1 += vload16(1, " + res + " + o_);");
     if (!act0.empty()) line("    " + act0 + " " + act1);
     line("    vstore16(v0, 0, o); vstore16(v1, 1, o);");
     line("  } else {");
     line("    float tmp[" + TC + "]; vstore16(v0, 0, tmp); vstore16(v1, 1, tmp);");
     line("    for (int l = 0; l < " + P + " - j; ++l) {");
-    line(std::string("      float v = tmp[l]") + (fusion_ != nullptr ? " + " + res + "[o_ + l]" : "") +
-         ";");
+    line(std::string("      float v = tmp[l]") +
+         (fusion_ != nullptr ? " + " + res + "[o_ + l]" : "") + ";");
     if (!act.empty()) line("      " + act);
     line("      o[l] = v;");
     line("    }");
@@ -770,8 +773,8 @@ Status Planner::gemm() {
     call.name = k().name + "_gemm";
     call.label = "Gemm:gemm " + std::string(attrs_.node_name());
     call.inputs = {input_value(0), input_value(1)};
-    call.gemm = LibraryGemm{m, n, kk, 1, ta != 0, tb != 0, ta ? m : kk, tb ? kk : n, n, 0, 0, 0,
-                            alpha};
+    call.gemm =
+        LibraryGemm{m, n, kk, 1, ta != 0, tb != 0, ta ? m : kk, tb ? kk : n, n, 0, 0, 0, alpha};
     run_library_first(std::move(call));
     const bool add_c = has_c && beta != 0.0f;
     const std::string act = activation();

@@ -50,12 +50,11 @@ Status enqueue_library_gemm(const Delegate::Launch& l, cl_command_queue* queue, 
                          static_cast<size_t>(g.lda), l.b, 0, static_cast<size_t>(g.ldb), 0.0f, l.c,
                          0, static_cast<size_t>(g.ldc), queue, event)
           : CLBlastSgemmStridedBatched(
-      CLBlastLayoutRowMajor, ta, tb, static_cast<size_t>(g.m),
-      static_cast<size_t>(g.n), static_cast<size_t>(g.k), g.alpha, l.a, 0,
-      static_cast<size_t>(g.lda), static_cast<size_t>(g.a_stride), l.b, 0,
-      static_cast<size_t>(g.ldb), static_cast<size_t>(g.b_stride), 0.0f, l.c, 0,
-      static_cast<size_t>(g.ldc), static_cast<size_t>(g.c_stride), static_cast<size_t>(g.batch),
-      queue, event);
+                CLBlastLayoutRowMajor, ta, tb, static_cast<size_t>(g.m), static_cast<size_t>(g.n),
+                static_cast<size_t>(g.k), g.alpha, l.a, 0, static_cast<size_t>(g.lda),
+                static_cast<size_t>(g.a_stride), l.b, 0, static_cast<size_t>(g.ldb),
+                static_cast<size_t>(g.b_stride), 0.0f, l.c, 0, static_cast<size_t>(g.ldc),
+                static_cast<size_t>(g.c_stride), static_cast<size_t>(g.batch), queue, event);
   if (code != CLBlastSuccess) {
     return Status::error(Error::DelegateExecutionFailed,
                          "opencl: delegate '%s': CLBlast GEMM '%s' (%lld x %lld x %lld, batch "
@@ -155,7 +154,8 @@ Result<DelegatePlan> plan_delegate(const PayloadGraph& view, bool specialize_sha
       continue;
     }
     const Dims& y = p.shapes[static_cast<size_t>(outs[0])];
-    bool plain = view.value(outs[0]).is_tensor() && view.value(outs[0]).dtype == ScalarType::Float32;
+    bool plain =
+        view.value(outs[0]).is_tensor() && view.value(outs[0]).dtype == ScalarType::Float32;
     for (int32_t v : ins) {
       plain = plain && view.value(v).is_tensor() && view.value(v).dtype == ScalarType::Float32 &&
               p.shapes[static_cast<size_t>(v)] == y;
@@ -277,8 +277,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
   d->summary.activation_bytes = arena.activation_bytes;
   d->buffers.resize(nvalues);
   if (arena.arena_bytes > 0) {
-    cl_mem mem = clCreateBuffer(device->context.get(), CL_MEM_READ_WRITE, arena.arena_bytes,
-                                nullptr, &err);
+    cl_mem mem =
+        clCreateBuffer(device->context.get(), CL_MEM_READ_WRITE, arena.arena_bytes, nullptr, &err);
     if (mem == nullptr || err != CL_SUCCESS) {
       if (mem != nullptr) clReleaseMemObject(mem);
       return Status::error(Error::DelegateMemoryAllocationFailed,
@@ -319,8 +319,9 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                              "opencl: constant %d has %zu bytes, value %zu needs %zu",
                              value.constant, data.size(), v, bytes);
       }
-      mem = clCreateBuffer(device->context.get(), CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0),
-                           alloc, bytes ? const_cast<uint8_t*>(data.data()) : nullptr, &err);
+      mem = clCreateBuffer(device->context.get(),
+                           CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0), alloc,
+                           bytes ? const_cast<uint8_t*>(data.data()) : nullptr, &err);
     }
     if (mem == nullptr || err != CL_SUCCESS) {
       if (mem != nullptr) clReleaseMemObject(mem);

@@ -1,7 +1,8 @@
 // Delegate: one initialised OpenCL delegate (the DelegateHandle the backend hands out). Built by
 // build_delegate() at init: kernels generated and built (through the program cache), constants
-// uploaded, activations placed in one arena by lifetime, kernel arguments set, local sizes tuned. execute() only enqueues: input
-// writes, the kernels in graph order, output reads, on the delegate's own queue; no heap.
+// uploaded, activations placed in one arena by lifetime, kernel arguments set, local sizes tuned.
+// execute() only enqueues: input writes, the kernels in graph order, output reads, on the
+// delegate's own queue; no heap.
 #pragma once
 
 #include <CL/cl.h>

@@ -1,7 +1,7 @@
 // oneDNN's own Conv tests: the activation arena, Conv + Add fused as a sum post-op, the
-// conv_algorithm option (Winograd), Concat without copies, a broadcast Mul after a grouped Conv and SiLU as a swish post-op, against the portable kernels and the delegate's summary. The
-// Conv cases every backend shares are in tests/backends/common/conformance_test.cpp,
-// instantiated here.
+// conv_algorithm option (Winograd), Concat without copies, a broadcast Mul after a grouped Conv and
+// SiLU as a swish post-op, against the portable kernels and the delegate's summary. The Conv cases
+// every backend shares are in tests/backends/common/conformance_test.cpp, instantiated here.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -406,8 +406,8 @@ GraphCase silu_case(int variant, bool sigmoid_first, uint32_t seed) {
   const int s = g.tensor({1, 16, 10, 10});
   g.node(Op::Sigmoid, {y}, s);
   const int m = g.tensor({1, 16, 10, 10});
-  g.node(Op::Mul, sigmoid_first ? std::vector<int>{s, y} : std::vector<int>{y, s}, m)
-      .activation = fb::Activation::Relu;
+  g.node(Op::Mul, sigmoid_first ? std::vector<int>{s, y} : std::vector<int>{y, s}, m).activation =
+      fb::Activation::Relu;
   ConvCfg next{1, 16, 10, 10, 4, 1, 1};
   g.output(add_conv(g, m, next));
   if (variant == 1 || variant == 2) {

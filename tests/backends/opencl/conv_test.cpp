@@ -37,9 +37,10 @@ TEST(OpenClConv, GemmTileEdges) {
   EXPECT_TRUE(matches_portable(g));
 }
 
-// Depthwise Conv runs a few output rows per work item, each tap adding a (strided) input row segment
-// clipped to the row: odd row widths, strides 1 and 2, padding on either side only, dilation, a
-// 5x5 kernel wider than the padded row's interior, a 1-D case, a batch and both activations.
+// Depthwise Conv runs a few output rows per work item, each tap adding a (strided) input row
+// segment clipped to the row: odd row widths, strides 1 and 2, padding on either side only,
+// dilation, a 5x5 kernel wider than the padded row's interior, a 1-D case, a batch and both
+// activations.
 TEST(OpenClConv, DepthwiseRows) {
   using backend_testing::ConvCfg;
   std::vector<ConvCfg> cases;
