@@ -99,6 +99,11 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
                                 MethodState* s, Span<const SymbolValue> symbols,
                                 ResolvedOptions* resolved, DerivedValues* derived, bool* fatal);
 
+/// Whether a candidate measured at `ms` replaces the fastest so far (`best_ms`). A variant (one
+/// option value changed from what the load resolved) must be at least 3% faster: closer is the
+/// noise of five timed runs, and a variant may cost load time the measurement does not see.
+bool replaces_fastest(double ms, double best_ms, bool variant);
+
 /// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
 /// `requested` and every candidate backend that can take the delegate, runs each on
 /// deterministic inputs (the delegate's non-constant inputs are overwritten; nothing has run

@@ -20,6 +20,7 @@
 #include "tessera/backend/resolved_options.h"
 #include "tessera/backend/testing/stub_backend.h"
 #include "tessera/runtime/data_loader.h"
+#include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
@@ -408,6 +409,17 @@ TEST_F(SelectionVariantTest, ASpeedOnlyValueIsMeasuredAndTheFasterOneApplied) {
   ASSERT_TRUE(m->set_input(0, Tensor(ScalarType::Float32, sizes, x)).is_ok());
   ASSERT_TRUE(m->execute().is_ok());
   EXPECT_EQ((*m->get_output(0))->data_as<float>()[0], 1.0f);
+}
+
+// A variant needs a clear win: within 3% of the fastest so far, the value the load resolved
+// stays (the five timed runs' noise, and load costs such as a weight transform that the
+// measurement does not see); a backend's resolved configuration needs only to be faster.
+TEST(SelectionRule, AVariantMustBeatTheFastestByThreePercent) {
+  EXPECT_TRUE(internal::replaces_fastest(9.0, 10.0, true));
+  EXPECT_FALSE(internal::replaces_fastest(9.8, 10.0, true));
+  EXPECT_FALSE(internal::replaces_fastest(10.0, 10.0, true));
+  EXPECT_TRUE(internal::replaces_fastest(9.8, 10.0, false));
+  EXPECT_FALSE(internal::replaces_fastest(10.0, 10.0, false));
 }
 
 TEST_F(SelectionVariantTest, AValueTheApplicationSetIsNotVaried) {
