@@ -151,6 +151,7 @@ class Builder {
   Status lower_eltwise(const NodeView& n, int index);
   Status lower_softmax(const NodeView& n);
   Status lower_concat(const NodeView& n, int index);
+  Result<bool> lower_concat_in_chain(const NodeView& n, int index, int64_t axis);
   bool place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts, int64_t axis,
                       memory& dst);
   Status lower_reshape(const NodeView& n);
@@ -252,6 +253,18 @@ class Builder {
     bool pinned;
   };
   std::vector<OwnedBuffer> owned_;  // every fresh() buffer, in creation order
+  struct ConcatChain {
+    const uint8_t* base;  // where the buffer was when the chain began (before plan_arena)
+    size_t size;
+    memory buffer;
+  };
+  std::vector<ConcatChain> chains_;  // see lower_concat_in_chain
+  bool is_chain_buffer(const uint8_t* h) const {
+    for (const ConcatChain& c : chains_) {
+      if (c.base == h) return true;
+    }
+    return false;
+  }
 };
 
 Status Builder::resolve() {
@@ -850,6 +863,8 @@ Status Builder::lower_concat(const NodeView& n, int index) {
   const int y = n.output(0);
   const DimVector& dy = dims_[static_cast<size_t>(y)];
   const int64_t axis = normalized_axis(attrs_of<ir::ConcatAttrs>(n).axis, dy.size());
+  TESSERA_ASSIGN_OR_RETURN(bool chained, lower_concat_in_chain(n, index, axis));
+  if (chained) return Status::ok();
   std::vector<memory> srcs;
   std::vector<memory::desc> mds;
   // Same layout for every part: the first part's when all share it, else row-major.
@@ -933,7 +948,7 @@ bool Builder::place_parts_in(const NodeView& n, int index, const std::vector<mem
     for (size_t b = 0; b < owned_.size(); ++b) {
       if (owned_[b].base == base && owned_[b].size == md.get_size() && !owned_[b].pinned) owned = b;
     }
-    if (owned == owned_.size() || arg_of(parts[i]) >= 0) return false;
+    if (owned == owned_.size() || arg_of(parts[i]) >= 0 || is_chain_buffer(base)) return false;
     for (const Move& m : moves) {
       if (m.owned == owned) return false;  // the same buffer twice
     }
@@ -958,6 +973,107 @@ bool Builder::place_parts_in(const NodeView& n, int index, const std::vector<mem
   for (auto& [m, h] : handles) m.set_data_handle(h);
   // The moved buffers are gone: plan_arena must not look for them.
   for (const Move& mv : moves) owned_[mv.owned].size = 0;
+  return true;
+}
+
+// A chain of Concats that each extend the one before (a DenseNet block: Concat(x0, y1),
+// Concat(x0, y1, y2), ...; every layer's output is read by every later Concat) shares one
+// row-major buffer sized for the chain's last Concat: each part is placed once, at its channel
+// offset, and each Concat's output is a view of the buffer's first channels (contiguous at batch
+// 1 in a row-major layout). Returns false (nothing done) where that does not hold.
+Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_t axis) {
+  const int y = n.output(0);
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  if (n.num_inputs() < 1 || axis != 1 || dy.size() < 2 || dy[0] != 1) return false;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const int v = n.input(i);
+    if (v < 0 || vals_[static_cast<size_t>(v)].constant || vals_[static_cast<size_t>(v)].arg >= 0) {
+      return false;
+    }
+  }
+  // The chain's buffer: the one the first part already sits at the start of, or a new one
+  // when a later Concat extends this one.
+  memory parts0;
+  TESSERA_ASSIGN_OR_RETURN(parts0, plain_view(n.input(0), dims_[static_cast<size_t>(n.input(0))], act_));
+  const uint8_t* first = static_cast<const uint8_t*>(parts0.get_data_handle());
+  const ConcatChain* chain = nullptr;
+  for (const ConcatChain& c : chains_) {
+    if (c.base == first) chain = &c;
+  }
+  if (chain == nullptr) {
+    // New chain: the most channels any later Concat that extends this one's inputs gathers.
+    const Span<const int32_t> ins = view_.node_inputs(static_cast<size_t>(index));
+    int64_t channels = 0;
+    for (size_t k = static_cast<size_t>(index) + 1; k < view_.num_nodes(); ++k) {
+      const fb::Node& other = view_.node(k);
+      if (other.op() != fb::OpType::Concat) continue;
+      const Span<const int32_t> oins = view_.node_inputs(k);
+      if (oins.size() <= ins.size() || !std::equal(ins.begin(), ins.end(), oins.begin())) continue;
+      NodeView on(view_, other);
+      if (normalized_axis(attrs_of<ir::ConcatAttrs>(on).axis, dy.size()) != 1) continue;
+      const DimVector& od = dims_[static_cast<size_t>(on.output(0))];
+      if (od.size() != dy.size() || !std::equal(od.begin() + 2, od.end(), dy.begin() + 2)) continue;
+      channels = std::max<int64_t>(channels, od[1]);
+    }
+    if (channels <= dy[1]) return false;  // nothing extends it: the single-Concat path
+    DimVector whole = dy;
+    whole[1] = channels;
+    memory big = fresh(plain(whole, act_));
+    chains_.push_back({static_cast<const uint8_t*>(big.get_data_handle()),
+                       big.get_desc().get_size(), big});
+    chain = &chains_.back();
+  }
+  // Each part at its offset: already there, or moved there (its own buffer, not pinned).
+  const size_t elem = memory::data_type_size(act_);
+  int64_t inner = 1;
+  for (size_t d = 2; d < dy.size(); ++d) inner *= dy[d];
+  size_t offset = 0;
+  struct Move {
+    size_t owned;
+    size_t offset;
+  };
+  std::vector<Move> moves;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const int v = n.input(i);
+    TESSERA_ASSIGN_OR_RETURN(memory part, plain_view(v, dims_[static_cast<size_t>(v)], act_));
+    const size_t bytes = static_cast<size_t>(dims_[static_cast<size_t>(v)][1] * inner) * elem;
+    if (offset + bytes > chain->size) return false;
+    const uint8_t* h = static_cast<const uint8_t*>(part.get_data_handle());
+    if (h != chain->base + offset) {
+      size_t owned = owned_.size();
+      for (size_t b = 0; b < owned_.size(); ++b) {
+        if (owned_[b].base == h && owned_[b].size == bytes && !owned_[b].pinned) owned = b;
+      }
+      if (owned == owned_.size() || arg_of(part) >= 0 || is_chain_buffer(h)) return false;
+      for (const Move& m : moves) {
+        if (m.owned == owned) return false;
+      }
+      moves.push_back({owned, offset});
+    }
+    offset += bytes;
+  }
+  // A part's bytes are under this and later Concats' outputs: never written in place again.
+  for (int i = 0; i < n.num_inputs(); ++i) vals_[static_cast<size_t>(n.input(i))].shared = true;
+  // Move (as place_parts_in: every memory inside a moved buffer moves with it).
+  uint8_t* base = static_cast<uint8_t*>(chain->buffer.get_data_handle());
+  std::vector<std::pair<memory, void*>> handles;
+  for (memory& m : d_.memories) {
+    const auto* h = static_cast<const uint8_t*>(m.get_data_handle());
+    for (const Move& mv : moves) {
+      const OwnedBuffer& b = owned_[mv.owned];
+      if (h != nullptr && h >= b.base && h < b.base + b.size) {
+        handles.push_back({m, base + mv.offset + (h - b.base)});
+      }
+    }
+  }
+  for (auto& [m, h] : handles) m.set_data_handle(h);
+  for (const Move& mv : moves) owned_[mv.owned].size = 0;
+  // The output: the first `offset` bytes, row-major; never written in place (later Concats of
+  // the chain read the parts under it).
+  memory out = wrap(plain(dy, act_), base, -1);
+  ++d_.copy_free_concats;
+  set(y, out, true);
+  add_activation_step(n.node(), y, n.name());
   return true;
 }
 

@@ -323,6 +323,57 @@ TEST(OnednnConcat, CopiesWhenAPartIsReadLaterOrTheBatchIsAboveOne) {
   }
 }
 
+// A DenseNet block: every layer's 1x1 Conv reads the Concat of everything before it, and each
+// Concat extends the previous one (the first has one part, as torchvision's does). At batch 1
+// the parts go once into one buffer and every Concat is a view of its first channels; at batch 2
+// the Concats copy. Correct and stable over repeated runs either way.
+GraphCase dense_block(int64_t batch, uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  const int in = g.input({batch, 8, 6, 6});
+  const int x0 = g.tensor({batch, 8, 6, 6});
+  g.node(Op::Relu, {in}, x0);
+  std::vector<int> parts = {x0};
+  int64_t channels = 8;
+  int last = -1;
+  for (int layer = 0; layer < 4; ++layer) {
+    const int c = g.tensor({batch, channels, 6, 6});
+    g.node(Op::Concat, parts, c).attrs.push_back(ir::Attr::make_int("axis", 1));
+    last = c;
+    if (layer == 3) break;
+    ConvCfg conv{batch, channels, 6, 6, 8, 1, 1};
+    conv.act = fb::Activation::Relu;
+    parts.push_back(add_conv(g, c, conv));
+    channels += 8;
+  }
+  ConvCfg head{batch, channels, 6, 6, 4, 3, 3};
+  head.pt = head.pl = head.pb = head.pr = 1;
+  g.output(add_conv(g, last, head));
+  return g;
+}
+
+TEST(OnednnConcat, DenseBlockSharesOneBufferAtBatchOne) {
+  for (int64_t batch : {1, 2}) {
+    GraphCase g = dense_block(batch, 44);
+    EXPECT_TRUE(matches_portable(g)) << batch;
+    Session s;
+    ASSERT_TRUE(s.init(g).is_ok());
+    const DelegateSummary sum = summarize_delegate(s.handle());
+    if (batch == 1) {
+      EXPECT_EQ(sum.copy_free_concats, 4u);
+      for (const std::string& step : sum.steps) {
+        EXPECT_EQ(step.find("concat:"), std::string::npos) << step;
+      }
+    } else {
+      EXPECT_EQ(sum.copy_free_concats, 0u);
+    }
+    std::vector<Floats> in = random_inputs(g, 6), first, again;
+    ASSERT_TRUE(s.run(in, &first).is_ok());
+    ASSERT_TRUE(s.run(in, &again).is_ok());
+    EXPECT_EQ(first, again) << batch;
+  }
+}
+
 // A SqueezeNet fire module (Convs into the Concat): in place or copied, depending on the layouts
 // oneDNN chooses for this machine's ISA; correct either way, over repeated runs.
 TEST(OnednnConcat, FireModuleStaysExact) {
