@@ -1,6 +1,7 @@
 #include "tessera/backends/onednn/graph_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -142,7 +143,8 @@ class Builder {
                     const Window& win) const;
   Status lower_conv(const NodeView& n, int index);
   /// Whether value `y` (written by `producer`) is read by exactly a Sigmoid of it and a Mul of it
-  /// by that Sigmoid, nothing else: SiLU. Sets the two nodes and the Mul's output if so.
+  /// by that Sigmoid, nothing else: SiLU (or by a HardSigmoid with PyTorch's constants and such a
+  /// Mul: HardSwish). Sets the two nodes and the Mul's output if so.
   void find_silu(int y, const fb::Node& producer, int* sig_node, int* mul_node, int* mul_out) const;
   Status lower_matmul(const NodeView& n);
   Status lower_pool(const NodeView& n);
@@ -459,17 +461,52 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   // output, the Sigmoid read by that Mul alone) becomes a swish post-op.
   int sig_node = -1, mul_node = -1, mul_out = -1;
   if (add_node < 0) find_silu(y, n.node(), &sig_node, &mul_node, &mul_out);
+  // Or a lone activation-like node reading only the Conv's output (HardSwish, Sigmoid,
+  // HardSigmoid, ...: the ones the compiler does not fold into Activation) becomes post-ops.
+  int elt_node = -1, elt_out = -1;
+  if (add_node < 0 && mul_node < 0 && ys.size() == 1 && !view_.value(y).graph_output &&
+      !done_[static_cast<size_t>(ys[0])]) {
+    const fb::Node& e = view_.node(static_cast<size_t>(ys[0]));
+    NodeView ev(view_, e);
+    if (lowering_of(e.op()).lowering == Lowering::Eltwise && ev.num_inputs() == 1 &&
+        ev.input(0) == y && dims_[static_cast<size_t>(ev.output(0))] == dy) {
+      elt_node = ys[0];
+      elt_out = ev.output(0);
+    }
+  }
 
-  dnnl::post_ops ops;
-  append_activation(ops, n.node());
-  if (add_node >= 0) {
-    ops.append_sum(1.0f);
-    append_activation(ops, view_.node(static_cast<size_t>(add_node)));
-  }
-  if (mul_node >= 0) {
-    ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
-    append_activation(ops, view_.node(static_cast<size_t>(mul_node)));
-  }
+  auto post_ops = [&]() {
+    dnnl::post_ops ops;
+    append_activation(ops, n.node());
+    if (add_node >= 0) {
+      ops.append_sum(1.0f);
+      append_activation(ops, view_.node(static_cast<size_t>(add_node)));
+    }
+    if (mul_node >= 0) {
+      if (view_.node(static_cast<size_t>(sig_node)).op() == fb::OpType::HardSigmoid) {
+        ops.append_eltwise(1.0f, algorithm::eltwise_hardswish, 0.0f, 0.0f);
+      } else {
+        ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
+      }
+      append_activation(ops, view_.node(static_cast<size_t>(mul_node)));
+    }
+    if (elt_node >= 0) {
+      const fb::Node& e = view_.node(static_cast<size_t>(elt_node));
+      NodeView ev(view_, e);
+      if (e.op() == fb::OpType::HardSigmoid) {
+        const ir::HardSigmoidAttrs a = attrs_of<ir::HardSigmoidAttrs>(ev);
+        ops.append_eltwise(1.0f, algorithm::eltwise_linear, a.alpha, a.beta);
+        ops.append_eltwise(1.0f, algorithm::eltwise_clip, 0.0f, 1.0f);
+      } else {
+        EltwiseSpec spec;
+        eltwise_of(ev, &spec);
+        ops.append_eltwise(1.0f, static_cast<algorithm>(spec.algorithm), spec.alpha, spec.beta);
+      }
+      append_activation(ops, e);
+    }
+    return ops;
+  };
+  dnnl::post_ops ops = post_ops();
   const memory::dims strides = {win.stride[0], win.stride[1]};
   const memory::dims dilation = {win.dilation[0], win.dilation[1]};
   const memory::dims pad_l = {win.pad_begin[0], win.pad_begin[1]};
@@ -484,6 +521,15 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     return dnnl::convolution_forward::primitive_desc(desc, attr(&ops), options_.engine);
   };
   dnnl::convolution_forward::primitive_desc pd;
+  if (elt_node >= 0) {
+    // An activation the convolution kernels cannot apply as a post-op runs as its own step.
+    try {
+      pd = make_pd(any(dy, act_));
+    } catch (const dnnl::error&) {
+      elt_node = -1;
+      ops = post_ops();
+    }
+  }
   try {
     pd = make_pd(any(dy, act_));
   } catch (const dnnl::error&) {
@@ -554,6 +600,11 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     ++d_.fused_silus;
     set(mul_out, dst);
     set(y, dst, true);  // read only by the two fused nodes
+  } else if (elt_node >= 0) {
+    done_[static_cast<size_t>(elt_node)] = true;
+    ++d_.fused_eltwise;
+    set(elt_out, dst);
+    set(y, dst, true);  // read only by the fused node
   } else {
     set(y, dst);
   }
@@ -571,12 +622,18 @@ void Builder::find_silu(int y, const fb::Node& producer, int* sig_node, int* mul
     const int sn = ys[static_cast<size_t>(k)], mn = ys[static_cast<size_t>(1 - k)];
     const fb::Node& sig = view_.node(static_cast<size_t>(sn));
     const fb::Node& mul = view_.node(static_cast<size_t>(mn));
-    if (sig.op() != fb::OpType::Sigmoid || mul.op() != fb::OpType::Mul ||
-        sig.activation() != fb::Activation::None || done_[static_cast<size_t>(sn)] ||
-        done_[static_cast<size_t>(mn)]) {
+    if ((sig.op() != fb::OpType::Sigmoid && sig.op() != fb::OpType::HardSigmoid) ||
+        mul.op() != fb::OpType::Mul || sig.activation() != fb::Activation::None ||
+        done_[static_cast<size_t>(sn)] || done_[static_cast<size_t>(mn)]) {
       continue;
     }
     NodeView sv(view_, sig), mv(view_, mul);
+    if (sig.op() == fb::OpType::HardSigmoid) {
+      // x * HardSigmoid(x) is HardSwish (as opsets before 14 export it) only with PyTorch's
+      // constants, those of oneDNN's eltwise_hardswish.
+      const ir::HardSigmoidAttrs a = attrs_of<ir::HardSigmoidAttrs>(sv);
+      if (std::fabs(a.alpha - 1.0f / 6.0f) > 1e-6f || a.beta != 0.5f) continue;
+    }
     const int s = sv.output(0);
     if (sv.num_inputs() != 1 || sv.input(0) != y || mv.num_inputs() != 2 || s < 0 ||
         view_.value(s).graph_output || view_.consumers(s).size() != 1 ||

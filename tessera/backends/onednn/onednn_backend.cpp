@@ -357,6 +357,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.in_place_sums = d->in_place_sums;
   s.copy_free_concats = d->copy_free_concats;
   s.fused_silus = d->fused_silus;
+  s.fused_eltwise = d->fused_eltwise;
   s.winograd_convs = d->winograd_convs;
   s.weights_from_cache = d->weights_from_cache;
   s.weights_cached = d->weights_cached;

@@ -67,7 +67,8 @@ struct DelegateSummary {
   size_t fused_sums = 0;
   size_t in_place_sums = 0;
   size_t copy_free_concats = 0;    // Concats whose parts were written in place in the output
-  size_t fused_silus = 0;          // x * sigmoid(x) after a Conv, as a swish post-op
+  size_t fused_silus = 0;          // SiLU or HardSwish (x * gate(x)) after a Conv, as a post-op
+  size_t fused_eltwise = 0;        // an activation-like node after a Conv, as post-ops
   size_t winograd_convs = 0;       // convolutions computed with Winograd (conv_algorithm)
   size_t weights_from_cache = 0;   // Winograd weights read from cache_dir
   size_t weights_cached = 0;       // Winograd weights written to cache_dir

@@ -484,6 +484,56 @@ TEST(OnednnSilu, FusedIntoTheConvAsSwish) {
   }
 }
 
+// HardSwish as opsets before 14 export it: x * HardSigmoid(x) with alpha 1/6 and beta 0.5 is
+// oneDNN's eltwise_hardswish; other constants are not, and stay two steps.
+TEST(OnednnSilu, HardSwishWithPyTorchConstantsFuses) {
+  for (float alpha : {1.0f / 6.0f, 0.2f}) {
+    GraphCase g;
+    g.seed = 62;
+    const int x = g.input({1, 8, 10, 10});
+    ConvCfg c{1, 8, 10, 10, 16, 3, 3};
+    c.pt = c.pl = c.pb = c.pr = 1;
+    const int y = add_conv(g, x, c);
+    const int h = g.tensor({1, 16, 10, 10});
+    ir::Node& hs = g.node(Op::HardSigmoid, {y}, h);
+    hs.attrs.push_back(ir::Attr::make_float("alpha", alpha));
+    hs.attrs.push_back(ir::Attr::make_float("beta", 0.5f));
+    const int m = g.tensor({1, 16, 10, 10});
+    g.node(Op::Mul, {y, h}, m);
+    g.output(m);
+    EXPECT_TRUE(matches_portable(g, -4.0f, 4.0f)) << alpha;
+    Session s;
+    ASSERT_TRUE(s.init(g).is_ok());
+    EXPECT_EQ(summarize_delegate(s.handle()).fused_silus, alpha == 0.2f ? 0u : 1u) << alpha;
+  }
+}
+
+// A lone activation-like node after a Conv (Sigmoid, HardSigmoid as two eltwise post-ops, and
+// one with a fused Relu of its own) runs inside the Conv.
+TEST(OnednnEltwise, ALoneActivationAfterAConvIsAPostOp) {
+  GraphCase g;
+  g.seed = 63;
+  int v = g.input({1, 8, 10, 10});
+  for (Op op : {Op::Sigmoid, Op::HardSigmoid, Op::Tanh}) {
+    ConvCfg c{1, 8, 10, 10, 8, 3, 3};
+    c.pt = c.pl = c.pb = c.pr = 1;
+    const int y = add_conv(g, v, c);
+    const int z = g.tensor({1, 8, 10, 10});
+    ir::Node& e = g.node(op, {y}, z);
+    if (op == Op::Tanh) e.activation = fb::Activation::Relu;
+    v = z;
+  }
+  g.output(v);
+  EXPECT_TRUE(matches_portable(g, -4.0f, 4.0f));
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  const DelegateSummary sum = summarize_delegate(s.handle());
+  EXPECT_EQ(sum.fused_eltwise, 3u);
+  for (const std::string& step : sum.steps) {
+    EXPECT_EQ(step.find("eltwise:"), std::string::npos) << step;
+  }
+}
+
 TEST(OnednnSilu, NotFusedWhenAnOperandIsReadElsewhereOrTheConvHasAnActivation) {
   for (int variant : {1, 2, 3}) {
     GraphCase g = silu_case(variant, false, 61);
