@@ -261,6 +261,14 @@ class Builder {
     memory buffer;
   };
   std::vector<ConcatChain> chains_;  // see lower_concat_in_chain
+  /// Owned buffer `owned` moves to byte `offset` of a destination (Concat without copies).
+  struct BufferMove {
+    size_t owned;
+    size_t offset;
+  };
+  /// Moves each buffer to `to` + its offset, with every memory that points into it; the moved
+  /// buffers leave owned_ (their allocations are freed).
+  void move_buffers(const std::vector<BufferMove>& moves, uint8_t* to);
   bool is_chain_buffer(const uint8_t* h) const {
     for (const ConcatChain& c : chains_) {
       if (c.base == h) return true;
@@ -990,11 +998,7 @@ Status Builder::lower_concat(const NodeView& n, int index) {
 // in the output, and no concat step runs.
 bool Builder::place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts,
                              int64_t axis, memory& dst) {
-  struct Move {
-    size_t owned;
-    int64_t offset;
-  };
-  std::vector<Move> moves;
+  std::vector<BufferMove> moves;
   memory::dims offsets(dst.get_desc().dims().size(), 0);
   for (size_t i = 0; i < parts.size(); ++i) {
     const int v = n.input(static_cast<int>(i));
@@ -1006,31 +1010,34 @@ bool Builder::place_parts_in(const NodeView& n, int index, const std::vector<mem
       if (owned_[b].base == base && owned_[b].size == md.get_size() && !owned_[b].pinned) owned = b;
     }
     if (owned == owned_.size() || arg_of(parts[i]) >= 0 || is_chain_buffer(base)) return false;
-    for (const Move& m : moves) {
+    for (const BufferMove& m : moves) {
       if (m.owned == owned) return false;  // the same buffer twice
     }
     const int64_t offset = region_offset(dst.get_desc(), md, offsets);
     if (offset < 0) return false;
-    moves.push_back({owned, offset});
+    moves.push_back({owned, static_cast<size_t>(offset)});
     offsets[static_cast<size_t>(axis)] += md.dims()[static_cast<size_t>(axis)];
   }
-  auto* out = static_cast<uint8_t*>(dst.get_data_handle());
+  move_buffers(moves, static_cast<uint8_t*>(dst.get_data_handle()));
+  return true;
+}
+
+void Builder::move_buffers(const std::vector<BufferMove>& moves, uint8_t* to) {
   // New handles first (views into a moved buffer move with it), then apply them: moving a
   // buffer's owning memory frees its allocation.
   std::vector<std::pair<memory, void*>> handles;
   for (memory& m : d_.memories) {
     const auto* h = static_cast<const uint8_t*>(m.get_data_handle());
-    for (const Move& mv : moves) {
+    for (const BufferMove& mv : moves) {
       const OwnedBuffer& b = owned_[mv.owned];
       if (h != nullptr && h >= b.base && h < b.base + b.size) {
-        handles.push_back({m, out + mv.offset + (h - b.base)});
+        handles.push_back({m, to + mv.offset + (h - b.base)});
       }
     }
   }
   for (auto& [m, h] : handles) m.set_data_handle(h);
   // The moved buffers are gone: plan_arena must not look for them.
-  for (const Move& mv : moves) owned_[mv.owned].size = 0;
-  return true;
+  for (const BufferMove& mv : moves) owned_[mv.owned].size = 0;
 }
 
 // A chain of Concats that each extend the one before (a DenseNet block: Concat(x0, y1),
@@ -1085,11 +1092,7 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
   int64_t inner = 1;
   for (size_t d = 2; d < dy.size(); ++d) inner *= dy[d];
   size_t offset = 0;
-  struct Move {
-    size_t owned;
-    size_t offset;
-  };
-  std::vector<Move> moves;
+  std::vector<BufferMove> moves;
   for (int i = 0; i < n.num_inputs(); ++i) {
     const int v = n.input(i);
     TESSERA_ASSIGN_OR_RETURN(memory part, plain_view(v, dims_[static_cast<size_t>(v)], act_));
@@ -1102,29 +1105,17 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
         if (owned_[b].base == h && owned_[b].size == bytes && !owned_[b].pinned) owned = b;
       }
       if (owned == owned_.size() || arg_of(part) >= 0 || is_chain_buffer(h)) return false;
-      for (const Move& m : moves) {
+      for (const BufferMove& m : moves) {
         if (m.owned == owned) return false;
       }
-      moves.push_back({owned, offset});
+      moves.push_back({owned, static_cast<size_t>(offset)});
     }
     offset += bytes;
   }
   // A part's bytes are under this and later Concats' outputs: never written in place again.
   for (int i = 0; i < n.num_inputs(); ++i) vals_[static_cast<size_t>(n.input(i))].shared = true;
-  // Move (as place_parts_in: every memory inside a moved buffer moves with it).
   uint8_t* base = static_cast<uint8_t*>(chain->buffer.get_data_handle());
-  std::vector<std::pair<memory, void*>> handles;
-  for (memory& m : d_.memories) {
-    const auto* h = static_cast<const uint8_t*>(m.get_data_handle());
-    for (const Move& mv : moves) {
-      const OwnedBuffer& b = owned_[mv.owned];
-      if (h != nullptr && h >= b.base && h < b.base + b.size) {
-        handles.push_back({m, base + mv.offset + (h - b.base)});
-      }
-    }
-  }
-  for (auto& [m, h] : handles) m.set_data_handle(h);
-  for (const Move& mv : moves) owned_[mv.owned].size = 0;
+  move_buffers(moves, base);
   // The output: the first `offset` bytes, row-major; never written in place (later Concats of
   // the chain read the parts under it).
   memory out = wrap(plain(dy, act_), base, -1);

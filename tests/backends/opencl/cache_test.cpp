@@ -12,12 +12,6 @@
 namespace tessera::opencl::testing {
 namespace {
 
-RunOptions with(const LoadBackendOptionsMap& load) {
-  RunOptions o;
-  o.load = &load;
-  return o;
-}
-
 LoadBackendOptionsMap cache_options(const std::string& dir, const char* mode = "readwrite") {
   LoadBackendOptionsMap load;
   EXPECT_TRUE(load.set("opencl", kCacheDir, dir).is_ok());

@@ -13,12 +13,6 @@
 namespace tessera::opencl::testing {
 namespace {
 
-RunOptions with(const LoadBackendOptionsMap& load) {
-  RunOptions o;
-  o.load = &load;
-  return o;
-}
-
 ::testing::AssertionResult matches_portable_with(const GraphCase& g,
                                                  const LoadBackendOptionsMap& load) {
   const std::vector<Floats> in = random_inputs(g, 4);

@@ -23,4 +23,11 @@ inline constexpr backend_testing::BoundRun run_opencl{kBackendName};
 /// Runs both ways on random inputs and compares.
 inline constexpr backend_testing::BoundMatchesPortable matches_portable{kBackendName};
 
+/// Run options with `load` as the load's backend options (which must outlive them).
+inline RunOptions with(const LoadBackendOptionsMap& load) {
+  RunOptions o;
+  o.load = &load;
+  return o;
+}
+
 }  // namespace tessera::opencl::testing

@@ -12,12 +12,6 @@
 namespace tessera::opencl::testing {
 namespace {
 
-RunOptions with(const LoadBackendOptionsMap& load) {
-  RunOptions o;
-  o.load = &load;
-  return o;
-}
-
 TEST(OpenClOptions, SchemaDeclaresEveryOption) {
   Result<BackendInterface*> b = get_backend("opencl");
   ASSERT_TRUE(b.ok());
