@@ -529,23 +529,27 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     return dnnl::convolution_forward::primitive_desc(desc, attr(&ops), options_.engine);
   };
   dnnl::convolution_forward::primitive_desc pd;
+  bool have_pd = false;
   if (elt_node >= 0) {
     // An activation the convolution kernels cannot apply as a post-op runs as its own step.
     try {
       pd = make_pd(any(dy, act_));
+      have_pd = true;
     } catch (const dnnl::error&) {
       elt_node = -1;
       ops = post_ops();
     }
   }
-  try {
-    pd = make_pd(any(dy, act_));
-  } catch (const dnnl::error&) {
-    if (alg != algorithm::convolution_winograd) throw;
-    // oneDNN's Winograd kernels have limits of their own (some paddings and shapes); this
-    // convolution is outside them, so it is direct. The summary counts the Winograd ones.
-    alg = algorithm::convolution_direct;
-    pd = make_pd(any(dy, act_));
+  if (!have_pd) {
+    try {
+      pd = make_pd(any(dy, act_));
+    } catch (const dnnl::error&) {
+      if (alg != algorithm::convolution_winograd) throw;
+      // oneDNN's Winograd kernels have limits of their own (some paddings and shapes); this
+      // convolution is outside them, so it is direct. The summary counts the Winograd ones.
+      alg = algorithm::convolution_direct;
+      pd = make_pd(any(dy, act_));
+    }
   }
   if (alg == algorithm::convolution_winograd) ++d_.winograd_convs;
 

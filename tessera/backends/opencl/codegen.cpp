@@ -117,18 +117,32 @@ class Planner {
     if (!act.empty()) line(act);
     line(std::string("out0[") + index + "] = v;");
   }
-  // Vectorised elementwise kernels: work item `gid` takes elements [base_, base_ + 8) of the
-  // output's T elements; returns T's parameter name.
-  std::string vector_split() {
+  // An elementwise kernel without broadcast: work item `gid` takes elements [base_, base_ + 8)
+  // of the output as one float8 (`load8` declares the operands at base_, `load1` at i; `expr`,
+  // of them, is valid for float8 as for float), and the tensor's tail one by one.
+  void vectorised(const std::string& load8, const std::string& load1, const std::string& expr) {
     const int64_t total = out_shape().numel();
     k().work_items = (total + 7) / 8;
-    line("const int base_ = gid * 8;");
-    return param("T", total);
-  }
-  void store8() {
+    const std::string T = param("T", total);
     const std::string act = activation();
+    line("const int base_ = gid * 8;");
+    line("if (base_ + 8 <= " + T + ") {");
+    line("  " + load8);
+    line("  float8 v = " + expr + ";");
     if (!act.empty()) line("  " + act);
     line("  vstore8(v, 0, out0 + base_);");
+    line("} else {");
+    line("  for (int i = base_; i < " + T + "; ++i) {");
+    line("    " + load1);
+    line("    float v = " + expr + ";");
+    store_at("i");
+    line("  }");
+    line("}");
+  }
+  // A library GEMM needs no epilogue: its call becomes the node's kernel.
+  void library_call_is_the_kernel() {
+    k() = std::move(plan_->before.back());
+    plan_->before.pop_back();
   }
 
   Status check_values();
@@ -345,18 +359,7 @@ Status Planner::unary() {
   // Eight elements per work item, as one float8 (the expressions are valid for float8 as for
   // float), and the tail of the tensor one by one.
   bind_input(0);
-  const std::string T = vector_split();
-  line("if (base_ + 8 <= " + T + ") {");
-  line("  const float8 x = vload8(0, in0 + base_);");
-  line("  float8 v = " + expr + ";");
-  store8();
-  line("} else {");
-  line("  for (int i = base_; i < " + T + "; ++i) {");
-  line("    const float x = in0[i];");
-  line("    float v = " + expr + ";");
-  store_at("i");
-  line("  }");
-  line("}");
+  vectorised("const float8 x = vload8(0, in0 + base_);", "const float x = in0[i];", expr);
   return Status::ok();
 }
 
@@ -393,19 +396,8 @@ Status Planner::binary() {
   std::string a = "in0[gid]", b = "in1[gid]";
   const bool same0 = *ins[0] == out, same1 = *ins[1] == out;
   if (same0 && same1) {
-    // No broadcast: eight elements per work item as float8, the tail one by one.
-    const std::string T = vector_split();
-    line("if (base_ + 8 <= " + T + ") {");
-    line("  const float8 a = vload8(0, in0 + base_), b = vload8(0, in1 + base_);");
-    line(std::string("  float8 v = ") + fmt + ";");
-    store8();
-    line("} else {");
-    line("  for (int i = base_; i < " + T + "; ++i) {");
-    line("    const float a = in0[i], b = in1[i];");
-    line(std::string("    float v = ") + fmt + ";");
-    store_at("i");
-    line("  }");
-    line("}");
+    vectorised("const float8 a = vload8(0, in0 + base_), b = vload8(0, in1 + base_);",
+               "const float a = in0[i], b = in1[i];", fmt);
     return Status::ok();
   }
   if (!same0 || !same1) {
@@ -728,8 +720,7 @@ Status Planner::conv_gemm(const ConvGeometry& g) {
 Status Planner::conv_epilogue(int64_t m, int64_t p, bool bias) {
   const std::string act = activation();
   if (!bias && fusion_ == nullptr && act.empty()) {
-    k() = std::move(plan_->before.back());
-    plan_->before.pop_back();
+    library_call_is_the_kernel();
     return Status::ok();
   }
   k().inputs.clear();
@@ -779,8 +770,7 @@ Status Planner::gemm() {
     const bool add_c = has_c && beta != 0.0f;
     const std::string act = activation();
     if (!add_c && act.empty()) {
-      k() = std::move(plan_->before.back());
-      plan_->before.pop_back();
+      library_call_is_the_kernel();
       return Status::ok();
     }
     if (add_c) bind_input(2);

@@ -311,18 +311,15 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
     if (!value.is_tensor() || value.dtype != ScalarType::Float32 || !value.is_constant()) continue;
     const size_t bytes = static_cast<size_t>(shapes[v].numel()) * sizeof(float);
     const size_t alloc = bytes == 0 ? sizeof(float) : bytes;
-    cl_mem mem = nullptr;
-    {
-      const Span<const uint8_t> data = value.data;
-      if (data.size() != bytes) {
-        return Status::error(Error::InvalidProgram,
-                             "opencl: constant %d has %zu bytes, value %zu needs %zu",
-                             value.constant, data.size(), v, bytes);
-      }
-      mem = clCreateBuffer(device->context.get(),
-                           CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0), alloc,
-                           bytes ? const_cast<uint8_t*>(data.data()) : nullptr, &err);
+    const Span<const uint8_t> data = value.data;
+    if (data.size() != bytes) {
+      return Status::error(Error::InvalidProgram,
+                           "opencl: constant %d has %zu bytes, value %zu needs %zu",
+                           value.constant, data.size(), v, bytes);
     }
+    cl_mem mem =
+        clCreateBuffer(device->context.get(), CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0),
+                       alloc, bytes ? const_cast<uint8_t*>(data.data()) : nullptr, &err);
     if (mem == nullptr || err != CL_SUCCESS) {
       if (mem != nullptr) clReleaseMemObject(mem);
       return Status::error(Error::DelegateMemoryAllocationFailed,
@@ -477,30 +474,23 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     }
   }
   size_t launched = 0;
+  Status library_failure;  // a CLBlast GEMM that failed (its own status code in the message)
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     err = take_enqueue_fault();  // CL_SUCCESS unless a test injects a failure (cl_util.h)
     if (err != CL_SUCCESS) break;
     if (l.library) {
-      Status st = enqueue_library_gemm(l, &q, profile ? &events[i] : nullptr, id);
-      if (!st.is_ok()) {
-        clFinish(q);
-        for (size_t j = 0; j < launched; ++j) {
-          if (events[j] != nullptr) clReleaseEvent(events[j]);
-          events[j] = nullptr;
-        }
-        return st;
-      }
-      ++launched;
-      continue;
+      library_failure = enqueue_library_gemm(l, &q, profile ? &events[i] : nullptr, id);
+      if (!library_failure.is_ok()) break;
+    } else {
+      err = clEnqueueNDRangeKernel(q, l.kernel.get(), 1, nullptr, &l.global,
+                                   l.local == 0 ? nullptr : &l.local, 0, nullptr,
+                                   profile ? &events[i] : nullptr);
+      if (err != CL_SUCCESS) break;
     }
-    err = clEnqueueNDRangeKernel(q, l.kernel.get(), 1, nullptr, &l.global,
-                                 l.local == 0 ? nullptr : &l.local, 0, nullptr,
-                                 profile ? &events[i] : nullptr);
-    if (err != CL_SUCCESS) break;
     ++launched;
   }
-  if (err == CL_SUCCESS) {
+  if (err == CL_SUCCESS && library_failure.is_ok()) {
     for (size_t o = 0; o < outputs.size(); ++o) {
       if (outputs[o].bytes == 0) continue;
       err = clEnqueueReadBuffer(q, buffers[static_cast<size_t>(outputs[o].buffer)].get(), CL_FALSE, 0,
@@ -521,6 +511,7 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
       events[i] = nullptr;
     }
   }
+  if (!library_failure.is_ok()) return library_failure;
   if (err != CL_SUCCESS) return cl_failure(id, "enqueue", err);
   if (finish != CL_SUCCESS) return cl_failure(id, "clFinish", finish);
   return Status::ok();
