@@ -314,8 +314,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
     const Span<const uint8_t> data = value.data;
     if (data.size() != bytes) {
       return Status::error(Error::InvalidProgram,
-                           "opencl: constant %d has %zu bytes, value %zu needs %zu",
-                           value.constant, data.size(), v, bytes);
+                           "opencl: constant %d has %zu bytes, value %zu needs %zu", value.constant,
+                           data.size(), v, bytes);
     }
     cl_mem mem =
         clCreateBuffer(device->context.get(), CL_MEM_READ_ONLY | (bytes ? CL_MEM_COPY_HOST_PTR : 0),
