@@ -242,6 +242,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
   d->device = device;
   const Device& dev = device->device;
   d->summary.device = dev.name;
+  d->summary.device_type = dev.type;
   d->summary.context = device.get();
 
   TESSERA_ASSIGN_OR_RETURN(DelegatePlan plan,

@@ -37,6 +37,7 @@ struct DelegateSettings {
 /// What a delegate was built into, for tests, benchmarks and tools.
 struct DelegateSummary {
   std::string device;          // device name
+  std::string device_type;     // "gpu", "cpu", "accelerator" or "other"
   const void* context = nullptr;  // identity of the shared device context
   size_t kernels = 0;             // kernel launches per execute
   size_t functions = 0;           // distinct kernel functions in the program (launches share them)
