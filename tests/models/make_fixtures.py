@@ -161,7 +161,7 @@ FIXTURES = {
 
 EXTRA = {
     name: (torchvision_classifier(name), (1, 3, 224, 224), True, 13)
-    for name in ["squeezenet1_0", "shufflenet_v2_x0_5", "mnasnet0_5", "efficientnet_b0",
+    for name in ["squeezenet1_1", "shufflenet_v2_x1_0", "mnasnet0_5", "efficientnet_b0",
                  "regnet_y_400mf", "mobilenet_v3_small", "googlenet", "densenet121",
                  "resnext50_32x4d"]
 }

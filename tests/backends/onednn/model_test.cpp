@@ -88,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModelBf16,
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnednnModel,
                          ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer",
                                            "transformer_op17", "mobilenet_v2", "resnet18",
-                                           "squeezenet1_0", "shufflenet_v2_x0_5", "mnasnet0_5",
+                                           "squeezenet1_1", "shufflenet_v2_x1_0", "mnasnet0_5",
                                            "efficientnet_b0", "regnet_y_400mf",
                                            "mobilenet_v3_small", "googlenet", "densenet121",
                                            "resnext50_32x4d"));

@@ -96,8 +96,8 @@ TEST_P(XnnpackModel, MatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, XnnpackModel,
                          ::testing::Values("mlp", "mlp_op11", "mlp_op17", "transformer",
-                                           "mobilenet_v2", "resnet18", "squeezenet1_0",
-                                           "shufflenet_v2_x0_5", "mnasnet0_5", "efficientnet_b0",
+                                           "mobilenet_v2", "resnet18", "squeezenet1_1",
+                                           "shufflenet_v2_x1_0", "mnasnet0_5", "efficientnet_b0",
                                            "regnet_y_400mf", "mobilenet_v3_small", "googlenet",
                                            "densenet121", "resnext50_32x4d"));
 
