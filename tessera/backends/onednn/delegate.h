@@ -61,6 +61,7 @@ class Delegate {
   size_t activation_bytes = 0;    // what the buffers in it would take one by one
   size_t fused_sums = 0;          // residual adds fused as sum post-ops
   size_t copy_free_concats = 0;   // Concats whose parts were written in place in the output
+  size_t concat_layout_convs = 0;  // Convs asked for a Concat sibling's Winograd layout
   size_t fused_silus = 0;         // x * sigmoid(x) (or x * hardsigmoid(x)) after a Conv, as a post-op
   size_t fused_eltwise = 0;       // an activation-like node after a Conv, as post-ops
   size_t in_place_sums = 0;       // of which write into the residual's own buffer

@@ -142,6 +142,10 @@ class Builder {
   bool use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
                     const Window& win) const;
   Status lower_conv(const NodeView& n, int index);
+  /// Whether Conv output `y` is a part of a channel Concat (batch 1) whose Conv parts include a
+  /// Winograd one: every part then produces Winograd's channel-blocked layout, so that each
+  /// writes straight into its region of the Concat's output (place_parts_in), no copies.
+  bool shares_winograd_concat_layout(int y) const;
   /// Whether value `y` (written by `producer`) is read by exactly a Sigmoid of it and a Mul of it
   /// by that Sigmoid, nothing else: SiLU (or by a HardSigmoid with PyTorch's constants and such a
   /// Mul: HardSwish). Sets the two nodes and the Mul's output if so.
@@ -552,6 +556,17 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     }
   }
   if (alg == algorithm::convolution_winograd) ++d_.winograd_convs;
+  if (add_node < 0 && mul_node < 0 && elt_node < 0 && shares_winograd_concat_layout(y)) {
+    const memory::desc blocked(dy, act_, memory::format_tag::aBcd16b);
+    if (pd.dst_desc() != blocked) {
+      try {
+        pd = make_pd(blocked);
+        ++d_.concat_layout_convs;
+      } catch (const dnnl::error&) {
+        // No kernel writes that layout for this convolution: the Concat copies instead.
+      }
+    }
+  }
 
   memory dst;
   if (add_node >= 0) {
@@ -928,6 +943,34 @@ Status Builder::lower_softmax(const NodeView& n) {
   return Status::ok();
 }
 
+bool Builder::shares_winograd_concat_layout(int y) const {
+  const Span<const int32_t> ys = view_.consumers(y);
+  if (ys.size() != 1 || view_.value(y).graph_output) return false;
+  const fb::Node& c = view_.node(static_cast<size_t>(ys[0]));
+  if (c.op() != fb::OpType::Concat) return false;
+  NodeView cv(view_, c);
+  const DimVector& dc = dims_[static_cast<size_t>(cv.output(0))];
+  if (dc.size() != 4 || dc[0] != 1 ||
+      normalized_axis(attrs_of<ir::ConcatAttrs>(cv).axis, dc.size()) != 1) {
+    return false;
+  }
+  bool winograd = false;
+  for (int i = 0; i < cv.num_inputs(); ++i) {
+    const int v = cv.input(i);
+    if (v < 0 || dims_[static_cast<size_t>(v)][1] % 16 != 0) return false;  // blocks of 16
+    const int32_t p = view_.value(v).producer;
+    if (p < 0) return false;
+    const fb::Node& pn = view_.node(static_cast<size_t>(p));
+    if (pn.op() != fb::OpType::Conv) continue;
+    NodeView pv(view_, pn);
+    if (use_winograd(dims_[static_cast<size_t>(pv.input(1))], dims_[static_cast<size_t>(v)],
+                     attrs_of<ir::ConvAttrs>(pv).group, read_window(pv))) {
+      winograd = true;
+    }
+  }
+  return winograd;
+}
+
 Status Builder::lower_concat(const NodeView& n, int index) {
   const int y = n.output(0);
   const DimVector& dy = dims_[static_cast<size_t>(y)];
@@ -1061,12 +1104,20 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
   }
   // The chain's buffer: the one the first part already sits at the start of, or a new one
   // when a later Concat extends this one.
-  memory parts0;
-  TESSERA_ASSIGN_OR_RETURN(parts0, plain_view(n.input(0), dims_[static_cast<size_t>(n.input(0))], act_));
-  const uint8_t* first = static_cast<const uint8_t*>(parts0.get_data_handle());
+  // (Looked up without converting anything: a part that is not row-major yet is in no chain,
+  // and a Concat that turns out not to be one must not leave a reorder behind.)
   const ConcatChain* chain = nullptr;
-  for (const ConcatChain& c : chains_) {
-    if (c.base == first) chain = &c;
+  {
+    const Val& v0 = vals_[static_cast<size_t>(n.input(0))];
+    const memory::desc want = plain(dims_[static_cast<size_t>(n.input(0))], act_);
+    std::vector<memory> forms{v0.mem};
+    forms.insert(forms.end(), v0.converted.begin(), v0.converted.end());
+    for (const memory& f : forms) {
+      if (!f || f.get_desc() != want) continue;
+      for (const ConcatChain& c : chains_) {
+        if (c.base == static_cast<const uint8_t*>(f.get_data_handle())) chain = &c;
+      }
+    }
   }
   if (chain == nullptr) {
     // New chain: the most channels any later Concat that extends this one's inputs gathers.

@@ -406,6 +406,46 @@ TEST(OnednnConcat, FireModuleStaysExact) {
   }
 }
 
+// A fire module whose 3x3 expand Conv runs as Winograd (channel-blocked by 16) at batch 1: the
+// 1x1 expand Conv beside it is asked for the same layout, so both write into their regions of
+// the Concat's output and no concat step runs. Where this machine has no Winograd kernels,
+// nothing changes and the Concat copies.
+TEST(OnednnConcat, FireModulePartsShareTheWinogradLayout) {
+  GraphCase g;
+  g.seed = 45;
+  const int x = g.input({1, 16, 12, 12});
+  ConvCfg squeeze{1, 16, 12, 12, 16, 1, 1};
+  squeeze.act = fb::Activation::Relu;
+  const int s = add_conv(g, x, squeeze);
+  ConvCfg e1{1, 16, 12, 12, 32, 1, 1};
+  e1.act = fb::Activation::Relu;
+  ConvCfg e3 = e1;
+  e3.kh = e3.kw = 3;
+  e3.pt = e3.pl = e3.pb = e3.pr = 1;
+  const int a = add_conv(g, s, e1);
+  const int b = add_conv(g, s, e3);
+  const int c = g.tensor({1, 64, 12, 12});
+  g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
+  ConvCfg next{1, 64, 12, 12, 16, 1, 1};
+  g.output(add_conv(g, c, next));
+  DelegateSummary sum;
+  EXPECT_TRUE(run_with_algorithm(g, "winograd", &sum));
+  if (!winograd_kernels_available()) {
+    EXPECT_EQ(sum.concat_layout_convs, 0u);
+    return;
+  }
+  EXPECT_EQ(sum.winograd_convs, 1u);
+  EXPECT_EQ(sum.concat_layout_convs, 1u);
+  EXPECT_EQ(sum.copy_free_concats, 1u);
+  for (const std::string& step : sum.steps) {
+    EXPECT_EQ(step.find("concat:"), std::string::npos) << step;
+  }
+  // Direct 3x3 (no Winograd part): the 1x1 Conv keeps the layout oneDNN prefers.
+  DelegateSummary direct;
+  EXPECT_TRUE(run_with_algorithm(g, "direct", &direct));
+  EXPECT_EQ(direct.concat_layout_convs, 0u);
+}
+
 // ---- broadcast binary after a grouped Conv
 // ------------------------------------------------------------------------------
 
