@@ -53,7 +53,14 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     if (st != dnnl_success) return failed(id, "binding an argument", st);
   }
   OmpThreadsScope team(threads);
+  int team_now = threads;
   for (const Step& step : steps) {
+    // A step too small to split was created for one thread and runs without a parallel region.
+    const int team_wanted = step.threads > 0 ? step.threads : threads;
+    if (team_wanted != team_now) {
+      omp_set_num_threads(team_wanted);
+      team_now = team_wanted;
+    }
     const Clock::time_point start = profile ? Clock::now() : Clock::time_point();
     dnnl_status_t st = dnnl_primitive_execute(step.primitive.get(), stream.get(),
                                               static_cast<int>(step.args.size()), step.args.data());

@@ -28,6 +28,7 @@ struct Step {
   std::array<char, 48> name = {};     // profile event name: "<kind>:<node name>"
   std::string impl;               // the implementation oneDNN chose ("brgconv:avx512_core", ...)
   dnnl::memory::desc scratchpad;  // zero-sized when the primitive needs none
+  int threads = 0;  // its OpenMP team: 0 the delegate's, 1 too small to split (small_steps)
 };
 
 /// A memory object whose data is an execute argument's (set at every call).
@@ -61,6 +62,7 @@ class Delegate {
   size_t activation_bytes = 0;    // what the buffers in it would take one by one
   size_t fused_sums = 0;          // residual adds fused as sum post-ops
   size_t copy_free_concats = 0;   // Concats whose parts were written in place in the output
+  size_t single_thread_steps = 0;  // steps too small to split, created and run on one thread
   size_t concat_layout_convs = 0;  // Convs asked for a Concat sibling's Winograd layout
   size_t fused_silus = 0;         // x * sigmoid(x) (or x * hardsigmoid(x)) after a Conv, as a post-op
   size_t fused_eltwise = 0;       // an activation-like node after a Conv, as post-ops

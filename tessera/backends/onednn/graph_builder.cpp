@@ -136,6 +136,9 @@ class Builder {
 
   Status resolve();
   Status lower(int index);
+  /// Whether node `k` is too little work to split over the team: a parallel region's fork and
+  /// join (and the split's imbalance) would cost more than the second thread saves.
+  bool too_small_to_split(size_t k) const;
   /// Fills `to` (a Winograd weight layout) from the plain weights `from`, through cache_dir.
   void transform_winograd_weights(memory from, memory to);
   /// Whether a convolution is asked for as Winograd (conv_algorithm, its shape, the kernels).
@@ -265,6 +268,7 @@ class Builder {
     memory buffer;
   };
   std::vector<ConcatChain> chains_;  // see lower_concat_in_chain
+  int step_threads_ = 0;             // Step::threads of the steps being added (see lower)
   /// Owned buffer `owned` moves to byte `offset` of a destination (Concat without copies).
   struct BufferMove {
     size_t owned;
@@ -383,6 +387,7 @@ void Builder::add_step(const dnnl::primitive_desc_base& pd, const dnnl::primitiv
   const char* impl = pd.impl_info_str();
   s.impl = impl ? impl : "";
   s.scratchpad = pd.scratchpad_desc();
+  s.threads = step_threads_;
   d_.steps.push_back(std::move(s));
 }
 
@@ -1032,6 +1037,7 @@ Status Builder::lower_concat(const NodeView& n, int index) {
                 n.name().data());
   s.impl = pd.impl_info_str();
   s.scratchpad = pd.scratchpad_desc();
+  s.threads = step_threads_;
   d_.steps.push_back(std::move(s));
   set(y, dst);
   add_activation_step(n.node(), y, n.name());
@@ -1599,6 +1605,39 @@ Status Builder::plan_arena() {
   return Status::ok();
 }
 
+// Below these a step runs inline on one thread. Measured with oneDNN 2.6 at 2 threads
+// (docs/performance.md, "Small steps on one thread"): EfficientNet's squeeze-excitation
+// convolutions (about 55 K multiply-accumulates) took 1.7-3.6 us inline against 3.9-4.9 split.
+constexpr int64_t kSmallMacs = 256 * 1024;        // Conv and MatMul: multiply-accumulates
+constexpr int64_t kSmallElements = 32 * 1024;     // everything else: elements read or written
+
+bool Builder::too_small_to_split(size_t k) const {
+  const fb::Node& node = view_.node(k);
+  NodeView n(view_, node);
+  const int y = n.output(0);
+  const int x = n.input(0);
+  if (y < 0 || x < 0) return false;
+  const int64_t out = numel(dims_[static_cast<size_t>(y)]);
+  const int64_t in = numel(dims_[static_cast<size_t>(x)]);
+  switch (lowering_of(node.op()).lowering) {
+    case Lowering::Conv:
+    case Lowering::ConvTranspose: {
+      // Conv weights [O, I/g, kh, kw]: each output takes I/g x kh x kw; ConvTranspose weights
+      // [I, O/g, kh, kw]: each input gives O/g x kh x kw.
+      const DimVector& w = dims_[static_cast<size_t>(n.input(1))];
+      int64_t per = 1;
+      for (size_t d = 1; d < w.size(); ++d) per *= w[d];
+      return (node.op() == fb::OpType::Conv ? out : in) * per < kSmallMacs;
+    }
+    case Lowering::MatMul: {
+      const DimVector& a = dims_[static_cast<size_t>(x)];
+      return a.empty() || out * a.back() < kSmallMacs;
+    }
+    default:
+      return std::max(out, in) < kSmallElements;
+  }
+}
+
 Status Builder::build() {
   TESSERA_RETURN_IF_ERROR(resolve());
   d_.num_inputs = view_.inputs().size();
@@ -1616,7 +1655,18 @@ Status Builder::build() {
   const size_t num_nodes = view_.num_nodes();
   for (size_t k = 0; k < num_nodes; ++k) {
     if (done_[k]) continue;
-    TESSERA_RETURN_IF_ERROR(lower(static_cast<int>(k)));
+    if (options_.threads > 1 && too_small_to_split(k)) {
+      // Created for a team of one, so that it runs inline: no parallel region to open and join.
+      const size_t first = d_.steps.size();
+      step_threads_ = 1;
+      OmpThreadsScope one(1);
+      const Status st = lower(static_cast<int>(k));
+      step_threads_ = 0;
+      TESSERA_RETURN_IF_ERROR(st);
+      d_.single_thread_steps += d_.steps.size() - first;
+    } else {
+      TESSERA_RETURN_IF_ERROR(lower(static_cast<int>(k)));
+    }
   }
   return finish();
 }

@@ -205,5 +205,54 @@ TEST(OnednnSupports, DeclaresWhatItLowers) {
   EXPECT_NE(why.find("constant"), std::string::npos) << why;
 }
 
+// At two threads, steps too small to split (here a 1x1 Conv on 4x4 and a Sigmoid of 256
+// values) are created and run on one thread; a Conv of 64 -> 64 channels, 3x3, at 32x32 (38M
+// multiply-accumulates) keeps the team. At one thread nothing is marked. Outputs match either way,
+// over repeated runs (the team size switches inside one execute).
+TEST(OnednnOptions, StepsTooSmallToSplitRunOnOneThread) {
+  GraphCase g;
+  g.seed = 9;
+  backend_testing::ConvCfg big{1, 64, 32, 32, 64, 3, 3};
+  big.pt = big.pl = big.pb = big.pr = 1;
+  const int y = backend_testing::add_conv(g, g.input({1, 64, 32, 32}), big);
+  const int p = g.tensor({1, 64, 4, 4});
+  ir::Node& pool = g.node(Op::MaxPool, {y}, p);
+  pool.attrs.push_back(ir::Attr::make_ints("kernel_shape", {8, 8}));
+  pool.attrs.push_back(ir::Attr::make_ints("strides", {8, 8}));
+  backend_testing::ConvCfg tiny{1, 64, 4, 4, 16, 1, 1};
+  const int t = backend_testing::add_conv(g, p, tiny);
+  const int s = g.tensor({1, 16, 4, 4});
+  g.node(Op::Sigmoid, {t}, s);
+  g.output(s);
+  const std::vector<Floats> in = random_inputs(g, 4);
+  auto want = run_portable(g, in);
+  ASSERT_TRUE(want.ok());
+  for (int64_t threads : {1, 2}) {
+    LoadBackendOptionsMap load;
+    BackendOptions<1> opts;
+    ASSERT_TRUE(opts.set(kNumThreads, threads).is_ok());
+    ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+    RunOptions o;
+    o.load = &load;
+    Session session;
+    ASSERT_TRUE(session.init(g, o).is_ok());
+    const DelegateSummary sum = summarize_delegate(session.handle());
+    EXPECT_EQ(sum.threads, threads);
+    if (threads == 1) {
+      EXPECT_EQ(sum.single_thread_steps, 0u);
+    } else {
+      // The tiny Conv and the Sigmoid (fused into it as a post-op, or a step of its own), and
+      // the pool over 65536 values stays split.
+      EXPECT_GE(sum.single_thread_steps, 1u);
+      EXPECT_LT(sum.single_thread_steps, sum.steps.size());
+    }
+    std::vector<Floats> first, again;
+    ASSERT_TRUE(session.run(in, &first).is_ok());
+    ASSERT_TRUE(session.run(in, &again).is_ok());
+    EXPECT_TRUE(close(first, *want)) << threads;
+    EXPECT_EQ(first, again) << threads;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::onednn::testing
