@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -269,6 +270,29 @@ class Builder {
   };
   std::vector<ConcatChain> chains_;  // see lower_concat_in_chain
   int step_threads_ = 0;             // Step::threads of the steps being added (see lower)
+
+  /// While alive, the steps added are created for, and run on, a team of one.
+  class OneThread {
+   public:
+    explicit OneThread(Builder& b) : b_(b), first_(b.d_.steps.size()), team_(1) {
+      b_.step_threads_ = 1;
+    }
+    ~OneThread() {
+      b_.d_.single_thread_steps += b_.d_.steps.size() - first_;
+      b_.step_threads_ = 0;
+    }
+    OneThread(const OneThread&) = delete;
+    OneThread& operator=(const OneThread&) = delete;
+
+   private:
+    Builder& b_;
+    size_t first_;
+    OmpThreadsScope team_;
+  };
+  /// Whether a step reading all of channels-last `src` against a per-channel operand or into
+  /// per-channel sums (a broadcast binary, a global pool: squeeze-excitation) runs on one thread
+  /// (see kCrossCoreElements).
+  bool channels_last_on_one_thread(const memory::desc& src) const;
   /// Owned buffer `owned` moves to byte `offset` of a destination (Concat without copies).
   struct BufferMove {
     size_t owned;
@@ -790,6 +814,8 @@ Status Builder::lower_global_pool(const NodeView& n) {
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
   const DimVector pooled = {dx[0], dx[1], 1, 1};
+  std::optional<OneThread> one;
+  if (channels_last_on_one_thread(src.get_desc())) one.emplace(*this);
   dnnl::pooling_v2_forward::desc desc(
       dnnl::prop_kind::forward_inference, algorithm::pooling_avg_exclude_padding, src.get_desc(),
       any(pooled, act_), {1, 1}, {dx[2], dx[3]}, {0, 0}, {0, 0}, {0, 0});
@@ -860,6 +886,10 @@ Status Builder::lower_binary(const NodeView& n, int index) {
   }
   dnnl::post_ops ops;
   append_activation(ops, n.node());
+  std::optional<OneThread> one;
+  if (dims_[static_cast<size_t>(b)] != dy && channels_last_on_one_thread(src0.get_desc())) {
+    one.emplace(*this);
+  }
   dnnl::binary::desc desc(alg, src0.get_desc(), src1.get_desc(), src0.get_desc());
   dnnl::binary::primitive_desc pd(desc, attr(&ops), options_.engine);
   auto is_ref = [](const dnnl::binary::primitive_desc& p) {
@@ -1611,6 +1641,22 @@ Status Builder::plan_arena() {
 constexpr int64_t kSmallMacs = 256 * 1024;        // Conv and MatMul: multiply-accumulates
 constexpr int64_t kSmallElements = 32 * 1024;     // everything else: elements read or written
 
+// A global pool or a broadcast binary over a channels-last tensor (EfficientNet's and
+// MobileNetV3's squeeze-excitation: the pool of the depthwise output, then that output times the
+// scale) ran slower at 2 threads than at 1 on the Intel Xeon guest: EfficientNet-B0's 16 scale
+// multiplies 0.39 ms on one thread against 0.79 on two, its global pools 0.27 against 0.38. In
+// other layouts they gained from the second thread (DenseNet-121's row-major scale-and-shift
+// binaries 5.3 ms on one, 3.1 on two; RegNet's aBcd8b pools 0.26 against 0.13), so the rule is
+// for channels-last alone, up to 1 M elements (4 MiB, the two cores' L2).
+constexpr int64_t kCrossCoreElements = 1024 * 1024;
+
+bool Builder::channels_last_on_one_thread(const memory::desc& src) const {
+  const memory::dims d = src.dims();
+  return options_.threads > 1 && step_threads_ == 0 && d.size() == 4 &&
+         src == memory::desc(d, src.data_type(), memory::format_tag::acdb) &&
+         d[0] * d[1] * d[2] * d[3] < kCrossCoreElements;
+}
+
 bool Builder::too_small_to_split(size_t k) const {
   const fb::Node& node = view_.node(k);
   NodeView n(view_, node);
@@ -1657,13 +1703,8 @@ Status Builder::build() {
     if (done_[k]) continue;
     if (options_.threads > 1 && too_small_to_split(k)) {
       // Created for a team of one, so that it runs inline: no parallel region to open and join.
-      const size_t first = d_.steps.size();
-      step_threads_ = 1;
-      OmpThreadsScope one(1);
-      const Status st = lower(static_cast<int>(k));
-      step_threads_ = 0;
-      TESSERA_RETURN_IF_ERROR(st);
-      d_.single_thread_steps += d_.steps.size() - first;
+      OneThread one(*this);
+      TESSERA_RETURN_IF_ERROR(lower(static_cast<int>(k)));
     } else {
       TESSERA_RETURN_IF_ERROR(lower(static_cast<int>(k)));
     }

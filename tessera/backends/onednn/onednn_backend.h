@@ -77,6 +77,7 @@ struct DelegateSummary {
   size_t arena_bytes = 0;          // the shared activation arena
   size_t activation_bytes = 0;     // what its buffers would take without sharing
   std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order
+  std::vector<int> step_threads;  // each step's team: 1 when it runs on one thread, else 0
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
 

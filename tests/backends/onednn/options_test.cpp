@@ -254,5 +254,49 @@ TEST(OnednnOptions, StepsTooSmallToSplitRunOnOneThread) {
   }
 }
 
+// Squeeze-excitation at two threads: a Conv, the global pool of its output, and its output times
+// that [1, C, 1, 1] scale. Where oneDNN gives the Conv a channels-last output (its brgconv
+// kernels, on AVX-512 machines) the pool and the multiply run on one thread; in other layouts
+// they keep the team. Correct either way.
+TEST(OnednnOptions, ChannelsLastSqueezeExcitationRunsOnOneThread) {
+  GraphCase g;
+  g.seed = 10;
+  backend_testing::ConvCfg conv{1, 32, 28, 28, 64, 1, 1};
+  const int y = backend_testing::add_conv(g, g.input({1, 32, 28, 28}), conv);
+  const int p = g.tensor({1, 64, 1, 1});
+  g.node(Op::GlobalAveragePool, {y}, p);
+  const int z = g.tensor({1, 64, 28, 28});
+  g.node(Op::Mul, {y, p}, z);
+  g.output(z);
+  const std::vector<Floats> in = random_inputs(g, 5);
+  auto want = run_portable(g, in);
+  ASSERT_TRUE(want.ok());
+  LoadBackendOptionsMap load;
+  BackendOptions<1> opts;
+  ASSERT_TRUE(opts.set(kNumThreads, int64_t{2}).is_ok());
+  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  RunOptions o;
+  o.load = &load;
+  Session session;
+  ASSERT_TRUE(session.init(g, o).is_ok());
+  const DelegateSummary sum = summarize_delegate(session.handle());
+  ASSERT_EQ(sum.steps.size(), sum.step_threads.size());
+  bool channels_last = false;
+  for (const std::string& step : sum.steps) {
+    if (step.rfind("conv:", 0) == 0 && step.find("brgconv") != std::string::npos) {
+      channels_last = true;
+    }
+  }
+  for (size_t i = 0; i < sum.steps.size(); ++i) {
+    const std::string& step = sum.steps[i];
+    if (step.rfind("pool:", 0) == 0 || step.rfind("binary:", 0) == 0) {
+      EXPECT_EQ(sum.step_threads[i], channels_last ? 1 : 0) << step;
+    }
+  }
+  std::vector<Floats> out;
+  ASSERT_TRUE(session.run(in, &out).is_ok());
+  EXPECT_TRUE(close(out, *want));
+}
+
 }  // namespace
 }  // namespace tessera::onednn::testing
