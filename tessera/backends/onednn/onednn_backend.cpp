@@ -358,6 +358,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.copy_free_concats = d->copy_free_concats;
   s.concat_layout_convs = d->concat_layout_convs;
   s.single_thread_steps = d->single_thread_steps;
+  s.channels_last_grouped_convs = d->channels_last_grouped_convs;
   s.fused_silus = d->fused_silus;
   s.fused_eltwise = d->fused_eltwise;
   s.winograd_convs = d->winograd_convs;

@@ -446,6 +446,43 @@ TEST(OnednnConcat, FireModulePartsShareTheWinogradLayout) {
   EXPECT_EQ(direct.concat_layout_convs, 0u);
 }
 
+// A RegNet block: 1x1 Conv, grouped 3x3 Conv (8 channels per group), 1x1 Conv. Where the first
+// Conv's output is channels-last (oneDNN's brgconv kernels, on AVX-512 machines), the grouped
+// Conv stays channels-last: no reorder step runs between the three. Elsewhere oneDNN chooses.
+// Correct either way, at batch 1 and 2.
+TEST(OnednnConv, GroupedConvKeepsItsChannelsLastInput) {
+  for (int64_t batch : {1, 2}) {
+    GraphCase g;
+    g.seed = 46;
+    const int x = g.input({batch, 32, 14, 14});
+    ConvCfg a{batch, 32, 14, 14, 64, 1, 1};
+    a.act = fb::Activation::Relu;
+    const int y = add_conv(g, x, a);
+    ConvCfg grouped{batch, 64, 14, 14, 64, 3, 3};
+    grouped.pt = grouped.pl = grouped.pb = grouped.pr = 1;
+    grouped.group = 8;
+    grouped.act = fb::Activation::Relu;
+    const int z = add_conv(g, y, grouped);
+    ConvCfg c{batch, 64, 14, 14, 32, 1, 1};
+    g.output(add_conv(g, z, c));
+    EXPECT_TRUE(matches_portable(g)) << batch;
+    Session s;
+    ASSERT_TRUE(s.init(g).is_ok());
+    const DelegateSummary sum = summarize_delegate(s.handle());
+    const bool channels_last = sum.steps.size() > 1 && sum.steps[1].find("conv:") == 0 &&
+                               sum.steps[1].find("brgconv") != std::string::npos;
+    if (!channels_last) continue;
+    EXPECT_EQ(sum.channels_last_grouped_convs, 1u) << batch;
+    int convs_seen = 0;
+    for (const std::string& step : sum.steps) {
+      if (step.find("conv:") == 0) ++convs_seen;
+      if (convs_seen >= 1 && convs_seen < 3) {
+        EXPECT_EQ(step.find("reorder:"), std::string::npos) << step;
+      }
+    }
+  }
+}
+
 // ---- broadcast binary after a grouped Conv
 // ------------------------------------------------------------------------------
 
