@@ -166,6 +166,7 @@ class Builder {
                       memory& dst);
   Status lower_reshape(const NodeView& n);
   Status lower_transpose(const NodeView& n);
+  Status lower_shuffle(const NodeView& n);
   Status lower_layer_norm(const NodeView& n);
   Status lower_conv_transpose(const NodeView& n);
   Status lower_slice(const NodeView& n);
@@ -1246,6 +1247,39 @@ Status Builder::lower_transpose(const NodeView& n) {
   return Status::ok();
 }
 
+// ChannelShuffle with `group` g: output channel j*g + i is input channel i*(C/g) + j. oneDNN's
+// shuffle reads its axis as [C/group_size, group_size] and transposes it, so its group_size is
+// C/g. It runs in whatever layout the producer left (blocked or channels-last); a layout its
+// implementations do not take is reordered to plain once.
+Status Builder::lower_shuffle(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const int64_t group = attrs_of<ir::ChannelShuffleAttrs>(n).group;
+  const int group_size = static_cast<int>(dx[1] / group);
+  TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
+  dnnl::shuffle_forward::primitive_desc pd;
+  for (int attempt = 0; attempt < 2 && !pd; ++attempt) {
+    if (attempt == 1) {
+      TESSERA_ASSIGN_OR_RETURN(src, plain_view(x, dx, act_));
+    }
+    dnnl::shuffle_forward::desc desc(dnnl::prop_kind::forward_inference, src.get_desc(), 1,
+                                     group_size);
+    pd = dnnl::shuffle_forward::primitive_desc(desc, options_.engine, attr(),
+                                               /*allow_empty=*/true);
+  }
+  if (!pd) {
+    return Status::error(Error::NotSupported, "onednn: ChannelShuffle node '%.*s': no shuffle "
+                         "implementation for this shape", static_cast<int>(n.name().size()),
+                         n.name().data());
+  }
+  memory dst = fresh(pd.dst_desc());
+  add_step(pd, dnnl::shuffle_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "shuffle",
+           n.name());
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
 Status Builder::lower_layer_norm(const NodeView& n) {
   const int x = n.input(0), scale = n.input(1), bias = n.input(2), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
@@ -1524,6 +1558,8 @@ Status Builder::lower(int index) {
       return lower_reshape(n);
     case Lowering::Transpose:
       return lower_transpose(n);
+    case Lowering::Shuffle:
+      return lower_shuffle(n);
     case Lowering::LayerNorm:
       return lower_layer_norm(n);
     case Lowering::ConvTranspose:

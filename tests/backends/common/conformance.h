@@ -86,6 +86,7 @@ class BatchNorm : public BackendConformance {};
 class Concat : public BackendConformance {};
 class Reshape : public BackendConformance {};
 class Transpose : public BackendConformance {};
+class ChannelShuffle : public BackendConformance {};
 class Slice : public BackendConformance {};
 class Split : public BackendConformance {};
 class Pad : public BackendConformance {};
@@ -148,6 +149,7 @@ std::vector<fb::OpType> compare_ops();
   TESSERA_CONFORMANCE_ONE_(Concat, backend, fb::OpType::Concat);                \
   TESSERA_CONFORMANCE_ONE_(Reshape, backend, fb::OpType::Reshape);              \
   TESSERA_CONFORMANCE_ONE_(Transpose, backend, fb::OpType::Transpose);          \
+  TESSERA_CONFORMANCE_ONE_(ChannelShuffle, backend, fb::OpType::ChannelShuffle); \
   TESSERA_CONFORMANCE_ONE_(Slice, backend, fb::OpType::Slice);                  \
   TESSERA_CONFORMANCE_ONE_(Split, backend, fb::OpType::Split);                  \
   TESSERA_CONFORMANCE_ONE_(Pad, backend, fb::OpType::Pad);                      \
