@@ -1247,30 +1247,67 @@ Status Builder::lower_transpose(const NodeView& n) {
   return Status::ok();
 }
 
-// ChannelShuffle with `group` g: output channel j*g + i is input channel i*(C/g) + j. oneDNN's
-// shuffle reads its axis as [C/group_size, group_size] and transposes it, so its group_size is
-// C/g. It runs in whatever layout the producer left (blocked or channels-last); a layout its
-// implementations do not take is reordered to plain once.
+// The strides of `md` when it is a strided layout without blocks, padding or offset (plain,
+// channels-last, ...); empty otherwise.
+memory::dims strided_layout(const memory::desc& md) {
+  const dnnl_memory_desc_t& c = md.data;
+  if (c.format_kind != dnnl_blocked || c.format_desc.blocking.inner_nblks != 0 || c.offset0 != 0) {
+    return {};
+  }
+  for (int d = 0; d < c.ndims; ++d) {
+    if (c.padded_dims[d] != c.dims[d] || c.padded_offsets[d] != 0) return {};
+  }
+  return memory::dims(c.format_desc.blocking.strides, c.format_desc.blocking.strides + c.ndims);
+}
+
+// ChannelShuffle with `group` g: output channel j*g + i is input channel i*(C/g) + j. An input
+// in a strided layout (plain or channels-last, as the producer left it) is one reorder into a
+// row-major output, between two views of the channel axis as [C/g, g]: the input's read with
+// strides (s_c, (C/g)*s_c), the output's written with (g*p_c, p_c); the shuffle and the layout
+// change the consumers (Slice, Reshape) need are the same pass. A blocked layout runs oneDNN's shuffle_forward, whose
+// group_size is C/g (it reads the axis as [C/group_size, group_size] and transposes it); a layout
+// no shuffle implementation takes is reordered to plain once.
 Status Builder::lower_shuffle(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const int64_t group = attrs_of<ir::ChannelShuffleAttrs>(n).group;
-  const int group_size = static_cast<int>(dx[1] / group);
+  const int64_t per_group = dx[1] / group;
   TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
+  const memory::dims s = strided_layout(src.get_desc());
+  if (!s.empty()) {
+    const memory::dims p = strides_of(dx);
+    memory::dims dims = {dx[0], per_group, group};
+    memory::dims from = {s[0], s[1], per_group * s[1]};
+    memory::dims to = {p[0], group * p[1], p[1]};
+    for (size_t d = 2; d < dx.size(); ++d) {
+      dims.push_back(dx[d]);
+      from.push_back(s[d]);
+      to.push_back(p[d]);
+    }
+    const dt type = src.get_desc().data_type();
+    memory dst = fresh(plain(dx, type));
+    memory in = view(x, src, memory::desc(dims, type, from));
+    memory out = wrap(memory::desc(dims, type, to), dst.get_data_handle(), -1);
+    TESSERA_RETURN_IF_ERROR(add_reorder(in, out, n.name()));
+    set(y, dst);
+    add_activation_step(n.node(), y, n.name());
+    return Status::ok();
+  }
   dnnl::shuffle_forward::primitive_desc pd;
   for (int attempt = 0; attempt < 2 && !pd; ++attempt) {
     if (attempt == 1) {
       TESSERA_ASSIGN_OR_RETURN(src, plain_view(x, dx, act_));
     }
     dnnl::shuffle_forward::desc desc(dnnl::prop_kind::forward_inference, src.get_desc(), 1,
-                                     group_size);
+                                     static_cast<int>(per_group));
     pd = dnnl::shuffle_forward::primitive_desc(desc, options_.engine, attr(),
                                                /*allow_empty=*/true);
   }
   if (!pd) {
-    return Status::error(Error::NotSupported, "onednn: ChannelShuffle node '%.*s': no shuffle "
-                         "implementation for this shape", static_cast<int>(n.name().size()),
-                         n.name().data());
+    return Status::error(Error::NotSupported,
+                         "onednn: ChannelShuffle node '%.*s': no shuffle implementation for "
+                         "this shape",
+                         static_cast<int>(n.name().size()), n.name().data());
   }
   memory dst = fresh(pd.dst_desc());
   add_step(pd, dnnl::shuffle_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "shuffle",
