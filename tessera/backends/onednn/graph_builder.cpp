@@ -162,6 +162,7 @@ class Builder {
   Status lower_softmax(const NodeView& n);
   Status lower_concat(const NodeView& n, int index);
   Result<bool> lower_concat_in_chain(const NodeView& n, int index, int64_t axis);
+  Result<bool> lower_concat_into_shuffle(const NodeView& n, int64_t axis);
   bool place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts, int64_t axis,
                       memory& dst);
   Status lower_reshape(const NodeView& n);
@@ -1011,6 +1012,8 @@ Status Builder::lower_concat(const NodeView& n, int index) {
   const int y = n.output(0);
   const DimVector& dy = dims_[static_cast<size_t>(y)];
   const int64_t axis = normalized_axis(attrs_of<ir::ConcatAttrs>(n).axis, dy.size());
+  TESSERA_ASSIGN_OR_RETURN(bool shuffled, lower_concat_into_shuffle(n, axis));
+  if (shuffled) return Status::ok();
   TESSERA_ASSIGN_OR_RETURN(bool chained, lower_concat_in_chain(n, index, axis));
   if (chained) return Status::ok();
   std::vector<memory> srcs;
@@ -1073,6 +1076,49 @@ Status Builder::lower_concat(const NodeView& n, int index) {
   set(y, dst);
   add_activation_step(n.node(), y, n.name());
   return Status::ok();
+}
+
+// A Concat of g equal parts along the channels whose only reader is a ChannelShuffle of group g
+// (ShuffleNet: Concat, then the channel shuffle): part i lands on output channels i, g + i,
+// 2g + i, ..., so each part is one reorder, from whatever layout it is in, into a strided view of
+// the shuffle's row-major output; the Concat's own output is never built and the shuffle node is
+// done. Returns false (nothing done) where that does not hold.
+Result<bool> Builder::lower_concat_into_shuffle(const NodeView& n, int64_t axis) {
+  const int y = n.output(0);
+  const Span<const int32_t> readers = view_.consumers(y);
+  if (axis != 1 || readers.size() != 1 || view_.value(y).graph_output ||
+      n.node().activation() != fb::Activation::None) {
+    return false;
+  }
+  const size_t k = static_cast<size_t>(readers[0]);
+  const fb::Node& shuffle = view_.node(k);
+  if (shuffle.op() != fb::OpType::ChannelShuffle || done_[k]) return false;
+  const NodeView sv(view_, shuffle);
+  if (!check_node(sv).is_ok() || sv.input(0) != y) return false;
+  const int64_t group = attrs_of<ir::ChannelShuffleAttrs>(sv).group;
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  if (group != n.num_inputs() || dy.size() < 2 || dy[1] % group != 0) return false;
+  DimVector part_dims = dy;
+  part_dims[1] = dy[1] / group;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const int v = n.input(i);
+    if (v < 0 || dims_[static_cast<size_t>(v)] != part_dims) return false;
+  }
+  const int out = sv.output(0);
+  const memory::dims p = strides_of(dy);
+  memory::dims strides = p;
+  strides[1] = group * p[1];
+  memory dst = fresh(plain(dy, act_));
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(n.input(i)));
+    memory::desc md(part_dims, act_, strides);
+    md.data.offset0 = i * p[1];
+    TESSERA_RETURN_IF_ERROR(add_reorder(src, wrap(md, dst.get_data_handle(), -1), sv.name()));
+  }
+  set(out, dst);
+  done_[k] = true;
+  add_activation_step(shuffle, out, sv.name());
+  return true;
 }
 
 // A Concat without copies: when every part is a buffer of its own that nothing reads after the

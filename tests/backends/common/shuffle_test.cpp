@@ -46,6 +46,42 @@ TEST_P(ChannelShuffle, BetweenConvolutions) {
   EXPECT_CONFORMS(c);
 }
 
+// After a Concat along the channels, as in ShuffleNet (a backend may write each part straight
+// into its shuffled channels): parts from a convolution and from a graph input; as many parts as
+// groups, and a group count that differs from the number of parts.
+GraphCase concat_shuffle_case(int parts, int64_t group, int64_t batch) {
+  GraphCase c;
+  const int64_t per = 8;
+  std::vector<int> ins;
+  for (int i = 0; i < parts; ++i) {
+    if (i == 0) {
+      const int x = c.input({batch, 4, 5, 5});
+      const int a = c.tensor({batch, per, 5, 5});
+      c.node(Op::Conv, {x, c.constant({per, 4, 1, 1}), c.constant({per})}, a);
+      ins.push_back(a);
+    } else {
+      ins.push_back(c.input({batch, per, 5, 5}));
+    }
+  }
+  const int cat = c.tensor({batch, per * parts, 5, 5});
+  c.node(Op::Concat, ins, cat).attrs = {ir::Attr::make_int("axis", 1)};
+  const int y = c.tensor({batch, per * parts, 5, 5});
+  c.node(Op::ChannelShuffle, {cat}, y).attrs = {ir::Attr::make_int("group", group)};
+  c.output(y);
+  return c;
+}
+
+TEST_P(ChannelShuffle, AfterConcat) {
+  EXPECT_CONFORMS(concat_shuffle_case(2, 2, 1));
+  EXPECT_CONFORMS(concat_shuffle_case(2, 2, 3));
+  EXPECT_CONFORMS(concat_shuffle_case(3, 3, 1));
+  EXPECT_CONFORMS(concat_shuffle_case(2, 4, 1));
+  // The Concat's output is also a graph output: both are built.
+  GraphCase both = concat_shuffle_case(2, 2, 1);
+  both.output(both.graph.nodes[1].outputs[0]);
+  EXPECT_CONFORMS(both);
+}
+
 // A symbolic batch, run at a size below its bound.
 TEST_P(ChannelShuffle, SymbolicBatch) {
   GraphCase c;
