@@ -144,7 +144,8 @@ TEST(PatternFusion, ReductionOverALeadingAxisIsNotALayerNorm) {
   EXPECT_EQ(fuse_layer_norm(*g), 0);
 }
 
-// ---- ChannelShuffle ------------------------------------------------------------------------------
+// ---- ChannelShuffle
+// ------------------------------------------------------------------------------
 
 // x [2, 12, 3, 5] -> Reshape `split` -> Transpose `perm` -> Reshape back to [2, 12, 3, 5].
 struct ShuffleSpec {
@@ -242,7 +243,8 @@ TEST(PatternFusion, ChannelShuffleWithASymbolicBatch) {
   auto f = compile_model(symbolic_shuffle_model(), {{"batch", 1, 4}});
   ASSERT_OK(a);
   ASSERT_OK(f);
-  EXPECT_EQ(op_names(a->graph.nodes), (std::vector<std::string>{"Reshape", "Transpose", "Reshape"}));
+  EXPECT_EQ(op_names(a->graph.nodes),
+            (std::vector<std::string>{"Reshape", "Transpose", "Reshape"}));
   ASSERT_EQ(op_names(f->graph.nodes), std::vector<std::string>{"ChannelShuffle"});
   EXPECT_EQ(f->graph.nodes[0].find_attr("group")->i, 2);
   const HostArray x = random_input({3, 8, 3, 3});

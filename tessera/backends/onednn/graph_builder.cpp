@@ -1310,9 +1310,9 @@ memory::dims strided_layout(const memory::desc& md) {
 // in a strided layout (plain or channels-last, as the producer left it) is one reorder into a
 // row-major output, between two views of the channel axis as [C/g, g]: the input's read with
 // strides (s_c, (C/g)*s_c), the output's written with (g*p_c, p_c); the shuffle and the layout
-// change the consumers (Slice, Reshape) need are the same pass. A blocked layout runs oneDNN's shuffle_forward, whose
-// group_size is C/g (it reads the axis as [C/group_size, group_size] and transposes it); a layout
-// no shuffle implementation takes is reordered to plain once.
+// change the consumers (Slice, Reshape) need are the same pass. A blocked layout runs oneDNN's
+// shuffle_forward, whose group_size is C/g (it reads the axis as [C/group_size, group_size] and
+// transposes it); a layout no shuffle implementation takes is reordered to plain once.
 Status Builder::lower_shuffle(const NodeView& n) {
   const int x = n.input(0), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];

@@ -1090,7 +1090,8 @@ Status Planner::channel_shuffle() {
   TESSERA_ASSIGN_OR_RETURN(const ir::ChannelShuffleAttrs attrs,
                            ir::ChannelShuffleAttrs::read(attrs_));
   if (x.rank < 2) return fail(Error::InvalidProgram, "input must be [N, C, ...]");
-  if (!(x == out_shape())) return fail(Error::ShapeMismatch, "output shape differs from the input's");
+  if (!(x == out_shape()))
+    return fail(Error::ShapeMismatch, "output shape differs from the input's");
   if (attrs.group < 1 || x.d[1] % attrs.group != 0) {
     return fail(Error::InvalidProgram, "group does not divide the channels");
   }

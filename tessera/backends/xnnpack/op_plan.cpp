@@ -971,8 +971,9 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
       break;
     case Op::ChannelShuffle:
       // xnn_create_channel_shuffle_nc_x32 is an operator-API op only; a subgraph cannot hold it.
-      return XNN_UNSUPPORTED(node, "no channel shuffle (or transpose) node in this XNNPACK "
-                                   "version's subgraph API");
+      return XNN_UNSUPPORTED(node,
+                             "no channel shuffle (or transpose) node in this XNNPACK "
+                             "version's subgraph API");
   }
   return XNN_UNSUPPORTED(node, "no operator in this XNNPACK version");
 }

@@ -298,7 +298,8 @@ int fuse_channel_shuffle(ModelGraph& g) {
     }
     if (!xd[1].is_const() || !sd[1].is_const() || !sd[2].is_const()) continue;
     const int64_t groups = sd[1].const_value();
-    if (groups < 1 || sd[2].const_value() < 1 || groups * sd[2].const_value() != xd[1].const_value()) {
+    if (groups < 1 || sd[2].const_value() < 1 ||
+        groups * sd[2].const_value() != xd[1].const_value()) {
       continue;
     }
     // Reshape [N, C/g, g, H, W] -> the input's shape, the Transpose's only reader.

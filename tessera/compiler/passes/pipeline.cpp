@@ -15,8 +15,7 @@ Status run_passes(ModelGraph& graph, const PassOptions& options, PassStats* stat
   }
   local.dead_nodes_removed += remove_dead_nodes(graph);
   if (options.fuse_patterns) {
-    local.patterns_fused =
-        fuse_gelu(graph) + fuse_layer_norm(graph) + fuse_channel_shuffle(graph);
+    local.patterns_fused = fuse_gelu(graph) + fuse_layer_norm(graph) + fuse_channel_shuffle(graph);
   }
   if (options.fold_batch_norms) {
     TESSERA_ASSIGN_OR_RETURN(local.batch_norms_folded, fold_batch_norms(graph));

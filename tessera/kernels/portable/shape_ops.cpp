@@ -1,5 +1,6 @@
 // Data movement: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, ChannelShuffle, Concat,
-// Split, Slice, Gather, Pad, Cast. Every dtype is handled by element size (Cast converts between all of them).
+// Split, Slice, Gather, Pad, Cast. Every dtype is handled by element size (Cast converts between
+// all of them).
 #include <cmath>
 #include <cstring>
 #include <limits>
