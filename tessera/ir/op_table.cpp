@@ -9,7 +9,6 @@ namespace {
 
 enum Presence { Optional, Required };
 enum ActivationUse { Plain, Fused };
-enum Import { Custom, Direct };
 enum ShapeRule { Inferred, Input0 };
 
 // The attribute rows of each struct: k<Struct>AttrInfo.
@@ -35,7 +34,7 @@ constexpr Span<const AttrInfo> kNoAttrInfo;
   OpInfo{fb::OpType::name, #name,           #attrs "Attrs",                                   \
          in_min,           in_max,          out_min,                                          \
          out_max,          act == Fused,    #kernel,                                          \
-         import == Direct, shape == Input0, attrs_of_##attrs()},
+         OpImport::import, shape == Input0, attrs_of_##attrs()},
 
 // Every struct's span, by name (No: none).
 Span<const AttrInfo> attrs_of_No() {

@@ -23,6 +23,13 @@ struct AttrInfo {
   const char* doc;
 };
 
+/// How the ONNX importer produces an op (tessera/ir/ops.def's import column).
+enum class OpImport {
+  Direct,    // the ONNX op of the same name maps one to one
+  Custom,    // an importer of its own in tessera/compiler/onnx/*_ops.cpp
+  Internal,  // no ONNX op: only a compiler pass produces it
+};
+
 /// One op.
 struct OpInfo {
   fb::OpType op;
@@ -32,7 +39,7 @@ struct OpInfo {
   size_t outputs_min, outputs_max;
   bool fused_activation;  // a producer that can carry a fused Relu/Clip
   const char* kernel;     // portable kernel family (prepare_<kernel>)
-  bool direct_import;     // the ONNX op of the same name maps one to one
+  OpImport import;
   bool same_shape;        // the output has input 0's shape and dtype
   Span<const AttrInfo> attrs;
 };

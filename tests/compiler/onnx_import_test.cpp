@@ -192,7 +192,11 @@ TEST(OnnxImport, ChannelShuffleShapeChainFoldsIntoShapeExpressions) {
   EXPECT_EQ(g->dims_string(g->nodes[1].outputs[0]), "[batch, 58, 2, 28, 28]");
   EXPECT_EQ(g->dims_string(g->outputs[0]), "[batch, 116, 28, 28]");
 
-  auto c = compile_model(channel_shuffle_model(), {{"batch", 1, 8}});
+  // Without pattern fusion, which would make the three nodes one ChannelShuffle
+  // (pattern_fusion_test.cpp).
+  CompileOptions unfused;
+  unfused.passes.fuse_patterns = false;
+  auto c = compile_model(channel_shuffle_model(), {{"batch", 1, 8}}, unfused);
   ASSERT_OK(c);
   const ir::Graph& ig = c->graph;
   const ir::Value& r5 = ig.values[ig.nodes[0].outputs[0]];

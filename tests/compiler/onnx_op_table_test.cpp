@@ -21,10 +21,11 @@ TEST(OnnxOpTable, EveryOnnxOpHasOneRow) {
 
 TEST(OnnxOpTable, DirectOpsMapOneToOneAndCustomOpsHaveAnImporter) {
   for (const ir::OpInfo& info : ir::op_table()) {
+    if (info.import == ir::OpImport::Internal) continue;
     const OpImporter* row = find_op_importer(info.name);
     ASSERT_NE(row, nullptr) << info.name << " has no ONNX importer";
     EXPECT_EQ(row->op, info.op) << info.name;
-    if (info.direct_import) continue;
+    if (info.import == ir::OpImport::Direct) continue;
     // A Custom op's importer is one of the files of concern, not the Direct one.
     bool custom = false;
     for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(),
@@ -41,11 +42,25 @@ TEST(OnnxOpTable, NoCustomRowShadowsADirectOp) {
                     layout_op_importers()}) {
     for (const OpImporter& r : list) {
       for (const ir::OpInfo& info : ir::op_table()) {
-        EXPECT_FALSE(info.direct_import && r.onnx_op == info.name)
+        EXPECT_FALSE(info.import == ir::OpImport::Direct && r.onnx_op == info.name)
             << r.onnx_op << " is Direct in tessera/ir/ops.def and has a custom importer too";
       }
     }
   }
+}
+
+// An Internal op (produced by a compiler pass, ChannelShuffle) is not an ONNX op: a model that
+// names it is rejected as an unknown op, not imported.
+TEST(OnnxOpTable, InternalOpsHaveNoImporter) {
+  int internal = 0;
+  for (const ir::OpInfo& info : ir::op_table()) {
+    if (info.import != ir::OpImport::Internal) continue;
+    ++internal;
+    EXPECT_EQ(find_op_importer(info.name), nullptr)
+        << info.name << " is Internal in tessera/ir/ops.def but has an ONNX importer";
+  }
+  EXPECT_GE(internal, 1);
+  EXPECT_EQ(ir::op_info(fb::OpType::ChannelShuffle)->import, ir::OpImport::Internal);
 }
 
 TEST(OnnxOpTable, UnknownOpsAreAbsent) {

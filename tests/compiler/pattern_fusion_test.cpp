@@ -144,5 +144,152 @@ TEST(PatternFusion, ReductionOverALeadingAxisIsNotALayerNorm) {
   EXPECT_EQ(fuse_layer_norm(*g), 0);
 }
 
+// ---- ChannelShuffle
+// ------------------------------------------------------------------------------
+
+// x [2, 12, 3, 5] -> Reshape `split` -> Transpose `perm` -> Reshape back to [2, 12, 3, 5].
+struct ShuffleSpec {
+  std::vector<int64_t> split = {2, 3, 4, 3, 5};
+  std::vector<int64_t> perm = {0, 2, 1, 3, 4};
+  bool transposed_is_read_twice = false;  // a Relu also reads the Transpose's output
+  bool split_is_an_output = false;
+};
+
+OnnxBuilder shuffle_model(const ShuffleSpec& spec) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}, int64_t{12}, int64_t{3}, int64_t{5}});
+  b.ints("split_shape", {static_cast<int64_t>(spec.split.size())}, spec.split);
+  b.ints("back_shape", {4}, {2, 12, 3, 5});
+  b.node("Reshape", {"x", "split_shape"}, {"r5"});
+  b.node("Transpose", {"r5"}, {"t5"}).ints("perm", spec.perm);
+  b.node("Reshape", {"t5", "back_shape"}, {"y"}, "shuffle_back");
+  b.output("y");
+  if (spec.transposed_is_read_twice) {
+    b.node("Relu", {"t5"}, {"side"});
+    b.output("side");
+  }
+  if (spec.split_is_an_output) b.output("r5");
+  return b;
+}
+
+TEST(PatternFusion, ChannelShuffleFromReshapeTransposeReshape) {
+  auto g = import_model(shuffle_model({}));
+  ASSERT_OK(g);
+  EXPECT_EQ(fuse_channel_shuffle(*g), 1);
+  ASSERT_EQ(op_names(g->nodes), std::vector<std::string>{"ChannelShuffle"});
+  const ir::Node& n = g->nodes[0];
+  EXPECT_EQ(n.name, "shuffle_back");
+  EXPECT_EQ(n.find_attr("group")->i, 3);
+  EXPECT_EQ(n.inputs[0], g->inputs[0]);
+  EXPECT_EQ(n.outputs[0], g->outputs[0]);
+  EXPECT_EQ(fused_vs_unfused(shuffle_model({}), random_input({2, 12, 3, 5})), 0.0);
+}
+
+// The semantics, against the definition rather than the unfused graph: output channel j*g + i is
+// input channel i*(C/g) + j.
+TEST(PatternFusion, ChannelShuffleMovesChannelsAsDefined) {
+  auto c = compile_model(shuffle_model({}));
+  ASSERT_OK(c);
+  ASSERT_EQ(op_names(c->graph.nodes), std::vector<std::string>{"ChannelShuffle"});
+  const HostArray x = random_input({2, 12, 3, 5});
+  auto y = testing::run_program(c->program.build().value(), {}, {x});
+  ASSERT_OK(y);
+  const int64_t g = 3, cpg = 4, plane = 15;
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t i = 0; i < g; ++i) {
+      for (int64_t j = 0; j < cpg; ++j) {
+        for (int64_t p = 0; p < plane; ++p) {
+          const float out = (*y)[0].data[(n * 12 + j * g + i) * plane + p];
+          const float in = x.data[(n * 12 + i * cpg + j) * plane + p];
+          ASSERT_EQ(out, in) << "n " << n << " i " << i << " j " << j;
+        }
+      }
+    }
+  }
+}
+
+// ShuffleNet's export with a dynamic batch: the target shapes come from Shape/Gather/Concat and
+// fold to expressions over `batch`; the pattern still matches.
+OnnxBuilder symbolic_shuffle_model() {
+  OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), int64_t{8}, int64_t{3}, int64_t{3}});
+  b.node("Shape", {"x"}, {"s"});
+  const char* names[4] = {"n", "c", "h", "w"};
+  for (int i = 0; i < 4; ++i) {
+    b.const_ints(std::string("i") + names[i], {i}, /*scalar=*/true);
+    b.node("Gather", {"s", std::string("i") + names[i]}, {names[i]}).i("axis", 0);
+  }
+  b.const_ints("two", {2}, true);
+  b.node("Div", {"c", "two"}, {"cpg"});
+  b.const_ints("axes0", {0});
+  for (const char* v : {"n", "cpg", "h", "w"}) {
+    b.node("Unsqueeze", {v, "axes0"}, {std::string(v) + "_1d"});
+  }
+  b.const_ints("groups", {2});
+  b.node("Concat", {"n_1d", "groups", "cpg_1d", "h_1d", "w_1d"}, {"shape5"}).i("axis", 0);
+  b.node("Reshape", {"x", "shape5"}, {"r5"});
+  b.node("Transpose", {"r5"}, {"t5"}).ints("perm", {0, 2, 1, 3, 4});
+  b.const_ints("minus1", {-1});
+  b.node("Concat", {"n_1d", "minus1", "h_1d", "w_1d"}, {"shape4"}).i("axis", 0);
+  b.node("Reshape", {"t5", "shape4"}, {"y"});
+  b.output("y", {std::string("batch"), int64_t{8}, int64_t{3}, int64_t{3}});
+  return b;
+}
+
+TEST(PatternFusion, ChannelShuffleWithASymbolicBatch) {
+  CompileOptions plain;
+  plain.passes.fuse_patterns = false;
+  auto a = compile_model(symbolic_shuffle_model(), {{"batch", 1, 4}}, plain);
+  auto f = compile_model(symbolic_shuffle_model(), {{"batch", 1, 4}});
+  ASSERT_OK(a);
+  ASSERT_OK(f);
+  EXPECT_EQ(op_names(a->graph.nodes),
+            (std::vector<std::string>{"Reshape", "Transpose", "Reshape"}));
+  ASSERT_EQ(op_names(f->graph.nodes), std::vector<std::string>{"ChannelShuffle"});
+  EXPECT_EQ(f->graph.nodes[0].find_attr("group")->i, 2);
+  const HostArray x = random_input({3, 8, 3, 3});
+  auto ra = testing::run_program(a->program.build().value(), {3}, {x});
+  auto rf = testing::run_program(f->program.build().value(), {3}, {x});
+  ASSERT_OK(ra);
+  ASSERT_OK(rf);
+  EXPECT_EQ((*ra)[0].dims, (std::vector<int64_t>{3, 8, 3, 3}));
+  EXPECT_EQ((*ra)[0].data, (*rf)[0].data);
+}
+
+TEST(PatternFusion, ChannelShuffleLeavesOtherPatternsAlone) {
+  ShuffleSpec read_twice;
+  read_twice.transposed_is_read_twice = true;
+  ShuffleSpec split_out;
+  split_out.split_is_an_output = true;
+  ShuffleSpec wrong_perm;
+  wrong_perm.perm = {0, 1, 2, 4, 3};
+  ShuffleSpec height_split;  // [2, 12, 3, 5] as [2, 12, 3, 5, 1]: a unit axis added, C not split
+  height_split.split = {2, 12, 3, 5, 1};
+  ShuffleSpec batch_split;  // [2, 12, 3, 5] as [1, 2, 12, 3, 5]: the batch axis, not the channels
+  batch_split.split = {1, 2, 12, 3, 5};
+  for (const ShuffleSpec& spec : {read_twice, split_out, wrong_perm, height_split, batch_split}) {
+    auto g = import_model(shuffle_model(spec));
+    ASSERT_OK(g);
+    const std::vector<std::string> before = op_names(g->nodes);
+    EXPECT_EQ(fuse_channel_shuffle(*g), 0);
+    EXPECT_EQ(op_names(g->nodes), before);
+  }
+}
+
+// A rank-3 shuffle ([N, C, L] -> [N, g, C/g, L], perm 0 2 1 3) is a different pattern: left alone.
+TEST(PatternFusion, ChannelShuffleOfRank3IsLeftAlone) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{2}, int64_t{12}, int64_t{5}});
+  b.ints("split_shape", {4}, {2, 3, 4, 5});
+  b.ints("back_shape", {3}, {2, 12, 5});
+  b.node("Reshape", {"x", "split_shape"}, {"r4"});
+  b.node("Transpose", {"r4"}, {"t4"}).ints("perm", {0, 2, 1, 3});
+  b.node("Reshape", {"t4", "back_shape"}, {"y"});
+  b.output("y");
+  auto g = import_model(b);
+  ASSERT_OK(g);
+  EXPECT_EQ(fuse_channel_shuffle(*g), 0);
+}
+
 }  // namespace
 }  // namespace tessera::compiler

@@ -176,6 +176,47 @@ TEST(Transpose, DefaultReversesDims) {
   EXPECT_EQ(y.floats(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
 }
 
+// ---- ChannelShuffle ----------------------------------------------------------------------------
+
+// [1, 6, 1, 2] with group 2: channels 0 1 2 | 3 4 5 come out as 0 3 1 4 2 5.
+TEST(ChannelShuffle, InterleavesTheGroups) {
+  TestTensor x = TestTensor::f32({1, 6, 1, 2}, iota(12));
+  TestTensor y(ScalarType::Float32, {1, 6, 1, 2});
+  NodeSpec spec(OpType::ChannelShuffle);
+  spec.attr(attr_int("group", 2));
+  ASSERT_TRUE(run_op(spec.node(), {&x}, {&y}).is_ok());
+  EXPECT_EQ(y.floats(), (std::vector<float>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11}));
+  // Group 3 on two batches of [6, 1]: 0 2 4 1 3 5 in each.
+  TestTensor x2 = TestTensor::f32({2, 6}, iota(12));
+  TestTensor y2(ScalarType::Float32, {2, 6});
+  NodeSpec three(OpType::ChannelShuffle);
+  three.attr(attr_int("group", 3));
+  ASSERT_TRUE(run_op(three.node(), {&x2}, {&y2}).is_ok());
+  EXPECT_EQ(y2.floats(), (std::vector<float>{0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11}));
+}
+
+TEST(ChannelShuffle, BadGroupsAreErrors) {
+  TestTensor x = TestTensor::f32({1, 6, 1, 2}, iota(12));
+  TestTensor y(ScalarType::Float32, {1, 6, 1, 2});
+  NodeSpec missing(OpType::ChannelShuffle, "s");
+  expect_error(prepare_op(missing.node(), {&x}, {&y}), Error::InvalidProgram, "group");
+  for (int64_t g : {0, -2, 4}) {
+    NodeSpec spec(OpType::ChannelShuffle, "s");
+    spec.attr(attr_int("group", g));
+    expect_error(prepare_op(spec.node(), {&x}, {&y}), Error::InvalidProgram,
+                 "does not divide the 6 channels");
+  }
+  TestTensor v = TestTensor::f32({6}, iota(6));
+  TestTensor w(ScalarType::Float32, {6});
+  NodeSpec rank1(OpType::ChannelShuffle, "s");
+  rank1.attr(attr_int("group", 2));
+  expect_error(prepare_op(rank1.node(), {&v}, {&w}), Error::InvalidProgram, "rank 1");
+  TestTensor wrong(ScalarType::Float32, {1, 6, 2, 1});
+  NodeSpec shape(OpType::ChannelShuffle, "s");
+  shape.attr(attr_int("group", 2));
+  expect_error(prepare_op(shape.node(), {&x}, {&wrong}), Error::ShapeMismatch, "output shape");
+}
+
 // ---- Concat and Split --------------------------------------------------------------------------
 
 TEST(Concat, Axes) {

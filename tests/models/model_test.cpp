@@ -76,8 +76,11 @@ TEST_P(ModelTest, MatchesPyTorch) {
 TEST(ShuffleNet, ChannelShuffleFoldsIntoShapeExpressions) {
   const std::string path = fixture_dir() + "/shufflenet_v2_x1_0/model.onnx";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture missing: " << path;
+  // Without pattern fusion, to see the folded shape of the first Reshape (pattern fusion makes
+  // each Reshape, Transpose, Reshape one ChannelShuffle: checked below).
   CompileOptions options;
   options.import.dims = {{"batch", 1, 8}};
+  options.passes.fuse_patterns = false;
   auto compiled = compile_onnx_file(path, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
   const std::string text = graph_to_string(compiled->graph);
@@ -87,6 +90,18 @@ TEST(ShuffleNet, ChannelShuffleFoldsIntoShapeExpressions) {
     EXPECT_NE(n.op, fb::OpType::Gather) << "shape arithmetic left in the program: " << n.name;
     EXPECT_NE(n.op, fb::OpType::Cast) << "shape arithmetic left in the program: " << n.name;
   }
+  options.passes.fuse_patterns = true;
+  auto fused = compile_onnx_file(path, options);
+  ASSERT_TRUE(fused.ok()) << fused.status().message();
+  int shuffles = 0;
+  for (const ir::Node& n : fused->graph.nodes) {
+    EXPECT_NE(n.op, fb::OpType::Transpose) << "channel shuffle left unfused: " << n.name;
+    if (n.op != fb::OpType::ChannelShuffle) continue;
+    ++shuffles;
+    ASSERT_NE(n.find_attr("group"), nullptr);
+    EXPECT_EQ(n.find_attr("group")->i, 2) << n.name;
+  }
+  EXPECT_EQ(shuffles, 16);
 }
 
 // More torchvision classifiers (make_fixtures.py --extra); slow, labelled `slow`.

@@ -34,6 +34,18 @@ std::string default_text(const ir::AttrInfo& a) {
   return s;
 }
 
+const char* import_text(ir::OpImport import) {
+  switch (import) {
+    case ir::OpImport::Direct:
+      return "direct";
+    case ir::OpImport::Custom:
+      return "custom";
+    case ir::OpImport::Internal:
+      return "none (compiler pass)";
+  }
+  return "?";
+}
+
 // GitHub's heading anchor: lower case.
 std::string anchor(const char* heading) {
   std::string s = heading;
@@ -51,7 +63,8 @@ std::string generate() {
          "Fused: the op can carry a fused Relu or Clip. Kernel: the portable kernel family "
          "(`prepare_<kernel>` in `tessera/kernels/portable`). Import: `direct` when the ONNX op "
          "of the same name maps one to one, `custom` when `tessera/compiler/onnx/*_ops.cpp` "
-         "has its own importer. Which backend takes which op, and why one rejects a case: "
+         "has its own importer, `none` when only a compiler pass (`tessera/compiler/passes`) "
+         "produces the op. Which backend takes which op, and why one rejects a case: "
          "[ops-support.md](ops-support.md), from the conformance suite.\n\n"
       << "| Op | Inputs | Outputs | Attributes | Fused | Kernel | Import |\n"
       << "| --- | --- | --- | --- | --- | --- | --- |\n";
@@ -64,7 +77,7 @@ std::string generate() {
       out << "[" << op.attrs_struct << "](#" << anchor(op.attrs_struct) << ")";
     }
     out << " | " << (op.fused_activation ? "yes" : "no") << " | " << op.kernel << " | "
-        << (op.direct_import ? "direct" : "custom") << " |\n";
+        << import_text(op.import) << " |\n";
   }
   out << "\n## Attributes\n\n"
       << "Read through `ir::<Struct>::read` (tessera/ir/op_attrs.h). A present attribute of "

@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
   app.add_flag("--no-fold-batchnorm", no_fold_bn, "keep BatchNormalization nodes");
   app.add_flag("--no-fuse-activations", no_fusion, "keep Relu/Clip as separate nodes");
-  app.add_flag("--no-fuse-patterns", no_patterns, "keep Gelu and LayerNormalization spelled out as exported");
+  app.add_flag("--no-fuse-patterns", no_patterns,
+               "keep Gelu, LayerNormalization and channel shuffles spelled out as exported");
   app.set_version_flag("--version", std::string("tessera-compile ") + tessera_version());
   try {
     app.parse(argc, argv);

@@ -217,6 +217,16 @@ Status Checker::run() {
       return Status::ok();
     case Op::Transpose:
       return Status::ok();
+    case Op::ChannelShuffle: {
+      Result<ir::ChannelShuffleAttrs> shuffle = ir::ChannelShuffleAttrs::read(attrs);
+      if (!shuffle.ok()) return no("group has the wrong type or is missing");
+      if (d(x).size() < 2) return no("X must be [N, C, ...]");
+      if (shuffle->group < 1 || d(x)[1] % shuffle->group != 0) {
+        return no("group does not divide the channels");
+      }
+      if (!(d(x) == d(y))) return no("Y must have X's shape");
+      return Status::ok();
+    }
     case Op::Concat:
       for (int i = 0; i < num_inputs(node_); ++i) {
         if (!valid(input_of(node_, i))) return no("missing input %d", i);
@@ -872,6 +882,23 @@ Status Builder::convert(const fb::Node& node) {
       armnn::IConnectableLayer* layer = net_.network->AddTransposeLayer(desc);
       connect(in, layer);
       result = out(layer, dy);
+      break;
+    }
+    case Op::ChannelShuffle: {
+      // ArmNN 20.08 has no ChannelShuffle layer: Reshape to [N, g, C/g, S], Transpose 0 2 1 3
+      // (rank 4, which every ArmNN backend's Transpose takes), Reshape back.
+      TESSERA_ASSIGN_OR_RETURN(const ir::ChannelShuffleAttrs shuffle,
+                               ir::ChannelShuffleAttrs::read(attrs));
+      const Dims& dx = d(x);
+      const int64_t g = shuffle.group, spatial = dx.numel() / (dx[0] * dx[1]);
+      const Dims split{dx[0], g, dx[1] / g, spatial};
+      const Dims swapped{dx[0], dx[1] / g, g, spatial};
+      TESSERA_ASSIGN_OR_RETURN(armnn::IOutputSlot * in, slot(x));
+      const unsigned perm[] = {0, 2, 1, 3};
+      armnn::TransposeDescriptor desc(armnn::PermutationVector(perm, 4));
+      armnn::IConnectableLayer* layer = net_.network->AddTransposeLayer(desc);
+      connect(reshape(in, split), layer);
+      result = reshape(out(layer, swapped), dy);
       break;
     }
     case Op::Concat: {

@@ -162,10 +162,12 @@ class Builder {
   Status lower_softmax(const NodeView& n);
   Status lower_concat(const NodeView& n, int index);
   Result<bool> lower_concat_in_chain(const NodeView& n, int index, int64_t axis);
+  Result<bool> lower_concat_into_shuffle(const NodeView& n, int64_t axis);
   bool place_parts_in(const NodeView& n, int index, const std::vector<memory>& parts, int64_t axis,
                       memory& dst);
   Status lower_reshape(const NodeView& n);
   Status lower_transpose(const NodeView& n);
+  Status lower_shuffle(const NodeView& n);
   Status lower_layer_norm(const NodeView& n);
   Status lower_conv_transpose(const NodeView& n);
   Status lower_slice(const NodeView& n);
@@ -1033,6 +1035,8 @@ Status Builder::lower_concat(const NodeView& n, int index) {
   const int y = n.output(0);
   const DimVector& dy = dims_[static_cast<size_t>(y)];
   const int64_t axis = normalized_axis(attrs_of<ir::ConcatAttrs>(n).axis, dy.size());
+  TESSERA_ASSIGN_OR_RETURN(bool shuffled, lower_concat_into_shuffle(n, axis));
+  if (shuffled) return Status::ok();
   TESSERA_ASSIGN_OR_RETURN(bool chained, lower_concat_in_chain(n, index, axis));
   if (chained) return Status::ok();
   std::vector<memory> srcs;
@@ -1095,6 +1099,49 @@ Status Builder::lower_concat(const NodeView& n, int index) {
   set(y, dst);
   add_activation_step(n.node(), y, n.name());
   return Status::ok();
+}
+
+// A Concat of g equal parts along the channels whose only reader is a ChannelShuffle of group g
+// (ShuffleNet: Concat, then the channel shuffle): part i lands on output channels i, g + i,
+// 2g + i, ..., so each part is one reorder, from whatever layout it is in, into a strided view of
+// the shuffle's row-major output; the Concat's own output is never built and the shuffle node is
+// done. Returns false (nothing done) where that does not hold.
+Result<bool> Builder::lower_concat_into_shuffle(const NodeView& n, int64_t axis) {
+  const int y = n.output(0);
+  const Span<const int32_t> readers = view_.consumers(y);
+  if (axis != 1 || readers.size() != 1 || view_.value(y).graph_output ||
+      n.node().activation() != fb::Activation::None) {
+    return false;
+  }
+  const size_t k = static_cast<size_t>(readers[0]);
+  const fb::Node& shuffle = view_.node(k);
+  if (shuffle.op() != fb::OpType::ChannelShuffle || done_[k]) return false;
+  const NodeView sv(view_, shuffle);
+  if (!check_node(sv).is_ok() || sv.input(0) != y) return false;
+  const int64_t group = attrs_of<ir::ChannelShuffleAttrs>(sv).group;
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  if (group != n.num_inputs() || dy.size() < 2 || dy[1] % group != 0) return false;
+  DimVector part_dims = dy;
+  part_dims[1] = dy[1] / group;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    const int v = n.input(i);
+    if (v < 0 || dims_[static_cast<size_t>(v)] != part_dims) return false;
+  }
+  const int out = sv.output(0);
+  const memory::dims p = strides_of(dy);
+  memory::dims strides = p;
+  strides[1] = group * p[1];
+  memory dst = fresh(plain(dy, act_));
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(n.input(i)));
+    memory::desc md(part_dims, act_, strides);
+    md.data.offset0 = i * p[1];
+    TESSERA_RETURN_IF_ERROR(add_reorder(src, wrap(md, dst.get_data_handle(), -1), sv.name()));
+  }
+  set(out, dst);
+  done_[k] = true;
+  add_activation_step(shuffle, out, sv.name());
+  return true;
 }
 
 // A Concat without copies: when every part is a buffer of its own that nothing reads after the
@@ -1264,6 +1311,76 @@ Status Builder::lower_transpose(const NodeView& n) {
   memory src = view(x, m, memory::desc(dy, act_, strides));
   memory dst = fresh(plain(dy, act_));
   TESSERA_RETURN_IF_ERROR(add_reorder(src, dst, n.name()));
+  set(y, dst);
+  add_activation_step(n.node(), y, n.name());
+  return Status::ok();
+}
+
+// The strides of `md` when it is a strided layout without blocks, padding or offset (plain,
+// channels-last, ...); empty otherwise.
+memory::dims strided_layout(const memory::desc& md) {
+  const dnnl_memory_desc_t& c = md.data;
+  if (c.format_kind != dnnl_blocked || c.format_desc.blocking.inner_nblks != 0 || c.offset0 != 0) {
+    return {};
+  }
+  for (int d = 0; d < c.ndims; ++d) {
+    if (c.padded_dims[d] != c.dims[d] || c.padded_offsets[d] != 0) return {};
+  }
+  return memory::dims(c.format_desc.blocking.strides, c.format_desc.blocking.strides + c.ndims);
+}
+
+// ChannelShuffle with `group` g: output channel j*g + i is input channel i*(C/g) + j. An input
+// in a strided layout (plain or channels-last, as the producer left it) is one reorder into a
+// row-major output, between two views of the channel axis as [C/g, g]: the input's read with
+// strides (s_c, (C/g)*s_c), the output's written with (g*p_c, p_c); the shuffle and the layout
+// change the consumers (Slice, Reshape) need are the same pass. A blocked layout runs oneDNN's
+// shuffle_forward, whose group_size is C/g (it reads the axis as [C/group_size, group_size] and
+// transposes it); a layout no shuffle implementation takes is reordered to plain once.
+Status Builder::lower_shuffle(const NodeView& n) {
+  const int x = n.input(0), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const int64_t group = attrs_of<ir::ChannelShuffleAttrs>(n).group;
+  const int64_t per_group = dx[1] / group;
+  TESSERA_ASSIGN_OR_RETURN(memory src, activation_input(x));
+  const memory::dims s = strided_layout(src.get_desc());
+  if (!s.empty()) {
+    const memory::dims p = strides_of(dx);
+    memory::dims dims = {dx[0], per_group, group};
+    memory::dims from = {s[0], s[1], per_group * s[1]};
+    memory::dims to = {p[0], group * p[1], p[1]};
+    for (size_t d = 2; d < dx.size(); ++d) {
+      dims.push_back(dx[d]);
+      from.push_back(s[d]);
+      to.push_back(p[d]);
+    }
+    const dt type = src.get_desc().data_type();
+    memory dst = fresh(plain(dx, type));
+    memory in = view(x, src, memory::desc(dims, type, from));
+    memory out = wrap(memory::desc(dims, type, to), dst.get_data_handle(), -1);
+    TESSERA_RETURN_IF_ERROR(add_reorder(in, out, n.name()));
+    set(y, dst);
+    add_activation_step(n.node(), y, n.name());
+    return Status::ok();
+  }
+  dnnl::shuffle_forward::primitive_desc pd;
+  for (int attempt = 0; attempt < 2 && !pd; ++attempt) {
+    if (attempt == 1) {
+      TESSERA_ASSIGN_OR_RETURN(src, plain_view(x, dx, act_));
+    }
+    dnnl::shuffle_forward::desc desc(dnnl::prop_kind::forward_inference, src.get_desc(), 1,
+                                     static_cast<int>(per_group));
+    pd = dnnl::shuffle_forward::primitive_desc(desc, options_.engine, attr(),
+                                               /*allow_empty=*/true);
+  }
+  if (!pd) {
+    return Status::error(Error::NotSupported,
+                         "onednn: ChannelShuffle node '%.*s': no shuffle implementation for "
+                         "this shape",
+                         static_cast<int>(n.name().size()), n.name().data());
+  }
+  memory dst = fresh(pd.dst_desc());
+  add_step(pd, dnnl::shuffle_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, "shuffle",
+           n.name());
   set(y, dst);
   add_activation_step(n.node(), y, n.name());
   return Status::ok();
@@ -1547,6 +1664,8 @@ Status Builder::lower(int index) {
       return lower_reshape(n);
     case Lowering::Transpose:
       return lower_transpose(n);
+    case Lowering::Shuffle:
+      return lower_shuffle(n);
     case Lowering::LayerNorm:
       return lower_layer_norm(n);
     case Lowering::ConvTranspose:

@@ -615,6 +615,8 @@ OpLowering lowering_of(fb::OpType op) {
       return {L::Reshape};
     case fb::OpType::Transpose:
       return {L::Transpose};
+    case fb::OpType::ChannelShuffle:
+      return {L::Shuffle};
     case fb::OpType::LayerNormalization:
       return {L::LayerNorm};
     case fb::OpType::Slice:
@@ -848,6 +850,16 @@ Status check_node(const NodeView& n) {
         }
       }
       if (dx.numel() != dy.numel() || dx.size() != dy.size()) return c.fail("shapes do not match");
+      return Status::ok();
+    }
+    case Lowering::Shuffle: {
+      ir::ChannelShuffleAttrs attrs;
+      if (!n.attrs(&attrs)) return c.fail("group has the wrong type or is missing");
+      if (dx.size() < 2) return c.fail("input must be [N, C, ...]");
+      if (attrs.group < 1 || dx[1] % attrs.group != 0) {
+        return c.fail("group does not divide the channels");
+      }
+      if (dx != dy) return c.fail("output shape differs from the input's");
       return Status::ok();
     }
     case Lowering::None:

@@ -119,6 +119,7 @@ enum class Lowering : uint8_t {
   Concat,
   Reshape,  // Identity, Reshape, Flatten, Squeeze, Unsqueeze: a view of the input
   Transpose,
+  Shuffle,  // ChannelShuffle: shuffle_forward on axis 1, in the producer's layout
   LayerNorm,
   Slice,
   Split,

@@ -159,6 +159,7 @@ class Planner {
   Status layer_norm();
   Status batch_norm();
   Status transpose();
+  Status channel_shuffle();
   Status concat();
   Status reshape_like();
   Status spatial_dims(const Dims& x, Span<const int64_t> kernel, int64_t* h, int64_t* w,
@@ -272,6 +273,9 @@ Status Planner::run() {
       break;
     case Op::Transpose:
       TESSERA_RETURN_IF_ERROR(transpose());
+      break;
+    case Op::ChannelShuffle:
+      TESSERA_RETURN_IF_ERROR(channel_shuffle());
       break;
     case Op::Concat:
       TESSERA_RETURN_IF_ERROR(concat());
@@ -1075,6 +1079,29 @@ Status Planner::transpose() {
   std::string off = "0";
   for (int d = 0; d < y.rank; ++d) off += string_format(" + i%d * ", d) + param(string_format("xs%d", d), xs[perm[d]]);
   line("float v = in0[" + off + "];");
+  store();
+  return Status::ok();
+}
+
+// One gather: output channel c = j*g + i reads input channel i*(C/g) + j, at the same n and
+// spatial offset.
+Status Planner::channel_shuffle() {
+  const Dims& x = in_shape(0);
+  TESSERA_ASSIGN_OR_RETURN(const ir::ChannelShuffleAttrs attrs,
+                           ir::ChannelShuffleAttrs::read(attrs_));
+  if (x.rank < 2) return fail(Error::InvalidProgram, "input must be [N, C, ...]");
+  if (!(x == out_shape()))
+    return fail(Error::ShapeMismatch, "output shape differs from the input's");
+  if (attrs.group < 1 || x.d[1] % attrs.group != 0) {
+    return fail(Error::InvalidProgram, "group does not divide the channels");
+  }
+  bind_input(0);
+  const int64_t spatial = x.numel() / (x.d[0] * x.d[1]);
+  const std::string S = param("S", spatial), C = param("C", x.d[1]), G = param("G", attrs.group),
+                    CPG = param("CPG", x.d[1] / attrs.group);
+  line("const int c = (gid / " + S + ") % " + C + ";");
+  line("const int from = (c % " + G + ") * " + CPG + " + c / " + G + ";");
+  line("float v = in0[gid + (from - c) * " + S + "];");
   store();
   return Status::ok();
 }

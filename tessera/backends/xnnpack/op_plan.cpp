@@ -969,6 +969,11 @@ Status plan_op(const NodeReader& node, OpPlan* plan) {
     case Op::ReduceMax:
     case Op::Mish:
       break;
+    case Op::ChannelShuffle:
+      // xnn_create_channel_shuffle_nc_x32 is an operator-API op only; a subgraph cannot hold it.
+      return XNN_UNSUPPORTED(node,
+                             "no channel shuffle (or transpose) node in this XNNPACK "
+                             "version's subgraph API");
   }
   return XNN_UNSUPPORTED(node, "no operator in this XNNPACK version");
 }

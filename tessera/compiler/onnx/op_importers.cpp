@@ -22,7 +22,7 @@ struct Table {
 
   Table() {
     for (const ir::OpInfo& info : ir::op_table()) {
-      if (info.direct_import) rows.push_back({info.name, import_direct, info.op});
+      if (info.import == ir::OpImport::Direct) rows.push_back({info.name, import_direct, info.op});
     }
     for (auto list : {shape_op_importers(), nn_op_importers(), elementwise_op_importers(),
                       layout_op_importers()}) {

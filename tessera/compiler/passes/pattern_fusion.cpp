@@ -1,6 +1,8 @@
 #include "tessera/compiler/passes/pattern_fusion.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "tessera/compiler/shape_inference.h"
 #include "tessera/ir/op_attrs.h"
@@ -254,6 +256,74 @@ int fuse_layer_norm(ModelGraph& g) {
     ln.outputs = last->outputs;
     ln.attrs = {ir::Attr::make_int("axis", axis), ir::Attr::make_float("epsilon", eps)};
     *last = std::move(ln);
+    ++fused;
+  }
+  m.compact();
+  return fused;
+}
+
+namespace {
+
+// Whether `n` is a Transpose whose perm is exactly 0, 2, 1, 3, 4 (swaps axes 1 and 2 of rank 5).
+bool swaps_axes_1_and_2_of_rank_5(const ir::Node& n) {
+  const Result<ir::TransposeAttrs> a = ir::TransposeAttrs::read(n);
+  if (!a.ok()) return false;
+  static constexpr int64_t kPerm[] = {0, 2, 1, 3, 4};
+  return std::equal(a->perm.begin(), a->perm.end(), std::begin(kPerm), std::end(kPerm));
+}
+
+}  // namespace
+
+int fuse_channel_shuffle(ModelGraph& g) {
+  Matcher m(g);
+  int fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (m.removed(i) || g.nodes[i].op != OpType::Transpose) continue;
+    ir::Node* transpose = &g.nodes[i];
+    if (transpose->activation != fb::Activation::None || transpose->inputs.size() != 1 ||
+        transpose->outputs.size() != 1 || !swaps_axes_1_and_2_of_rank_5(*transpose)) {
+      continue;
+    }
+    // Reshape [N, C, H, W] -> [N, g, C/g, H, W], read only by the Transpose.
+    const int split = transpose->inputs[0];
+    ir::Node* split_node = m.producer(split, OpType::Reshape);
+    if (!split_node || is_graph_output(g, split) || split_node->inputs.empty()) continue;
+    const int x = split_node->inputs[0];
+    if (x < 0) continue;
+    const std::vector<SymExpr>& xd = g.values[x].dims;
+    const std::vector<SymExpr>& sd = g.values[split].dims;
+    if (xd.size() != 4 || sd.size() != 5 || !(sd[0] == xd[0]) || !(sd[3] == xd[2]) ||
+        !(sd[4] == xd[3])) {
+      continue;
+    }
+    if (!xd[1].is_const() || !sd[1].is_const() || !sd[2].is_const()) continue;
+    const int64_t groups = sd[1].const_value();
+    if (groups < 1 || sd[2].const_value() < 1 ||
+        groups * sd[2].const_value() != xd[1].const_value()) {
+      continue;
+    }
+    // Reshape [N, C/g, g, H, W] -> the input's shape, the Transpose's only reader.
+    const int swapped = transpose->outputs[0];
+    if (is_graph_output(g, swapped)) continue;
+    ir::Node* merge = m.sole_consumer(swapped);
+    if (!merge || merge->op != OpType::Reshape || merge->outputs.size() != 1 ||
+        merge->inputs.empty() || merge->inputs[0] != swapped) {
+      continue;
+    }
+    const int y = merge->outputs[0];
+    if (g.values[y].dims != xd || g.values[y].dtype != g.values[x].dtype) continue;
+    m.remove(split_node);
+    m.remove(transpose);
+    ir::Node shuffle;
+    shuffle.op = OpType::ChannelShuffle;
+    shuffle.name = merge->name;
+    shuffle.inputs = {x};
+    shuffle.outputs = merge->outputs;
+    shuffle.attrs = {ir::Attr::make_int("group", groups)};
+    shuffle.activation = merge->activation;
+    shuffle.activation_min = merge->activation_min;
+    shuffle.activation_max = merge->activation_max;
+    *merge = std::move(shuffle);
     ++fused;
   }
   m.compact();

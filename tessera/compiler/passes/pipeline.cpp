@@ -14,7 +14,9 @@ Status run_passes(ModelGraph& graph, const PassOptions& options, PassStats* stat
     TESSERA_ASSIGN_OR_RETURN(local.constants_folded, fold_constants(graph));
   }
   local.dead_nodes_removed += remove_dead_nodes(graph);
-  if (options.fuse_patterns) local.patterns_fused = fuse_gelu(graph) + fuse_layer_norm(graph);
+  if (options.fuse_patterns) {
+    local.patterns_fused = fuse_gelu(graph) + fuse_layer_norm(graph) + fuse_channel_shuffle(graph);
+  }
   if (options.fold_batch_norms) {
     TESSERA_ASSIGN_OR_RETURN(local.batch_norms_folded, fold_batch_norms(graph));
   }

@@ -1,4 +1,5 @@
-// The default optimisation pipeline: constant folding, pattern fusion (Gelu, LayerNormalization),
+// The default optimisation pipeline: constant folding, pattern fusion (Gelu, LayerNormalization,
+// ChannelShuffle),
 // BatchNorm folding, activation fusion, dead-node removal.
 #pragma once
 

@@ -12,6 +12,7 @@ namespace tessera::portable {
 Result<PreparedKernel> prepare_identity(OpContext& ctx);
 Result<PreparedKernel> prepare_reshape_like(OpContext& ctx);  // Reshape Flatten Squeeze Unsqueeze
 Result<PreparedKernel> prepare_transpose(OpContext& ctx);
+Result<PreparedKernel> prepare_channel_shuffle(OpContext& ctx);
 Result<PreparedKernel> prepare_concat(OpContext& ctx);
 Result<PreparedKernel> prepare_split(OpContext& ctx);
 Result<PreparedKernel> prepare_slice(OpContext& ctx);

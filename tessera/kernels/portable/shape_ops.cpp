@@ -1,5 +1,6 @@
-// Data movement: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice,
-// Gather, Pad, Cast. Every dtype is handled by element size (Cast converts between all of them).
+// Data movement: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, ChannelShuffle, Concat,
+// Split, Slice, Gather, Pad, Cast. Every dtype is handled by element size (Cast converts between
+// all of them).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -199,6 +200,39 @@ Result<PreparedKernel> prepare_transpose(OpContext& ctx) {
     s->loop.strides[0][d] = in_strides[perm[d]];
   }
   TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, computed.span()));
+  coalesce(s->loop);
+  s->esize = element_size(x->dtype());
+  return PreparedKernel{run_strided_copy, s};
+}
+
+// ChannelShuffle: X [N, C, spatial...] read as [N, g, C/g, S] and written as [N, C/g, g, S], so
+// output channel j*g + i is input channel i*(C/g) + j.
+Result<PreparedKernel> prepare_channel_shuffle(OpContext& ctx) {
+  TESSERA_RETURN_IF_ERROR(expect_unary_io(ctx));
+  const Tensor* x = ctx.input(0);
+  const int rank = x->dim();
+  if (rank < 2) {
+    return ctx.error(Error::InvalidProgram, "input has rank %d; needs [N, C, ...]", rank);
+  }
+  TESSERA_ASSIGN_OR_RETURN(const ir::ChannelShuffleAttrs attrs,
+                           ctx.read_attrs<ir::ChannelShuffleAttrs>());
+  const int64_t g = attrs.group;
+  const int64_t c = x->size(1);
+  if (g < 1 || c % g != 0) {
+    return ctx.error(Error::InvalidProgram, "group %lld does not divide the %lld channels",
+                     static_cast<long long>(g), static_cast<long long>(c));
+  }
+  TESSERA_RETURN_IF_ERROR(ctx.expect_output_shape(0, x->sizes()));
+  int64_t spatial = 1;
+  for (int d = 2; d < rank; ++d) spatial *= x->size(d);
+  TESSERA_ASSIGN_OR_RETURN(StridedCopyState * s, ctx.make_state<StridedCopyState>());
+  s->loop.rank = 4;
+  const int64_t sizes[4] = {x->size(0), c / g, g, spatial};
+  const int64_t strides[4] = {c * spatial, spatial, (c / g) * spatial, 1};
+  for (int d = 0; d < 4; ++d) {
+    s->loop.sizes[d] = sizes[d];
+    s->loop.strides[0][d] = strides[d];
+  }
   coalesce(s->loop);
   s->esize = element_size(x->dtype());
   return PreparedKernel{run_strided_copy, s};

@@ -86,6 +86,7 @@ class BatchNorm : public BackendConformance {};
 class Concat : public BackendConformance {};
 class Reshape : public BackendConformance {};
 class Transpose : public BackendConformance {};
+class ChannelShuffle : public BackendConformance {};
 class Slice : public BackendConformance {};
 class Split : public BackendConformance {};
 class Pad : public BackendConformance {};
@@ -128,31 +129,32 @@ std::vector<fb::OpType> compare_ops();
 
 /// Instantiates every conformance family for the registered backend named `backend` (a
 /// `const char*` constant); use once, at namespace scope of tessera::backend_testing.
-#define TESSERA_INSTANTIATE_CONFORMANCE(backend)                                \
-  TESSERA_CONFORMANCE_ONE_(Conv, backend, fb::OpType::Conv);                    \
-  TESSERA_CONFORMANCE_ONE_(ConvTranspose, backend, fb::OpType::ConvTranspose);  \
-  TESSERA_CONFORMANCE_OPS_(Binary, backend, binary_ops());                      \
-  TESSERA_CONFORMANCE_OPS_(BinaryFused, backend, fused_binary_ops());           \
-  TESSERA_CONFORMANCE_OPS_(Unary, backend, unary_ops());                        \
-  TESSERA_CONFORMANCE_ONE_(PRelu, backend, fb::OpType::PRelu);                  \
-  TESSERA_CONFORMANCE_OPS_(Pool, backend, pool_ops());                          \
-  TESSERA_CONFORMANCE_ONE_(MaxPool, backend, fb::OpType::MaxPool);              \
-  TESSERA_CONFORMANCE_ONE_(AveragePool, backend, fb::OpType::AveragePool);      \
-  TESSERA_CONFORMANCE_ONE_(GlobalPool, backend, fb::OpType::GlobalAveragePool); \
-  TESSERA_CONFORMANCE_OPS_(Reduce, backend, reduce_ops());                      \
-  TESSERA_CONFORMANCE_ONE_(Gemm, backend, fb::OpType::Gemm);                    \
-  TESSERA_CONFORMANCE_ONE_(MatMul, backend, fb::OpType::MatMul);                \
-  TESSERA_CONFORMANCE_ONE_(Softmax, backend, fb::OpType::Softmax);              \
-  TESSERA_CONFORMANCE_ONE_(LayerNorm, backend, fb::OpType::LayerNormalization); \
-  TESSERA_CONFORMANCE_ONE_(BatchNorm, backend, fb::OpType::BatchNormalization); \
-  TESSERA_CONFORMANCE_ONE_(Concat, backend, fb::OpType::Concat);                \
-  TESSERA_CONFORMANCE_ONE_(Reshape, backend, fb::OpType::Reshape);              \
-  TESSERA_CONFORMANCE_ONE_(Transpose, backend, fb::OpType::Transpose);          \
-  TESSERA_CONFORMANCE_ONE_(Slice, backend, fb::OpType::Slice);                  \
-  TESSERA_CONFORMANCE_ONE_(Split, backend, fb::OpType::Split);                  \
-  TESSERA_CONFORMANCE_ONE_(Pad, backend, fb::OpType::Pad);                      \
-  TESSERA_CONFORMANCE_ONE_(Resize, backend, fb::OpType::Resize);                \
-  TESSERA_CONFORMANCE_ONE_(Gather, backend, fb::OpType::Gather);                \
-  TESSERA_CONFORMANCE_ONE_(Cast, backend, fb::OpType::Cast);                    \
-  TESSERA_CONFORMANCE_ONE_(Where, backend, fb::OpType::Where);                  \
+#define TESSERA_INSTANTIATE_CONFORMANCE(backend)                                 \
+  TESSERA_CONFORMANCE_ONE_(Conv, backend, fb::OpType::Conv);                     \
+  TESSERA_CONFORMANCE_ONE_(ConvTranspose, backend, fb::OpType::ConvTranspose);   \
+  TESSERA_CONFORMANCE_OPS_(Binary, backend, binary_ops());                       \
+  TESSERA_CONFORMANCE_OPS_(BinaryFused, backend, fused_binary_ops());            \
+  TESSERA_CONFORMANCE_OPS_(Unary, backend, unary_ops());                         \
+  TESSERA_CONFORMANCE_ONE_(PRelu, backend, fb::OpType::PRelu);                   \
+  TESSERA_CONFORMANCE_OPS_(Pool, backend, pool_ops());                           \
+  TESSERA_CONFORMANCE_ONE_(MaxPool, backend, fb::OpType::MaxPool);               \
+  TESSERA_CONFORMANCE_ONE_(AveragePool, backend, fb::OpType::AveragePool);       \
+  TESSERA_CONFORMANCE_ONE_(GlobalPool, backend, fb::OpType::GlobalAveragePool);  \
+  TESSERA_CONFORMANCE_OPS_(Reduce, backend, reduce_ops());                       \
+  TESSERA_CONFORMANCE_ONE_(Gemm, backend, fb::OpType::Gemm);                     \
+  TESSERA_CONFORMANCE_ONE_(MatMul, backend, fb::OpType::MatMul);                 \
+  TESSERA_CONFORMANCE_ONE_(Softmax, backend, fb::OpType::Softmax);               \
+  TESSERA_CONFORMANCE_ONE_(LayerNorm, backend, fb::OpType::LayerNormalization);  \
+  TESSERA_CONFORMANCE_ONE_(BatchNorm, backend, fb::OpType::BatchNormalization);  \
+  TESSERA_CONFORMANCE_ONE_(Concat, backend, fb::OpType::Concat);                 \
+  TESSERA_CONFORMANCE_ONE_(Reshape, backend, fb::OpType::Reshape);               \
+  TESSERA_CONFORMANCE_ONE_(Transpose, backend, fb::OpType::Transpose);           \
+  TESSERA_CONFORMANCE_ONE_(ChannelShuffle, backend, fb::OpType::ChannelShuffle); \
+  TESSERA_CONFORMANCE_ONE_(Slice, backend, fb::OpType::Slice);                   \
+  TESSERA_CONFORMANCE_ONE_(Split, backend, fb::OpType::Split);                   \
+  TESSERA_CONFORMANCE_ONE_(Pad, backend, fb::OpType::Pad);                       \
+  TESSERA_CONFORMANCE_ONE_(Resize, backend, fb::OpType::Resize);                 \
+  TESSERA_CONFORMANCE_ONE_(Gather, backend, fb::OpType::Gather);                 \
+  TESSERA_CONFORMANCE_ONE_(Cast, backend, fb::OpType::Cast);                     \
+  TESSERA_CONFORMANCE_ONE_(Where, backend, fb::OpType::Where);                   \
   TESSERA_CONFORMANCE_OPS_(Compare, backend, compare_ops())
