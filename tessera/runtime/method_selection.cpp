@@ -62,9 +62,18 @@ void destroy(const Installed& x) {
   if (x.backend != nullptr && x.handle != nullptr) x.backend->destroy(x.handle);
 }
 
+// A delegate the load did not measure (a pinned one under auto: one candidate): it stays on
+// its backend, which a uniform assignment must therefore be.
+constexpr int kPinned = -2;
+
+bool measured(const DelegateInfo& info) { return std::strcmp(info.selection.mode, "measure") == 0; }
+
 // The entry of `backend` in a delegate's candidates that its measurement would have kept: the
-// fastest accepted, a variant only when it wins by the margin. -1 when none was accepted.
-int entry_of(const SelectionReport& r, const char* backend) {
+// fastest accepted, a variant only when it wins by the margin. -1 when none was accepted; a
+// delegate not measured: kPinned when it runs on `backend`, else -1.
+int entry_of(const DelegateInfo& info, const char* backend) {
+  if (!measured(info)) return std::strcmp(info.backend, backend) == 0 ? kPinned : -1;
+  const SelectionReport& r = info.selection;
   int best = -1;
   for (size_t i = 0; i < r.num_candidates; ++i) {
     const SelectionCandidate& c = r.candidates[i];
@@ -76,7 +85,10 @@ int entry_of(const SelectionReport& r, const char* backend) {
   return best;
 }
 
-int chosen_entry(const SelectionReport& r) {
+// The entry a delegate runs now: its chosen candidate (-1: none), or kPinned.
+int chosen_entry(const DelegateInfo& info) {
+  if (!measured(info)) return kPinned;
+  const SelectionReport& r = info.selection;
   for (size_t i = 0; i < r.num_candidates; ++i) {
     if (r.candidates[i].chosen) return static_cast<int>(i);
   }
@@ -117,22 +129,24 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   const uint32_t n = s->num_delegates;
   if (options.selection == Selection::Fixed || n < 2) return;
   bool mixed = false;
+  const DelegateInfo* first_measured = nullptr;
   for (uint32_t k = 0; k < n; ++k) {
     const DelegateStep& step = s->delegates[k];
-    const SelectionReport& r = step.info->selection;
-    // Only a load that measured every delegate (a cached load runs the remembered choice) and
-    // ran each as measured (no startup backend standing in).
-    if (std::strcmp(r.mode, "measure") != 0 || r.cached || step.startup != nullptr ||
-        chosen_entry(r) < 0) {
-      return;
-    }
-    mixed |= std::strcmp(step.info->backend, s->delegates[0].info->backend) != 0;
+    const DelegateInfo& info = *step.info;
+    // Only a load that measured (a cached load runs the remembered choice: none of its
+    // delegates may be cached) and runs each delegate as chosen (no startup backend standing
+    // in, no measurement that chose nothing).
+    if (info.selection.cached || step.startup != nullptr || chosen_entry(info) == -1) return;
+    if (measured(info) && first_measured == nullptr) first_measured = &info;
+    mixed |= std::strcmp(info.backend, s->delegates[0].info->backend) != 0;
   }
-  if (!mixed) return;  // the per-delegate choices agree: nothing to hand over
+  // Nothing measured, or per-delegate choices that agree: nothing to decide.
+  if (first_measured == nullptr || !mixed) return;
 
-  // Uniform assignments: backends accepted for every delegate, in the first one's order.
+  // Uniform assignments: backends accepted for every delegate (a pinned delegate's own), in
+  // the order of the first measured delegate's candidates.
   std::vector<std::string> uniform, all;
-  const SelectionReport& first = s->delegates[0].info->selection;
+  const SelectionReport& first = first_measured->selection;
   for (size_t i = 0; i < first.num_candidates; ++i) {
     const std::string name = first.candidates[i].backend;
     if (std::find(all.begin(), all.end(), name) == all.end()) all.push_back(name);
@@ -141,8 +155,8 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
       continue;
     }
     bool everywhere = true;
-    for (uint32_t k = 1; k < n && everywhere; ++k) {
-      everywhere = entry_of(s->delegates[k].info->selection, name.c_str()) >= 0;
+    for (uint32_t k = 0; k < n && everywhere; ++k) {
+      everywhere = entry_of(*s->delegates[k].info, name.c_str()) != -1;
     }
     if (everywhere) uniform.push_back(name);
   }
@@ -155,7 +169,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   MethodSelection result;
   result.checked = true;
   std::vector<int> current(n);  // the candidate entry each delegate runs
-  for (uint32_t k = 0; k < n; ++k) current[k] = chosen_entry(s->delegates[k].info->selection);
+  for (uint32_t k = 0; k < n; ++k) current[k] = chosen_entry(*s->delegates[k].info);
 
   // The selection's deterministic data in the method's inputs (nothing has run yet at load).
   const fb::Method* m = s->method;
@@ -205,8 +219,8 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     for (uint32_t k = 0; k < n && failure.empty(); ++k) {
       DelegateStep& step = s->delegates[k];
       const SelectionReport& r = step.info->selection;
-      const int e = entry_of(r, name.c_str());
-      if (e == current[k]) continue;
+      const int e = entry_of(*step.info, name.c_str());
+      if (e == current[k]) continue;  // already runs it (or pinned to it)
       const fb::Delegate* delegate = delegate_of(m, step);
       if (delegate == nullptr) {
         failure = string_format("delegate '%s' not found in the method", step.info->id);
@@ -274,7 +288,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
         if (!changed[k]) continue;
         if (wins) {
           destroy(old[k]);
-          current[k] = entry_of(s->delegates[k].info->selection, name.c_str());
+          current[k] = entry_of(*s->delegates[k].info, name.c_str());
         } else {
           install(&s->delegates[k], old[k]);
           destroy(fresh[k]);
@@ -331,7 +345,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     DelegateInfo* info = s->delegates[k].info;
     SelectionReport& r = info->selection;
     r.method = result;
-    if (best != "mixed") {
+    if (best != "mixed" && measured(*info)) {
       const int e = current[k];
       for (size_t i = 0; i < r.num_candidates; ++i) r.candidates[i].chosen = int(i) == e;
       write_selection_summary(&r);
@@ -343,6 +357,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   TESSERA_LOG_INFO("method '%s': whole method: mixed %.3g ms -> %s (%s)", m->name()->c_str(),
                    result.mixed_ms, result.chosen, result.reason);
   for (uint32_t k = 0; k < n; ++k) {
+    if (!measured(*s->delegates[k].info)) continue;  // nothing remembered for a pinned one
     if (const fb::Delegate* d = delegate_of(m, s->delegates[k])) {
       remember_selection(program, m, d, options, s, s->delegates[k].info->selection);
     }

@@ -261,6 +261,40 @@ TEST_F(WholeMethodSelectionTest, CandidatesReportTheirInitTime) {
   EXPECT_GE(m->delegate_info(0).selection.method.reinit_ms, 15.0);
 }
 
+TEST_F(WholeMethodSelectionTest, APinnedDelegateTakesPartWithItsOwnBackend) {
+  // The second delegate is pinned to wm_b (no recorded candidates: auto runs it as compiled,
+  // as tessera-compile records a delegate only one backend can take); the first is measured.
+  ir::ProgramBuilder pb = testing::delegate_chain_program({"wm_a", "wm_b"});
+  pb.methods()[0].delegates[0].candidates = {"wm_a", "wm_b"};
+  auto loaded = testing::load_built_program(pb);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  g_switch_penalty_ms = 20;
+  LoadOptions o = options(Selection::Auto);
+  o.selection_budget_ms = 5000;
+  {
+    auto m = loaded->program->load_method("forward", nullptr, o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_STREQ(m->delegate_info(1).selection.mode, "fixed");
+    const MethodSelection& ms = m->delegate_info(0).selection.method;
+    EXPECT_TRUE(ms.checked);
+    // Only wm_b can run both; with the hand-overs it beats the mix.
+    ASSERT_EQ(ms.num_uniform, 1u);
+    EXPECT_STREQ(ms.uniform[0].backend, "wm_b");
+    EXPECT_STREQ(ms.chosen, "wm_b");
+    EXPECT_STREQ(m->delegate_info(0).backend, "wm_b");
+    EXPECT_STREQ(m->delegate_info(1).backend, "wm_b");
+  }
+  // Remembered for the measured delegate; the pinned one runs as compiled.
+  const int a_inits = a_->init_count();
+  auto m = loaded->program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->delegate_info(0).selection.cached);
+  EXPECT_STREQ(m->delegate_info(0).backend, "wm_b");
+  EXPECT_STREQ(m->delegate_info(0).selection.method.chosen, "wm_b");
+  EXPECT_STREQ(m->delegate_info(1).backend, "wm_b");
+  EXPECT_EQ(a_->init_count(), a_inits);
+}
+
 TEST_F(WholeMethodSelectionTest, AUniformBackendThatFailsToInitialiseIsReportedAndPassedOver) {
   g_switch_penalty_ms = 20;
   // wm_a initialises for the per-delegate measurement (once per delegate), then fails.
