@@ -292,7 +292,11 @@ namespace {
 
 // "whole method: mixed 4.1 ms, onednn 3.6 ms, xnnpack skipped (budget ...) -> onednn (why)"
 void print_whole_method(const MethodSelection& m, bool cached, FILE* out) {
-  std::fprintf(out, "whole method: mixed %.3g ms", m.mixed_ms);
+  if (m.mixed_runs > 0) {
+    std::fprintf(out, "whole method: mixed %.3g ms", m.mixed_ms);
+  } else {
+    std::fprintf(out, "whole method: mixed (not timed)");
+  }
   for (size_t u = 0; u < m.num_uniform; ++u) {
     const UniformAssignment& a = m.uniform[u];
     if (a.runs > 0) {
