@@ -43,7 +43,7 @@ struct UniformAssignment {
 /// The same for every delegate of the method. `checked` false: no check (one delegate, choices
 /// that agree, or a cached selection made without one).
 struct MethodSelection {
-  static constexpr size_t kMaxUniform = 4;
+  static constexpr size_t kMaxUniform = 6;
   bool checked = false;
   double mixed_ms = 0;  // median of Method::execute with the per-delegate choices
   int mixed_runs = 0;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -160,7 +161,10 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     }
     if (everywhere) uniform.push_back(name);
   }
-  if (uniform.size() > MethodSelection::kMaxUniform) uniform.resize(MethodSelection::kMaxUniform);
+  const size_t untried = uniform.size() > MethodSelection::kMaxUniform
+                             ? uniform.size() - MethodSelection::kMaxUniform
+                             : 0;
+  uniform.resize(uniform.size() - untried);
   for (uint32_t k = 0; k < n; ++k) {
     std::string backend = s->delegates[k].info->backend;
     if (std::find(all.begin(), all.end(), backend) == all.end()) all.push_back(backend);
@@ -216,6 +220,10 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     // pool shares the CPUs with it, which an empty pool list says to init_on.
     std::vector<Installed> fresh(n);
     std::vector<bool> changed(n, false);
+    // On the heap while on trial; copied into the method allocator if they win (a losing
+    // assignment leaves nothing there).
+    std::vector<std::unique_ptr<ResolvedOptions>> trial_options(n);
+    std::vector<std::unique_ptr<DerivedValues>> trial_derived(n);
     std::string failure;
     const Clock::time_point init_start = Clock::now();
     for (uint32_t k = 0; k < n && failure.empty(); ++k) {
@@ -239,13 +247,11 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
       for (uint32_t i = 0; i < s->num_symbols; ++i) {
         symbols.push_back({m->symbols()->Get(i)->name()->string_view(), s->symbol_values[i]});
       }
-      ResolvedOptions* resolved = s->allocator->make<ResolvedOptions>();
-      DerivedValues* derived = s->allocator->make<DerivedValues>();
+      trial_options[k] = std::make_unique<ResolvedOptions>();
+      trial_derived[k] = std::make_unique<DerivedValues>();
+      ResolvedOptions* resolved = trial_options[k].get();
+      DerivedValues* derived = trial_derived[k].get();
       Result<BackendInterface*> b = get_backend(name);
-      if (resolved == nullptr || derived == nullptr) {
-        failure = "method allocator exhausted";
-        break;
-      }
       if (!b.ok()) {
         failure = b.status().message();
         break;
@@ -284,11 +290,24 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
         install(&s->delegates[k], fresh[k]);
       }
       st = time_method(s, all, deadline, &u.ms, &u.runs);
-      const bool wins = st.is_ok() && replaces_fastest(u.ms, best_ms, true);
+      bool wins = st.is_ok() && replaces_fastest(u.ms, best_ms, true);
       if (!st.is_ok()) failure = string_format("execute failed: %s", st.message());
+      // A winner's options and derived values move into the method allocator, which the
+      // delegates keep for their life; all of them or none.
+      for (uint32_t k = 0; wins && k < n; ++k) {
+        if (!changed[k]) continue;
+        fresh[k].options = s->allocator->make<ResolvedOptions>(*trial_options[k]);
+        fresh[k].derived = s->allocator->make<DerivedValues>(*trial_derived[k]);
+        if (fresh[k].options == nullptr || fresh[k].derived == nullptr) {
+          failure = string_format("method allocator exhausted keeping %s on delegate '%s'",
+                                  name.c_str(), s->delegates[k].info->id);
+          wins = false;
+        }
+      }
       for (uint32_t k = 0; k < n; ++k) {
         if (!changed[k]) continue;
         if (wins) {
+          install(&s->delegates[k], fresh[k]);
           destroy(old[k]);
           current[k] = entry_of(*s->delegates[k].info, name.c_str());
         } else {
@@ -339,6 +358,11 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     for (const std::string& c : cut) names += (names.empty() ? "" : ", ") + c;
     why += string_format("; budget: %.0f ms spent, %s not timed", options.selection_budget_ms,
                          names.c_str());
+  }
+  if (untried > 0) {
+    why += string_format("; %zu more backend(s) accepted for every delegate not tried (the report "
+                         "holds %zu)",
+                         untried, MethodSelection::kMaxUniform);
   }
   set_text(result.reason, sizeof result.reason, why);
 
