@@ -334,8 +334,8 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   // The one-line why.
   set_text(result.chosen, sizeof result.chosen, best);
   if (best != "mixed") {
-    why = string_format("%s %.3g ms beats mixed %.3g ms by more than 3%% (switching cost %.3g ms)",
-                        best.c_str(), best_ms, result.mixed_ms, result.mixed_ms - best_ms);
+    why = string_format("switching cost %.3g ms: %s %.3g ms beats mixed %.3g ms by more than 3%%",
+                        result.mixed_ms - best_ms, best.c_str(), best_ms, result.mixed_ms);
   } else if (why.empty()) {
     const UniformAssignment* fastest = nullptr;
     for (size_t i = 0; i < result.num_uniform; ++i) {
@@ -349,7 +349,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
       why = string_format("%s %.3g ms is within 3%% of mixed %.3g ms: the mix stays",
                           fastest->backend, fastest->ms, result.mixed_ms);
     } else {
-      why = string_format("the mix is fastest (%s for every delegate: %.3g ms slower)",
+      why = string_format("the mix is fastest: %s for every delegate is %.3g ms slower",
                           fastest->backend, fastest->ms - result.mixed_ms);
     }
   }
