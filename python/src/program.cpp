@@ -967,9 +967,9 @@ Returns a list of new arrays.)doc")
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
           "value left at auto, else None), derived: [{key, value, reason}] (derived values that "
           "are not options, such as xnnpack's thread_pool), selection: {mode, cached, summary, "
-          "candidates: [{backend, median_ms, runs, init_ms, accepted, chosen, reason}], method: None "
-          "or {mixed_ms, mixed_runs, uniform: [{backend, ms, runs, reason}], chosen, reason, "
-          "budget_cut, reinit_ms}}, startup: None or "
+          "candidates: [{backend, median_ms, runs, init_ms, accepted, chosen, reason}], "
+          "method: None or {mixed_ms, mixed_runs, uniform: [{backend, ms, runs, reason}], chosen, "
+          "reason, budget_cut, reinit_ms}}, startup: None or "
           "{backend, "
           "target, state, reason, executes: {backend: count}, switched_at_execute, "
           "switched_after_ms, build_ms, failure} (startup_backend), and startup_reason.")
