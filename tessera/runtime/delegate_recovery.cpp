@@ -135,18 +135,16 @@ Result<DelegateHandle*> init_delegate_on(MethodState* s, const DelegateSource& s
   }
   BackendInterface* b = *found;
   if (!b->is_available()) {
-    return Status::error(Error::DelegateUnavailable, "'%s' is not available on this machine",
-                         name);
+    return Status::error(Error::DelegateUnavailable, "'%s' is not available on this machine", name);
   }
   char missing[128];
   if (!supports_all(*b, src.delegate->payload_nested_root(), missing, sizeof missing)) {
     return Status::error(Error::DelegateInvalidCompatibility, "'%s' does not support %s", name,
                          missing);
   }
-  Result<DelegateHandle*> handle =
-      init_on(*src.program, src.method, src.delegate, name, b,
-              compile_specs ? src.specs : Span<const CompileSpec>(), src.pools, s, src.symbols,
-              options, derived, fatal);
+  Result<DelegateHandle*> handle = init_on(*src.program, src.method, src.delegate, name, b,
+                                           compile_specs ? src.specs : Span<const CompileSpec>(),
+                                           src.pools, s, src.symbols, options, derived, fatal);
   if (!handle.ok()) {
     return Status::error(handle.status().code(), "'%s' init failed: %s", name,
                          handle.status().message());

@@ -67,7 +67,9 @@ void destroy(const Installed& x) {
 // its backend, which a uniform assignment must therefore be.
 constexpr int kPinned = -2;
 
-bool measured(const DelegateInfo& info) { return std::strcmp(info.selection.mode, "measure") == 0; }
+bool measured(const DelegateInfo& info) {
+  return std::strcmp(info.selection.mode, "measure") == 0;
+}
 
 // The entry of `backend` in a delegate's candidates that its measurement would have kept: the
 // fastest accepted, a variant only when it wins by the margin. -1 when none was accepted; a
@@ -79,7 +81,8 @@ int entry_of(const DelegateInfo& info, const char* backend) {
   for (size_t i = 0; i < r.num_candidates; ++i) {
     const SelectionCandidate& c = r.candidates[i];
     if (!c.accepted || std::strcmp(c.backend, backend) != 0) continue;
-    if (best < 0 || replaces_fastest(c.median_ms, r.candidates[best].median_ms, c.options[0] != 0)) {
+    if (best < 0 ||
+        replaces_fastest(c.median_ms, r.candidates[best].median_ms, c.options[0] != 0)) {
       best = static_cast<int>(i);
     }
   }
@@ -256,9 +259,9 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
         failure = b.status().message();
         break;
       }
-      Status ost = resolve_options(name, **b, delegate->id()->string_view(),
-                                   {specs.data(), specs.size()}, options.backend_options,
-                                   options.delegate_options, validation, resolved);
+      Status ost =
+          resolve_options(name, **b, delegate->id()->string_view(), {specs.data(), specs.size()},
+                          options.backend_options, options.delegate_options, validation, resolved);
       if (ost.is_ok() && r.candidates[e].options[0] != '\0') {
         ost = apply_selected_options(name, r.candidates[e].options, resolved);
       }
@@ -266,12 +269,13 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
         failure = string_format("options on delegate '%s': %s", step.info->id, ost.message());
         break;
       }
-      const DelegateSource src{&program, m, delegate, {specs.data(), specs.size()},
+      const DelegateSource src{&program,          m,
+                               delegate,          {specs.data(), specs.size()},
                                CpuPoolBackends{}, {symbols.data(), symbols.size()}};
       BackendInterface* backend = nullptr;
       bool fatal = false;
-      Result<DelegateHandle*> handle = init_delegate_on(s, src, name.c_str(), own, resolved,
-                                                        derived, &backend, &fatal);
+      Result<DelegateHandle*> handle =
+          init_delegate_on(s, src, name.c_str(), own, resolved, derived, &backend, &fatal);
       if (!handle.ok()) {
         failure = string_format("delegate '%s': %s", step.info->id, handle.status().message());
         stop = fatal;
@@ -360,9 +364,10 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
                          names.c_str());
   }
   if (untried > 0) {
-    why += string_format("; %zu more backend(s) accepted for every delegate not tried (the report "
-                         "holds %zu)",
-                         untried, MethodSelection::kMaxUniform);
+    why += string_format(
+        "; %zu more backend(s) accepted for every delegate not tried (the report "
+        "holds %zu)",
+        untried, MethodSelection::kMaxUniform);
   }
   set_text(result.reason, sizeof result.reason, why);
 

@@ -390,7 +390,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   return chosen;
 }
 
-
 namespace {
 
 // Everything a remembered choice depends on besides the machine (see SelectionKey).

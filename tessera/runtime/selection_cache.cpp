@@ -119,10 +119,10 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
                          {"runs", m.uniform[i].runs},
                          {"reason", m.uniform[i].reason}});
     }
-    j["method"] = {{"mixed_ms", m.mixed_ms},     {"mixed_runs", m.mixed_runs},
-                   {"uniform", std::move(uniform)}, {"chosen", m.chosen},
-                   {"reason", m.reason},           {"budget_cut", m.budget_cut},
-                   {"reinit_ms", m.reinit_ms}};
+    j["method"] = {
+        {"mixed_ms", m.mixed_ms},  {"mixed_runs", m.mixed_runs}, {"uniform", std::move(uniform)},
+        {"chosen", m.chosen},      {"reason", m.reason},         {"budget_cut", m.budget_cut},
+        {"reinit_ms", m.reinit_ms}};
   }
   const std::string text = j.dump(1);
   return {text.begin(), text.end()};
@@ -158,10 +158,9 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
                init = c.find("init_ms"), accepted = c.find("accepted"),
                is_chosen = c.find("chosen"), reason = c.find("reason");
     if (backend == c.end() || !backend->is_string() || median == c.end() || !median->is_number() ||
-        runs == c.end() || !runs->is_number_integer() || init == c.end() ||
-        !init->is_number() || accepted == c.end() || !accepted->is_boolean() ||
-        is_chosen == c.end() || !is_chosen->is_boolean() || reason == c.end() ||
-        !reason->is_string()) {
+        runs == c.end() || !runs->is_number_integer() || init == c.end() || !init->is_number() ||
+        accepted == c.end() || !accepted->is_boolean() || is_chosen == c.end() ||
+        !is_chosen->is_boolean() || reason == c.end() || !reason->is_string()) {
       return bad("a candidate lacks backend, median_ms, runs, init_ms, accepted, chosen or reason");
     }
     const std::string& name = backend->get_ref<const std::string&>();

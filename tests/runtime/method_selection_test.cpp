@@ -304,7 +304,8 @@ TEST_F(WholeMethodSelectionTest, AUniformBackendThatFailsToInitialiseIsReportedA
   inits_left = 2;
   a_->on_init = [](BackendInitContext&, FreeableBuffer*,
                    Span<const CompileSpec>) -> Result<DelegateHandle*> {
-    if (inits_left.fetch_sub(1) <= 0) return Status(Error::DelegateInvalidCompatibility, "no memory today");
+    if (inits_left.fetch_sub(1) <= 0)
+      return Status(Error::DelegateInvalidCompatibility, "no memory today");
     static int handle;  // the stub's destroy frees nothing when on_init is set
     return reinterpret_cast<DelegateHandle*>(&handle);
   };

@@ -424,12 +424,20 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
       // A whole-method check that is not an object, lacks fields, or names another backend.
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], \"method\": []}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], \"method\": {\"mixed_ms\": 1}}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], \"method\": {\"mixed_ms\": 1, "
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": []}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": {\"mixed_ms\": 1}}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [], \"chosen\": \"b\", \"reason\": \"\", \"budget_cut\": "
       "false, \"reinit_ms\": 0}}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], \"method\": {\"mixed_ms\": 1, "
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [{\"backend\": \"a\"}], \"chosen\": \"a\", \"reason\": "
       "\"\", \"budget_cut\": false, \"reinit_ms\": 0}}",
   };

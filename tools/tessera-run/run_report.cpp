@@ -412,10 +412,10 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                            {"runs", a.runs},
                            {"reason", a.reason}});
       }
-      whole = {{"mixed_ms", m.mixed_ms},  {"mixed_runs", m.mixed_runs},
-               {"uniform", std::move(uniform)}, {"chosen", m.chosen},
-               {"reason", m.reason},      {"budget_cut", m.budget_cut},
-               {"reinit_ms", m.reinit_ms}};
+      whole = {
+          {"mixed_ms", m.mixed_ms},  {"mixed_runs", m.mixed_runs}, {"uniform", std::move(uniform)},
+          {"chosen", m.chosen},      {"reason", m.reason},         {"budget_cut", m.budget_cut},
+          {"reinit_ms", m.reinit_ms}};
     }
     Json options = Json::array();
     if (d.options != nullptr) {
