@@ -214,6 +214,9 @@ class TesseraEngine:
         self.extra_args = list(extra_args)
         self.peak_rss_kb = 0
         self.load_ms = []
+        # Per run: the sum of every selection candidate's init_ms (each delegate, each option
+        # variant) and the whole-method check's re-inits; 0 for a load that did not measure.
+        self.init_ms = []
         self.delegates = None
         self.ready = {}
 
@@ -240,12 +243,19 @@ class TesseraEngine:
         self.peak_rss_kb = max(self.peak_rss_kb, rss)
         r = json.loads(out)
         self.load_ms.append(r["load_ms"])
+        sels = [d.get("selection") or {} for d in r.get("delegates", [])]
+        measured = [s for s in sels if not s.get("cached")]
+        methods = [s["method"] for s in measured if s.get("method")]
+        self.init_ms.append(sum(c.get("init_ms") or 0 for s in measured
+                                for c in s.get("candidates", [])) +
+                            (methods[0].get("reinit_ms") or 0 if methods else 0))
         self.delegates = [{"id": d["id"], "backend": d["backend"], "nodes": d["nodes"],
                            "selection": {"mode": d.get("selection", {}).get("mode"),
                                          "cached": d.get("selection", {}).get("cached"),
                                          "chosen_options": [c.get("options") for c in
                                                             d.get("selection", {}).get("candidates", [])
-                                                            if c.get("chosen")]}}
+                                                            if c.get("chosen")],
+                                         "method": d.get("selection", {}).get("method")}}
                           for d in r.get("delegates", [])]
         lat = r["latency_ms"]
         return {"median": lat["median"], "min": lat["min"], "max": lat["max"]}
@@ -433,8 +443,27 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         else:
             row["load_ms"] = statistics.median(e.load_ms)
             row["first_load_ms"] = e.load_ms[0]  # tessera-default: the load that measured
+            row["first_load_candidates_init_ms"] = e.init_ms[0]
             row["delegates"] = e.delegates
         rows.append(row)
+    # Issue 13's bound on the first, measuring load of tessera-default: 3 x a fixed load (the
+    # fastest of the pinned-backend engines' median loads at the same thread count) plus the
+    # candidates' own inits (every candidate and option variant of every delegate, and the
+    # whole-method check's re-inits).
+    for row in rows:
+        if row["engine"] != "tessera-default":
+            continue
+        fixed = [p["load_ms"] for p in rows if p["threads"] == row["threads"] and
+                 p["engine"] == f"tessera-{p['backend']}" and
+                 p["backend"] not in ("default", "portable")]
+        if fixed:
+            row["fixed_load_ms"] = min(fixed)
+            row["first_load_bound_ms"] = 3 * min(fixed) + row["first_load_candidates_init_ms"]
+            row["first_load_within_bound"] = row["first_load_ms"] <= row["first_load_bound_ms"]
+            log(f"{model}/{row['threads']}t: first (measuring) load {row['first_load_ms']:.0f} ms, "
+                f"bound 3 x fixed {row['fixed_load_ms']:.0f} + candidates' init "
+                f"{row['first_load_candidates_init_ms']:.0f} = {row['first_load_bound_ms']:.0f} ms"
+                f" ({row['first_load_ms'] / row['first_load_bound_ms']:.2f}x)")
     # Ratios and roofline figures.
     for row in rows:
         peers = {p["engine"]: p for p in rows if p["threads"] == row["threads"]}

@@ -68,6 +68,18 @@ def markdown(res):
                      "packing; median over the rounds), ONNX Runtime's InferenceSession.create, "
                      "PyTorch's model construction and first call (once per worker).")
         lines.append("")
+        bounds = [r for r in sorted(m["rows"], key=lambda r: r["threads"])
+                  if r.get("first_load_bound_ms")]
+        for r in bounds:
+            lines.append(
+                f"tessera-default {r['threads']} thread(s): first (measuring) load "
+                f"{r['first_load_ms']:.0f} ms; bound 3 x fixed load {r['fixed_load_ms']:.0f} ms + "
+                f"candidates' init {r['first_load_candidates_init_ms']:.0f} ms = "
+                f"{r['first_load_bound_ms']:.0f} ms: "
+                f"{'within' if r['first_load_within_bound'] else 'over'} "
+                f"({r['first_load_ms'] / r['first_load_bound_ms']:.2f}x the bound).")
+        if bounds:
+            lines.append("")
         # Thread scaling.
         by = {}
         for r in m["rows"]:

@@ -742,12 +742,36 @@ py::dict delegate_dict(const DelegateInfo& d) {
     entry["options"] = std::string(k.options);
     entry["median_ms"] = k.median_ms;
     entry["runs"] = k.runs;
+    entry["init_ms"] = k.init_ms;
     entry["accepted"] = k.accepted;
     entry["chosen"] = k.chosen;
     entry["reason"] = std::string(k.reason);
     candidates.append(entry);
   }
   selection["candidates"] = candidates;
+  if (d.selection.method.checked) {
+    const MethodSelection& m = d.selection.method;
+    py::list uniform;
+    for (size_t u = 0; u < m.num_uniform; ++u) {
+      py::dict a;
+      a["backend"] = std::string(m.uniform[u].backend);
+      a["ms"] = m.uniform[u].runs > 0 ? py::object(py::float_(m.uniform[u].ms)) : py::none();
+      a["runs"] = m.uniform[u].runs;
+      a["reason"] = std::string(m.uniform[u].reason);
+      uniform.append(a);
+    }
+    py::dict method;
+    method["mixed_ms"] = m.mixed_ms;
+    method["mixed_runs"] = m.mixed_runs;
+    method["uniform"] = uniform;
+    method["chosen"] = std::string(m.chosen);
+    method["reason"] = std::string(m.reason);
+    method["budget_cut"] = m.budget_cut;
+    method["reinit_ms"] = m.reinit_ms;
+    selection["method"] = method;
+  } else {
+    selection["method"] = py::none();
+  }
   out["selection"] = selection;
   const StartupReport& st = d.startup;
   if (st.backend[0] != '\0') {
@@ -943,7 +967,9 @@ Returns a list of new arrays.)doc")
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
           "value left at auto, else None), derived: [{key, value, reason}] (derived values that "
           "are not options, such as xnnpack's thread_pool), selection: {mode, cached, summary, "
-          "candidates: [{backend, median_ms, runs, accepted, chosen, reason}]}, startup: None or "
+          "candidates: [{backend, median_ms, runs, init_ms, accepted, chosen, reason}], "
+          "method: None or {mixed_ms, mixed_runs, uniform: [{backend, ms, runs, reason}], chosen, "
+          "reason, budget_cut, reinit_ms}}, startup: None or "
           "{backend, "
           "target, state, reason, executes: {backend: count}, switched_at_execute, "
           "switched_after_ms, build_ms, failure} (startup_backend), and startup_reason.")

@@ -18,11 +18,46 @@ struct SelectionCandidate {
   char options[64] = {};
   double median_ms = 0;   // of the timed runs; 0 when it did not run
   int runs = 0;           // timed runs
+  /// Time to initialise this candidate (this backend with these options) on the delegate, in
+  /// ms; 0 when it was not initialised (skipped, unsupported).
+  double init_ms = 0;
   bool accepted = false;  // ran, and its outputs matched the reference within the tolerance
   bool chosen = false;
   /// Why it was rejected or skipped ("outputs differ: max |diff| 0.5 > 1e-4 x max |ref| 2");
   /// for an accepted candidate, empty, or "reference" for the one the others were compared to.
   char reason[160] = {};
+};
+
+/// One backend for every delegate, timed by the whole-method check (MethodSelection).
+struct UniformAssignment {
+  char backend[32] = {};
+  double ms = 0;  // median of Method::execute; 0 when it did not run
+  int runs = 0;
+  /// Empty when it ran; else why not ("skipped (budget: 300 ms spent)", "init failed on ...").
+  char reason[160] = {};
+};
+
+/// The whole-method check of a measured selection: when the per-delegate choices put a method's
+/// delegates on different backends, the whole method is timed with that mix and with each
+/// backend accepted for every delegate, so the cost of handing over between backends is seen.
+/// The same for every delegate of the method. `checked` false: no check (one delegate, choices
+/// that agree, or a cached selection made without one).
+struct MethodSelection {
+  static constexpr size_t kMaxUniform = 6;
+  bool checked = false;
+  double mixed_ms = 0;  // median of Method::execute with the per-delegate choices
+  int mixed_runs = 0;
+  UniformAssignment uniform[kMaxUniform];
+  size_t num_uniform = 0;
+  /// "mixed" or the backend that now runs every delegate.
+  char chosen[32] = {};
+  /// Why: "switching cost 0.5 ms: onednn 3.6 ms beats mixed 4.1 ms by more than 3%", "the mix
+  /// is fastest: ...", or what cut the check short (the budget, the mix failing to run).
+  char reason[256] = {};
+  /// The selection budget ran out before every uniform assignment was timed.
+  bool budget_cut = false;
+  /// Time spent initialising delegates on the uniform backends for the check, in ms.
+  double reinit_ms = 0;
 };
 
 /// How a delegate's backend was chosen (LoadOptions::selection).
@@ -38,6 +73,9 @@ struct SelectionReport {
   /// rejected (outputs differ ...)". Under fixed: empty, or why auto did not measure
   /// ("fixed: the selection cache is disabled ...").
   char summary[320] = {};
+  /// The whole-method check (measured loads of methods with two or more delegates); a cached
+  /// selection carries the one it was made with.
+  MethodSelection method;
 };
 
 /// What happened to a delegate started on a startup backend (LoadOptions::startup_backend)

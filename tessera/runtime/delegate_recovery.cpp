@@ -124,64 +124,82 @@ Status make_recovery_plan(const Program& program, const fb::Method* method,
   return Status::ok();
 }
 
+Result<DelegateHandle*> init_delegate_on(MethodState* s, const DelegateSource& src,
+                                         const char* name, bool compile_specs,
+                                         ResolvedOptions* options, DerivedValues* derived,
+                                         BackendInterface** backend, bool* fatal) {
+  *fatal = false;
+  Result<BackendInterface*> found = get_backend(name);
+  if (!found.ok()) {
+    return Status::error(found.status().code(), "'%s': %s", name, found.status().message());
+  }
+  BackendInterface* b = *found;
+  if (!b->is_available()) {
+    return Status::error(Error::DelegateUnavailable, "'%s' is not available on this machine", name);
+  }
+  char missing[128];
+  if (!supports_all(*b, src.delegate->payload_nested_root(), missing, sizeof missing)) {
+    return Status::error(Error::DelegateInvalidCompatibility, "'%s' does not support %s", name,
+                         missing);
+  }
+  Result<DelegateHandle*> handle = init_on(*src.program, src.method, src.delegate, name, b,
+                                           compile_specs ? src.specs : Span<const CompileSpec>(),
+                                           src.pools, s, src.symbols, options, derived, fatal);
+  if (!handle.ok()) {
+    return Status::error(handle.status().code(), "'%s' init failed: %s", name,
+                         handle.status().message());
+  }
+  *backend = b;
+  return handle;
+}
+
+void install_delegate(DelegateStep* step, const BackendInterface* backend, DelegateHandle* handle,
+                      const char* name, const ResolvedOptions* options,
+                      const DerivedValues* derived) {
+  step->backend = backend;
+  step->handle = handle;
+  step->options = options;
+  step->has_execute_keys = false;
+  for (const OptionSpec& spec : backend->option_schema()) {
+    step->has_execute_keys |= spec.allows(OptionLevel::Execute);
+  }
+  copy_str(step->info->backend, sizeof step->info->backend, name);
+  step->info->options = options;
+  step->info->derived = derived;
+}
+
 Status recover_and_retry(MethodState* s, uint32_t instruction, DelegateStep* step,
                          const ExecuteOptions* options, ProfileBuffer* profile,
                          const Status& failure) {
   RecoveryPlan* plan = step->recovery;
   DelegateInfo* info = step->info;
   const fb::Delegate* d = plan->delegate;
-  const fb::Graph* graph = d->payload_nested_root();
   char failed_on[sizeof info->backend];
   copy_str(failed_on, sizeof failed_on, info->backend);
   char why[sizeof info->execute_fallback_reason];
   std::snprintf(why, sizeof why, "'%s' execute failed: %s", failed_on, failure.message());
 
+  const DelegateSource src{plan->program,
+                           plan->method,
+                           d,
+                           {plan->specs, plan->num_specs},
+                           plan->pools,
+                           {plan->symbols, plan->num_symbols}};
   while (plan->next < plan->num_candidates) {
     RecoveryCandidate& c = plan->candidates[plan->next++];
     char note[256];
-    Result<BackendInterface*> backend = get_backend(c.backend);
-    if (!backend.ok()) {
-      std::snprintf(note, sizeof note, "'%s': %s", c.backend, backend.status().message());
-      append(why, sizeof why, note);
-      continue;
-    }
-    BackendInterface* b = *backend;
-    if (!b->is_available()) {
-      std::snprintf(note, sizeof note, "'%s' is not available on this machine", c.backend);
-      append(why, sizeof why, note);
-      continue;
-    }
-    char missing[128];
-    if (!supports_all(*b, graph, missing, sizeof missing)) {
-      std::snprintf(note, sizeof note, "'%s' does not support %s", c.backend, missing);
-      append(why, sizeof why, note);
-      continue;
-    }
+    BackendInterface* b = nullptr;
     bool fatal = false;
     Result<DelegateHandle*> handle =
-        init_on(*plan->program, plan->method, d, c.backend, b,
-                c.compile_specs ? Span<const CompileSpec>(plan->specs, plan->num_specs)
-                                : Span<const CompileSpec>(),
-                plan->pools, s, {plan->symbols, plan->num_symbols}, c.options, c.derived, &fatal);
+        init_delegate_on(s, src, c.backend, c.compile_specs, c.options, c.derived, &b, &fatal);
     if (!handle.ok()) {
-      std::snprintf(note, sizeof note, "'%s' init failed: %s", c.backend,
-                    handle.status().message());
-      append(why, sizeof why, note);
+      append(why, sizeof why, handle.status().message());
       if (fatal) break;
       continue;
     }
     // The new backend takes the delegate; the old handle goes.
     destroy_delegate(step);
-    step->backend = b;
-    step->handle = *handle;
-    step->options = c.options;
-    step->has_execute_keys = false;
-    for (const OptionSpec& spec : b->option_schema()) {
-      step->has_execute_keys |= spec.allows(OptionLevel::Execute);
-    }
-    copy_str(info->backend, sizeof info->backend, c.backend);
-    info->options = c.options;
-    info->derived = c.derived;
+    install_delegate(step, b, *handle, c.backend, c.options, c.derived);
     ++info->execute_fallbacks;
     std::snprintf(note, sizeof note, "moved to '%s' and retried", c.backend);
     append(why, sizeof why, note);

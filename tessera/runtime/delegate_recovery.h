@@ -47,6 +47,33 @@ struct RecoveryPlan {
   uint32_t next;  // the first candidate not tried yet
 };
 
+/// What initialising one delegate again needs; every pointer borrowed for the call.
+struct DelegateSource {
+  const Program* program;
+  const fb::Method* method;
+  const fb::Delegate* delegate;
+  Span<const CompileSpec> specs;  // the delegate's compile specs (for its own backend only)
+  CpuPoolBackends pools;          // the method's CPU pools as they will be
+  Span<const SymbolValue> symbols;
+};
+
+/// Initialises `src.delegate` on backend `name` with the already resolved `options` once it is
+/// registered, available and supports every node (`compile_specs`: src.specs apply). Touches no
+/// step. On success `*backend` is the backend. Errors say why in words that name the backend
+/// ("'onednn' is not available on this machine", "'xnnpack' init failed: ..."); `*fatal` as
+/// init_on (no other backend should be tried).
+Result<DelegateHandle*> init_delegate_on(MethodState* state, const DelegateSource& src,
+                                         const char* name, bool compile_specs,
+                                         ResolvedOptions* options, DerivedValues* derived,
+                                         BackendInterface** backend, bool* fatal);
+
+/// Makes `step` (and its DelegateInfo) run `handle` on `backend`, registered as `name`, with
+/// `options` and `derived` (owned by the caller, must outlive the step). The handle the step had
+/// is not destroyed: the caller owns it from now on.
+void install_delegate(DelegateStep* step, const BackendInterface* backend, DelegateHandle* handle,
+                      const char* name, const ResolvedOptions* options,
+                      const DerivedValues* derived);
+
 /// Builds `step`'s recovery plan from `remaining`, the backends after the one it was initialised
 /// on. Resolves each one's options now (an option error fails the load, as at init).
 /// Errors: MemoryAllocationFailed, option errors naming the delegate and backend.

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/derived_values.h"
@@ -129,6 +131,26 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
                    const LoadOptions& options, const CpuPoolBackends& pools, MethodState* s,
                    Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info,
                    KeptCandidate* kept);
+
+/// Rewrites report->summary ("measured: onednn 2.1 ms (chosen), xnnpack 3.0 ms; portable
+/// rejected") from its candidates.
+void write_selection_summary(SelectionReport* report);
+
+/// Writes `report` (a selection the whole-method check changed) to the selection cache entry of
+/// delegate `d`, under the key select_backend used. Nothing when the cache is disabled; a failed
+/// write is a warning.
+void remember_selection(const Program& program, const fb::Method* method, const fb::Delegate* d,
+                        const LoadOptions& options, MethodState* s, const SelectionReport& report);
+
+/// Fills `t` with deterministic data: float32 in [-1, 1) from `seed`, other types zero (a safe
+/// index for gathers). What a selection measures on.
+void fill_deterministic(Tensor* t, uint32_t seed);
+
+/// Parks the idle workers of every backend in `names` that runs a CPU pool (BackendInterface::
+/// park_idle_workers): those a previous candidate left busy-waiting would otherwise take the
+/// CPUs of the one measured next (XNNPACK's spin for tens of milliseconds after a run), and a
+/// 2-thread candidate measured right after another backend's would look slower than it is.
+void park_candidate_pools(const std::vector<std::string>& names);
 
 /// Sets one option ("KEY=VALUE", a selection candidate's `options`) on `resolved`, with source
 /// Selection. Errors as parse_option_value, or OptionUnknownKey.

@@ -10,6 +10,7 @@
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/dim_resolution.h"
 #include "tessera/runtime/load_options.h"
+#include "tessera/runtime/method_selection.h"
 #include "tessera/runtime/method_state.h"
 #include "tessera/runtime/program.h"
 
@@ -206,6 +207,9 @@ Result<Method> Method::load(const Program& program, const fb::Method* m, MemoryM
     }
   }
   s->num_steps = n;
+  // Per-delegate choices on different backends: the whole method decides whether handing over
+  // between them costs more than it gains.
+  internal::check_whole_method(program, options, s);
   return method;
 }
 

@@ -47,25 +47,13 @@ void set_text(char* dst, size_t cap, const std::string& text) {
   std::snprintf(dst, cap, "%s", text.c_str());
 }
 
-// Deterministic data in every non-constant input of the delegate: floats in [-1, 1), other
-// types zero (a safe index for gathers).
+// Deterministic data in every non-constant input of the delegate (fill_deterministic).
 void fill_inputs(const fb::Method* method, const fb::Instruction* ins, Span<EValue*> args) {
   const uint32_t n = ins->inputs() ? ins->inputs()->size() : 0;
   for (uint32_t i = 0; i < n; ++i) {
     const fb::Value* v = method->values()->Get(ins->inputs()->Get(i));
     if (v->constant() >= 0 || !args[i]->is_tensor()) continue;
-    Tensor& t = args[i]->to_tensor();
-    if (t.data() == nullptr || t.nbytes() == 0) continue;
-    if (t.dtype() == ScalarType::Float32) {
-      float* p = t.data_as<float>();
-      uint32_t state = 0x9E3779B9u ^ i;
-      for (int64_t k = 0; k < t.numel(); ++k) {
-        state = state * 1664525u + 1013904223u;
-        p[k] = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
-      }
-    } else {
-      std::memset(t.data(), 0, t.nbytes());
-    }
+    fill_deterministic(&args[i]->to_tensor(), i);
   }
 }
 
@@ -161,10 +149,22 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
   return out;
 }
 
-// Parks the idle workers of every candidate backend with a CPU pool (BackendInterface::
-// park_idle_workers): those a previous candidate left busy-waiting would otherwise take the
-// CPUs of the one measured next (XNNPACK's spin for tens of milliseconds after a run), and a
-// 2-thread candidate measured right after another backend's would look slower than it is.
+}  // namespace
+
+void fill_deterministic(Tensor* t, uint32_t seed) {
+  if (t->data() == nullptr || t->nbytes() == 0) return;
+  if (t->dtype() == ScalarType::Float32) {
+    float* p = t->data_as<float>();
+    uint32_t state = 0x9E3779B9u ^ seed;
+    for (int64_t k = 0; k < t->numel(); ++k) {
+      state = state * 1664525u + 1013904223u;
+      p[k] = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+    }
+  } else {
+    std::memset(t->data(), 0, t->nbytes());
+  }
+}
+
 void park_candidate_pools(const std::vector<std::string>& names) {
   for (const std::string& n : names) {
     Result<BackendInterface*> b = get_backend(n);
@@ -172,7 +172,32 @@ void park_candidate_pools(const std::vector<std::string>& names) {
   }
 }
 
-}  // namespace
+void write_selection_summary(SelectionReport* report) {
+  // Accepted ones by speed, then the others with why.
+  std::vector<const SelectionCandidate*> accepted, rest;
+  for (size_t i = 0; i < report->num_candidates; ++i) {
+    (report->candidates[i].accepted ? accepted : rest).push_back(&report->candidates[i]);
+  }
+  std::stable_sort(accepted.begin(), accepted.end(),
+                   [](const SelectionCandidate* a, const SelectionCandidate* b) {
+                     return a->median_ms < b->median_ms;
+                   });
+  std::string summary = "measured:";
+  for (size_t i = 0; i < accepted.size(); ++i) {
+    summary += string_format("%s %s%s%s%s %.3g ms%s", i ? "," : "", accepted[i]->backend,
+                             accepted[i]->options[0] ? " [" : "", accepted[i]->options,
+                             accepted[i]->options[0] ? "]" : "", accepted[i]->median_ms,
+                             accepted[i]->chosen ? " (chosen)" : "");
+  }
+  if (accepted.empty()) summary += " nothing ran";
+  for (size_t i = 0; i < rest.size(); ++i) {
+    summary += string_format(
+        "%s %s%s%s%s %s", i ? "," : ";", rest[i]->backend, rest[i]->options[0] ? " [" : "",
+        rest[i]->options, rest[i]->options[0] ? "]" : "",
+        std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason : "rejected");
+  }
+  set_text(report->summary, sizeof report->summary, summary);
+}
 
 bool replaces_fastest(double ms, double best_ms, bool variant) {
   return ms < best_ms * (variant ? kVariantMargin : 1.0);
@@ -294,8 +319,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       }
       auto derived = std::make_unique<DerivedValues>();
       bool fatal = false;
+      const Clock::time_point init_start = Clock::now();
       Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
                                                symbols, trial.get(), derived.get(), &fatal);
+      c->init_ms = ms_between(init_start, Clock::now());
       if (!handle.ok()) {
         set_text(c->reason, sizeof c->reason,
                  string_format("init failed: %s", handle.status().message()));
@@ -358,31 +385,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     }
   }
 
-  // The summary: accepted ones by speed, then the others with why.
-  std::vector<const SelectionCandidate*> accepted, rest;
-  for (size_t i = 0; i < report.num_candidates; ++i) {
-    (report.candidates[i].accepted ? accepted : rest).push_back(&report.candidates[i]);
-  }
-  std::sort(accepted.begin(), accepted.end(),
-            [](const SelectionCandidate* a, const SelectionCandidate* b) {
-              return a->median_ms < b->median_ms;
-            });
-  std::string summary = "measured:";
-  for (size_t i = 0; i < accepted.size(); ++i) {
-    summary += string_format("%s %s%s%s%s %.3g ms%s", i ? "," : "", accepted[i]->backend,
-                             accepted[i]->options[0] ? " [" : "", accepted[i]->options,
-                             accepted[i]->options[0] ? "]" : "", accepted[i]->median_ms,
-                             accepted[i] == report.candidates + chosen ? " (chosen)" : "");
-  }
-  if (accepted.empty()) summary += " nothing ran";
-  for (size_t i = 0; i < rest.size(); ++i) {
-    summary += string_format(
-        "%s %s%s%s%s %s", i ? "," : ";", rest[i]->backend, rest[i]->options[0] ? " [" : "",
-        rest[i]->options, rest[i]->options[0] ? "]" : "",
-        std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason : "rejected");
-  }
-  set_text(report.summary, sizeof report.summary, summary);
   if (chosen >= 0) report.candidates[chosen].chosen = true;
+  write_selection_summary(&report);
   return chosen;
 }
 
@@ -540,6 +544,34 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
     }
   }
   return chosen;
+}
+
+void remember_selection(const Program& program, const fb::Method* method, const fb::Delegate* d,
+                        const LoadOptions& options, MethodState* s, const SelectionReport& report) {
+  const std::string dir = selection_cache_dir(options.selection_cache_dir);
+  if (dir.empty()) return;
+  const std::string_view requested = d->backend()->string_view();
+  std::vector<CompileSpec> specs;
+  if (d->compile_specs() != nullptr) {
+    for (const auto* c : *d->compile_specs()) {
+      specs.push_back({c->key()->c_str(), c->value()->c_str()});
+    }
+  }
+  std::vector<SymbolValue> symbols;
+  for (uint32_t i = 0; i < s->num_symbols; ++i) {
+    symbols.push_back({method->symbols()->Get(i)->name()->string_view(), s->symbol_values[i]});
+  }
+  const std::vector<std::string> names = candidate_names(d, requested, options);
+  const SelectionKey key =
+      selection_key(program, method, d, requested, {specs.data(), specs.size()}, options, s,
+                    {symbols.data(), symbols.size()}, names);
+  const std::string path = selection_cache_path(dir, key);
+  SelectionLock lock(path);
+  Status st = write_selection(dir, path, key, report);
+  if (!st.is_ok()) {
+    TESSERA_LOG_WARNING("delegate '%s': whole-method selection not remembered: %s",
+                        d->id()->c_str(), st.message());
+  }
 }
 
 }  // namespace tessera::internal

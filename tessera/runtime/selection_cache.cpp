@@ -104,11 +104,26 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
                           {"options", c.options},
                           {"median_ms", c.median_ms},
                           {"runs", c.runs},
+                          {"init_ms", c.init_ms},
                           {"accepted", c.accepted},
                           {"chosen", c.chosen},
                           {"reason", c.reason}});
   }
   j["candidates"] = std::move(candidates);
+  const MethodSelection& m = report.method;
+  if (m.checked) {
+    nlohmann::ordered_json uniform = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < m.num_uniform; ++i) {
+      uniform.push_back({{"backend", m.uniform[i].backend},
+                         {"ms", m.uniform[i].ms},
+                         {"runs", m.uniform[i].runs},
+                         {"reason", m.uniform[i].reason}});
+    }
+    j["method"] = {
+        {"mixed_ms", m.mixed_ms},  {"mixed_runs", m.mixed_runs}, {"uniform", std::move(uniform)},
+        {"chosen", m.chosen},      {"reason", m.reason},         {"budget_cut", m.budget_cut},
+        {"reinit_ms", m.reinit_ms}};
+  }
   const std::string text = j.dump(1);
   return {text.begin(), text.end()};
 }
@@ -140,13 +155,13 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
   for (const nlohmann::json& c : *candidates) {
     if (!c.is_object()) return bad("a candidate is not an object");
     const auto backend = c.find("backend"), median = c.find("median_ms"), runs = c.find("runs"),
-               accepted = c.find("accepted"), is_chosen = c.find("chosen"),
-               reason = c.find("reason");
+               init = c.find("init_ms"), accepted = c.find("accepted"),
+               is_chosen = c.find("chosen"), reason = c.find("reason");
     if (backend == c.end() || !backend->is_string() || median == c.end() || !median->is_number() ||
-        runs == c.end() || !runs->is_number_integer() || accepted == c.end() ||
-        !accepted->is_boolean() || is_chosen == c.end() || !is_chosen->is_boolean() ||
-        reason == c.end() || !reason->is_string()) {
-      return bad("a candidate lacks backend, median_ms, runs, accepted, chosen or reason");
+        runs == c.end() || !runs->is_number_integer() || init == c.end() || !init->is_number() ||
+        accepted == c.end() || !accepted->is_boolean() || is_chosen == c.end() ||
+        !is_chosen->is_boolean() || reason == c.end() || !reason->is_string()) {
+      return bad("a candidate lacks backend, median_ms, runs, init_ms, accepted, chosen or reason");
     }
     const std::string& name = backend->get_ref<const std::string&>();
     if (name.empty() || name.size() >= sizeof(SelectionCandidate::backend)) {
@@ -154,12 +169,13 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     }
     const double ms = median->get<double>();
     const int64_t n = runs->get<int64_t>();
-    if (!(ms >= 0) || n < 0 || n > 1000000)
-      return bad("a candidate's median_ms or runs is out of range");
+    if (!(ms >= 0) || n < 0 || n > 1000000 || !(init->get<double>() >= 0))
+      return bad("a candidate's median_ms, runs or init_ms is out of range");
     SelectionCandidate& k = out.candidates[out.num_candidates++];
     copy_text(k.backend, sizeof k.backend, name);
     k.median_ms = ms;
     k.runs = static_cast<int>(n);
+    k.init_ms = init->get<double>();
     k.accepted = accepted->get<bool>();
     k.chosen = is_chosen->get<bool>();
     copy_text(k.reason, sizeof k.reason, reason->get_ref<const std::string&>());
@@ -176,6 +192,48 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     }
   }
   if (chosen.empty()) return bad("no chosen candidate");
+  if (const auto method = j.find("method"); method != j.end()) {
+    if (!method->is_object()) return bad("'method' is not an object");
+    MethodSelection& m = out.method;
+    const auto mixed = method->find("mixed_ms"), mixed_runs = method->find("mixed_runs"),
+               uniform = method->find("uniform"), method_chosen = method->find("chosen"),
+               why = method->find("reason"), cut = method->find("budget_cut"),
+               reinit = method->find("reinit_ms");
+    if (mixed == method->end() || !mixed->is_number() || !(mixed->get<double>() >= 0) ||
+        mixed_runs == method->end() || !mixed_runs->is_number_integer() ||
+        uniform == method->end() || !uniform->is_array() || method_chosen == method->end() ||
+        !method_chosen->is_string() || why == method->end() || !why->is_string() ||
+        cut == method->end() || !cut->is_boolean() || reinit == method->end() ||
+        !reinit->is_number() || !(reinit->get<double>() >= 0)) {
+      return bad(
+          "'method' lacks mixed_ms, mixed_runs, uniform, chosen, reason, budget_cut or reinit_ms");
+    }
+    if (uniform->size() > MethodSelection::kMaxUniform) return bad("too many uniform assignments");
+    const std::string& method_choice = method_chosen->get_ref<const std::string&>();
+    if (method_choice != "mixed" && method_choice != chosen) {
+      return bad("'method.chosen' is neither \"mixed\" nor the chosen candidate's backend");
+    }
+    m.checked = true;
+    m.mixed_ms = mixed->get<double>();
+    m.mixed_runs = static_cast<int>(mixed_runs->get<int64_t>());
+    copy_text(m.chosen, sizeof m.chosen, method_choice);
+    copy_text(m.reason, sizeof m.reason, why->get_ref<const std::string&>());
+    m.budget_cut = cut->get<bool>();
+    m.reinit_ms = reinit->get<double>();
+    for (const nlohmann::json& u : *uniform) {
+      const auto ub = u.is_object() ? u.find("backend") : u.end();
+      if (!u.is_object() || ub == u.end() || !ub->is_string() || !u.contains("ms") ||
+          !u["ms"].is_number() || !u.contains("runs") || !u["runs"].is_number_integer() ||
+          !u.contains("reason") || !u["reason"].is_string()) {
+        return bad("a uniform assignment lacks backend, ms, runs or reason");
+      }
+      UniformAssignment& a = m.uniform[m.num_uniform++];
+      copy_text(a.backend, sizeof a.backend, ub->get_ref<const std::string&>());
+      a.ms = u["ms"].get<double>();
+      a.runs = static_cast<int>(u["runs"].get<int64_t>());
+      copy_text(a.reason, sizeof a.reason, u["reason"].get_ref<const std::string&>());
+    }
+  }
   *report = out;
   return chosen;
 }

@@ -27,7 +27,7 @@ struct DeviceInfo;
 namespace tessera::internal {
 
 /// The selection cache's format version (in the payload; the integrity header has its own).
-inline constexpr int kSelectionCacheVersion = 1;
+inline constexpr int kSelectionCacheVersion = 2;  // 2: init_ms, the whole-method check
 
 /// The directory LoadOptions::selection_cache_dir names: `option` itself when set (an empty
 /// string: the cache is disabled, returns ""), else $XDG_CACHE_HOME/tessera/selection, else
@@ -68,7 +68,8 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
 /// Parses a payload written by encode_selection into `report` (mode "measure", cached true) and
 /// returns the chosen backend. InvalidProgram naming what is wrong for anything malformed: not
 /// JSON, a wrong version, a missing or mistyped field, more candidates than fit, no chosen
-/// candidate or one that was not accepted. `report` is only written on success.
+/// candidate or one that was not accepted, a malformed "method" (the whole-method check; absent
+/// when there was none). `report` is only written on success.
 Result<std::string> decode_selection(const uint8_t* data, size_t size, SelectionReport* report);
 
 /// Reads the entry at `path` for `key`. NotFound: no entry (a cold cache). Any other error says

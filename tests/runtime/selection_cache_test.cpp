@@ -289,7 +289,7 @@ TEST_F(SelectionCacheTest, DamagedEntriesMeasureAgainWithAWarning) {
   };
   const std::string payload = good.substr(kIntegrityHeaderSize);
   std::string wrong_version = payload;
-  wrong_version.replace(wrong_version.find("\"version\": 1"), 12, "\"version\": 7");
+  wrong_version.replace(wrong_version.find("\"version\": 2"), 12, "\"version\": 7");
   std::string unchosen = payload;
   for (size_t at; (at = unchosen.find("\"chosen\": true")) != std::string::npos;) {
     unchosen.replace(at, 14, "\"chosen\":false");
@@ -306,7 +306,7 @@ TEST_F(SelectionCacheTest, DamagedEntriesMeasureAgainWithAWarning) {
       {"other device", {other_device, "device"}},
       {"wrong version", {with_payload(wrong_version), "version 7"}},
       {"no chosen candidate", {with_payload(unchosen), "no chosen candidate"}},
-      {"not json", {with_payload("{\"version\": 1, \"summary\": "), "not a JSON object"}},
+      {"not json", {with_payload("{\"version\": 2, \"summary\": "), "not a JSON object"}},
   };
   for (const auto& [name, c] : cases) {
     {
@@ -411,15 +411,35 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "",
       "[]",
       "{\"version\": \"1\"}",
-      "{\"version\": 1, \"summary\": \"s\"}",
-      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{}]}",
-      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
-      "\"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
-      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "-1, \"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
-      "{\"version\": 1, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 2, \"summary\": \"s\"}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{}]}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
+      "\"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "-1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, "
-      "\"runs\": 1, \"accepted\": false, \"chosen\": true, \"reason\": \"\"}]}",
+      "\"runs\": 1, \"init_ms\": 0, \"accepted\": false, \"chosen\": true, \"reason\": \"\"}]}",
+      // No init_ms.
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      // A whole-method check that is not an object, lacks fields, or names another backend.
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": []}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": {\"mixed_ms\": 1}}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": {\"mixed_ms\": 1, "
+      "\"mixed_runs\": 5, \"uniform\": [], \"chosen\": \"b\", \"reason\": \"\", \"budget_cut\": "
+      "false, \"reinit_ms\": 0}}",
+      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "\"method\": {\"mixed_ms\": 1, "
+      "\"mixed_runs\": 5, \"uniform\": [{\"backend\": \"a\"}], \"chosen\": \"a\", \"reason\": "
+      "\"\", \"budget_cut\": false, \"reinit_ms\": 0}}",
   };
   for (const char* text : bad) {
     Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(text),
@@ -429,15 +449,17 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
     EXPECT_STREQ(report.summary, "untouched");
   }
   const char* good =
-      "{\"version\": 1, \"summary\": \"measured: a 1 ms (chosen)\", \"candidates\": [{\"backend\": "
-      "\"a\", \"median_ms\": 1, \"runs\": 5, \"accepted\": true, \"chosen\": true, \"reason\": "
-      "\"reference\"}]}";
+      "{\"version\": 2, \"summary\": \"measured: a 1 ms (chosen)\", \"candidates\": [{\"backend\": "
+      "\"a\", \"median_ms\": 1, \"runs\": 5, \"init_ms\": 2.5, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"reference\"}]}";
   Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(good),
                                                      std::strlen(good), &report);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(*r, "a");
   EXPECT_TRUE(report.cached);
   EXPECT_EQ(report.candidates[0].runs, 5);
+  EXPECT_EQ(report.candidates[0].init_ms, 2.5);
+  EXPECT_FALSE(report.method.checked);
 }
 
 TEST(SelectionCacheFormat, TheDefaultDirectoryFollowsXdgThenHome) {

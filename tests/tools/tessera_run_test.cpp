@@ -341,11 +341,20 @@ TEST_F(TesseraRun, AutoSelectionMeasuresOnceThenReadsTheSelectionCache) {
     EXPECT_EQ(remembered["backend"], measured["backend"]);  // the remembered choice runs
     // and what it was made from
     EXPECT_EQ(remembered["selection"]["candidates"], measured["selection"]["candidates"]);
+    for (const auto& c : measured["selection"]["candidates"]) {
+      EXPECT_TRUE(c["init_ms"].is_number()) << c.dump();
+    }
+    // The whole-method check (null when the per-delegate choices agreed), remembered too.
+    ASSERT_TRUE(measured["selection"].contains("method"));
+    EXPECT_EQ(remembered["selection"]["method"], measured["selection"]["method"]);
   }
   RunResult explain = run(
       dir_ + "/selectable.tsr --explain-options --iterations 1 --select-cache " + cache, machine);
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_CONTAINS(explain.out + explain.err, "remembered: read from the selection cache");
+  if (a["delegates"][0]["selection"]["method"].is_object()) {
+    EXPECT_CONTAINS(explain.out, "whole method: mixed ");
+  }
 
   // The pinned program (compiled with --backends) is not measured under auto.
   RunResult pinned =

@@ -288,7 +288,38 @@ Json option_schemas_json() {
   return {{"backends", std::move(backends)}};
 }
 
+namespace {
+
+// "whole method: mixed 4.1 ms, onednn 3.6 ms, xnnpack skipped (budget ...) -> onednn (why)"
+void print_whole_method(const MethodSelection& m, bool cached, FILE* out) {
+  if (m.mixed_runs > 0) {
+    std::fprintf(out, "whole method: mixed %.3g ms", m.mixed_ms);
+  } else {
+    std::fprintf(out, "whole method: mixed (not timed)");
+  }
+  for (size_t u = 0; u < m.num_uniform; ++u) {
+    const UniformAssignment& a = m.uniform[u];
+    if (a.runs > 0) {
+      std::fprintf(out, ", %s %.3g ms", a.backend, a.ms);
+    } else {
+      std::fprintf(out, ", %s %s", a.backend, a.reason);
+    }
+  }
+  std::fprintf(out, " -> %s (%s)%s\n", m.chosen, m.reason,
+               cached ? " (remembered: read from the selection cache)" : "");
+}
+
+}  // namespace
+
 void print_delegates(const Method& method, bool explain, FILE* out, const ExecuteOptions& execute) {
+  // The whole-method check is the same for every delegate: said once, before them.
+  for (size_t i = 0; explain && i < method.num_delegates(); ++i) {
+    const SelectionReport& r = method.delegate_info(i).selection;
+    if (r.method.checked) {
+      print_whole_method(r.method, r.cached, out);
+      break;
+    }
+  }
   for (size_t i = 0; i < method.num_delegates(); ++i) {
     const DelegateInfo& d = method.delegate_info(i);
     std::fprintf(out, "delegate %s: %zu node(s) on '%s'", d.id, d.num_nodes, d.backend);
@@ -365,9 +396,26 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                             {"options", std::move(options)},
                             {"median_ms", k.runs > 0 ? Json(k.median_ms) : Json(nullptr)},
                             {"runs", k.runs},
+                            {"init_ms", k.init_ms},
                             {"accepted", k.accepted},
                             {"chosen", k.chosen},
                             {"reason", k.reason}});
+    }
+    Json whole = nullptr;
+    if (d.selection.method.checked) {
+      const MethodSelection& m = d.selection.method;
+      Json uniform = Json::array();
+      for (size_t u = 0; u < m.num_uniform; ++u) {
+        const UniformAssignment& a = m.uniform[u];
+        uniform.push_back({{"backend", a.backend},
+                           {"ms", a.runs > 0 ? Json(a.ms) : Json(nullptr)},
+                           {"runs", a.runs},
+                           {"reason", a.reason}});
+      }
+      whole = {
+          {"mixed_ms", m.mixed_ms},  {"mixed_runs", m.mixed_runs}, {"uniform", std::move(uniform)},
+          {"chosen", m.chosen},      {"reason", m.reason},         {"budget_cut", m.budget_cut},
+          {"reinit_ms", m.reinit_ms}};
     }
     Json options = Json::array();
     if (d.options != nullptr) {
@@ -423,7 +471,8 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                          {"selection",
                           {{"mode", d.selection.mode},
                            {"cached", d.selection.cached},
-                           {"candidates", std::move(candidates)}}},
+                           {"candidates", std::move(candidates)},
+                           {"method", std::move(whole)}}},
                          {"startup", std::move(startup)},
                          {"startup_reason", d.startup.reason},
                          {"options", std::move(options)},
