@@ -79,6 +79,22 @@ Result<std::vector<Partition>> partition_graph(const ir::Graph& graph,
       }
       if (!same && follow >= 0) assign[i] = follow;
     }
+    // Then backwards, so that a run of ops at the start that two backends take does not become a
+    // delegate of its own before the ops only the second takes (ShuffleNetV2's stem on xnnpack,
+    // then everything after its first channel shuffle on onednn): a node whose consumers all
+    // run on one other backend that also takes it joins them.
+    for (int i = n - 1; i >= 0; --i) {
+      if (assign[i] < 0 || succ[i].empty()) continue;
+      const int b = assign[succ[i][0]];
+      if (b < 0 || b == assign[i] || !supported[i][static_cast<size_t>(b)]) continue;
+      bool all = true;
+      for (int s : succ[i]) all = all && assign[s] == b;
+      bool output = false;
+      for (int v : graph.nodes[i].outputs) {
+        for (int o : graph.outputs) output = output || o == v;
+      }
+      if (all && !output) assign[i] = b;
+    }
   }
 
   // Greedy merging along edges. Merging clusters A -> B is safe unless some path leaves A and

@@ -40,7 +40,10 @@ struct PartitionOptions {
   /// A node whose preferred backend none of its producers run on, but which a producer's
   /// backend also supports, goes to that backend (the earliest in preference among the
   /// producers'), so that a chain of ops stays in one delegate instead of alternating between
-  /// backends at each op only one of them has. For unpinned (selectable) compiles.
+  /// backends at each op only one of them has. Then, in reverse order, a node (not a graph
+  /// output) whose consumers all run on one other backend that also supports it joins them, so
+  /// that a leading run of ops does not stay a delegate of its own. For unpinned (selectable)
+  /// compiles.
   bool follow_producers = false;
 };
 

@@ -110,14 +110,14 @@ TEST(Compile, DelegatesWithPayloadsAndCompileSpecs) {
 }
 
 TEST(Compile, SelectableProgramsRecordEachDelegatesCandidates) {
-  // "fake" takes Conv and Add, "wide" also the Softmax: unpinned, each delegate lists the
-  // backends that take all its nodes (when at least two do); pinned, none.
+  // "fake" and "also" take Conv and Add, "wide" the Softmax and Add but no Conv: unpinned, each
+  // delegate lists the backends that take all its nodes (when at least two do); pinned, none.
   BackendTarget wide = fake_target("wide");
   wide.supports_op = [](const ir::Graph&, const ir::Node& n) {
-    return n.op == fb::OpType::Conv || n.op == fb::OpType::Add || n.op == fb::OpType::Softmax;
+    return n.op == fb::OpType::Add || n.op == fb::OpType::Softmax;
   };
   CompileOptions options;
-  options.backends = {fake_target(), wide};
+  options.backends = {fake_target(), fake_target("also"), wide};
   auto pinned = compile_model(small_cnn(), {{"batch", 1, 4}}, options);
   ASSERT_OK(pinned);
   for (const DelegateReport& d : pinned->report.delegates) EXPECT_TRUE(d.candidates.empty()) << d.id;
@@ -135,16 +135,37 @@ TEST(Compile, SelectableProgramsRecordEachDelegatesCandidates) {
   ASSERT_NE(conv->candidates(), nullptr);
   ASSERT_EQ(conv->candidates()->size(), 2u);
   EXPECT_EQ(conv->candidates()->Get(0)->str(), "fake");
-  EXPECT_EQ(conv->candidates()->Get(1)->str(), "wide");
+  EXPECT_EQ(conv->candidates()->Get(1)->str(), "also");
   const fb::Delegate* rest = m->delegates()->Get(1);
   EXPECT_EQ(rest->backend()->str(), "wide");
   EXPECT_EQ(rest->candidates(), nullptr);  // only wide takes the Softmax: pinned
-  EXPECT_EQ(c->report.delegates[0].candidates, (std::vector<std::string>{"fake", "wide"}));
+  EXPECT_EQ(c->report.delegates[0].candidates, (std::vector<std::string>{"fake", "also"}));
   // tessera-compile --json shows them.
   const std::string json = report_to_json(c->report);
-  EXPECT_NE(json.find("\"candidates\": [\n        \"fake\",\n        \"wide\"\n      ]"),
+  EXPECT_NE(json.find("\"candidates\": [\n        \"fake\",\n        \"also\"\n      ]"),
             std::string::npos)
       << json;
+}
+
+// A selectable compile does not leave a leading run of ops as a delegate of its own when the
+// backend of everything after it takes them too: the Conv, which "fake" prefers, joins "wide",
+// which also takes it and has the Softmax after it (ShuffleNetV2's stem and its first channel
+// shuffle). Pinned, the preference stands.
+TEST(Compile, SelectableLeadingOpsJoinTheBackendAfterThem) {
+  BackendTarget wide = fake_target("wide");
+  wide.supports_op = [](const ir::Graph&, const ir::Node& n) {
+    return n.op == fb::OpType::Conv || n.op == fb::OpType::Add || n.op == fb::OpType::Softmax;
+  };
+  CompileOptions options;
+  options.backends = {fake_target(), wide};
+  auto pinned = compile_model(small_cnn(), {{"batch", 1, 4}}, options);
+  ASSERT_OK(pinned);
+  EXPECT_EQ(pinned->report.delegates.size(), 3u);
+  options.selectable = true;
+  auto c = compile_model(small_cnn(), {{"batch", 1, 4}}, options);
+  ASSERT_OK(c);
+  ASSERT_EQ(c->report.delegates.size(), 1u);
+  EXPECT_EQ(c->report.delegates[0].backend, "wide");
 }
 
 TEST(Compile, CompileSpecErrors) {
