@@ -269,6 +269,7 @@ class Builder {
     const uint8_t* base;  // where the buffer was when the chain began (before plan_arena)
     size_t size;
     memory buffer;
+    memory::format_tag tag;  // abcd, or aBcd16b when every part has a multiple of 16 channels
   };
   std::vector<ConcatChain> chains_;  // see lower_concat_in_chain
   int step_threads_ = 0;             // Step::threads of the steps being added (see lower)
@@ -557,33 +558,45 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   const memory::desc bias_md = b >= 0 ? plain({dw[0]}, dt::f32) : memory::desc();
   algorithm alg = use_winograd(dw, dy, group, win) ? algorithm::convolution_winograd
                                                    : algorithm::convolution_direct;
+  // A Conv keeps its input's layout where oneDNN would reorder it for a kernel of its own choice.
   // A grouped (not depthwise) Conv reading a channels-last tensor stays channels-last: left to
   // choose, oneDNN 2.6 gives it a channel-blocked layout (aBcd8b on AVX-512), and every RegNetY
   // block then paid a reorder into it and one back out (49 reorders per run). Kept
   // channels-last, RegNetY-400MF went from 8.4 to 7.8 ms at 1 thread and 5.0 to 4.5 at 2,
   // ResNeXt-50 65.6 to 63.9 at 1 (docs/performance.md, "Grouped convolutions").
-  const memory::desc nhwc_in(dx, act_, memory::format_tag::acdb);
-  bool keep_nhwc = false;
-  if (group > 1 && group != dx[1] && dx.size() == 4) {
+  memory::format_tag keep = memory::format_tag::undef;
+  if (dx.size() == 4) {
     TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
-    keep_nhwc = xm.get_desc() == nhwc_in;
+    const memory::desc& xd = xm.get_desc();
+    if (group > 1 && group != dx[1] && xd == memory::desc(dx, act_, memory::format_tag::acdb)) {
+      keep = memory::format_tag::acdb;
+    } else if (group == 1 && win.kernel[0] == 1 && win.kernel[1] == 1 &&
+               xd == memory::desc(dx, act_, memory::format_tag::aBcd16b)) {
+      // Likewise a 1x1 Conv reading a channel-blocked tensor (a DenseNet chain, a SqueezeNet
+      // Concat): oneDNN's jit_1x1 kernel takes aBcd16b in and out, where left to choose it
+      // reorders the whole input to channels-last for brgconv_1x1 first.
+      keep = memory::format_tag::aBcd16b;
+    }
   }
   auto make_pd = [&](const memory::desc& dst_md) {
-    const bool nhwc = keep_nhwc && dst_md.data.format_kind == dnnl_format_kind_any;
+    const bool kept = keep != memory::format_tag::undef &&
+                      dst_md.data.format_kind == dnnl_format_kind_any;
     dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, alg, nhwc ? nhwc_in : any(dx, act_), any(wdims, act_),
-        bias_md, nhwc ? memory::desc(dy, act_, memory::format_tag::acdb) : dst_md, strides,
-        dilation, pad_l, pad_r);
+        dnnl::prop_kind::forward_inference, alg, kept ? memory::desc(dx, act_, keep) : any(dx, act_),
+        any(wdims, act_), bias_md, kept ? memory::desc(dy, act_, keep) : dst_md, strides, dilation,
+        pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc p(desc, attr(&ops), options_.engine);
-    if (nhwc && std::string_view(p.impl_info_str()).substr(0, 3) == "ref") {
-      keep_nhwc = false;  // no optimised kernel for it in channels-last: let oneDNN choose
+    if (kept && std::string_view(p.impl_info_str()).substr(0, 3) == "ref") {
+      keep = memory::format_tag::undef;  // no optimised kernel for it in that layout
       return dnnl::convolution_forward::primitive_desc(
           dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any(dx, act_),
                                           any(wdims, act_), bias_md, dst_md, strides, dilation,
                                           pad_l, pad_r),
           attr(&ops), options_.engine);
     }
-    if (nhwc) ++d_.channels_last_grouped_convs;
+    if (kept) {
+      ++(keep == memory::format_tag::acdb ? d_.channels_last_grouped_convs : d_.blocked_1x1_convs);
+    }
     return p;
   };
   dnnl::convolution_forward::primitive_desc pd;
@@ -1215,13 +1228,16 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
   const ConcatChain* chain = nullptr;
   {
     const Val& v0 = vals_[static_cast<size_t>(n.input(0))];
-    const memory::desc want = plain(dims_[static_cast<size_t>(n.input(0))], act_);
+    const DimVector& d0 = dims_[static_cast<size_t>(n.input(0))];
     std::vector<memory> forms{v0.mem};
     forms.insert(forms.end(), v0.converted.begin(), v0.converted.end());
     for (const memory& f : forms) {
-      if (!f || f.get_desc() != want) continue;
+      if (!f) continue;
       for (const ConcatChain& c : chains_) {
-        if (c.base == static_cast<const uint8_t*>(f.get_data_handle())) chain = &c;
+        if (c.base == static_cast<const uint8_t*>(f.get_data_handle()) &&
+            f.get_desc() == memory::desc(d0, act_, c.tag)) {
+          chain = &c;
+        }
       }
     }
   }
@@ -1243,10 +1259,27 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
     if (channels <= dy[1]) return false;  // nothing extends it: the single-Concat path
     DimVector whole = dy;
     whole[1] = channels;
-    memory big = fresh(plain(whole, act_));
+    // Channel-blocked by 16 when every part so far and the widest Concat allow it (DenseNet:
+    // 64 + 32 k channels): at batch 1 a prefix of whole blocks is itself a dense aBcd16b
+    // tensor, so each Concat is still a view of the buffer's start, and the Winograd 3x3
+    // Convs (aBcd16b) write their part in place instead of through a reorder to row-major.
+    bool blocked = channels % 16 == 0 && dims_[static_cast<size_t>(n.input(0))].size() == 4 &&
+                   !options_.bf16;
+    for (int i = 0; i < n.num_inputs() && blocked; ++i) {
+      blocked = dims_[static_cast<size_t>(n.input(i))][1] % 16 == 0;
+    }
+    const memory::format_tag tag = blocked ? memory::format_tag::aBcd16b : memory::format_tag::abcd;
+    memory big = fresh(memory::desc(whole, act_, tag));
     chains_.push_back({static_cast<const uint8_t*>(big.get_data_handle()),
-                       big.get_desc().get_size(), big});
+                       big.get_desc().get_size(), big, tag});
+    if (blocked) ++d_.blocked_concat_chains;
     chain = &chains_.back();
+  }
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    if (dims_[static_cast<size_t>(n.input(i))].size() != dy.size() ||
+        (chain->tag != memory::format_tag::abcd && dims_[static_cast<size_t>(n.input(i))][1] % 16 != 0)) {
+      return false;
+    }
   }
   // Each part at its offset: already there, or moved there (its own buffer, not pinned).
   const size_t elem = memory::data_type_size(act_);
@@ -1256,7 +1289,8 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
   std::vector<BufferMove> moves;
   for (int i = 0; i < n.num_inputs(); ++i) {
     const int v = n.input(i);
-    TESSERA_ASSIGN_OR_RETURN(memory part, plain_view(v, dims_[static_cast<size_t>(v)], act_));
+    TESSERA_ASSIGN_OR_RETURN(
+        memory part, as(v, memory::desc(dims_[static_cast<size_t>(v)], act_, chain->tag)));
     const size_t bytes = static_cast<size_t>(dims_[static_cast<size_t>(v)][1] * inner) * elem;
     if (offset + bytes > chain->size) return false;
     const uint8_t* h = static_cast<const uint8_t*>(part.get_data_handle());
@@ -1277,9 +1311,9 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
   for (int i = 0; i < n.num_inputs(); ++i) vals_[static_cast<size_t>(n.input(i))].shared = true;
   uint8_t* base = static_cast<uint8_t*>(chain->buffer.get_data_handle());
   move_buffers(moves, base);
-  // The output: the first `offset` bytes, row-major; never written in place (later Concats of
-  // the chain read the parts under it).
-  memory out = wrap(plain(dy, act_), base, -1);
+  // The output: the first `offset` bytes, in the chain's layout; never written in place (later
+  // Concats of the chain read the parts under it).
+  memory out = wrap(memory::desc(dy, act_, chain->tag), base, -1);
   ++d_.copy_free_concats;
   set(y, out, true);
   add_activation_step(n.node(), y, n.name());

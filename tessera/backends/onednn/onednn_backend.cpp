@@ -358,6 +358,8 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.copy_free_concats = d->copy_free_concats;
   s.concat_layout_convs = d->concat_layout_convs;
   s.single_thread_steps = d->single_thread_steps;
+  s.blocked_1x1_convs = d->blocked_1x1_convs;
+  s.blocked_concat_chains = d->blocked_concat_chains;
   s.channels_last_grouped_convs = d->channels_last_grouped_convs;
   s.fused_silus = d->fused_silus;
   s.fused_eltwise = d->fused_eltwise;

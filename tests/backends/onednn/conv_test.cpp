@@ -327,24 +327,24 @@ TEST(OnednnConcat, CopiesWhenAPartIsReadLaterOrTheBatchIsAboveOne) {
 // Concat extends the previous one (the first has one part, as torchvision's does). At batch 1
 // the parts go once into one buffer and every Concat is a view of its first channels; at batch 2
 // the Concats copy. Correct and stable over repeated runs either way.
-GraphCase dense_block(int64_t batch, uint32_t seed) {
+GraphCase dense_block(int64_t batch, uint32_t seed, int64_t growth = 8) {
   GraphCase g;
   g.seed = seed;
-  const int in = g.input({batch, 8, 6, 6});
-  const int x0 = g.tensor({batch, 8, 6, 6});
+  const int in = g.input({batch, growth, 6, 6});
+  const int x0 = g.tensor({batch, growth, 6, 6});
   g.node(Op::Relu, {in}, x0);
   std::vector<int> parts = {x0};
-  int64_t channels = 8;
+  int64_t channels = growth;
   int last = -1;
   for (int layer = 0; layer < 4; ++layer) {
     const int c = g.tensor({batch, channels, 6, 6});
     g.node(Op::Concat, parts, c).attrs.push_back(ir::Attr::make_int("axis", 1));
     last = c;
     if (layer == 3) break;
-    ConvCfg conv{batch, channels, 6, 6, 8, 1, 1};
+    ConvCfg conv{batch, channels, 6, 6, growth, 1, 1};
     conv.act = fb::Activation::Relu;
     parts.push_back(add_conv(g, c, conv));
-    channels += 8;
+    channels += growth;
   }
   ConvCfg head{batch, channels, 6, 6, 4, 3, 3};
   head.pt = head.pl = head.pb = head.pr = 1;
@@ -372,6 +372,29 @@ TEST(OnednnConcat, DenseBlockSharesOneBufferAtBatchOne) {
     ASSERT_TRUE(s.run(in, &again).is_ok());
     EXPECT_EQ(first, again) << batch;
   }
+}
+
+// With 16 channels per part the chain is channel-blocked (aBcd16b), each Concat a view of its
+// start, and each 1x1 Conv reads it in that layout (no reorder to channels-last first).
+TEST(OnednnConcat, DenseBlockOfSixteenChannelPartsIsChannelBlocked) {
+  GraphCase g = dense_block(1, 47, 16);
+  EXPECT_TRUE(matches_portable(g));
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  const DelegateSummary sum = summarize_delegate(s.handle());
+  EXPECT_EQ(sum.copy_free_concats, 4u);
+  EXPECT_EQ(sum.blocked_concat_chains, 1u);
+  for (const std::string& step : sum.steps) {
+    EXPECT_EQ(step.find("concat:"), std::string::npos) << step;
+  }
+  std::vector<Floats> in = random_inputs(g, 8), first, again;
+  ASSERT_TRUE(s.run(in, &first).is_ok());
+  ASSERT_TRUE(s.run(in, &again).is_ok());
+  EXPECT_EQ(first, again);
+  // Where oneDNN has a 1x1 kernel for that layout, the 1x1 Convs keep it.
+  bool jit_1x1 = false;
+  for (const std::string& step : sum.steps) jit_1x1 = jit_1x1 || step.find("jit_1x1") != std::string::npos;
+  if (jit_1x1) EXPECT_EQ(sum.blocked_1x1_convs, 3u);
 }
 
 // A SqueezeNet fire module (Convs into the Concat): in place or copied, depending on the layouts
