@@ -397,28 +397,36 @@ TEST(OnednnConcat, DenseBlockOfSixteenChannelPartsIsChannelBlocked) {
   if (jit_1x1) EXPECT_EQ(sum.blocked_1x1_convs, 3u);
 }
 
+// A SqueezeNet fire module on [batch, cin, hw, hw]: a 1x1 squeeze Conv to 16 channels, 1x1
+// and 3x3 expand Convs to 32 each, their Concat, and a Conv reading it (`next_kernel` square).
+GraphCase fire_module(int64_t batch, int64_t cin, int64_t hw, int64_t next_out,
+                      int64_t next_kernel, uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  const int x = g.input({batch, cin, hw, hw});
+  ConvCfg squeeze{batch, cin, hw, hw, 16, 1, 1};
+  squeeze.act = fb::Activation::Relu;
+  const int s = add_conv(g, x, squeeze);
+  ConvCfg e1{batch, 16, hw, hw, 32, 1, 1};
+  e1.act = fb::Activation::Relu;
+  ConvCfg e3 = e1;
+  e3.kh = e3.kw = 3;
+  e3.pt = e3.pl = e3.pb = e3.pr = 1;
+  const int a = add_conv(g, s, e1);
+  const int b = add_conv(g, s, e3);
+  const int c = g.tensor({batch, 64, hw, hw});
+  g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
+  ConvCfg next{batch, 64, hw, hw, next_out, next_kernel, next_kernel};
+  next.pt = next.pl = next.pb = next.pr = next_kernel / 2;
+  g.output(add_conv(g, c, next));
+  return g;
+}
+
 // A SqueezeNet fire module (Convs into the Concat): in place or copied, depending on the layouts
 // oneDNN chooses for this machine's ISA; correct either way, over repeated runs.
 TEST(OnednnConcat, FireModuleStaysExact) {
   for (int64_t batch : {1, 2}) {
-    GraphCase g;
-    g.seed = 43;
-    const int x = g.input({batch, 8, 9, 9});
-    ConvCfg squeeze{batch, 8, 9, 9, 16, 1, 1};
-    squeeze.act = fb::Activation::Relu;
-    const int s = add_conv(g, x, squeeze);
-    ConvCfg e1{batch, 16, 9, 9, 32, 1, 1};
-    e1.act = fb::Activation::Relu;
-    ConvCfg e3 = e1;
-    e3.kh = e3.kw = 3;
-    e3.pt = e3.pl = e3.pb = e3.pr = 1;
-    const int a = add_conv(g, s, e1);
-    const int b = add_conv(g, s, e3);
-    const int c = g.tensor({batch, 64, 9, 9});
-    g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
-    ConvCfg next{batch, 64, 9, 9, 8, 3, 3};
-    next.pt = next.pl = next.pb = next.pr = 1;
-    g.output(add_conv(g, c, next));
+    GraphCase g = fire_module(batch, 8, 9, 8, 3, 43);
     EXPECT_TRUE(matches_portable(g)) << batch;
     Session session;
     ASSERT_TRUE(session.init(g).is_ok());
@@ -434,23 +442,7 @@ TEST(OnednnConcat, FireModuleStaysExact) {
 // the Concat's output and no concat step runs. Where this machine has no Winograd kernels,
 // nothing changes and the Concat copies.
 TEST(OnednnConcat, FireModulePartsShareTheWinogradLayout) {
-  GraphCase g;
-  g.seed = 45;
-  const int x = g.input({1, 16, 12, 12});
-  ConvCfg squeeze{1, 16, 12, 12, 16, 1, 1};
-  squeeze.act = fb::Activation::Relu;
-  const int s = add_conv(g, x, squeeze);
-  ConvCfg e1{1, 16, 12, 12, 32, 1, 1};
-  e1.act = fb::Activation::Relu;
-  ConvCfg e3 = e1;
-  e3.kh = e3.kw = 3;
-  e3.pt = e3.pl = e3.pb = e3.pr = 1;
-  const int a = add_conv(g, s, e1);
-  const int b = add_conv(g, s, e3);
-  const int c = g.tensor({1, 64, 12, 12});
-  g.node(Op::Concat, {a, b}, c).attrs.push_back(ir::Attr::make_int("axis", 1));
-  ConvCfg next{1, 64, 12, 12, 16, 1, 1};
-  g.output(add_conv(g, c, next));
+  GraphCase g = fire_module(1, 16, 12, 16, 1, 45);
   DelegateSummary sum;
   EXPECT_TRUE(run_with_algorithm(g, "winograd", &sum));
   if (!winograd_kernels_available()) {
