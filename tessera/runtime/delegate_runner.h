@@ -106,6 +106,11 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
 /// noise of five timed runs, and a variant may cost load time the measurement does not see.
 bool replaces_fastest(double ms, double best_ms, bool variant);
 
+/// Whether a candidate whose timed runs so far took `times` (at least two) is clearly slower
+/// than the fastest so far (`best_ms`, its median): its quickest run above 1.25x that median.
+/// Its remaining timed runs are skipped (the first, measuring load pays for them).
+bool clearly_slower(const std::vector<double>& times, double best_ms);
+
 /// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
 /// `requested` and every candidate backend that can take the delegate, runs each on
 /// deterministic inputs (the delegate's non-constant inputs are overwritten; nothing has run

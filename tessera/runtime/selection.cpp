@@ -203,6 +203,10 @@ bool replaces_fastest(double ms, double best_ms, bool variant) {
   return ms < best_ms * (variant ? kVariantMargin : 1.0);
 }
 
+bool clearly_slower(const std::vector<double>& times, double best_ms) {
+  return times.size() >= 2 && *std::min_element(times.begin(), times.end()) > best_ms * 1.25;
+}
+
 void KeptCandidate::reset() {
   if (backend != nullptr && handle != nullptr) backend->destroy(handle);
   backend = nullptr;
@@ -359,6 +363,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           }
           times.push_back(ms_between(t0, t1));
           if (ms_between(start, t1) >= options.selection_budget_ms) break;
+          if (chosen >= 0 && clearly_slower(times, report.candidates[chosen].median_ms)) break;
         }
         if (why.empty()) {
           std::sort(times.begin(), times.end());

@@ -422,6 +422,15 @@ TEST(SelectionRule, AVariantMustBeatTheFastestByThreePercent) {
   EXPECT_FALSE(internal::replaces_fastest(10.0, 10.0, false));
 }
 
+// A candidate whose quickest of at least two timed runs is above 1.25x the fastest median so
+// far stops there: it cannot win, and a measuring load of a slow model would pay for three more.
+TEST(SelectionRule, AClearlySlowerCandidateStopsAfterTwoRuns) {
+  EXPECT_FALSE(internal::clearly_slower({20.0}, 10.0));  // one run is not enough
+  EXPECT_TRUE(internal::clearly_slower({13.0, 12.6}, 10.0));
+  EXPECT_FALSE(internal::clearly_slower({13.0, 12.4}, 10.0));  // within 1.25x once
+  EXPECT_FALSE(internal::clearly_slower({9.0, 9.5, 9.2}, 10.0));
+}
+
 TEST_F(SelectionVariantTest, AValueTheApplicationSetIsNotVaried) {
   Program* program = load({2, 4});
   LoadBackendOptionsMap load;
