@@ -18,6 +18,11 @@ Span<const SelectionVariant> BackendInterface::selection_variants() const {
   return {};
 }
 
+bool BackendInterface::variant_changes(const DelegateHandle*, std::string_view,
+                                       std::string_view) const {
+  return true;
+}
+
 Span<const OptionSpec> BackendInterface::option_schema() const {
   return {};
 }

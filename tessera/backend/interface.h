@@ -79,6 +79,13 @@ class BackendInterface {
   /// often run faster on one). Default: none.
   virtual Span<const SelectionVariant> selection_variants() const;
 
+  /// Whether `key`=`value` (one of selection_variants()) would build the delegate `handle`,
+  /// initialised with the load's options, any differently. Measured selection does not
+  /// initialise and time a variant the backend says changes nothing for this delegate (oneDNN's
+  /// conv_algorithm=winograd where no convolution is one Winograd takes). Default: true.
+  virtual bool variant_changes(const DelegateHandle* handle, std::string_view key,
+                               std::string_view value) const;
+
   /// Every option the backend accepts. Must return the same static array on every call.
   /// Default: no options.
   virtual Span<const OptionSpec> option_schema() const;

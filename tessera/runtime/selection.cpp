@@ -301,12 +301,27 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     }
     // The backend as resolved, then each of its variants (one option value changed).
     const std::vector<Variant> variants = variants_for(*b, *resolved, options, *s->policy);
+    DerivedValues resolved_derived;  // what the backend as resolved derived for options at auto
+    std::vector<char> changes(variants.size(), 1);  // variant_changes, asked of the resolved one
     for (size_t t = 0; t <= variants.size(); ++t) {
       if (t > 0) {
         c = next_candidate(name);
         if (c == nullptr) break;
         const Variant& v = variants[t - 1];
         set_text(c->options, sizeof c->options, v.key + "=" + v.value);
+        // A value the backend already derived for the option left at auto is the configuration
+        // just measured (oneDNN's conv_algorithm=direct where no convolution suits Winograd).
+        if (const DerivedValue* same = resolved_derived.find(v.key);
+            same != nullptr && v.value == same->value) {
+          set_text(c->reason, sizeof c->reason,
+                   string_format("skipped: the resolved configuration (auto: %s)", same->value));
+          continue;
+        }
+        if (!changes[t - 1]) {
+          set_text(c->reason, sizeof c->reason,
+                   "skipped: the resolved configuration (the backend: no change here)");
+          continue;
+        }
         if (budget_spent()) {
           set_text(c->reason, sizeof c->reason,
                    string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
@@ -327,6 +342,12 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       Result<DelegateHandle*> handle = init_on(program, method, d, name, b, use_specs, pools, s,
                                                symbols, trial.get(), derived.get(), &fatal);
       c->init_ms = ms_between(init_start, Clock::now());
+      if (t == 0 && handle.ok()) {
+        resolved_derived = *derived;
+        for (size_t k = 0; k < variants.size(); ++k) {
+          changes[k] = b->variant_changes(*handle, variants[k].key, variants[k].value) ? 1 : 0;
+        }
+      }
       if (!handle.ok()) {
         set_text(c->reason, sizeof c->reason,
                  string_format("init failed: %s", handle.status().message()));

@@ -346,7 +346,14 @@ class VariantStub : public testing::StubBackend {
     return kVariants;
   }
   bool uses_cpu_thread_pool() const override { return pool; }
+  /// With derives_fast, the backend reports it derived mode=fast for the option at its default.
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
+                               Span<const CompileSpec> compile_specs) const override {
+    if (derives_fast) context.report_derived("mode", "fast", "auto: the test says so");
+    return StubBackend::init(context, payload, compile_specs);
+  }
   bool pool = false;
+  bool derives_fast = false;
   int slow_ms = 3;             // what the slow configuration adds to each run
   bool low_is_slower = false;  // precision=low sleeps twice as long (no native support, say)
 };
@@ -420,6 +427,25 @@ TEST(SelectionRule, AVariantMustBeatTheFastestByThreePercent) {
   EXPECT_FALSE(internal::replaces_fastest(10.0, 10.0, true));
   EXPECT_TRUE(internal::replaces_fastest(9.8, 10.0, false));
   EXPECT_FALSE(internal::replaces_fastest(10.0, 10.0, false));
+}
+
+// A variant whose value the backend already derived for that option (left at its default) is
+// the configuration just measured: listed as skipped, not initialised and timed again.
+TEST_F(SelectionVariantTest, AVariantTheBackendAlreadyDerivedIsNotMeasuredAgain) {
+  stub_->derives_fast = true;
+  Program* program = load({2, 4});
+  auto m = program->load_method("forward", nullptr, measuring());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo& info = m->delegate_info(0);
+  ASSERT_EQ(info.selection.num_candidates, 2u) << info.selection.summary;
+  EXPECT_STREQ(info.selection.candidates[1].options, "mode=fast");
+  EXPECT_FALSE(info.selection.candidates[1].accepted);
+  EXPECT_EQ(info.selection.candidates[1].runs, 0);
+  EXPECT_NE(std::string(info.selection.candidates[1].reason).find("skipped: the resolved configuration"),
+            std::string::npos)
+      << info.selection.candidates[1].reason;
+  EXPECT_TRUE(info.selection.candidates[0].chosen);
+  EXPECT_EQ(stub_->init_count(), 1);
 }
 
 // A candidate whose quickest of at least two timed runs is above 1.25x the fastest median so

@@ -71,6 +71,7 @@ class Delegate {
   size_t fused_eltwise = 0;       // an activation-like node after a Conv, as post-ops
   size_t in_place_sums = 0;       // of which write into the residual's own buffer
   size_t winograd_convs = 0;      // convolutions computed with Winograd
+  size_t winograd_eligible = 0;  // convolutions Winograd could take (3x3, stride 1, fp32, ...)
   size_t weights_from_cache = 0;  // Winograd weights read from cache_dir
   size_t weights_cached = 0;      // Winograd weights written to cache_dir
 };

@@ -145,6 +145,8 @@ class Builder {
   /// Whether a convolution is asked for as Winograd (conv_algorithm, its shape, the kernels).
   bool use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
                     const Window& win) const;
+  /// Whether oneDNN's Winograd kernels take a convolution of this geometry at all.
+  bool winograd_shape(int64_t group, const Window& win) const;
   Status lower_conv(const NodeView& n, int index);
   /// Whether Conv output `y` is a part of a channel Concat (batch 1) whose Conv parts include a
   /// Winograd one: every part then produces Winograd's channel-blocked layout, so that each
@@ -444,14 +446,16 @@ void Builder::transform_winograd_weights(memory from, memory to) {
   transform_winograd_weights_cached(options_, d_, from, to);
 }
 
+bool Builder::winograd_shape(int64_t group, const Window& win) const {
+  // Winograd applies to fp32 3x3 convolutions with stride 1, no dilation and no groups.
+  return !options_.bf16 && options_.winograd_kernels && group == 1 && win.kernel[0] == 3 &&
+         win.kernel[1] == 3 && win.stride[0] == 1 && win.stride[1] == 1 &&
+         win.dilation[0] == 0 && win.dilation[1] == 0;
+}
+
 bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
                            const Window& win) const {
-  // Winograd applies to fp32 3x3 convolutions with stride 1, no dilation and no groups.
-  if (options_.bf16 || !options_.winograd_kernels || group != 1 || win.kernel[0] != 3 ||
-      win.kernel[1] != 3 || win.stride[0] != 1 || win.stride[1] != 1 || win.dilation[0] != 0 ||
-      win.dilation[1] != 0) {
-    return false;
-  }
+  if (!winograd_shape(group, win)) return false;
   switch (options_.conv_algorithm) {
     case ConvAlgorithm::Direct:
       return false;
@@ -623,6 +627,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     }
   }
   if (alg == algorithm::convolution_winograd) ++d_.winograd_convs;
+  if (winograd_shape(group, win)) ++d_.winograd_eligible;
   if (add_node < 0 && mul_node < 0 && elt_node < 0 && shares_winograd_concat_layout(y)) {
     const memory::desc blocked(dy, act_, memory::format_tag::aBcd16b);
     if (pd.dst_desc() != blocked) {

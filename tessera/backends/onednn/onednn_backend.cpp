@@ -315,6 +315,17 @@ Span<const SelectionVariant> OnednnBackend::selection_variants() const {
   return kVariants;
 }
 
+bool OnednnBackend::variant_changes(const DelegateHandle* handle, std::string_view key,
+                                    std::string_view value) const {
+  if (handle == nullptr || key != "conv_algorithm") return true;
+  const Delegate* d = from_handle<Delegate>(const_cast<DelegateHandle*>(handle));
+  // Winograd where it runs on none of the convolutions it could take changes nothing to turn
+  // off, and on all of them nothing to force.
+  if (value == "direct") return d->winograd_convs > 0;
+  if (value == "winograd") return d->winograd_convs < d->winograd_eligible;
+  return true;
+}
+
 const char* OnednnBackend::build_id() const {
   static const std::string id = []() {
     const dnnl_version_t* v = dnnl_version();

@@ -22,6 +22,8 @@ class OnednnBackend final : public BackendInterface {
   const char* derivation_doc() const override;
   const char* build_id() const override;
   Span<const SelectionVariant> selection_variants() const override;
+  bool variant_changes(const DelegateHandle* handle, std::string_view key,
+                       std::string_view value) const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
   std::string unsupported_reason(const OpView& op) const override;

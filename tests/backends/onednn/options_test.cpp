@@ -298,5 +298,28 @@ TEST(OnednnOptions, ChannelsLastSqueezeExcitationRunsOnOneThread) {
   EXPECT_TRUE(close(out, *want));
 }
 
+// Measured selection asks whether a conv_algorithm variant would change a delegate: not where
+// no convolution is one Winograd takes (1x1 only), nor to turn off Winograd where none runs.
+TEST(OnednnOptions, ConvAlgorithmVariantsSayWhetherTheyChangeTheDelegate) {
+  auto backend = get_backend("onednn");
+  ASSERT_TRUE(backend.ok());
+  GraphCase three = small_net();  // a 3x3, stride 1 Conv of 8 -> 16 channels: auto keeps direct
+  Session s3;
+  ASSERT_TRUE(s3.init(three).is_ok());
+  EXPECT_FALSE((*backend)->variant_changes(s3.handle(), "conv_algorithm", "direct"));
+  EXPECT_EQ((*backend)->variant_changes(s3.handle(), "conv_algorithm", "winograd"),
+            winograd_kernels_available());
+  EXPECT_TRUE((*backend)->variant_changes(s3.handle(), "precision", "bf16"));
+
+  GraphCase one;
+  one.seed = 11;
+  backend_testing::ConvCfg c{1, 8, 12, 12, 16, 1, 1};
+  one.output(backend_testing::add_conv(one, one.input({1, 8, 12, 12}), c));
+  Session s1;
+  ASSERT_TRUE(s1.init(one).is_ok());
+  EXPECT_FALSE((*backend)->variant_changes(s1.handle(), "conv_algorithm", "winograd"));
+  EXPECT_FALSE((*backend)->variant_changes(s1.handle(), "conv_algorithm", "direct"));
+}
+
 }  // namespace
 }  // namespace tessera::onednn::testing
