@@ -58,7 +58,8 @@ void BM_Direct(benchmark::State& state) {
   dnnl::convolution_forward conv(pd);
   memory x_nchw({in, dt::f32, tag::abcd}, engine, a.data());
   memory y_nchw({out, dt::f32, tag::abcd}, engine, y.data());
-  memory w_plain({{16, 16, 1, 1}, dt::f32, tag::abcd}, engine, const_cast<float*>(s.weights.data()));
+  memory w_plain({{16, 16, 1, 1}, dt::f32, tag::abcd}, engine,
+                 const_cast<float*>(s.weights.data()));
   memory bias(bias_md, engine, const_cast<float*>(s.bias.data()));
   memory w(pd.weights_desc(), engine);
   dnnl::reorder(w_plain, w).execute(stream, w_plain, w);
@@ -71,8 +72,9 @@ void BM_Direct(benchmark::State& state) {
   stream.wait();
   for (auto _ : state) {
     if (reorder_in) to_src.execute(stream, x_nchw, x);
-    conv.execute(stream,
-                 {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, yb}});
+    conv.execute(
+        stream,
+        {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, yb}});
     if (reorder_out) to_nchw.execute(stream, yb, y_nchw);
     stream.wait();
     benchmark::DoNotOptimize(y.data());
@@ -82,8 +84,12 @@ void BM_Direct(benchmark::State& state) {
                  pd.impl_info_str());
 }
 
-void BM_Backend(benchmark::State& state) { run_backend(state, "onednn"); }
-void BM_Method(benchmark::State& state) { run_method(state, "onednn"); }
+void BM_Backend(benchmark::State& state) {
+  run_backend(state, "onednn");
+}
+void BM_Method(benchmark::State& state) {
+  run_method(state, "onednn");
+}
 
 BENCHMARK(BM_Direct)->Arg(0)->Arg(1)->ArgName("conv");
 BENCHMARK(BM_Backend)->Arg(0)->Arg(1)->ArgName("conv");

@@ -41,8 +41,8 @@ struct AlignedBytes {
 Status one_thread_options(const char* backend, LoadBackendOptionsMap* load) {
   ParsedOptions parsed;
   TESSERA_RETURN_IF_ERROR(parse_option_assignment(std::string(backend) + ".num_threads=1",
-                                                  OptionLevel::Load, Validation::Strict,
-                                                  "bench", &parsed));
+                                                  OptionLevel::Load, Validation::Strict, "bench",
+                                                  &parsed));
   return parsed.to_load_map(load);
 }
 

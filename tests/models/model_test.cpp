@@ -84,7 +84,8 @@ TEST(ShuffleNet, ChannelShuffleFoldsIntoShapeExpressions) {
   auto compiled = compile_onnx_file(path, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
   const std::string text = graph_to_string(compiled->graph);
-  EXPECT_NE(text.find("-> /stage2/stage2.0/Reshape_output_0 [batch (<= 8), 2, 58, 28, 28]"), std::string::npos)
+  EXPECT_NE(text.find("-> /stage2/stage2.0/Reshape_output_0 [batch (<= 8), 2, 58, 28, 28]"),
+            std::string::npos)
       << text;
   for (const ir::Node& n : compiled->graph.nodes) {
     EXPECT_NE(n.op, fb::OpType::Gather) << "shape arithmetic left in the program: " << n.name;
@@ -106,8 +107,9 @@ TEST(ShuffleNet, ChannelShuffleFoldsIntoShapeExpressions) {
 
 // More torchvision classifiers (make_fixtures.py --extra); slow, labelled `slow`.
 INSTANTIATE_TEST_SUITE_P(Torchvision, ModelTest,
-                         ::testing::Values("squeezenet1_1", "shufflenet_v2_x1_0", "mnasnet0_5", "efficientnet_b0",
-                                           "regnet_y_400mf", "mobilenet_v3_small", "googlenet", "densenet121",
+                         ::testing::Values("squeezenet1_1", "shufflenet_v2_x1_0", "mnasnet0_5",
+                                           "efficientnet_b0", "regnet_y_400mf",
+                                           "mobilenet_v3_small", "googlenet", "densenet121",
                                            "resnext50_32x4d"));
 #else
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelTest,

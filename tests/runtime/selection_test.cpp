@@ -441,8 +441,9 @@ TEST_F(SelectionVariantTest, AVariantTheBackendAlreadyDerivedIsNotMeasuredAgain)
   EXPECT_STREQ(info.selection.candidates[1].options, "mode=fast");
   EXPECT_FALSE(info.selection.candidates[1].accepted);
   EXPECT_EQ(info.selection.candidates[1].runs, 0);
-  EXPECT_NE(std::string(info.selection.candidates[1].reason).find("skipped: the resolved configuration"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(info.selection.candidates[1].reason).find("skipped: the resolved configuration"),
+      std::string::npos)
       << info.selection.candidates[1].reason;
   EXPECT_TRUE(info.selection.candidates[0].chosen);
   EXPECT_EQ(stub_->init_count(), 1);

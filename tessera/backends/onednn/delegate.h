@@ -63,15 +63,15 @@ class Delegate {
   size_t fused_sums = 0;          // residual adds fused as sum post-ops
   size_t copy_free_concats = 0;   // Concats whose parts were written in place in the output
   size_t channels_last_grouped_convs = 0;  // grouped Convs kept in their input's acdb
-  size_t blocked_1x1_convs = 0;  // 1x1 Convs kept in their input's aBcd16b
-  size_t blocked_concat_chains = 0;  // DenseNet chains laid out aBcd16b
+  size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
+  size_t blocked_concat_chains = 0;        // DenseNet chains laid out aBcd16b
   size_t single_thread_steps = 0;  // steps too small to split, created and run on one thread
   size_t concat_layout_convs = 0;  // Convs asked for a Concat sibling's Winograd layout
   size_t fused_silus = 0;         // x * sigmoid(x) (or x * hardsigmoid(x)) after a Conv, as a post-op
   size_t fused_eltwise = 0;       // an activation-like node after a Conv, as post-ops
   size_t in_place_sums = 0;       // of which write into the residual's own buffer
   size_t winograd_convs = 0;      // convolutions computed with Winograd
-  size_t winograd_eligible = 0;  // convolutions Winograd could take (3x3, stride 1, fp32, ...)
+  size_t winograd_eligible = 0;   // convolutions Winograd could take (3x3, stride 1, fp32, ...)
   size_t weights_from_cache = 0;  // Winograd weights read from cache_dir
   size_t weights_cached = 0;      // Winograd weights written to cache_dir
 };

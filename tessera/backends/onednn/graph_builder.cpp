@@ -449,8 +449,8 @@ void Builder::transform_winograd_weights(memory from, memory to) {
 bool Builder::winograd_shape(int64_t group, const Window& win) const {
   // Winograd applies to fp32 3x3 convolutions with stride 1, no dilation and no groups.
   return !options_.bf16 && options_.winograd_kernels && group == 1 && win.kernel[0] == 3 &&
-         win.kernel[1] == 3 && win.stride[0] == 1 && win.stride[1] == 1 &&
-         win.dilation[0] == 0 && win.dilation[1] == 0;
+         win.kernel[1] == 3 && win.stride[0] == 1 && win.stride[1] == 1 && win.dilation[0] == 0 &&
+         win.dilation[1] == 0;
 }
 
 bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64_t group,
@@ -583,12 +583,12 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     }
   }
   auto make_pd = [&](const memory::desc& dst_md) {
-    const bool kept = keep != memory::format_tag::undef &&
-                      dst_md.data.format_kind == dnnl_format_kind_any;
+    const bool kept =
+        keep != memory::format_tag::undef && dst_md.data.format_kind == dnnl_format_kind_any;
     dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, alg, kept ? memory::desc(dx, act_, keep) : any(dx, act_),
-        any(wdims, act_), bias_md, kept ? memory::desc(dy, act_, keep) : dst_md, strides, dilation,
-        pad_l, pad_r);
+        dnnl::prop_kind::forward_inference, alg,
+        kept ? memory::desc(dx, act_, keep) : any(dx, act_), any(wdims, act_), bias_md,
+        kept ? memory::desc(dy, act_, keep) : dst_md, strides, dilation, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc p(desc, attr(&ops), options_.engine);
     if (kept && std::string_view(p.impl_info_str()).substr(0, 3) == "ref") {
       keep = memory::format_tag::undef;  // no optimised kernel for it in that layout
@@ -1268,21 +1268,22 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
     // 64 + 32 k channels): at batch 1 a prefix of whole blocks is itself a dense aBcd16b
     // tensor, so each Concat is still a view of the buffer's start, and the Winograd 3x3
     // Convs (aBcd16b) write their part in place instead of through a reorder to row-major.
-    bool blocked = channels % 16 == 0 && dims_[static_cast<size_t>(n.input(0))].size() == 4 &&
-                   !options_.bf16;
+    bool blocked =
+        channels % 16 == 0 && dims_[static_cast<size_t>(n.input(0))].size() == 4 && !options_.bf16;
     for (int i = 0; i < n.num_inputs() && blocked; ++i) {
       blocked = dims_[static_cast<size_t>(n.input(i))][1] % 16 == 0;
     }
     const memory::format_tag tag = blocked ? memory::format_tag::aBcd16b : memory::format_tag::abcd;
     memory big = fresh(memory::desc(whole, act_, tag));
-    chains_.push_back({static_cast<const uint8_t*>(big.get_data_handle()),
-                       big.get_desc().get_size(), big, tag});
+    chains_.push_back(
+        {static_cast<const uint8_t*>(big.get_data_handle()), big.get_desc().get_size(), big, tag});
     if (blocked) ++d_.blocked_concat_chains;
     chain = &chains_.back();
   }
   for (int i = 0; i < n.num_inputs(); ++i) {
     if (dims_[static_cast<size_t>(n.input(i))].size() != dy.size() ||
-        (chain->tag != memory::format_tag::abcd && dims_[static_cast<size_t>(n.input(i))][1] % 16 != 0)) {
+        (chain->tag != memory::format_tag::abcd &&
+         dims_[static_cast<size_t>(n.input(i))][1] % 16 != 0)) {
       return false;
     }
   }
@@ -1294,8 +1295,8 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
   std::vector<BufferMove> moves;
   for (int i = 0; i < n.num_inputs(); ++i) {
     const int v = n.input(i);
-    TESSERA_ASSIGN_OR_RETURN(
-        memory part, as(v, memory::desc(dims_[static_cast<size_t>(v)], act_, chain->tag)));
+    TESSERA_ASSIGN_OR_RETURN(memory part,
+                             as(v, memory::desc(dims_[static_cast<size_t>(v)], act_, chain->tag)));
     const size_t bytes = static_cast<size_t>(dims_[static_cast<size_t>(v)][1] * inner) * elem;
     if (offset + bytes > chain->size) return false;
     const uint8_t* h = static_cast<const uint8_t*>(part.get_data_handle());
@@ -1819,8 +1820,8 @@ Status Builder::plan_arena() {
 // Below these a step runs inline on one thread. Measured with oneDNN 2.6 at 2 threads
 // (docs/performance.md, "Small steps on one thread"): EfficientNet's squeeze-excitation
 // convolutions (about 55 K multiply-accumulates) took 1.7-3.6 us inline against 3.9-4.9 split.
-constexpr int64_t kSmallMacs = 256 * 1024;        // Conv and MatMul: multiply-accumulates
-constexpr int64_t kSmallElements = 32 * 1024;     // everything else: elements read or written
+constexpr int64_t kSmallMacs = 256 * 1024;     // Conv and MatMul: multiply-accumulates
+constexpr int64_t kSmallElements = 32 * 1024;  // everything else: elements read or written
 
 // A global pool or a broadcast binary over a channels-last tensor (EfficientNet's and
 // MobileNetV3's squeeze-excitation: the pool of the depthwise output, then that output times the

@@ -70,10 +70,10 @@ struct DelegateSummary {
   size_t in_place_sums = 0;
   size_t copy_free_concats = 0;    // Concats whose parts were written in place in the output
   size_t channels_last_grouped_convs = 0;  // grouped Convs kept in their input's acdb
-  size_t blocked_1x1_convs = 0;  // 1x1 Convs kept in their input's aBcd16b
-  size_t blocked_concat_chains = 0;  // DenseNet chains laid out aBcd16b
-  size_t single_thread_steps = 0;   // steps too small to split, created and run on one thread
-  size_t concat_layout_convs = 0;   // Convs asked for a Concat sibling's Winograd layout
+  size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
+  size_t blocked_concat_chains = 0;        // DenseNet chains laid out aBcd16b
+  size_t single_thread_steps = 0;  // steps too small to split, created and run on one thread
+  size_t concat_layout_convs = 0;  // Convs asked for a Concat sibling's Winograd layout
   size_t fused_silus = 0;          // SiLU or HardSwish (x * gate(x)) after a Conv, as a post-op
   size_t fused_eltwise = 0;        // an activation-like node after a Conv, as post-ops
   size_t winograd_convs = 0;       // convolutions computed with Winograd (conv_algorithm)
@@ -82,7 +82,7 @@ struct DelegateSummary {
   size_t arena_bytes = 0;          // the shared activation arena
   size_t activation_bytes = 0;     // what its buffers would take without sharing
   std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order
-  std::vector<int> step_threads;  // each step's team: 1 when it runs on one thread, else 0
+  std::vector<int> step_threads;   // each step's team: 1 when it runs on one thread, else 0
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
 

@@ -393,14 +393,15 @@ TEST(OnednnConcat, DenseBlockOfSixteenChannelPartsIsChannelBlocked) {
   EXPECT_EQ(first, again);
   // Where oneDNN has a 1x1 kernel for that layout, the 1x1 Convs keep it.
   bool jit_1x1 = false;
-  for (const std::string& step : sum.steps) jit_1x1 = jit_1x1 || step.find("jit_1x1") != std::string::npos;
+  for (const std::string& step : sum.steps)
+    jit_1x1 = jit_1x1 || step.find("jit_1x1") != std::string::npos;
   if (jit_1x1) EXPECT_EQ(sum.blocked_1x1_convs, 3u);
 }
 
 // A SqueezeNet fire module on [batch, cin, hw, hw]: a 1x1 squeeze Conv to 16 channels, 1x1
 // and 3x3 expand Convs to 32 each, their Concat, and a Conv reading it (`next_kernel` square).
-GraphCase fire_module(int64_t batch, int64_t cin, int64_t hw, int64_t next_out,
-                      int64_t next_kernel, uint32_t seed) {
+GraphCase fire_module(int64_t batch, int64_t cin, int64_t hw, int64_t next_out, int64_t next_kernel,
+                      uint32_t seed) {
   GraphCase g;
   g.seed = seed;
   const int x = g.input({batch, cin, hw, hw});
