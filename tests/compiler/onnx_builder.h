@@ -156,4 +156,33 @@ class OnnxBuilder {
   onnx::ModelProto model_;
 };
 
+/// ShuffleNet's channel shuffle (2 groups) as torchvision exports it with a dynamic batch: the
+/// view shapes computed from Shape/Gather/Div/Unsqueeze/Concat, then Reshape ("shuffle_view"),
+/// Transpose(0, 2, 1, 3, 4) and Reshape ("shuffle_back") on x [batch, channels, hw, hw].
+inline OnnxBuilder channel_shuffle_model(int64_t channels, int64_t hw) {
+  OnnxBuilder b(13);
+  b.input("x", {std::string("batch"), channels, hw, hw});
+  b.node("Shape", {"x"}, {"s"});
+  const char* names[4] = {"n", "c", "h", "w"};
+  for (int i = 0; i < 4; ++i) {
+    b.const_ints(std::string("i") + names[i], {i}, /*scalar=*/true);
+    b.node("Gather", {"s", std::string("i") + names[i]}, {names[i]}).i("axis", 0);
+  }
+  b.const_ints("two", {2}, true);
+  b.node("Div", {"c", "two"}, {"cpg"});
+  b.const_ints("axes0", {0});
+  for (const char* v : {"n", "cpg", "h", "w"}) {
+    b.node("Unsqueeze", {v, "axes0"}, {std::string(v) + "_1d"});
+  }
+  b.const_ints("groups", {2});
+  b.node("Concat", {"n_1d", "groups", "cpg_1d", "h_1d", "w_1d"}, {"shape5"}).i("axis", 0);
+  b.node("Reshape", {"x", "shape5"}, {"r5"}, "shuffle_view");
+  b.node("Transpose", {"r5"}, {"t5"}).ints("perm", {0, 2, 1, 3, 4});
+  b.const_ints("minus1", {-1});
+  b.node("Concat", {"n_1d", "minus1", "h_1d", "w_1d"}, {"shape4"}).i("axis", 0);
+  b.node("Reshape", {"t5", "shape4"}, {"y"}, "shuffle_back");
+  b.output("y", {std::string("batch"), channels, hw, hw});
+  return b;
+}
+
 }  // namespace tessera::compiler::testing

@@ -15,6 +15,7 @@
 namespace tessera::compiler {
 namespace {
 
+using testing::channel_shuffle_model;
 using testing::compile_model;
 using testing::import_model;
 using testing::OnnxBuilder;
@@ -158,34 +159,11 @@ TEST(OnnxImport, InitializerWithWrongValueCountIsAnError) {
   ASSERT_FALSE(g.ok());
 }
 
-// shufflenet's channel_shuffle exported with a dynamic batch: the target shapes are computed from
-// Shape/Gather/Div/Unsqueeze/Concat and must fold into shape expressions over `batch`.
-OnnxBuilder channel_shuffle_model() {
-  OnnxBuilder b(13);
-  b.input("x", {std::string("batch"), int64_t{116}, int64_t{28}, int64_t{28}});
-  b.node("Shape", {"x"}, {"s"});
-  const char* names[4] = {"n", "c", "h", "w"};
-  for (int i = 0; i < 4; ++i) {
-    b.const_ints(std::string("i") + names[i], {i}, /*scalar=*/true);
-    b.node("Gather", {"s", std::string("i") + names[i]}, {names[i]}).i("axis", 0);
-  }
-  b.const_ints("two", {2}, true);
-  b.node("Div", {"c", "two"}, {"cpg"});
-  b.const_ints("axes0", {0});
-  for (const char* v : {"n", "cpg", "h", "w"}) b.node("Unsqueeze", {v, "axes0"}, {std::string(v) + "_1d"});
-  b.const_ints("groups", {2});
-  b.node("Concat", {"n_1d", "groups", "cpg_1d", "h_1d", "w_1d"}, {"shape5"}).i("axis", 0);
-  b.node("Reshape", {"x", "shape5"}, {"r5"}, "shuffle_view");
-  b.node("Transpose", {"r5"}, {"t5"}).ints("perm", {0, 2, 1, 3, 4});
-  b.const_ints("minus1", {-1});
-  b.node("Concat", {"n_1d", "minus1", "h_1d", "w_1d"}, {"shape4"}).i("axis", 0);
-  b.node("Reshape", {"t5", "shape4"}, {"y"}, "shuffle_back");
-  b.output("y", {std::string("batch"), int64_t{116}, int64_t{28}, int64_t{28}});
-  return b;
-}
-
+// shufflenet's channel_shuffle exported with a dynamic batch (channel_shuffle_model,
+// onnx_builder.h): the target shapes computed from Shape/Gather/Div/Unsqueeze/Concat must fold
+// into shape expressions over `batch`.
 TEST(OnnxImport, ChannelShuffleShapeChainFoldsIntoShapeExpressions) {
-  auto g = import_model(channel_shuffle_model(), {{"batch", 1, 8}});
+  auto g = import_model(channel_shuffle_model(116, 28), {{"batch", 1, 8}});
   ASSERT_OK(g);
   EXPECT_EQ(op_names(g->nodes), (std::vector<std::string>{"Reshape", "Transpose", "Reshape"}));
   EXPECT_EQ(g->dims_string(g->nodes[0].outputs[0]), "[batch, 2, 58, 28, 28]");
@@ -196,7 +174,7 @@ TEST(OnnxImport, ChannelShuffleShapeChainFoldsIntoShapeExpressions) {
   // (pattern_fusion_test.cpp).
   CompileOptions unfused;
   unfused.passes.fuse_patterns = false;
-  auto c = compile_model(channel_shuffle_model(), {{"batch", 1, 8}}, unfused);
+  auto c = compile_model(channel_shuffle_model(116, 28), {{"batch", 1, 8}}, unfused);
   ASSERT_OK(c);
   const ir::Graph& ig = c->graph;
   const ir::Value& r5 = ig.values[ig.nodes[0].outputs[0]];

@@ -11,6 +11,7 @@
 namespace tessera::compiler {
 namespace {
 
+using testing::channel_shuffle_model;
 using testing::compile_model;
 using testing::HostArray;
 using testing::import_model;
@@ -208,39 +209,14 @@ TEST(PatternFusion, ChannelShuffleMovesChannelsAsDefined) {
   }
 }
 
-// ShuffleNet's export with a dynamic batch: the target shapes come from Shape/Gather/Concat and
-// fold to expressions over `batch`; the pattern still matches.
-OnnxBuilder symbolic_shuffle_model() {
-  OnnxBuilder b(13);
-  b.input("x", {std::string("batch"), int64_t{8}, int64_t{3}, int64_t{3}});
-  b.node("Shape", {"x"}, {"s"});
-  const char* names[4] = {"n", "c", "h", "w"};
-  for (int i = 0; i < 4; ++i) {
-    b.const_ints(std::string("i") + names[i], {i}, /*scalar=*/true);
-    b.node("Gather", {"s", std::string("i") + names[i]}, {names[i]}).i("axis", 0);
-  }
-  b.const_ints("two", {2}, true);
-  b.node("Div", {"c", "two"}, {"cpg"});
-  b.const_ints("axes0", {0});
-  for (const char* v : {"n", "cpg", "h", "w"}) {
-    b.node("Unsqueeze", {v, "axes0"}, {std::string(v) + "_1d"});
-  }
-  b.const_ints("groups", {2});
-  b.node("Concat", {"n_1d", "groups", "cpg_1d", "h_1d", "w_1d"}, {"shape5"}).i("axis", 0);
-  b.node("Reshape", {"x", "shape5"}, {"r5"});
-  b.node("Transpose", {"r5"}, {"t5"}).ints("perm", {0, 2, 1, 3, 4});
-  b.const_ints("minus1", {-1});
-  b.node("Concat", {"n_1d", "minus1", "h_1d", "w_1d"}, {"shape4"}).i("axis", 0);
-  b.node("Reshape", {"t5", "shape4"}, {"y"});
-  b.output("y", {std::string("batch"), int64_t{8}, int64_t{3}, int64_t{3}});
-  return b;
-}
-
+// ShuffleNet's export with a dynamic batch (channel_shuffle_model, onnx_builder.h): the target
+// shapes come from Shape/Gather/Concat and fold to expressions over `batch`; the pattern still
+// matches.
 TEST(PatternFusion, ChannelShuffleWithASymbolicBatch) {
   CompileOptions plain;
   plain.passes.fuse_patterns = false;
-  auto a = compile_model(symbolic_shuffle_model(), {{"batch", 1, 4}}, plain);
-  auto f = compile_model(symbolic_shuffle_model(), {{"batch", 1, 4}});
+  auto a = compile_model(channel_shuffle_model(8, 3), {{"batch", 1, 4}}, plain);
+  auto f = compile_model(channel_shuffle_model(8, 3), {{"batch", 1, 4}});
   ASSERT_OK(a);
   ASSERT_OK(f);
   EXPECT_EQ(op_names(a->graph.nodes),
