@@ -127,11 +127,8 @@ TEST(OnednnResidual, RepeatedRunsStayCorrect) {
 ::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
                                               DelegateSummary* summary) {
   LoadBackendOptionsMap load;
-  BackendOptions<1> opts;
-  if (!opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok() ||
-      !load.set_options("onednn", opts.view()).is_ok()) {
-    return ::testing::AssertionFailure() << "cannot set conv_algorithm=" << algorithm;
-  }
+  ::testing::AssertionResult set = set_load_option(&load, kConvAlgorithm, EnumValue{algorithm});
+  if (!set) return set << "=" << algorithm;
   RunOptions o;
   o.load = &load;
   const std::vector<Floats> inputs = random_inputs(g, 11);

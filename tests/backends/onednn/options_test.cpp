@@ -47,9 +47,7 @@ TEST(OnednnOptions, SchemaKeys) {
 TEST(OnednnOptions, NumThreadsPerDelegateRestoresCaller) {
   GraphCase g = small_net();
   LoadBackendOptionsMap load;
-  BackendOptions<1> opts;
-  ASSERT_TRUE(opts.set(kNumThreads, int64_t{1}).is_ok());
-  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  ASSERT_TRUE(set_load_option(&load, kNumThreads, int64_t{1}));
   RunOptions o;
   o.load = &load;
   Session s;
@@ -74,9 +72,7 @@ TEST(OnednnOptions, NumThreadsPerDelegateRestoresCaller) {
 TEST(OnednnOptions, OneThreadBesideAnotherCpuPool) {
   GraphCase g = small_net();
   LoadBackendOptionsMap load;
-  BackendOptions<1> opts;
-  ASSERT_TRUE(opts.set(kNumThreads, int64_t{2}).is_ok());
-  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  ASSERT_TRUE(set_load_option(&load, kNumThreads, int64_t{2}));
   RunOptions alone;
   alone.load = &load;
   Session two;
@@ -125,9 +121,7 @@ TEST(OnednnOptions, Profile) {
 TEST(OnednnOptions, Bf16NativeOrNamedError) {
   GraphCase g = small_net();
   LoadBackendOptionsMap load;
-  BackendOptions<1> opts;
-  ASSERT_TRUE(opts.set(kPrecision, EnumValue{"bf16"}).is_ok());
-  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  ASSERT_TRUE(set_load_option(&load, kPrecision, EnumValue{"bf16"}));
   RunOptions o;
   o.load = &load;
   const bool native =
@@ -152,9 +146,7 @@ TEST(OnednnOptions, Bf16NativeOrNamedError) {
 TEST(OnednnOptions, AutoPrecisionPicksBf16OnlyWithAmx) {
   GraphCase g = small_net();
   LoadBackendOptionsMap load;
-  BackendOptions<1> opts;
-  ASSERT_TRUE(opts.set(kPrecision, EnumValue{"auto"}).is_ok());
-  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  ASSERT_TRUE(set_load_option(&load, kPrecision, EnumValue{"auto"}));
   RunOptions o;
   o.load = &load;
   Session s;
@@ -229,9 +221,7 @@ TEST(OnednnOptions, StepsTooSmallToSplitRunOnOneThread) {
   ASSERT_TRUE(want.ok());
   for (int64_t threads : {1, 2}) {
     LoadBackendOptionsMap load;
-    BackendOptions<1> opts;
-    ASSERT_TRUE(opts.set(kNumThreads, threads).is_ok());
-    ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+    ASSERT_TRUE(set_load_option(&load, kNumThreads, threads));
     RunOptions o;
     o.load = &load;
     Session session;
@@ -272,9 +262,7 @@ TEST(OnednnOptions, ChannelsLastSqueezeExcitationRunsOnOneThread) {
   auto want = run_portable(g, in);
   ASSERT_TRUE(want.ok());
   LoadBackendOptionsMap load;
-  BackendOptions<1> opts;
-  ASSERT_TRUE(opts.set(kNumThreads, int64_t{2}).is_ok());
-  ASSERT_TRUE(load.set_options("onednn", opts.view()).is_ok());
+  ASSERT_TRUE(set_load_option(&load, kNumThreads, int64_t{2}));
   RunOptions o;
   o.load = &load;
   Session session;
