@@ -84,16 +84,7 @@ void BM_Direct(benchmark::State& state) {
                  pd.impl_info_str());
 }
 
-void BM_Backend(benchmark::State& state) {
-  run_backend(state, "onednn");
-}
-void BM_Method(benchmark::State& state) {
-  run_method(state, "onednn");
-}
-
-BENCHMARK(BM_Direct)->Arg(0)->Arg(1)->ArgName("conv");
-BENCHMARK(BM_Backend)->Arg(0)->Arg(1)->ArgName("conv");
-BENCHMARK(BM_Method)->Arg(0)->Arg(1)->ArgName("conv");
+const int registered = register_overhead_benchmarks("onednn", BM_Direct);
 
 }  // namespace
 }  // namespace tessera::bench

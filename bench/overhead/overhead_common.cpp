@@ -220,4 +220,14 @@ void run_method(benchmark::State& state, const char* backend_name) {
   }
 }
 
+int register_overhead_benchmarks(const char* backend, void (*direct)(benchmark::State&)) {
+  auto both_ops = [](benchmark::internal::Benchmark* b) { b->Arg(0)->Arg(1)->ArgName("conv"); };
+  both_ops(benchmark::RegisterBenchmark("BM_Direct", direct));
+  both_ops(benchmark::RegisterBenchmark(
+      "BM_Backend", [backend](benchmark::State& state) { run_backend(state, backend); }));
+  both_ops(benchmark::RegisterBenchmark(
+      "BM_Method", [backend](benchmark::State& state) { run_method(state, backend); }));
+  return 0;
+}
+
 }  // namespace tessera::bench

@@ -35,4 +35,9 @@ ir::Graph make_graph(const OpSpec& s);
 void run_backend(benchmark::State& state, const char* backend);
 void run_method(benchmark::State& state, const char* backend);
 
+/// Registers BM_Direct (`direct`, the library called directly), BM_Backend and BM_Method for
+/// `backend`, each on both ops (the `conv` argument 0 and 1). Call before BENCHMARK_MAIN runs,
+/// e.g. from a namespace-scope initialiser; returns 0.
+int register_overhead_benchmarks(const char* backend, void (*direct)(benchmark::State&));
+
 }  // namespace tessera::bench

@@ -75,16 +75,7 @@ void BM_Direct(benchmark::State& state) {
   xnn_delete_runtime(rt);
 }
 
-void BM_Backend(benchmark::State& state) {
-  run_backend(state, "xnnpack");
-}
-void BM_Method(benchmark::State& state) {
-  run_method(state, "xnnpack");
-}
-
-BENCHMARK(BM_Direct)->Arg(0)->Arg(1)->ArgName("conv");
-BENCHMARK(BM_Backend)->Arg(0)->Arg(1)->ArgName("conv");
-BENCHMARK(BM_Method)->Arg(0)->Arg(1)->ArgName("conv");
+const int registered = register_overhead_benchmarks("xnnpack", BM_Direct);
 
 }  // namespace
 }  // namespace tessera::bench
