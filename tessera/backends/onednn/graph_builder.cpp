@@ -583,24 +583,22 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     }
   }
   auto make_pd = [&](const memory::desc& dst_md) {
-    const bool kept =
-        keep != memory::format_tag::undef && dst_md.data.format_kind == dnnl_format_kind_any;
-    dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, alg,
-        kept ? memory::desc(dx, act_, keep) : any(dx, act_), any(wdims, act_), bias_md,
-        kept ? memory::desc(dy, act_, keep) : dst_md, strides, dilation, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc p(desc, attr(&ops), options_.engine);
-    if (kept && std::string_view(p.impl_info_str()).substr(0, 3) == "ref") {
+    auto create = [&](bool in_kept_layout) {
+      dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, alg,
+          in_kept_layout ? memory::desc(dx, act_, keep) : any(dx, act_), any(wdims, act_), bias_md,
+          in_kept_layout ? memory::desc(dy, act_, keep) : dst_md, strides, dilation, pad_l, pad_r);
+      return dnnl::convolution_forward::primitive_desc(desc, attr(&ops), options_.engine);
+    };
+    if (keep == memory::format_tag::undef || dst_md.data.format_kind != dnnl_format_kind_any) {
+      return create(false);
+    }
+    dnnl::convolution_forward::primitive_desc p = create(true);
+    if (std::string_view(p.impl_info_str()).substr(0, 3) == "ref") {
       keep = memory::format_tag::undef;  // no optimised kernel for it in that layout
-      return dnnl::convolution_forward::primitive_desc(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any(dx, act_),
-                                          any(wdims, act_), bias_md, dst_md, strides, dilation,
-                                          pad_l, pad_r),
-          attr(&ops), options_.engine);
+      return create(false);
     }
-    if (kept) {
-      ++(keep == memory::format_tag::acdb ? d_.channels_last_grouped_convs : d_.blocked_1x1_convs);
-    }
+    ++(keep == memory::format_tag::acdb ? d_.channels_last_grouped_convs : d_.blocked_1x1_convs);
     return p;
   };
   dnnl::convolution_forward::primitive_desc pd;
@@ -1222,7 +1220,8 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
   if (n.num_inputs() < 1 || axis != 1 || dy.size() < 2 || dy[0] != 1) return false;
   for (int i = 0; i < n.num_inputs(); ++i) {
     const int v = n.input(i);
-    if (v < 0 || vals_[static_cast<size_t>(v)].constant || vals_[static_cast<size_t>(v)].arg >= 0) {
+    if (v < 0 || vals_[static_cast<size_t>(v)].constant || vals_[static_cast<size_t>(v)].arg >= 0 ||
+        dims_[static_cast<size_t>(v)].size() != dy.size()) {
       return false;
     }
   }
@@ -1246,6 +1245,15 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
       }
     }
   }
+  auto whole_blocks = [&]() {
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      if (dims_[static_cast<size_t>(n.input(i))][1] % 16 != 0) return false;
+    }
+    return true;
+  };
+  if (chain != nullptr && chain->tag != memory::format_tag::abcd && !whole_blocks()) {
+    return false;  // a part that does not fill whole blocks of the chain's layout: it copies
+  }
   if (chain == nullptr) {
     // New chain: the most channels any later Concat that extends this one's inputs gathers.
     const Span<const int32_t> ins = view_.node_inputs(static_cast<size_t>(index));
@@ -1268,24 +1276,13 @@ Result<bool> Builder::lower_concat_in_chain(const NodeView& n, int index, int64_
     // 64 + 32 k channels): at batch 1 a prefix of whole blocks is itself a dense aBcd16b
     // tensor, so each Concat is still a view of the buffer's start, and the Winograd 3x3
     // Convs (aBcd16b) write their part in place instead of through a reorder to row-major.
-    bool blocked =
-        channels % 16 == 0 && dims_[static_cast<size_t>(n.input(0))].size() == 4 && !options_.bf16;
-    for (int i = 0; i < n.num_inputs() && blocked; ++i) {
-      blocked = dims_[static_cast<size_t>(n.input(i))][1] % 16 == 0;
-    }
+    const bool blocked = channels % 16 == 0 && dy.size() == 4 && !options_.bf16 && whole_blocks();
     const memory::format_tag tag = blocked ? memory::format_tag::aBcd16b : memory::format_tag::abcd;
     memory big = fresh(memory::desc(whole, act_, tag));
     chains_.push_back(
         {static_cast<const uint8_t*>(big.get_data_handle()), big.get_desc().get_size(), big, tag});
     if (blocked) ++d_.blocked_concat_chains;
     chain = &chains_.back();
-  }
-  for (int i = 0; i < n.num_inputs(); ++i) {
-    if (dims_[static_cast<size_t>(n.input(i))].size() != dy.size() ||
-        (chain->tag != memory::format_tag::abcd &&
-         dims_[static_cast<size_t>(n.input(i))][1] % 16 != 0)) {
-      return false;
-    }
   }
   // Each part at its offset: already there, or moved there (its own buffer, not pinned).
   const size_t elem = memory::data_type_size(act_);
