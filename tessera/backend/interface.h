@@ -34,6 +34,10 @@ template <typename T>
 T* from_handle(DelegateHandle* handle) {
   return reinterpret_cast<T*>(handle);
 }
+template <typename T>
+const T* from_handle(const DelegateHandle* handle) {
+  return reinterpret_cast<const T*>(handle);
+}
 
 /// A delegate's compiled bytes, produced AOT by preprocess (heap allowed: compiler side).
 using Payload = std::vector<uint8_t>;

@@ -318,7 +318,7 @@ Span<const SelectionVariant> OnednnBackend::selection_variants() const {
 bool OnednnBackend::variant_changes(const DelegateHandle* handle, std::string_view key,
                                     std::string_view value) const {
   if (handle == nullptr || key != "conv_algorithm") return true;
-  const Delegate* d = from_handle<Delegate>(const_cast<DelegateHandle*>(handle));
+  const Delegate* d = from_handle<Delegate>(handle);
   // Winograd where it runs on none of the convolutions it could take changes nothing to turn
   // off, and on all of them nothing to force.
   if (value == "direct") return d->winograd_convs > 0;
