@@ -29,8 +29,7 @@ inline constexpr backend_testing::BoundMatchesPortable matches_portable{kBackend
 
 /// `key` = `value` for onednn at load scope, in `load` (for RunOptions::load).
 template <typename T>
-::testing::AssertionResult set_load_option(LoadBackendOptionsMap* load, OptionKey<T> key,
-                                           T value) {
+::testing::AssertionResult set_load_option(LoadBackendOptionsMap* load, OptionKey<T> key, T value) {
   BackendOptions<1> opts;
   if (!opts.set(key, value).is_ok() || !load->set_options(kBackendName, opts.view()).is_ok()) {
     return ::testing::AssertionFailure() << "cannot set onednn." << key.name;
