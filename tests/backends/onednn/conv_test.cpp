@@ -392,7 +392,9 @@ TEST(OnednnConcat, DenseBlockOfSixteenChannelPartsIsChannelBlocked) {
   bool jit_1x1 = false;
   for (const std::string& step : sum.steps)
     jit_1x1 = jit_1x1 || step.find("jit_1x1") != std::string::npos;
-  if (jit_1x1) EXPECT_EQ(sum.blocked_1x1_convs, 3u);
+  if (jit_1x1) {
+    EXPECT_EQ(sum.blocked_1x1_convs, 3u);
+  }
 }
 
 // A SqueezeNet fire module on [batch, cin, hw, hw]: a 1x1 squeeze Conv to 16 channels, 1x1
@@ -494,6 +496,126 @@ TEST(OnednnConv, GroupedConvKeepsItsChannelsLastInput) {
       }
     }
   }
+}
+
+// ---- a 1x1 Conv and the depthwise Conv after it as one primitive
+// ----------------------------------------------------------------------------------------------
+
+/// An inverted-residual block's first half and its projection (MobileNetV2's second block),
+/// after a 3x3 Conv that gives it a channels-last input as in the model: [batch, 8, hw, hw] ->
+/// 3x3 to 16 -> 1x1 to 96 (ReLU6) -> 3x3 depthwise, stride `stride` (ReLU6) -> 1x1 to 24.
+GraphCase expand_depthwise_project(int64_t batch, int64_t hw, int64_t stride) {
+  GraphCase g;
+  g.seed = 31;
+  ConvCfg stem{batch, 8, hw, hw, 16, 3, 3};
+  stem.pt = stem.pl = stem.pb = stem.pr = 1;
+  const int x = add_conv(g, g.input({batch, 8, hw, hw}), stem);
+  ConvCfg expand{batch, 16, hw, hw, 96, 1, 1};
+  expand.act = fb::Activation::Clip;
+  const int e = add_conv(g, x, expand);
+  ConvCfg dw{batch, 96, hw, hw, 96, 3, 3};
+  dw.sh = dw.sw = stride;
+  dw.pt = dw.pl = dw.pb = dw.pr = 1;
+  dw.group = 96;
+  dw.act = fb::Activation::Clip;
+  const int d = add_conv(g, e, dw);
+  const int64_t out = (hw - 1) / stride + 1;
+  g.output(add_conv(g, d, ConvCfg{batch, 96, out, out, 24, 1, 1}));
+  return g;
+}
+
+/// `g` on a team of `threads` (num_threads at load scope): its summary, and whether it matches
+/// the portable kernels.
+::testing::AssertionResult run_on_threads(const GraphCase& g, int64_t threads,
+                                          DelegateSummary* summary) {
+  LoadBackendOptionsMap load;
+  ::testing::AssertionResult set = set_load_option(&load, kNumThreads, threads);
+  if (!set) return set;
+  RunOptions o;
+  o.load = &load;
+  const std::vector<Floats> inputs = random_inputs(g, 12);
+  auto want = run_portable(g, inputs);
+  auto got = run_onednn(g, inputs, o);
+  if (!want.ok()) return ::testing::AssertionFailure() << want.status().message();
+  if (!got.ok()) return ::testing::AssertionFailure() << got.status().message();
+  Session s;
+  const Status init = s.init(g, o);
+  if (!init.is_ok()) return ::testing::AssertionFailure() << init.message();
+  *summary = s.summary();
+  return close(*got, *want, 1e-4);
+}
+
+// On one thread the expansion and the depthwise Conv run as one primitive where oneDNN has an
+// optimised kernel for the pair (jit_1x1 with its depthwise post-op, on AVX-512 at this size);
+// elsewhere, and on two threads (where it measured no faster), they stay two. Either way the
+// results match the portable kernels, at both strides and at batch 2.
+TEST(OnednnDepthwiseFusion, ExpansionAndDepthwiseRunAsOnePrimitiveOnOneThread) {
+  for (int64_t stride : {1, 2}) {
+    for (int64_t batch : {1, 2}) {
+      const GraphCase g = expand_depthwise_project(batch, 112, stride);
+      DelegateSummary one;
+      ASSERT_TRUE(run_on_threads(g, 1, &one)) << "stride " << stride << " batch " << batch;
+      ASSERT_LE(one.fused_depthwise_convs, 1u);
+      size_t convs = 0, fused_kernels = 0;
+      for (const std::string& step : one.steps) {
+        if (step.rfind("conv:", 0) == 0) ++convs;
+        if (step.rfind("conv:", 0) == 0 && step.find("jit_1x1") != std::string::npos) {
+          ++fused_kernels;
+        }
+      }
+      if (one.fused_depthwise_convs == 1) {
+        EXPECT_EQ(convs, 3u);  // the stem, the pair, the projection
+        EXPECT_GE(fused_kernels, 1u);
+        for (const std::string& step : one.steps) {
+          EXPECT_EQ(step.find("ref"), std::string::npos) << step;
+        }
+      } else {
+        EXPECT_EQ(convs, 4u);
+      }
+      DelegateSummary two;
+      ASSERT_TRUE(run_on_threads(g, 2, &two)) << "stride " << stride << " batch " << batch;
+      EXPECT_EQ(two.fused_depthwise_convs, 0u);
+    }
+  }
+}
+
+// Not fused: a depthwise Conv whose output a residual Add reads (its own lowering fuses that
+// Add), and a 1x1 Conv whose input is channels-last with other than 16 channels.
+TEST(OnednnDepthwiseFusion, OnlyTheShapesItHelpsAreFused) {
+  GraphCase wide;  // 32 input channels, channels-last: a reorder would cost what fusion saves
+  wide.seed = 33;
+  {
+    ConvCfg stem{1, 8, 112, 112, 32, 3, 3};
+    stem.pt = stem.pl = stem.pb = stem.pr = 1;
+    const int x = add_conv(wide, wide.input({1, 8, 112, 112}), stem);
+    const int e = add_conv(wide, x, ConvCfg{1, 32, 112, 112, 96, 1, 1});
+    ConvCfg dw{1, 96, 112, 112, 96, 3, 3};
+    dw.pt = dw.pl = dw.pb = dw.pr = 1;
+    dw.group = 96;
+    const int d = add_conv(wide, e, dw);
+    wide.output(add_conv(wide, d, ConvCfg{1, 96, 112, 112, 16, 1, 1}));
+  }
+  DelegateSummary sum;
+  ASSERT_TRUE(run_on_threads(wide, 1, &sum));
+  EXPECT_EQ(sum.fused_depthwise_convs, 0u);
+
+  GraphCase residual;  // the depthwise output feeds an Add
+  residual.seed = 34;
+  {
+    ConvCfg stem{1, 8, 112, 112, 16, 3, 3};
+    stem.pt = stem.pl = stem.pb = stem.pr = 1;
+    const int x = add_conv(residual, residual.input({1, 8, 112, 112}), stem);
+    const int e = add_conv(residual, x, ConvCfg{1, 16, 112, 112, 16, 1, 1});
+    ConvCfg dw{1, 16, 112, 112, 16, 3, 3};
+    dw.pt = dw.pl = dw.pb = dw.pr = 1;
+    dw.group = 16;
+    const int d = add_conv(residual, e, dw);
+    const int y = residual.tensor({1, 16, 112, 112});
+    residual.node(Op::Add, {d, x}, y);
+    residual.output(y);
+  }
+  ASSERT_TRUE(run_on_threads(residual, 1, &sum));
+  EXPECT_EQ(sum.fused_depthwise_convs, 0u);
 }
 
 // ---- broadcast binary after a grouped Conv
