@@ -269,10 +269,71 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
   stubs_["sel_picky"]->on_park_idle_workers = [&events] { events.push_back("park sel_picky"); };
   auto m = program_->load_method("forward", nullptr, measuring("sel_fast,sel_picky"));
   ASSERT_TRUE(m.ok()) << m.status().message();
-  // sel_picky has no pool (and cannot take the delegate): never asked.
+  // sel_picky has no pool (and cannot take the delegate): never asked. The program's backend
+  // runs first (the reference), then the other, then it again for its timed runs.
   const std::vector<std::string> want = {"park sel_slow", "park sel_fast", "run sel_slow",
-                                         "park sel_slow", "park sel_fast", "run sel_fast"};
+                                         "park sel_slow", "park sel_fast", "run sel_fast",
+                                         "park sel_slow", "park sel_fast", "run sel_slow"};
   EXPECT_EQ(events, want);
+}
+
+// The program's backend gives the reference with its first run and is timed after the others
+// (warmed up again first): slower, it stops after two timed runs, and the other, timed before
+// it, gets its full runs rather than what the budget leaves.
+TEST_F(SelectionTest, TheProgramsBackendIsTimedAfterTheOthers) {
+  std::vector<std::string> runs;
+  for (const char* name : {"sel_slow", "sel_fast"}) {
+    testing::StubBackend* stub = stubs_[name];
+    stub->on_execute = [&runs, name](BackendExecutionContext&, DelegateHandle*,
+                                     Span<EValue*> args) {
+      runs.push_back(name);
+      if (std::string(name) == "sel_slow") std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+                  args[0]->to_tensor().nbytes());
+      return Status::ok();
+    };
+  }
+  LoadOptions o = measuring("sel_fast");
+  o.selection_budget_ms = 5000;  // no budget cut, even on a loaded machine
+  auto m = program_->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo& info = m->delegate_info(0);
+  EXPECT_STREQ(info.backend, "sel_fast");
+  ASSERT_EQ(info.selection.num_candidates, 2u);
+  // Reported in the order measured from: the program's backend first.
+  EXPECT_STREQ(info.selection.candidates[0].backend, "sel_slow");
+  EXPECT_STREQ(info.selection.candidates[0].reason, "reference");
+  EXPECT_EQ(info.selection.candidates[0].runs, 2);
+  EXPECT_EQ(info.selection.candidates[1].runs, 5);
+  // Its reference run, the other's warm-up and five timed runs, its second warm-up and two
+  // timed runs; then the chosen delegate's own runs (none here: loading only).
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_fast",
+                                         "sel_fast", "sel_fast", "sel_fast", "sel_slow",
+                                         "sel_slow", "sel_slow"};
+  EXPECT_EQ(runs, want);
+}
+
+// When its init and reference run have spent the budget (a large model), the program's backend
+// is timed at once, with one run, as before: not after a hand-over to another backend.
+TEST_F(SelectionTest, TheProgramsBackendIsTimedAtOnceWhenTheBudgetIsSpent) {
+  std::vector<std::string> runs;
+  for (const char* name : {"sel_slow", "sel_fast"}) {
+    stubs_[name]->on_execute = [&runs, name](BackendExecutionContext&, DelegateHandle*,
+                                             Span<EValue*> args) {
+      runs.push_back(name);
+      std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+                  args[0]->to_tensor().nbytes());
+      return Status::ok();
+    };
+  }
+  LoadOptions o = measuring("sel_fast");
+  o.selection_budget_ms = 0;  // listed candidates still get one timed run each
+  auto m = program_->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast"};
+  EXPECT_EQ(runs, want);
+  EXPECT_EQ(m->delegate_info(0).selection.candidates[0].runs, 1);
+  EXPECT_EQ(m->delegate_info(0).selection.candidates[1].runs, 1);
 }
 
 TEST_F(SelectionTest, BadSettingsAreClearErrors) {
@@ -431,6 +492,40 @@ TEST(SelectionRule, AVariantMustBeatTheFastestByThreePercent) {
 
 // A variant whose value the backend already derived for that option (left at its default) is
 // the configuration just measured: listed as skipped, not initialised and timed again.
+// With another backend to measure, the program's backend's variants are measured after it (as
+// its timed runs are) but keep their place in the report, after the backend as resolved.
+TEST_F(SelectionVariantTest, VariantsKeepTheirPlaceWhenTheirBackendIsTimedLast) {
+  auto plain = std::make_unique<testing::StubBackend>();
+  plain->on_execute = [](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
+    const Tensor& x = args[0]->to_tensor();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      args[1]->to_tensor().data_as<float>()[i] = std::max(0.0f, x.data_as<float>()[i]);
+    }
+    return Status::ok();
+  };
+  ASSERT_TRUE(register_backend("sel_plain", std::move(plain)).is_ok());
+  Program* program = load({2, 4});
+  LoadOptions o = measuring();
+  ASSERT_TRUE(o.set_selection_candidates("sel_var,sel_plain").is_ok());
+  o.selection_budget_ms = 5000;
+  auto m = program->load_method("forward", nullptr, o);
+  (void)unregister_backend("sel_plain");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const SelectionReport& r = m->delegate_info(0).selection;
+  ASSERT_EQ(r.num_candidates, 3u) << r.summary;
+  EXPECT_STREQ(r.candidates[0].backend, "sel_var");
+  EXPECT_STREQ(r.candidates[0].options, "");
+  EXPECT_STREQ(r.candidates[0].reason, "reference");
+  EXPECT_STREQ(r.candidates[1].backend, "sel_var");
+  EXPECT_STREQ(r.candidates[1].options, "mode=fast");
+  EXPECT_STREQ(r.candidates[2].backend, "sel_plain");
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(r.candidates[i].accepted) << i << ": " << r.candidates[i].reason;
+    EXPECT_GT(r.candidates[i].runs, 0) << i;
+  }
+  EXPECT_FALSE(r.candidates[0].chosen);  // mode=slow sleeps 3 ms a run; the others do not
+}
+
 TEST_F(SelectionVariantTest, AVariantTheBackendAlreadyDerivedIsNotMeasuredAgain) {
   stub_->derives_fast = true;
   Program* program = load({2, 4});
