@@ -504,12 +504,14 @@ TEST_F(SelectionVariantTest, VariantsKeepTheirPlaceWhenTheirBackendIsTimedLast) 
     return Status::ok();
   };
   ASSERT_TRUE(register_backend("sel_plain", std::move(plain)).is_ok());
+  struct Unregister {  // declared before the Method: its delegate on sel_plain goes first
+    ~Unregister() { (void)unregister_backend("sel_plain"); }
+  } unregister;
   Program* program = load({2, 4});
   LoadOptions o = measuring();
   ASSERT_TRUE(o.set_selection_candidates("sel_var,sel_plain").is_ok());
   o.selection_budget_ms = 5000;
   auto m = program->load_method("forward", nullptr, o);
-  (void)unregister_backend("sel_plain");
   ASSERT_TRUE(m.ok()) << m.status().message();
   const SelectionReport& r = m->delegate_info(0).selection;
   ASSERT_EQ(r.num_candidates, 3u) << r.summary;
