@@ -145,6 +145,19 @@ const char* OpenClBackend::unavailable_reason() const {
 
 Span<const OptionSpec> OpenClBackend::option_schema() const { return kSchema; }
 
+const char* OpenClBackend::build_id() const {
+  static const std::string id = [] {
+    Result<std::shared_ptr<DeviceSet>> all = DeviceSet::discover("", "any");
+    if (!all.ok()) return std::string("OpenCL: no device");
+    std::string text = "OpenCL:";
+    for (size_t i = 0; i < (*all)->size(); ++i) {
+      text += (i ? "; " : " ") + (*all)->device(i).fingerprint;
+    }
+    return text;
+  }();
+  return id.c_str();
+}
+
 namespace {
 
 /// plan_node's verdict on the node `op` names, at the graph's stored shapes.

@@ -22,6 +22,10 @@ class OpenClBackend final : public BackendInterface {
   const char* unavailable_reason() const override;
   Span<const OptionSpec> option_schema() const override;
   const char* derivation_doc() const override;
+  /// Every OpenCL device the ICD loader lists, each by name, vendor, OpenCL and driver versions
+  /// and platform (Device::fingerprint): a selection remembered for one GPU or driver is not
+  /// reused for another.
+  const char* build_id() const override;
   /// `op.node` is a const fb::Node* and `op.graph` the const fb::Graph* holding it.
   bool supports_op(const OpView& op) const override;
   std::string unsupported_reason(const OpView& op) const override;

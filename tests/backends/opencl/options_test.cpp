@@ -6,6 +6,7 @@
 #include "tessera/backend/global_options.h"
 #include "tessera/backend/options.h"
 #include "tessera/backend/registry.h"
+#include "tessera/backends/opencl/devices.h"
 #include "tessera/backends/opencl/options.h"
 #include "test_util.h"
 
@@ -29,6 +30,26 @@ TEST(OpenClOptions, SchemaDeclaresEveryOption) {
       OptionLevel::Execute));
   EXPECT_FALSE(
       schema[static_cast<size_t>(find_option_spec(schema, "platform"))].allows(OptionLevel::Load));
+}
+
+// The selection cache's key names every OpenCL device and its driver through build_id: a
+// choice measured for one GPU or driver version is not reused for another.
+TEST(OpenClOptions, BuildIdNamesEveryDeviceAndDriver) {
+  Result<BackendInterface*> b = get_backend("opencl");
+  ASSERT_TRUE(b.ok());
+  const std::string id = (*b)->build_id();
+  Result<std::shared_ptr<DeviceSet>> all = DeviceSet::discover("", "any");
+  if (!all.ok()) {
+    EXPECT_EQ(id, "OpenCL: no device");
+    return;
+  }
+  ASSERT_GT((*all)->size(), 0u);
+  for (size_t i = 0; i < (*all)->size(); ++i) {
+    const Device& d = (*all)->device(i);
+    EXPECT_NE(id.find(d.fingerprint), std::string::npos) << d.fingerprint << " not in " << id;
+    EXPECT_NE(d.fingerprint.find(d.name), std::string::npos);
+  }
+  EXPECT_STREQ((*b)->build_id(), id.c_str());  // one text for the process
 }
 
 TEST(OpenClOptions, DeviceIndexOutOfRangeIsClear) {
