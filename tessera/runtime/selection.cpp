@@ -318,10 +318,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         continue;
       }
       resolved = std::make_unique<ResolvedOptions>();
-      const Status st =
-          resolve_options(name, *b, d->id()->string_view(), is_requested ? specs : Span<const CompileSpec>(),
-                          options.backend_options, options.delegate_options, validation,
-                          resolved.get());
+      const Status st = resolve_options(
+          name, *b, d->id()->string_view(), is_requested ? specs : Span<const CompileSpec>(),
+          options.backend_options, options.delegate_options, validation, resolved.get());
       if (!st.is_ok()) {
         set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
         continue;
@@ -340,9 +339,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     if (resume && deferred.held.handle != nullptr) {
       resolved_derived = *deferred.held.derived;
       for (size_t k = 0; k < variants.size(); ++k) {
-        changes[k] = b->variant_changes(deferred.held.handle, variants[k].key, variants[k].value)
-                         ? 1
-                         : 0;
+        changes[k] =
+            b->variant_changes(deferred.held.handle, variants[k].key, variants[k].value) ? 1 : 0;
       }
     }
     for (size_t t = 0; t <= variants.size(); ++t) {
@@ -350,7 +348,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         if (reference_only) {  // reserve its place in the report; measured when resumed
           c = next_candidate(name);
           deferred.slots.push_back(c);
-          if (c != nullptr) set_text(c->options, sizeof c->options, variants[t - 1].key + "=" + variants[t - 1].value);
+          if (c != nullptr)
+            set_text(c->options, sizeof c->options,
+                     variants[t - 1].key + "=" + variants[t - 1].value);
           continue;
         }
         c = resume ? deferred.slots[t - 1] : next_candidate(name);

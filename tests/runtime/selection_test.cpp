@@ -287,7 +287,8 @@ TEST_F(SelectionTest, TheProgramsBackendIsTimedAfterTheOthers) {
     stub->on_execute = [&runs, name](BackendExecutionContext&, DelegateHandle*,
                                      Span<EValue*> args) {
       runs.push_back(name);
-      if (std::string(name) == "sel_slow") std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      if (std::string(name) == "sel_slow")
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
       std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
                   args[0]->to_tensor().nbytes());
       return Status::ok();

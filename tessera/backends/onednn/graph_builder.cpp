@@ -530,7 +530,8 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
   const memory::desc blocked(dx, act_, memory::format_tag::aBcd16b);
   const bool as_blocked = xm.get_desc() == blocked;
-  if (!as_blocked && !(dx[1] == 16 && xm.get_desc() == memory::desc(dx, act_, memory::format_tag::acdb))) {
+  if (!as_blocked &&
+      !(dx[1] == 16 && xm.get_desc() == memory::desc(dx, act_, memory::format_tag::acdb))) {
     return false;
   }
   dnnl::post_ops ops;
@@ -565,9 +566,9 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   };
   TESSERA_ASSIGN_OR_RETURN(memory weights, reordered(w, dw, pd.weights_desc()));
   // The depthwise weights as oneDNN's grouped [channels, 1, 1, 3, 3].
-  TESSERA_ASSIGN_OR_RETURN(memory kweights,
-                           reordered(k, {channels, 1, 1, 3, 3},
-                                     pd.query_md(dnnl::query::exec_arg_md, dw_weights)));
+  TESSERA_ASSIGN_OR_RETURN(
+      memory kweights,
+      reordered(k, {channels, 1, 1, 3, 3}, pd.query_md(dnnl::query::exec_arg_md, dw_weights)));
   TESSERA_ASSIGN_OR_RETURN(memory kbias, plain_view(kb, {channels}, dt::f32));
   const memory src = as_blocked ? xm : view(x, xm, blocked);
   memory dst = fresh(pd.dst_desc());
