@@ -255,7 +255,7 @@ class Builder {
   bool overwritable(int v, int index, int also_allowed = -1) const;
 
   void add_step(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive,
-                std::initializer_list<std::pair<int, memory>> args, const char* kind,
+                const std::vector<std::pair<int, memory>>& args, const char* kind,
                 std::string_view node_name);
   Status add_reorder(const memory& src, const memory& dst, std::string_view node_name);
   void add_activation_step(const fb::Node& node, int value, std::string_view name);
@@ -412,7 +412,7 @@ bool Builder::overwritable(int v, int index, int also_allowed) const {
 }
 
 void Builder::add_step(const dnnl::primitive_desc_base& pd, const dnnl::primitive& primitive,
-                       std::initializer_list<std::pair<int, memory>> args, const char* kind,
+                       const std::vector<std::pair<int, memory>>& args, const char* kind,
                        std::string_view node_name) {
   Step s;
   s.primitive = primitive;
@@ -572,26 +572,13 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   TESSERA_ASSIGN_OR_RETURN(memory kbias, plain_view(kb, {channels}, dt::f32));
   const memory src = as_blocked ? xm : view(x, xm, blocked);
   memory dst = fresh(pd.dst_desc());
-  dnnl::convolution_forward prim(pd);
+  std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}};
   if (b >= 0) {
     TESSERA_ASSIGN_OR_RETURN(memory bias, plain_view(b, {dw[0]}, dt::f32));
-    add_step(pd, prim,
-             {{DNNL_ARG_SRC, src},
-              {DNNL_ARG_WEIGHTS, weights},
-              {DNNL_ARG_BIAS, bias},
-              {DNNL_ARG_DST, dst},
-              {dw_weights, kweights},
-              {dw_bias, kbias}},
-             "conv", n.name());
-  } else {
-    add_step(pd, prim,
-             {{DNNL_ARG_SRC, src},
-              {DNNL_ARG_WEIGHTS, weights},
-              {DNNL_ARG_DST, dst},
-              {dw_weights, kweights},
-              {dw_bias, kbias}},
-             "conv", n.name());
+    args.push_back({DNNL_ARG_BIAS, bias});
   }
+  args.insert(args.end(), {{DNNL_ARG_DST, dst}, {dw_weights, kweights}, {dw_bias, kbias}});
+  add_step(pd, dnnl::convolution_forward(pd), args, "conv", n.name());
   done_[static_cast<size_t>(ys[0])] = true;
   ++d_.fused_depthwise_convs;
   // Back to channels-last for the Convs that read it. Left channel-blocked, the next 1x1 Conv
@@ -803,19 +790,13 @@ Status Builder::lower_conv(const NodeView& n, int index) {
       d_.stream.wait();
     }
   }
-  dnnl::convolution_forward prim(pd);
+  std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}};
   if (b >= 0) {
     TESSERA_ASSIGN_OR_RETURN(memory bias, plain_view(b, {dw[0]}, dt::f32));
-    add_step(pd, prim,
-             {{DNNL_ARG_SRC, src},
-              {DNNL_ARG_WEIGHTS, weights},
-              {DNNL_ARG_BIAS, bias},
-              {DNNL_ARG_DST, dst}},
-             "conv", n.name());
-  } else {
-    add_step(pd, prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}},
-             "conv", n.name());
+    args.push_back({DNNL_ARG_BIAS, bias});
   }
+  args.push_back({DNNL_ARG_DST, dst});
+  add_step(pd, dnnl::convolution_forward(pd), args, "conv", n.name());
   if (add_node >= 0) {
     done_[static_cast<size_t>(add_node)] = true;
     set(add_out, dst);

@@ -122,16 +122,17 @@ TEST(OnednnResidual, RepeatedRunsStayCorrect) {
 // ---- conv_algorithm: Winograd and direct
 // ----------------------------------------------------------
 
-/// Runs `g` with conv_algorithm=`algorithm` at load scope: results against the portable kernels
-/// (1e-4 relative to the output's magnitude), and the delegate's summary.
-::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
-                                              DelegateSummary* summary) {
+/// Runs `g` with onednn.`key`=`value` at load scope: results against the portable kernels (1e-4
+/// relative to the output's magnitude, random inputs from `seed`), and the delegate's summary.
+template <typename T>
+::testing::AssertionResult run_with_option(const GraphCase& g, OptionKey<T> key, T value,
+                                           uint32_t seed, DelegateSummary* summary) {
   LoadBackendOptionsMap load;
-  ::testing::AssertionResult set = set_load_option(&load, kConvAlgorithm, EnumValue{algorithm});
-  if (!set) return set << "=" << algorithm;
+  ::testing::AssertionResult set = set_load_option(&load, key, value);
+  if (!set) return set;
   RunOptions o;
   o.load = &load;
-  const std::vector<Floats> inputs = random_inputs(g, 11);
+  const std::vector<Floats> inputs = random_inputs(g, seed);
   auto want = run_portable(g, inputs);
   auto got = run_onednn(g, inputs, o);
   if (!want.ok()) return ::testing::AssertionFailure() << want.status().message();
@@ -141,6 +142,13 @@ TEST(OnednnResidual, RepeatedRunsStayCorrect) {
   if (!init.is_ok()) return ::testing::AssertionFailure() << init.message();
   *summary = s.summary();
   return close(*got, *want, 1e-4);
+}
+
+/// `g` with conv_algorithm=`algorithm` (see run_with_option).
+::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
+                                              DelegateSummary* summary) {
+  return run_with_option(g, kConvAlgorithm, EnumValue{algorithm}, 11, summary) << "="
+                                                                                 << algorithm;
 }
 
 TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
@@ -524,25 +532,10 @@ GraphCase expand_depthwise_project(int64_t batch, int64_t hw, int64_t stride) {
   return g;
 }
 
-/// `g` on a team of `threads` (num_threads at load scope): its summary, and whether it matches
-/// the portable kernels.
+/// `g` on a team of `threads` (num_threads at load scope; see run_with_option).
 ::testing::AssertionResult run_on_threads(const GraphCase& g, int64_t threads,
                                           DelegateSummary* summary) {
-  LoadBackendOptionsMap load;
-  ::testing::AssertionResult set = set_load_option(&load, kNumThreads, threads);
-  if (!set) return set;
-  RunOptions o;
-  o.load = &load;
-  const std::vector<Floats> inputs = random_inputs(g, 12);
-  auto want = run_portable(g, inputs);
-  auto got = run_onednn(g, inputs, o);
-  if (!want.ok()) return ::testing::AssertionFailure() << want.status().message();
-  if (!got.ok()) return ::testing::AssertionFailure() << got.status().message();
-  Session s;
-  const Status init = s.init(g, o);
-  if (!init.is_ok()) return ::testing::AssertionFailure() << init.message();
-  *summary = s.summary();
-  return close(*got, *want, 1e-4);
+  return run_with_option(g, kNumThreads, threads, 12, summary) << ", num_threads " << threads;
 }
 
 // On one thread the expansion and the depthwise Conv run as one primitive where oneDNN has an
