@@ -385,8 +385,13 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
 
     # First pass: outputs (tessera writes its output; the workers did on start) and a one-run
     # latency estimate, from which slow engines get fewer runs per round (--engine-budget).
+    # For tessera-default this is the load that measures the candidates: the pause before it, as
+    # between engines in the rounds, lets the worker threads of the engine run before go idle
+    # (a PyTorch worker's run took oneDNN's measured median for MnasNet at 2 threads from 1.4 to
+    # 1.9 ms, and XNNPACK was chosen).
     estimate = {}
     for e in engines:
+        time.sleep(args.pause)
         r = e.run(0, 1, write_output=True) if isinstance(e, TesseraEngine) else e.run(0, 1)
         estimate[id(e)] = r["median"]
 
