@@ -385,10 +385,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
 
     # First pass: outputs (tessera writes its output; the workers did on start) and a one-run
     # latency estimate, from which slow engines get fewer runs per round (--engine-budget).
-    # For tessera-default this is the load that measures the candidates: the pause before it, as
-    # between engines in the rounds, lets the worker threads of the engine run before go idle
-    # (a PyTorch worker's run took oneDNN's measured median for MnasNet at 2 threads from 1.4 to
-    # 1.9 ms, and XNNPACK was chosen).
+    # For tessera-default this is the load that measures the candidates, once: it gets the same
+    # pause before it as every engine in the rounds.
     estimate = {}
     for e in engines:
         time.sleep(args.pause)
