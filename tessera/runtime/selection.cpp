@@ -285,6 +285,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     if (resume && deferred.backend == nullptr) break;
     const std::string& name = names[resume ? 0 : pass];
     const bool is_requested = name == requested;
+    const Span<const CompileSpec> use_specs = is_requested ? specs : Span<const CompileSpec>();
     const bool reference_only = defer && pass == 0;
     BackendInterface* b = nullptr;
     std::unique_ptr<ResolvedOptions> resolved;
@@ -318,9 +319,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         continue;
       }
       resolved = std::make_unique<ResolvedOptions>();
-      const Status st = resolve_options(
-          name, *b, d->id()->string_view(), is_requested ? specs : Span<const CompileSpec>(),
-          options.backend_options, options.delegate_options, validation, resolved.get());
+      const Status st =
+          resolve_options(name, *b, d->id()->string_view(), use_specs, options.backend_options,
+                          options.delegate_options, validation, resolved.get());
       if (!st.is_ok()) {
         set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
         continue;
@@ -333,7 +334,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         deferred.variants = variants;
       }
     }
-    const Span<const CompileSpec> use_specs = is_requested ? specs : Span<const CompileSpec>();
     DerivedValues resolved_derived;  // what the backend as resolved derived for options at auto
     std::vector<char> changes(variants.size(), 1);  // variant_changes, asked of the resolved one
     if (resume && deferred.held.handle != nullptr) {
