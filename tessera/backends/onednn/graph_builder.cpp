@@ -225,6 +225,11 @@ class Builder {
   Result<memory> as(int v, const memory::desc& want);
   /// Value `v` row-major in the activation type, viewed with `dims` (same element count).
   Result<memory> plain_view(int v, const DimVector& dims, dt type);
+  /// Constant weights `v`, their f32 bytes viewed as `dims` (a grouped Conv's [g, O/g, I/g, kh,
+  /// kw]), in layout `want`: the view itself, or a copy reordered (Winograd: transformed) once,
+  /// now.
+  Result<memory> weights_as(int v, const DimVector& dims, const memory::desc& want,
+                            bool winograd = false);
   /// Value `v` as the input of a primitive in the activation type: as it is when it already has
   /// that type, else (another type, or a program constant, whose bytes steps must not write) a
   /// row-major copy in the activation type.
@@ -378,6 +383,21 @@ Result<memory> Builder::plain_view(int v, const DimVector& dims, dt type) {
   TESSERA_ASSIGN_OR_RETURN(memory m, as(v, plain(dims_[static_cast<size_t>(v)], type)));
   if (dims == dims_[static_cast<size_t>(v)]) return m;
   return view(v, m, plain(dims, type));
+}
+
+Result<memory> Builder::weights_as(int v, const DimVector& dims, const memory::desc& want,
+                                   bool winograd) {
+  TESSERA_ASSIGN_OR_RETURN(memory p, get(v));
+  memory from = wrap(plain(dims, dt::f32), p.get_data_handle(), -1);
+  if (from.get_desc() == want) return from;
+  memory to = fresh(want);
+  if (winograd) {
+    transform_winograd_weights(from, to);
+  } else {
+    dnnl::reorder(from, to).execute(d_.stream, from, to);
+    d_.stream.wait();
+  }
+  return to;
 }
 
 Result<memory> Builder::broadcast_constant(int v, const DimVector& shape) {
@@ -554,21 +574,12 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   }
   const int dw_weights = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS;
   const int dw_bias = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS;
-  // Both sets of weights reordered once, now, into the layouts the kernel asked for.
-  auto reordered = [&](int v, const DimVector& dims, const memory::desc& want) -> Result<memory> {
-    TESSERA_ASSIGN_OR_RETURN(memory p, get(v));
-    memory from = wrap(plain(dims, dt::f32), p.get_data_handle(), -1);
-    if (from.get_desc() == want) return from;
-    memory to = fresh(want);
-    dnnl::reorder(from, to).execute(d_.stream, from, to);
-    d_.stream.wait();
-    return to;
-  };
-  TESSERA_ASSIGN_OR_RETURN(memory weights, reordered(w, dw, pd.weights_desc()));
-  // The depthwise weights as oneDNN's grouped [channels, 1, 1, 3, 3].
+  // Both sets of weights in the layouts the kernel asked for; the depthwise ones as oneDNN's
+  // grouped [channels, 1, 1, 3, 3].
+  TESSERA_ASSIGN_OR_RETURN(memory weights, weights_as(w, dw, pd.weights_desc()));
   TESSERA_ASSIGN_OR_RETURN(
       memory kweights,
-      reordered(k, {channels, 1, 1, 3, 3}, pd.query_md(dnnl::query::exec_arg_md, dw_weights)));
+      weights_as(k, {channels, 1, 1, 3, 3}, pd.query_md(dnnl::query::exec_arg_md, dw_weights)));
   TESSERA_ASSIGN_OR_RETURN(memory kbias, plain_view(kb, {channels}, dt::f32));
   const memory src = as_blocked ? xm : view(x, xm, blocked);
   memory dst = fresh(pd.dst_desc());
@@ -777,19 +788,9 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     dst = fresh(pd.dst_desc());
   }
   TESSERA_ASSIGN_OR_RETURN(memory src, as(x, pd.src_desc()));
-  // Weights (grouped: the same bytes viewed as [g, O/g, I/g, kh, kw]) reordered once, now.
-  TESSERA_ASSIGN_OR_RETURN(memory wplain, get(w));
-  memory wview = wrap(plain(wdims, dt::f32), wplain.get_data_handle(), -1);
-  memory weights = wview;
-  if (wview.get_desc() != pd.weights_desc()) {
-    weights = fresh(pd.weights_desc());
-    if (alg == algorithm::convolution_winograd) {
-      transform_winograd_weights(wview, weights);
-    } else {
-      dnnl::reorder(wview, weights).execute(d_.stream, wview, weights);
-      d_.stream.wait();
-    }
-  }
+  TESSERA_ASSIGN_OR_RETURN(
+      memory weights,
+      weights_as(w, wdims, pd.weights_desc(), alg == algorithm::convolution_winograd));
   std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}};
   if (b >= 0) {
     TESSERA_ASSIGN_OR_RETURN(memory bias, plain_view(b, {dw[0]}, dt::f32));
