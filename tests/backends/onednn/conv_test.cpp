@@ -509,22 +509,34 @@ TEST(OnednnConv, GroupedConvKeepsItsChannelsLastInput) {
 // ---- a 1x1 Conv and the depthwise Conv after it as one primitive
 // ----------------------------------------------------------------------------------------------
 
-/// An inverted-residual block's first half and its projection (MobileNetV2's second block),
-/// after a 3x3 Conv that gives it a channels-last input as in the model: [batch, 8, hw, hw] ->
-/// 3x3 to 16 -> 1x1 to 96 (ReLU6) -> 3x3 depthwise, stride `stride` (ReLU6) -> 1x1 to 24.
+/// A 3x3 Conv from a new [batch, 8, hw, hw] input of `g` to `channels`: a channels-last tensor
+/// to start from, as a Conv inside a model gives (a graph input is row-major).
+int channels_last_input(GraphCase& g, int64_t batch, int64_t channels, int64_t hw) {
+  ConvCfg stem{batch, 8, hw, hw, channels, 3, 3};
+  stem.pt = stem.pl = stem.pb = stem.pr = 1;
+  return add_conv(g, g.input({batch, 8, hw, hw}), stem);
+}
+
+/// A 3x3 depthwise Conv over [batch, channels, hw, hw], padding 1.
+ConvCfg depthwise3x3(int64_t batch, int64_t channels, int64_t hw, int64_t stride) {
+  ConvCfg dw{batch, channels, hw, hw, channels, 3, 3};
+  dw.sh = dw.sw = stride;
+  dw.pt = dw.pl = dw.pb = dw.pr = 1;
+  dw.group = channels;
+  return dw;
+}
+
+/// An inverted-residual block's first half and its projection (MobileNetV2's second block), on
+/// a channels-last input as in the model: 3x3 to 16 -> 1x1 to 96 (ReLU6) -> 3x3 depthwise,
+/// stride `stride` (ReLU6) -> 1x1 to 24.
 GraphCase expand_depthwise_project(int64_t batch, int64_t hw, int64_t stride) {
   GraphCase g;
   g.seed = 31;
-  ConvCfg stem{batch, 8, hw, hw, 16, 3, 3};
-  stem.pt = stem.pl = stem.pb = stem.pr = 1;
-  const int x = add_conv(g, g.input({batch, 8, hw, hw}), stem);
+  const int x = channels_last_input(g, batch, 16, hw);
   ConvCfg expand{batch, 16, hw, hw, 96, 1, 1};
   expand.act = fb::Activation::Clip;
   const int e = add_conv(g, x, expand);
-  ConvCfg dw{batch, 96, hw, hw, 96, 3, 3};
-  dw.sh = dw.sw = stride;
-  dw.pt = dw.pl = dw.pb = dw.pr = 1;
-  dw.group = 96;
+  ConvCfg dw = depthwise3x3(batch, 96, hw, stride);
   dw.act = fb::Activation::Clip;
   const int d = add_conv(g, e, dw);
   const int64_t out = (hw - 1) / stride + 1;
@@ -578,14 +590,9 @@ TEST(OnednnDepthwiseFusion, OnlyTheShapesItHelpsAreFused) {
   GraphCase wide;  // 32 input channels, channels-last: a reorder would cost what fusion saves
   wide.seed = 33;
   {
-    ConvCfg stem{1, 8, 112, 112, 32, 3, 3};
-    stem.pt = stem.pl = stem.pb = stem.pr = 1;
-    const int x = add_conv(wide, wide.input({1, 8, 112, 112}), stem);
+    const int x = channels_last_input(wide, 1, 32, 112);
     const int e = add_conv(wide, x, ConvCfg{1, 32, 112, 112, 96, 1, 1});
-    ConvCfg dw{1, 96, 112, 112, 96, 3, 3};
-    dw.pt = dw.pl = dw.pb = dw.pr = 1;
-    dw.group = 96;
-    const int d = add_conv(wide, e, dw);
+    const int d = add_conv(wide, e, depthwise3x3(1, 96, 112, 1));
     wide.output(add_conv(wide, d, ConvCfg{1, 96, 112, 112, 16, 1, 1}));
   }
   DelegateSummary sum;
@@ -595,14 +602,9 @@ TEST(OnednnDepthwiseFusion, OnlyTheShapesItHelpsAreFused) {
   GraphCase residual;  // the depthwise output feeds an Add
   residual.seed = 34;
   {
-    ConvCfg stem{1, 8, 112, 112, 16, 3, 3};
-    stem.pt = stem.pl = stem.pb = stem.pr = 1;
-    const int x = add_conv(residual, residual.input({1, 8, 112, 112}), stem);
+    const int x = channels_last_input(residual, 1, 16, 112);
     const int e = add_conv(residual, x, ConvCfg{1, 16, 112, 112, 16, 1, 1});
-    ConvCfg dw{1, 16, 112, 112, 16, 3, 3};
-    dw.pt = dw.pl = dw.pb = dw.pr = 1;
-    dw.group = 16;
-    const int d = add_conv(residual, e, dw);
+    const int d = add_conv(residual, e, depthwise3x3(1, 16, 112, 1));
     const int y = residual.tensor({1, 16, 112, 112});
     residual.node(Op::Add, {d, x}, y);
     residual.output(y);
