@@ -742,6 +742,7 @@ py::dict delegate_dict(const DelegateInfo& d) {
     entry["options"] = std::string(k.options);
     entry["median_ms"] = k.median_ms;
     entry["runs"] = k.runs;
+    entry["disturbed_runs"] = k.disturbed_runs;
     entry["init_ms"] = k.init_ms;
     entry["accepted"] = k.accepted;
     entry["chosen"] = k.chosen;
@@ -967,7 +968,7 @@ Returns a list of new arrays.)doc")
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
           "value left at auto, else None), derived: [{key, value, reason}] (derived values that "
           "are not options, such as xnnpack's thread_pool), selection: {mode, cached, summary, "
-          "candidates: [{backend, median_ms, runs, init_ms, accepted, chosen, reason}], "
+          "candidates: [{backend, median_ms, runs, disturbed_runs, init_ms, accepted, chosen, reason}], "
           "method: None or {mixed_ms, mixed_runs, uniform: [{backend, ms, runs, reason}], chosen, "
           "reason, budget_cut, reinit_ms}}, startup: None or "
           "{backend, "

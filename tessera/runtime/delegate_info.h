@@ -17,7 +17,12 @@ struct SelectionCandidate {
   /// the backend with the load's options as resolved.
   char options[64] = {};
   double median_ms = 0;   // of the timed runs; 0 when it did not run
-  int runs = 0;           // timed runs
+  /// Timed runs the median is of: those not disturbed (RunTimer), or the resumed reference's
+  /// second warm-up when it alone showed the candidate clearly slower (see its reason).
+  int runs = 0;
+  /// Timed runs left out because the measuring thread was off its CPU during them (another
+  /// process or the host took it); each was timed again, up to twice the runs wanted.
+  int disturbed_runs = 0;
   /// Time to initialise this candidate (this backend with these options) on the delegate, in
   /// ms; 0 when it was not initialised (skipped, unsupported).
   double init_ms = 0;

@@ -106,10 +106,75 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
 /// noise of five timed runs, and a variant may cost load time the measurement does not see.
 bool replaces_fastest(double ms, double best_ms, bool variant);
 
-/// Whether a candidate whose timed runs so far took `times` (at least two) is clearly slower
-/// than the fastest so far (`best_ms`, its median): its quickest run above 1.25x that median.
-/// Its remaining timed runs are skipped (the first, measuring load pays for them).
+/// Whether a candidate whose timed runs so far took `times` is clearly slower than the fastest
+/// so far (`best_ms`, its median): with two runs or more, its quickest above 1.25x that median;
+/// with one, that run above 1.5x it. Its remaining timed runs are skipped (the first, measuring
+/// load pays for them).
 bool clearly_slower(const std::vector<double>& times, double best_ms);
+
+/// The clocks a selection times runs with, in ms: wall time, and the CPU time of the calling
+/// thread (nullptr when not known: then no run is taken for disturbed).
+struct RunClocks {
+  double (*wall_ms)() = nullptr;
+  double (*thread_cpu_ms)() = nullptr;
+};
+
+/// The clocks measure_candidates and the whole-method check use: steady_clock and
+/// CLOCK_THREAD_CPUTIME_ID, unless a test set others.
+RunClocks selection_clocks();
+
+/// Tests: times selections with `clocks` from now on (a default RunClocks restores the real
+/// ones). Not for use while a load is measuring in another thread.
+void set_selection_clocks(RunClocks clocks);
+
+/// The timed runs of one candidate (or of one whole-method assignment). A run during which the
+/// calling thread was off its CPU for noticeably longer than in the least disturbed run so far
+/// (another process took the CPU, or the host took the virtual CPU) is disturbed: it is left out
+/// of the median and another run is timed in its place, up to twice the number wanted. The
+/// calling thread does the work of a one-thread run and its share of a pooled one, so a
+/// preempted worker of a pooled run is not seen.
+class RunTimer {
+ public:
+  RunTimer(int wanted, RunClocks clocks) : wanted_(wanted), clocks_(clocks) {}
+
+  /// Times one call of `run` (Status()); a failed run is not recorded, and its error returned.
+  template <class Run>
+  Status time(Run&& run) {
+    const double c0 = cpu_ms();
+    const double w0 = clocks_.wall_ms();
+    Status st = run();
+    const double w1 = clocks_.wall_ms();
+    const double c1 = cpu_ms();
+    if (st.is_ok()) add(w1 - w0, clocks_.thread_cpu_ms ? c1 - c0 : -1);
+    return st;
+  }
+
+  /// Records a run of `wall_ms` during which the thread ran `cpu_ms` (negative: not known).
+  void add(double wall_ms, double cpu_ms);
+  /// Fewer undisturbed runs than wanted, and attempts left.
+  bool wants_more() const;
+  /// The undisturbed runs' times, sorted.
+  std::vector<double> kept() const;
+  /// Their median (0 before any run).
+  double median() const;
+  int attempts() const { return static_cast<int>(runs_.size()); }
+  int disturbed() const { return attempts() - static_cast<int>(kept().size()); }
+
+  /// Off-CPU time beyond the least disturbed run's that makes a run disturbed: 0.05 ms or 5% of
+  /// the run, whichever is more.
+  static bool is_disturbed(double wall_ms, double off_ms, double least_off_ms);
+
+ private:
+  struct Run {
+    double wall_ms, off_ms;
+  };
+  double cpu_ms() const { return clocks_.thread_cpu_ms ? clocks_.thread_cpu_ms() : 0; }
+  double least_off() const;
+
+  int wanted_;
+  RunClocks clocks_;
+  std::vector<Run> runs_;
+};
 
 /// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
 /// `requested` and every candidate backend that can take the delegate, runs each on

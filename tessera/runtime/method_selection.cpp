@@ -107,23 +107,19 @@ const fb::Delegate* delegate_of(const fb::Method* m, const DelegateStep& step) {
   return nullptr;
 }
 
-// Median of up to kTimedRuns executes after a warm-up; fewer (at least one) once `deadline`
-// has passed.
+// Median of up to kTimedRuns undisturbed executes (RunTimer) after a warm-up; fewer (at least
+// one) once `deadline` has passed.
 Status time_method(MethodState* s, const std::vector<std::string>& backends,
                    Clock::time_point deadline, double* median, int* runs) {
   park_candidate_pools(backends);
   TESSERA_RETURN_IF_ERROR(execute_steps(s, nullptr, nullptr));  // warm-up
-  std::vector<double> times;
-  for (int r = 0; r < kTimedRuns; ++r) {
-    const Clock::time_point t0 = Clock::now();
-    TESSERA_RETURN_IF_ERROR(execute_steps(s, nullptr, nullptr));
-    const Clock::time_point t1 = Clock::now();
-    times.push_back(ms_between(t0, t1));
-    if (t1 >= deadline) break;
+  RunTimer timer(kTimedRuns, selection_clocks());
+  while (timer.wants_more()) {
+    TESSERA_RETURN_IF_ERROR(timer.time([s] { return execute_steps(s, nullptr, nullptr); }));
+    if (Clock::now() >= deadline) break;
   }
-  std::sort(times.begin(), times.end());
-  *median = times[times.size() / 2];
-  *runs = static_cast<int>(times.size());
+  *median = timer.median();
+  *runs = static_cast<int>(timer.kept().size());
   return Status::ok();
 }
 

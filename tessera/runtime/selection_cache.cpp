@@ -104,6 +104,7 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
                           {"options", c.options},
                           {"median_ms", c.median_ms},
                           {"runs", c.runs},
+                          {"disturbed_runs", c.disturbed_runs},
                           {"init_ms", c.init_ms},
                           {"accepted", c.accepted},
                           {"chosen", c.chosen},
@@ -155,13 +156,17 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
   for (const nlohmann::json& c : *candidates) {
     if (!c.is_object()) return bad("a candidate is not an object");
     const auto backend = c.find("backend"), median = c.find("median_ms"), runs = c.find("runs"),
-               init = c.find("init_ms"), accepted = c.find("accepted"),
-               is_chosen = c.find("chosen"), reason = c.find("reason");
+               disturbed = c.find("disturbed_runs"), init = c.find("init_ms"),
+               accepted = c.find("accepted"), is_chosen = c.find("chosen"),
+               reason = c.find("reason");
     if (backend == c.end() || !backend->is_string() || median == c.end() || !median->is_number() ||
-        runs == c.end() || !runs->is_number_integer() || init == c.end() || !init->is_number() ||
+        runs == c.end() || !runs->is_number_integer() || disturbed == c.end() ||
+        !disturbed->is_number_integer() || init == c.end() || !init->is_number() ||
         accepted == c.end() || !accepted->is_boolean() || is_chosen == c.end() ||
         !is_chosen->is_boolean() || reason == c.end() || !reason->is_string()) {
-      return bad("a candidate lacks backend, median_ms, runs, init_ms, accepted, chosen or reason");
+      return bad(
+          "a candidate lacks backend, median_ms, runs, disturbed_runs, init_ms, accepted, chosen "
+          "or reason");
     }
     const std::string& name = backend->get_ref<const std::string&>();
     if (name.empty() || name.size() >= sizeof(SelectionCandidate::backend)) {
@@ -169,12 +174,15 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     }
     const double ms = median->get<double>();
     const int64_t n = runs->get<int64_t>();
-    if (!(ms >= 0) || n < 0 || n > 1000000 || !(init->get<double>() >= 0))
-      return bad("a candidate's median_ms, runs or init_ms is out of range");
+    const int64_t nd = disturbed->get<int64_t>();
+    if (!(ms >= 0) || n < 0 || n > 1000000 || nd < 0 || nd > 1000000 ||
+        !(init->get<double>() >= 0))
+      return bad("a candidate's median_ms, runs, disturbed_runs or init_ms is out of range");
     SelectionCandidate& k = out.candidates[out.num_candidates++];
     copy_text(k.backend, sizeof k.backend, name);
     k.median_ms = ms;
     k.runs = static_cast<int>(n);
+    k.disturbed_runs = static_cast<int>(nd);
     k.init_ms = init->get<double>();
     k.accepted = accepted->get<bool>();
     k.chosen = is_chosen->get<bool>();

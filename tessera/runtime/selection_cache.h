@@ -27,7 +27,8 @@ struct DeviceInfo;
 namespace tessera::internal {
 
 /// The selection cache's format version (in the payload; the integrity header has its own).
-inline constexpr int kSelectionCacheVersion = 2;  // 2: init_ms, the whole-method check
+// 2: init_ms, the whole-method check; 3: disturbed_runs.
+inline constexpr int kSelectionCacheVersion = 3;
 
 /// The directory LoadOptions::selection_cache_dir names: `option` itself when set (an empty
 /// string: the cache is disabled, returns ""), else $XDG_CACHE_HOME/tessera/selection, else

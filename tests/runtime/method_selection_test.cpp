@@ -21,6 +21,7 @@
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
+#include "tests/testing/selection_clocks.h"
 #include "tests/testing/test_programs.h"
 
 namespace tessera {
@@ -119,6 +120,7 @@ class WholeMethodSelectionTest : public ::testing::Test {
     return nullptr;
   }
 
+  testing::WallClockOnlySelection wall_clock_only_;  // the stubs sleep
   std::string dir_;
   DeviceInfo device_;
   testing::StubBackend* a_ = nullptr;

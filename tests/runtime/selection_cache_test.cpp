@@ -31,6 +31,7 @@
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
 #include "tessera/runtime/selection_cache.h"
+#include "tests/testing/selection_clocks.h"
 #include "tests/testing/test_programs.h"
 
 namespace tessera {
@@ -145,6 +146,7 @@ class SelectionCacheTest : public ::testing::Test {
     g_warnings.clear();
   }
 
+  testing::WallClockOnlySelection wall_clock_only_;  // the stubs sleep
   std::string dir_;
   // LoadOptions::device_info of auto_options(): a fixed machine for every load of a test, so
   // that the key does not follow this machine's live state (the auto policy's thread count
@@ -289,7 +291,7 @@ TEST_F(SelectionCacheTest, DamagedEntriesMeasureAgainWithAWarning) {
   };
   const std::string payload = good.substr(kIntegrityHeaderSize);
   std::string wrong_version = payload;
-  wrong_version.replace(wrong_version.find("\"version\": 2"), 12, "\"version\": 7");
+  wrong_version.replace(wrong_version.find("\"version\": 3"), 12, "\"version\": 7");
   std::string unchosen = payload;
   for (size_t at; (at = unchosen.find("\"chosen\": true")) != std::string::npos;) {
     unchosen.replace(at, 14, "\"chosen\":false");
@@ -306,7 +308,7 @@ TEST_F(SelectionCacheTest, DamagedEntriesMeasureAgainWithAWarning) {
       {"other device", {other_device, "device"}},
       {"wrong version", {with_payload(wrong_version), "version 7"}},
       {"no chosen candidate", {with_payload(unchosen), "no chosen candidate"}},
-      {"not json", {with_payload("{\"version\": 2, \"summary\": "), "not a JSON object"}},
+      {"not json", {with_payload("{\"version\": 3, \"summary\": "), "not a JSON object"}},
   };
   for (const auto& [name, c] : cases) {
     {
@@ -411,32 +413,38 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "",
       "[]",
       "{\"version\": \"1\"}",
-      "{\"version\": 2, \"summary\": \"s\"}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{}]}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
-      "\"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "-1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\"}",
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
+      "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "-1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, "
-      "\"runs\": 1, \"init_ms\": 0, \"accepted\": false, \"chosen\": true, \"reason\": \"\"}]}",
+      "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": false, \"chosen\": true, \"reason\": \"\"}]}",
       // No init_ms.
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      // No disturbed_runs; a negative one.
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"disturbed_runs\": -1, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"\"}]}",
       // A whole-method check that is not an object, lacks fields, or names another backend.
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
       "\"method\": []}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1}}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [], \"chosen\": \"b\", \"reason\": \"\", \"budget_cut\": "
       "false, \"reinit_ms\": 0}}",
-      "{\"version\": 2, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [{\"backend\": \"a\"}], \"chosen\": \"a\", \"reason\": "
       "\"\", \"budget_cut\": false, \"reinit_ms\": 0}}",
@@ -449,8 +457,8 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
     EXPECT_STREQ(report.summary, "untouched");
   }
   const char* good =
-      "{\"version\": 2, \"summary\": \"measured: a 1 ms (chosen)\", \"candidates\": [{\"backend\": "
-      "\"a\", \"median_ms\": 1, \"runs\": 5, \"init_ms\": 2.5, \"accepted\": true, \"chosen\": "
+      "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen)\", \"candidates\": [{\"backend\": "
+      "\"a\", \"median_ms\": 1, \"runs\": 5, \"disturbed_runs\": 2, \"init_ms\": 2.5, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"reference\"}]}";
   Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(good),
                                                      std::strlen(good), &report);
@@ -458,6 +466,7 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
   EXPECT_EQ(*r, "a");
   EXPECT_TRUE(report.cached);
   EXPECT_EQ(report.candidates[0].runs, 5);
+  EXPECT_EQ(report.candidates[0].disturbed_runs, 2);
   EXPECT_EQ(report.candidates[0].init_ms, 2.5);
   EXPECT_FALSE(report.method.checked);
 }

@@ -24,6 +24,7 @@
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
+#include "tests/testing/selection_clocks.h"
 #include "tests/testing/test_programs.h"
 
 namespace tessera {
@@ -86,6 +87,7 @@ class SelectionTest : public ::testing::Test {
     return nullptr;
   }
 
+  testing::WallClockOnlySelection wall_clock_only_;  // the stubs sleep
   std::map<std::string, testing::StubBackend*> stubs_;
   testing::LoadedProgram loaded_;
   Program* program_ = nullptr;
@@ -304,13 +306,13 @@ TEST_F(SelectionTest, TheProgramsBackendIsTimedAfterTheOthers) {
   // Reported in the order measured from: the program's backend first.
   EXPECT_STREQ(info.selection.candidates[0].backend, "sel_slow");
   EXPECT_STREQ(info.selection.candidates[0].reason, "reference");
-  EXPECT_EQ(info.selection.candidates[0].runs, 2);
+  EXPECT_EQ(info.selection.candidates[0].runs, 1);  // above 1.5x the fastest: stopped
   EXPECT_EQ(info.selection.candidates[1].runs, 5);
-  // Its reference run, the other's warm-up and five timed runs, its second warm-up and two
-  // timed runs; then the chosen delegate's own runs (none here: loading only).
+  // Its reference run, the other's warm-up and five timed runs, its second warm-up and one
+  // timed run; then the chosen delegate's own runs (none here: loading only).
   const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_fast",
                                          "sel_fast", "sel_fast", "sel_fast", "sel_slow",
-                                         "sel_slow", "sel_slow"};
+                                         "sel_slow"};
   EXPECT_EQ(runs, want);
 }
 
@@ -335,6 +337,91 @@ TEST_F(SelectionTest, TheProgramsBackendIsTimedAtOnceWhenTheBudgetIsSpent) {
   EXPECT_EQ(runs, want);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[0].runs, 1);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[1].runs, 1);
+}
+
+// The clocks of the tests below: each stub run moves them by what it sets here.
+double g_fake_wall_ms = 0, g_fake_cpu_ms = 0;
+double fake_wall_ms() { return g_fake_wall_ms; }
+double fake_cpu_ms() { return g_fake_cpu_ms; }
+void spend(double wall_ms, double cpu_ms) {
+  g_fake_wall_ms += wall_ms;
+  g_fake_cpu_ms += cpu_ms;
+}
+
+// The faster backend's runs, three of them taken off the CPU by something else for 10 ms: left
+// out and timed again, the slower one is not chosen for them (their median would be 10 ms).
+TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  int fast_runs = 0;
+  stubs_["sel_slow"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
+                                      Span<EValue*> args) {
+    spend(2.0, 2.0);
+    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+                args[0]->to_tensor().nbytes());
+    return Status::ok();
+  };
+  stubs_["sel_fast"]->on_execute = [&fast_runs](BackendExecutionContext&, DelegateHandle*,
+                                                Span<EValue*> args) {
+    ++fast_runs;
+    // Its warm-up is run 1; timed runs 2 to 4 are disturbed.
+    spend(fast_runs >= 2 && fast_runs <= 4 ? 11.0 : 1.0, 1.0);
+    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+                args[0]->to_tensor().nbytes());
+    return Status::ok();
+  };
+  LoadOptions o = measuring("sel_fast");
+  o.selection_budget_ms = 5000;
+  auto m = program_->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo& info = m->delegate_info(0);
+  EXPECT_STREQ(info.backend, "sel_fast");
+  const SelectionCandidate* fast = candidate(info, "sel_fast");
+  ASSERT_NE(fast, nullptr);
+  EXPECT_EQ(fast->runs, 5);
+  EXPECT_EQ(fast->disturbed_runs, 3);
+  EXPECT_DOUBLE_EQ(fast->median_ms, 1.0);
+  EXPECT_EQ(fast_runs, 1 + 8);  // the warm-up, three disturbed and five clean timed runs
+  EXPECT_EQ(candidate(info, "sel_slow")->disturbed_runs, 0);
+}
+
+// When the budget is spent by the time the program's backend is resumed, and its second
+// warm-up is already above 1.5x the fastest, that run stands for its timed run.
+TEST_F(SelectionTest, ASecondWarmUpClearlySlowerStandsForTheTimedRunPastTheBudget) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  std::vector<std::string> runs;
+  stubs_["sel_slow"]->on_execute = [&runs](BackendExecutionContext&, DelegateHandle*,
+                                           Span<EValue*> args) {
+    runs.push_back("sel_slow");
+    spend(20.0, 20.0);
+    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+                args[0]->to_tensor().nbytes());
+    return Status::ok();
+  };
+  stubs_["sel_fast"]->on_execute = [&runs](BackendExecutionContext&, DelegateHandle*,
+                                           Span<EValue*> args) {
+    runs.push_back("sel_fast");
+    spend(1.0, 1.0);
+    // Real time, for the budget: its warm-up and first timed run spend it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+                args[0]->to_tensor().nbytes());
+    return Status::ok();
+  };
+  LoadOptions o = measuring("sel_fast");
+  o.selection_budget_ms = 30;
+  auto m = program_->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow"};
+  EXPECT_EQ(runs, want);
+  const DelegateInfo& info = m->delegate_info(0);
+  EXPECT_STREQ(info.backend, "sel_fast");
+  const SelectionCandidate* slow = candidate(info, "sel_slow");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_TRUE(slow->accepted);
+  EXPECT_EQ(slow->runs, 1);
+  EXPECT_DOUBLE_EQ(slow->median_ms, 20.0);
+  EXPECT_NE(std::string(slow->reason).find("timed by its second warm-up"), std::string::npos)
+      << slow->reason;
 }
 
 TEST_F(SelectionTest, BadSettingsAreClearErrors) {
@@ -451,6 +538,7 @@ class SelectionVariantTest : public ::testing::Test {
     char buf[64];
     return info.options->option(static_cast<size_t>(i)).format_value(buf, sizeof buf);
   }
+  testing::WallClockOnlySelection wall_clock_only_;  // the stubs sleep
   VariantStub* stub_ = nullptr;
   testing::LoadedProgram loaded_;
 };
@@ -548,12 +636,53 @@ TEST_F(SelectionVariantTest, AVariantTheBackendAlreadyDerivedIsNotMeasuredAgain)
 }
 
 // A candidate whose quickest of at least two timed runs is above 1.25x the fastest median so
-// far stops there: it cannot win, and a measuring load of a slow model would pay for three more.
-TEST(SelectionRule, AClearlySlowerCandidateStopsAfterTwoRuns) {
-  EXPECT_FALSE(internal::clearly_slower({20.0}, 10.0));  // one run is not enough
+// far, or whose one run is above 1.5x it, stops there: it cannot win, and a measuring load of a
+// slow model would pay for the runs left.
+TEST(SelectionRule, AClearlySlowerCandidateStopsEarly) {
+  EXPECT_FALSE(internal::clearly_slower({}, 10.0));
+  EXPECT_TRUE(internal::clearly_slower({15.1}, 10.0));
+  EXPECT_FALSE(internal::clearly_slower({14.9}, 10.0));  // one run needs the wider margin
   EXPECT_TRUE(internal::clearly_slower({13.0, 12.6}, 10.0));
   EXPECT_FALSE(internal::clearly_slower({13.0, 12.4}, 10.0));  // within 1.25x once
   EXPECT_FALSE(internal::clearly_slower({9.0, 9.5, 9.2}, 10.0));
+}
+
+// A run whose thread was off its CPU for longer than in the least disturbed run (by 0.05 ms or
+// 5% of the run, whichever is more) is left out and timed again, up to twice the runs wanted.
+TEST(SelectionRule, DisturbedRunsAreLeftOutAndTimedAgain) {
+  EXPECT_FALSE(internal::RunTimer::is_disturbed(1.0, 0.04, 0.0));
+  EXPECT_TRUE(internal::RunTimer::is_disturbed(1.0, 0.06, 0.0));
+  EXPECT_FALSE(internal::RunTimer::is_disturbed(10.0, 0.49, 0.0));
+  EXPECT_TRUE(internal::RunTimer::is_disturbed(10.0, 0.51, 0.0));
+  EXPECT_FALSE(internal::RunTimer::is_disturbed(10.0, 3.4, 3.0));  // relative to the least
+
+  internal::RunTimer t(3, {});
+  EXPECT_TRUE(t.wants_more());
+  EXPECT_EQ(t.median(), 0.0);
+  t.add(10.0, 10.0);
+  t.add(19.0, 10.0);  // 9 ms off the CPU
+  t.add(10.2, 10.1);
+  EXPECT_EQ(t.kept(), (std::vector<double>{10.0, 10.2}));
+  EXPECT_EQ(t.disturbed(), 1);
+  EXPECT_TRUE(t.wants_more());
+  t.add(10.1, 10.1);
+  EXPECT_FALSE(t.wants_more());
+  EXPECT_DOUBLE_EQ(t.median(), 10.1);
+
+  // Every run after the first disturbed: six attempts at most, and the one clean run stands.
+  internal::RunTimer busy(3, {});
+  busy.add(5.0, 5.0);
+  while (busy.wants_more()) busy.add(9.0, 4.0);
+  EXPECT_EQ(busy.attempts(), 6);
+  EXPECT_EQ(busy.disturbed(), 5);
+  EXPECT_DOUBLE_EQ(busy.median(), 5.0);
+
+  // Without a CPU clock (negative), no run counts as disturbed.
+  internal::RunTimer unknown(2, {});
+  unknown.add(1.0, -1);
+  unknown.add(30.0, -1);
+  EXPECT_FALSE(unknown.wants_more());
+  EXPECT_EQ(unknown.disturbed(), 0);
 }
 
 TEST_F(SelectionVariantTest, AValueTheApplicationSetIsNotVaried) {

@@ -343,6 +343,7 @@ TEST_F(TesseraRun, AutoSelectionMeasuresOnceThenReadsTheSelectionCache) {
     EXPECT_EQ(remembered["selection"]["candidates"], measured["selection"]["candidates"]);
     for (const auto& c : measured["selection"]["candidates"]) {
       EXPECT_TRUE(c["init_ms"].is_number()) << c.dump();
+      EXPECT_TRUE(c["disturbed_runs"].is_number_integer()) << c.dump();
     }
     // The whole-method check (null when the per-delegate choices agreed), remembered too.
     ASSERT_TRUE(measured["selection"].contains("method"));

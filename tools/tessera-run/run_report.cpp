@@ -396,6 +396,7 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                             {"options", std::move(options)},
                             {"median_ms", k.runs > 0 ? Json(k.median_ms) : Json(nullptr)},
                             {"runs", k.runs},
+                            {"disturbed_runs", k.disturbed_runs},
                             {"init_ms", k.init_ms},
                             {"accepted", k.accepted},
                             {"chosen", k.chosen},
