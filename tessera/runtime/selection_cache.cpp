@@ -175,8 +175,7 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     const double ms = median->get<double>();
     const int64_t n = runs->get<int64_t>();
     const int64_t nd = disturbed->get<int64_t>();
-    if (!(ms >= 0) || n < 0 || n > 1000000 || nd < 0 || nd > 1000000 ||
-        !(init->get<double>() >= 0))
+    if (!(ms >= 0) || n < 0 || n > 1000000 || nd < 0 || nd > 1000000 || !(init->get<double>() >= 0))
       return bad("a candidate's median_ms, runs, disturbed_runs or init_ms is out of range");
     SelectionCandidate& k = out.candidates[out.num_candidates++];
     copy_text(k.backend, sizeof k.backend, name);

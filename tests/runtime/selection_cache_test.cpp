@@ -416,15 +416,19 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "{\"version\": 3, \"summary\": \"s\"}",
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{}]}",
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
-      "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, "
+      "\"reason\": \"\"}]}",
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "-1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "-1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"\"}]}",
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, "
-      "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": false, \"chosen\": true, \"reason\": \"\"}]}",
+      "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": false, \"chosen\": true, "
+      "\"reason\": \"\"}]}",
       // No init_ms.
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"disturbed_runs\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"accepted\": true, \"chosen\": true, \"reason\": "
+      "\"\"}]}",
       // No disturbed_runs; a negative one.
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
@@ -433,18 +437,22 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "true, \"reason\": \"\"}]}",
       // A whole-method check that is not an object, lacks fields, or names another backend.
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"\"}], "
       "\"method\": []}",
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1}}",
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [], \"chosen\": \"b\", \"reason\": \"\", \"budget_cut\": "
       "false, \"reinit_ms\": 0}}",
       "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
-      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}], "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [{\"backend\": \"a\"}], \"chosen\": \"a\", \"reason\": "
       "\"\", \"budget_cut\": false, \"reinit_ms\": 0}}",
@@ -458,7 +466,8 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
   }
   const char* good =
       "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen)\", \"candidates\": [{\"backend\": "
-      "\"a\", \"median_ms\": 1, \"runs\": 5, \"disturbed_runs\": 2, \"init_ms\": 2.5, \"accepted\": true, \"chosen\": "
+      "\"a\", \"median_ms\": 1, \"runs\": 5, \"disturbed_runs\": 2, \"init_ms\": 2.5, "
+      "\"accepted\": true, \"chosen\": "
       "true, \"reason\": \"reference\"}]}";
   Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(good),
                                                      std::strlen(good), &report);

@@ -310,9 +310,8 @@ TEST_F(SelectionTest, TheProgramsBackendIsTimedAfterTheOthers) {
   EXPECT_EQ(info.selection.candidates[1].runs, 5);
   // Its reference run, the other's warm-up and five timed runs, its second warm-up and one
   // timed run; then the chosen delegate's own runs (none here: loading only).
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_fast",
-                                         "sel_fast", "sel_fast", "sel_fast", "sel_slow",
-                                         "sel_slow"};
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_fast", "sel_fast",
+                                         "sel_fast", "sel_fast", "sel_slow", "sel_slow"};
   EXPECT_EQ(runs, want);
 }
 
@@ -341,8 +340,12 @@ TEST_F(SelectionTest, TheProgramsBackendIsTimedAtOnceWhenTheBudgetIsSpent) {
 
 // The clocks of the tests below: each stub run moves them by what it sets here.
 double g_fake_wall_ms = 0, g_fake_cpu_ms = 0;
-double fake_wall_ms() { return g_fake_wall_ms; }
-double fake_cpu_ms() { return g_fake_cpu_ms; }
+double fake_wall_ms() {
+  return g_fake_wall_ms;
+}
+double fake_cpu_ms() {
+  return g_fake_cpu_ms;
+}
 void spend(double wall_ms, double cpu_ms) {
   g_fake_wall_ms += wall_ms;
   g_fake_cpu_ms += cpu_ms;
