@@ -30,6 +30,13 @@
 namespace tessera {
 namespace {
 
+// What the stubs compute: their output is their input.
+Status copy_input(Span<EValue*> args) {
+  std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
+              args[0]->to_tensor().nbytes());
+  return Status::ok();
+}
+
 constexpr const char* kStubs[] = {"sel_slow", "sel_fast", "sel_wrong", "sel_picky", "sel_broken"};
 
 class SelectionTest : public ::testing::Test {
@@ -41,9 +48,7 @@ class SelectionTest : public ::testing::Test {
       if (n == "sel_slow") {
         stub->on_execute = [](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
           std::this_thread::sleep_for(std::chrono::milliseconds(3));
-          std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                      args[0]->to_tensor().nbytes());
-          return Status::ok();
+          return copy_input(args);
         };
       } else if (n == "sel_wrong") {
         stub->on_execute = [](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
@@ -78,6 +83,18 @@ class SelectionTest : public ::testing::Test {
     EXPECT_TRUE(o.set_selection_candidates(candidates).is_ok());
     return o;
   }
+  // Loads with measuring(candidates) and the budget given, the chosen backend expected; the
+  // method stays in method_. Null when the load failed (reported).
+  const DelegateInfo* measure(const char* candidates, double budget_ms, const char* chosen) {
+    LoadOptions o = measuring(candidates);
+    o.selection_budget_ms = budget_ms;
+    auto m = program_->load_method("forward", nullptr, o);
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    if (!m.ok()) return nullptr;
+    method_ = std::make_unique<Method>(std::move(*m));
+    EXPECT_STREQ(method_->delegate_info(0).backend, chosen);
+    return &method_->delegate_info(0);
+  }
   static const SelectionCandidate* candidate(const DelegateInfo& info, const char* backend) {
     for (size_t i = 0; i < info.selection.num_candidates; ++i) {
       if (std::string(info.selection.candidates[i].backend) == backend) {
@@ -91,6 +108,7 @@ class SelectionTest : public ::testing::Test {
   std::map<std::string, testing::StubBackend*> stubs_;
   testing::LoadedProgram loaded_;
   Program* program_ = nullptr;
+  std::unique_ptr<Method> method_;
 };
 
 TEST_F(SelectionTest, MeasureKeepsTheFastestCandidateThatMatches) {
@@ -180,13 +198,9 @@ TEST_F(SelectionTest, AnExhaustedBudgetSkipsUnlistedBackendsAndSaysSo) {
 }
 
 TEST_F(SelectionTest, ListedBackendsAreMeasuredOnceEvenPastTheBudget) {
-  LoadOptions o = measuring("sel_fast");
-  o.selection_budget_ms = 0;
-  auto m = program_->load_method("forward", nullptr, o);
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  const DelegateInfo& info = m->delegate_info(0);
-  EXPECT_STREQ(info.backend, "sel_fast");
-  const SelectionCandidate* fast = candidate(info, "sel_fast");
+  const DelegateInfo* info = measure("sel_fast", 0, "sel_fast");
+  ASSERT_NE(info, nullptr);
+  const SelectionCandidate* fast = candidate(*info, "sel_fast");
   ASSERT_NE(fast, nullptr);
   EXPECT_TRUE(fast->accepted);
   EXPECT_EQ(fast->runs, 1);  // one timed run once the budget is spent
@@ -263,9 +277,7 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
       if (events.empty() || events.back() != std::string("run ") + name) {
         events.push_back(std::string("run ") + name);
       }
-      std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                  args[0]->to_tensor().nbytes());
-      return Status::ok();
+      return copy_input(args);
     };
   }
   stubs_["sel_picky"]->on_park_idle_workers = [&events] { events.push_back("park sel_picky"); };
@@ -291,9 +303,7 @@ TEST_F(SelectionTest, TheProgramsBackendIsTimedAfterTheOthers) {
       runs.push_back(name);
       if (std::string(name) == "sel_slow")
         std::this_thread::sleep_for(std::chrono::milliseconds(3));
-      std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                  args[0]->to_tensor().nbytes());
-      return Status::ok();
+      return copy_input(args);
     };
   }
   LoadOptions o = measuring("sel_fast");
@@ -323,9 +333,7 @@ TEST_F(SelectionTest, TheProgramsBackendIsTimedAtOnceWhenTheBudgetIsSpent) {
     stubs_[name]->on_execute = [&runs, name](BackendExecutionContext&, DelegateHandle*,
                                              Span<EValue*> args) {
       runs.push_back(name);
-      std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                  args[0]->to_tensor().nbytes());
-      return Status::ok();
+      return copy_input(args);
     };
   }
   LoadOptions o = measuring("sel_fast");
@@ -359,32 +367,24 @@ TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
   stubs_["sel_slow"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
                                       Span<EValue*> args) {
     spend(2.0, 2.0);
-    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                args[0]->to_tensor().nbytes());
-    return Status::ok();
+    return copy_input(args);
   };
   stubs_["sel_fast"]->on_execute = [&fast_runs](BackendExecutionContext&, DelegateHandle*,
                                                 Span<EValue*> args) {
     ++fast_runs;
     // Its warm-up is run 1; timed runs 2 to 4 are disturbed.
     spend(fast_runs >= 2 && fast_runs <= 4 ? 11.0 : 1.0, 1.0);
-    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                args[0]->to_tensor().nbytes());
-    return Status::ok();
+    return copy_input(args);
   };
-  LoadOptions o = measuring("sel_fast");
-  o.selection_budget_ms = 5000;
-  auto m = program_->load_method("forward", nullptr, o);
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  const DelegateInfo& info = m->delegate_info(0);
-  EXPECT_STREQ(info.backend, "sel_fast");
-  const SelectionCandidate* fast = candidate(info, "sel_fast");
+  const DelegateInfo* info = measure("sel_fast", 5000, "sel_fast");
+  ASSERT_NE(info, nullptr);
+  const SelectionCandidate* fast = candidate(*info, "sel_fast");
   ASSERT_NE(fast, nullptr);
   EXPECT_EQ(fast->runs, 5);
   EXPECT_EQ(fast->disturbed_runs, 3);
   EXPECT_DOUBLE_EQ(fast->median_ms, 1.0);
   EXPECT_EQ(fast_runs, 1 + 8);  // the warm-up, three disturbed and five clean timed runs
-  EXPECT_EQ(candidate(info, "sel_slow")->disturbed_runs, 0);
+  EXPECT_EQ(candidate(*info, "sel_slow")->disturbed_runs, 0);
 }
 
 // When the budget is spent by the time the program's backend is resumed, and its second
@@ -396,9 +396,7 @@ TEST_F(SelectionTest, ASecondWarmUpClearlySlowerStandsForTheTimedRunPastTheBudge
                                            Span<EValue*> args) {
     runs.push_back("sel_slow");
     spend(20.0, 20.0);
-    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                args[0]->to_tensor().nbytes());
-    return Status::ok();
+    return copy_input(args);
   };
   stubs_["sel_fast"]->on_execute = [&runs](BackendExecutionContext&, DelegateHandle*,
                                            Span<EValue*> args) {
@@ -406,19 +404,13 @@ TEST_F(SelectionTest, ASecondWarmUpClearlySlowerStandsForTheTimedRunPastTheBudge
     spend(1.0, 1.0);
     // Real time, for the budget: its warm-up and first timed run spend it.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::memcpy(args[1]->to_tensor().data(), args[0]->to_tensor().data(),
-                args[0]->to_tensor().nbytes());
-    return Status::ok();
+    return copy_input(args);
   };
-  LoadOptions o = measuring("sel_fast");
-  o.selection_budget_ms = 30;
-  auto m = program_->load_method("forward", nullptr, o);
-  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DelegateInfo* info = measure("sel_fast", 30, "sel_fast");
+  ASSERT_NE(info, nullptr);
   const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow"};
   EXPECT_EQ(runs, want);
-  const DelegateInfo& info = m->delegate_info(0);
-  EXPECT_STREQ(info.backend, "sel_fast");
-  const SelectionCandidate* slow = candidate(info, "sel_slow");
+  const SelectionCandidate* slow = candidate(*info, "sel_slow");
   ASSERT_NE(slow, nullptr);
   EXPECT_TRUE(slow->accepted);
   EXPECT_EQ(slow->runs, 1);
