@@ -51,6 +51,10 @@ bool BackendInterface::uses_cpu_thread_pool() const {
   return false;
 }
 
+bool BackendInterface::runs_on_calling_thread() const {
+  return false;
+}
+
 void BackendInterface::park_idle_workers() const {}
 
 Status BackendInterface::set_option(BackendOptionContext&, Span<const BackendOption>) {

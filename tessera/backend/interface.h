@@ -139,6 +139,12 @@ class BackendInterface {
   /// oversubscribe the CPUs. Default: false.
   virtual bool uses_cpu_thread_pool() const;
 
+  /// Whether the thread that calls execute does the delegate's work (all of it, or its share
+  /// beside the backend's workers) and stays on its CPU until the run ends, instead of waiting
+  /// for a device or other threads asleep. Measured selection then counts any time that thread
+  /// spent off its CPU during a timed run as disturbance (see RunTimer). Default: false.
+  virtual bool runs_on_calling_thread() const;
+
   /// Sends this backend's idle CPU workers to sleep now if they busy-wait for more work after a
   /// run, so that another backend run next has the CPUs. Measured selection calls it before it
   /// runs a candidate of another backend. Safe from any thread at any time; it may wait for a

@@ -81,6 +81,10 @@ struct SelectionReport {
   /// The whole-method check (measured loads of methods with two or more delegates); a cached
   /// selection carries the one it was made with.
   MethodSelection method;
+  /// Every timed run of some candidate (or of a whole-method assignment) was disturbed
+  /// (RunTimer): the choice serves this load but is not written to the selection cache, so
+  /// that a later load measures again.
+  bool disturbed = false;
 };
 
 /// What happened to a delegate started on a startup backend (LoadOptions::startup_backend)

@@ -128,14 +128,19 @@ RunClocks selection_clocks();
 void set_selection_clocks(RunClocks clocks);
 
 /// The timed runs of one candidate (or of one whole-method assignment). A run during which the
-/// calling thread was off its CPU for noticeably longer than in the least disturbed run so far
-/// (another process took the CPU, or the host took the virtual CPU) is disturbed: it is left out
-/// of the median and another run is timed in its place, up to twice the number wanted. The
-/// calling thread does the work of a one-thread run and its share of a pooled one, so a
-/// preempted worker of a pooled run is not seen.
+/// calling thread was off its CPU noticeably (another process took the CPU, or the host took
+/// the virtual CPU) is disturbed: it is left out of the median and another run is timed in its
+/// place, up to twice the number wanted. "Noticeably" is measured from zero when the backend
+/// runs on the calling thread (BackendInterface::runs_on_calling_thread: that thread does the
+/// work of a one-thread run and its share of a pooled one, busy), else from the least disturbed
+/// run so far (a thread that waits asleep for a device is off its CPU in every run). When every
+/// run was disturbed (a process that kept the CPU for all of them), the least disturbed ones are
+/// used and disturbed_throughout() says so. A preempted worker of a pooled run is not seen, nor
+/// contention that slows the thread while it runs (a busy hyperthread sibling, the memory bus).
 class RunTimer {
  public:
-  RunTimer(int wanted, RunClocks clocks) : wanted_(wanted), clocks_(clocks) {}
+  RunTimer(int wanted, RunClocks clocks, bool on_calling_thread = false)
+      : wanted_(wanted), clocks_(clocks), on_calling_thread_(on_calling_thread) {}
 
   /// Times one call of `run` (Status()); a failed run is not recorded, and its error returned.
   template <class Run>
@@ -158,7 +163,11 @@ class RunTimer {
   /// Their median (0 before any run).
   double median() const;
   int attempts() const { return static_cast<int>(runs_.size()); }
-  int disturbed() const { return attempts() - static_cast<int>(kept().size()); }
+  /// Runs disturbed (all of them when disturbed_throughout()).
+  int disturbed() const;
+  /// Runs were timed, and every one was disturbed (measured from zero): kept() holds the least
+  /// disturbed ones.
+  bool disturbed_throughout() const;
 
   /// Off-CPU time beyond the least disturbed run's that makes a run disturbed: 0.05 ms or 5% of
   /// the run, whichever is more.
@@ -170,9 +179,13 @@ class RunTimer {
   };
   double cpu_ms() const { return clocks_.thread_cpu_ms ? clocks_.thread_cpu_ms() : 0; }
   double least_off() const;
+  // What off-CPU time is measured from: 0 on the calling thread, else the least disturbed run.
+  double strict_baseline() const { return on_calling_thread_ ? 0.0 : least_off(); }
+  int clean_runs() const;  // not disturbed from strict_baseline()
 
   int wanted_;
   RunClocks clocks_;
+  bool on_calling_thread_;
   std::vector<Run> runs_;
 };
 

@@ -258,11 +258,27 @@ double RunTimer::least_off() const {
   return least;
 }
 
+int RunTimer::clean_runs() const {
+  const double from = strict_baseline();
+  int clean = 0;
+  for (const Run& r : runs_) clean += is_disturbed(r.wall_ms, r.off_ms, from) ? 0 : 1;
+  return clean;
+}
+
+bool RunTimer::disturbed_throughout() const {
+  return !runs_.empty() && clean_runs() == 0;
+}
+
+int RunTimer::disturbed() const {
+  return attempts() - clean_runs();
+}
+
 std::vector<double> RunTimer::kept() const {
-  const double least = least_off();
+  // Every run disturbed from zero: the least disturbed ones.
+  const double from = disturbed_throughout() ? least_off() : strict_baseline();
   std::vector<double> out;
   for (const Run& r : runs_) {
-    if (!is_disturbed(r.wall_ms, r.off_ms, least)) out.push_back(r.wall_ms);
+    if (!is_disturbed(r.wall_ms, r.off_ms, from)) out.push_back(r.wall_ms);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -274,7 +290,8 @@ double RunTimer::median() const {
 }
 
 bool RunTimer::wants_more() const {
-  return static_cast<int>(kept().size()) < wanted_ && attempts() < 2 * wanted_;
+  // Clean runs, so that runs all disturbed alike do not end it early.
+  return clean_runs() < wanted_ && attempts() < 2 * wanted_;
 }
 
 void KeptCandidate::reset() {
@@ -452,7 +469,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       DelegateHandle* handle = nullptr;
       std::string why;
       bool ran = false;  // the deferred backend, resumed: its reference run is behind it
-      RunTimer warm(1, clocks);  // the resumed one's second warm-up
+      RunTimer warm(1, clocks, b->runs_on_calling_thread());  // the resumed one's 2nd warm-up
       bool timed_by_warmup = false;
       if (resume && t == 0) {
         if (deferred.held.handle == nullptr) continue;  // its reference run failed: reported
@@ -540,7 +557,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         }
       }
       if (why.empty()) {
-        RunTimer timer(kTimedRuns, clocks);
+        RunTimer timer(kTimedRuns, clocks, b->runs_on_calling_thread());
         while (!timed_by_warmup && timer.wants_more()) {
           const Status st = timer.time(run);
           if (!st.is_ok()) {
@@ -556,6 +573,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           c->runs = static_cast<int>(used.kept().size());
           c->median_ms = used.median();
           c->disturbed_runs = used.disturbed();
+          if (used.disturbed_throughout()) report.disturbed = true;
           c->accepted = true;
           const int index = static_cast<int>(c - report.candidates);
           if (chosen < 0 ||
@@ -728,7 +746,12 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
     }
   }
   const int chosen = measure();
-  if (chosen >= 0) {
+  if (chosen >= 0 && info->selection.disturbed) {
+    TESSERA_LOG_WARNING(
+        "delegate '%s': every timed run of a candidate was disturbed (another process had the "
+        "CPU): the choice serves this load and is not remembered",
+        d->id()->c_str());
+  } else if (chosen >= 0) {
     Status st = write_selection(dir, path, key, info->selection);
     if (!st.is_ok()) {
       TESSERA_LOG_WARNING("delegate '%s': selection not remembered: %s", d->id()->c_str(),
@@ -759,6 +782,17 @@ void remember_selection(const Program& program, const fb::Method* method, const 
                     {symbols.data(), symbols.size()}, names);
   const std::string path = selection_cache_path(dir, key);
   SelectionLock lock(path);
+  if (report.disturbed) {
+    // The entry select_backend wrote lacks this check; a later load measures again instead.
+    std::error_code ec;
+    if (std::filesystem::remove(path, ec)) {
+      TESSERA_LOG_WARNING(
+          "delegate '%s': the whole-method check was disturbed throughout (another process had "
+          "the CPU): its result serves this load and is not remembered",
+          d->id()->c_str());
+    }
+    return;
+  }
   Status st = write_selection(dir, path, key, report);
   if (!st.is_ok()) {
     TESSERA_LOG_WARNING("delegate '%s': whole-method selection not remembered: %s",

@@ -191,6 +191,42 @@ TEST_F(SelectionCacheTest, AutoMeasuresOnceThenReadsTheRememberedChoice) {
   EXPECT_NE(bytes.find("delegate=sc_slow#0"), std::string::npos);
 }
 
+// Clocks for the test below: every run of a backend on the calling thread is half off its CPU.
+double g_wall_ms = 0, g_cpu_ms = 0;
+double fake_wall_ms() { return g_wall_ms; }
+double fake_cpu_ms() { return g_cpu_ms; }
+
+// A candidate whose every timed run was disturbed (another process kept the CPU through them
+// all) still serves the load, but nothing is remembered: the next load measures again.
+TEST_F(SelectionCacheTest, AMeasurementDisturbedThroughoutIsNotRemembered) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  fast_->on_calling_thread = true;
+  fast_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
+    g_wall_ms += 1.0;
+    g_cpu_ms += 0.5;
+    return copy_input(c, h, args);
+  };
+  slow_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
+    g_wall_ms += 4.0;
+    g_cpu_ms += 4.0;
+    return copy_input(c, h, args);
+  };
+  const DelegateInfo first = load_info(program_, auto_options());
+  EXPECT_STREQ(first.backend, "sc_fast");
+  EXPECT_TRUE(first.selection.disturbed);
+  EXPECT_EQ(first.selection.candidates[1].disturbed_runs, 10);  // all ten attempts
+  EXPECT_EQ(first.selection.candidates[1].runs, 10);  // the least disturbed: all alike
+  EXPECT_EQ(entries().size(), 0u);
+  EXPECT_NE(warnings().find("not remembered"), std::string::npos) << warnings();
+
+  fast_->on_calling_thread = false;  // now its runs look the same as each other: undisturbed
+  const DelegateInfo second = load_info(program_, auto_options());
+  EXPECT_FALSE(second.selection.cached);  // measured again
+  EXPECT_FALSE(second.selection.disturbed);
+  EXPECT_EQ(second.selection.candidates[1].disturbed_runs, 0);
+  EXPECT_EQ(entries().size(), 1u);
+}
+
 TEST_F(SelectionCacheTest, MeasureAlwaysMeasuresAndRemembers) {
   LoadOptions o = auto_options();
   o.selection = Selection::Measure;

@@ -672,6 +672,21 @@ TEST(SelectionRule, DisturbedRunsAreLeftOutAndTimedAgain) {
   EXPECT_EQ(busy.disturbed(), 5);
   EXPECT_DOUBLE_EQ(busy.median(), 5.0);
 
+  // On the calling thread, off-CPU time counts from zero: runs all disturbed alike are timed
+  // again up to the limit, then the least disturbed stand, and the timer says so.
+  internal::RunTimer alike(2, {}, true);
+  while (alike.wants_more()) alike.add(10.0, 5.0);
+  EXPECT_EQ(alike.attempts(), 4);
+  EXPECT_TRUE(alike.disturbed_throughout());
+  EXPECT_EQ(alike.kept().size(), 4u);
+  EXPECT_EQ(alike.disturbed(), 4);
+  internal::RunTimer one_clean(2, {}, true);
+  one_clean.add(10.0, 5.0);
+  one_clean.add(5.0, 5.0);
+  EXPECT_FALSE(one_clean.disturbed_throughout());
+  EXPECT_EQ(one_clean.kept(), (std::vector<double>{5.0}));
+  EXPECT_TRUE(one_clean.wants_more());
+
   // Without a CPU clock (negative), no run counts as disturbed.
   internal::RunTimer unknown(2, {});
   unknown.add(1.0, -1);

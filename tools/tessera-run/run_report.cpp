@@ -472,6 +472,7 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                          {"selection",
                           {{"mode", d.selection.mode},
                            {"cached", d.selection.cached},
+                           {"disturbed", d.selection.disturbed},
                            {"candidates", std::move(candidates)},
                            {"method", std::move(whole)}}},
                          {"startup", std::move(startup)},

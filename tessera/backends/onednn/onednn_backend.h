@@ -41,6 +41,7 @@ class OnednnBackend final : public BackendInterface {
   /// True: primitives run on an OpenMP team. In a method with another backend's CPU thread
   /// pool the team is 1 (threading.h).
   bool uses_cpu_thread_pool() const override;
+  bool runs_on_calling_thread() const override { return true; }  // it joins its workers, busy
   /// Applies primitive_cache_capacity at once. max_cpu_isa is stored by the framework and
   /// applied at the first init (a oneDNN setting can be made only once).
   Status set_option(BackendOptionContext& context, Span<const BackendOption> options) override;

@@ -16,6 +16,7 @@ class PortableBackend final : public BackendInterface {
   bool is_available() const override { return true; }
   Span<const OptionSpec> option_schema() const override;
   bool supports_op(const OpView& op) const override;
+  bool runs_on_calling_thread() const override { return true; }  // its kernels, one thread
   std::string unsupported_reason(const OpView& op) const override;
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
                                Span<const CompileSpec> compile_specs) const override;

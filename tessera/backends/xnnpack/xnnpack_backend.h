@@ -33,6 +33,7 @@ class XnnpackBackend final : public BackendInterface {
   /// True: delegates run on pthreadpools (thread_pools.h). A method that also has onednn
   /// delegates keeps this pool and runs oneDNN's on one thread (onednn/threading.h).
   bool uses_cpu_thread_pool() const override;
+  bool runs_on_calling_thread() const override { return true; }  // it joins its workers, busy
   /// Parks the workers of every pool of this backend (the process's and each Method's).
   void park_idle_workers() const override;
   /// A new global num_threads drops the shared pool: later loads create one of the new size;
