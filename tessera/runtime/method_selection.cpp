@@ -113,7 +113,7 @@ Status time_method(MethodState* s, const std::vector<std::string>& backends,
                    Clock::time_point deadline, double* median, int* runs, bool* disturbed) {
   park_candidate_pools(backends);
   TESSERA_RETURN_IF_ERROR(execute_steps(s, nullptr, nullptr));  // warm-up
-  bool on_calling_thread = true;  // every backend the method runs on
+  bool on_calling_thread = true;                                // every backend the method runs on
   for (const std::string& name : backends) {
     Result<BackendInterface*> b = get_backend(name);
     on_calling_thread = on_calling_thread && b.ok() && (*b)->runs_on_calling_thread();
@@ -196,9 +196,9 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   std::string why;
   // Without a uniform assignment there is nothing to compare the mix with: no run.
   bool disturbed = false;  // every run of some assignment (RunTimer): nothing remembered
-  Status st = uniform.empty() ? Status::ok()
-                              : time_method(s, all, deadline, &result.mixed_ms,
-                                            &result.mixed_runs, &disturbed);
+  Status st = uniform.empty()
+                  ? Status::ok()
+                  : time_method(s, all, deadline, &result.mixed_ms, &result.mixed_runs, &disturbed);
   std::string best = "mixed";
   double best_ms = result.mixed_ms;
   std::vector<std::string> cut;

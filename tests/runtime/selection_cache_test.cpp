@@ -193,8 +193,12 @@ TEST_F(SelectionCacheTest, AutoMeasuresOnceThenReadsTheRememberedChoice) {
 
 // Clocks for the test below: every run of a backend on the calling thread is half off its CPU.
 double g_wall_ms = 0, g_cpu_ms = 0;
-double fake_wall_ms() { return g_wall_ms; }
-double fake_cpu_ms() { return g_cpu_ms; }
+double fake_wall_ms() {
+  return g_wall_ms;
+}
+double fake_cpu_ms() {
+  return g_cpu_ms;
+}
 
 // A candidate whose every timed run was disturbed (another process kept the CPU through them
 // all) still serves the load, but nothing is remembered: the next load measures again.
@@ -215,7 +219,7 @@ TEST_F(SelectionCacheTest, AMeasurementDisturbedThroughoutIsNotRemembered) {
   EXPECT_STREQ(first.backend, "sc_fast");
   EXPECT_TRUE(first.selection.disturbed);
   EXPECT_EQ(first.selection.candidates[1].disturbed_runs, 10);  // all ten attempts
-  EXPECT_EQ(first.selection.candidates[1].runs, 10);  // the least disturbed: all alike
+  EXPECT_EQ(first.selection.candidates[1].runs, 10);            // the least disturbed: all alike
   EXPECT_EQ(entries().size(), 0u);
   EXPECT_NE(warnings().find("not remembered"), std::string::npos) << warnings();
 
