@@ -733,7 +733,7 @@ py::dict delegate_dict(const DelegateInfo& d) {
   py::dict selection;
   selection["mode"] = std::string(d.selection.mode);
   selection["cached"] = d.selection.cached;
-  selection["disturbed"] = d.selection.disturbed;
+  selection["disturbed_measurements"] = d.selection.disturbed_measurements;
   selection["summary"] = std::string(d.selection.summary);
   py::list candidates;
   for (size_t c = 0; c < d.selection.num_candidates; ++c) {
@@ -968,7 +968,7 @@ Returns a list of new arrays.)doc")
           "Per delegate: id, backend, requested_backend, reason, nodes, options: [{key, value, "
           "source, origin, resolved, reason}] (resolved and reason: what the backend derived for a "
           "value left at auto, else None), derived: [{key, value, reason}] (derived values that "
-          "are not options, such as xnnpack's thread_pool), selection: {mode, cached, disturbed, "
+          "are not options, such as xnnpack's thread_pool), selection: {mode, cached, disturbed_measurements, "
           "summary, "
           "candidates: [{backend, median_ms, runs, disturbed_runs, init_ms, accepted, chosen, "
           "reason}], "

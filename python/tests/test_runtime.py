@@ -394,6 +394,11 @@ def test_selection_auto_measures_once_then_remembers(add_onnx, tmp_path):
     # The selection is remembered per policy; under policy "auto" that follows how busy this
     # machine's CPUs are from one load to the next, so the test names one.
     first = program.load_method(selection_cache_dir=cache, policy="latency").delegates[0]
+    if first["selection"]["disturbed_measurements"] == 1:
+        # Every timed run of a candidate was disturbed (a busy machine): the next load measures
+        # once more, and that measurement stands.
+        first = program.load_method(selection_cache_dir=cache, policy="latency").delegates[0]
+        assert first["selection"]["disturbed_measurements"] in (0, 2)
     assert first["selection"]["mode"] == "measure"
     assert first["selection"]["cached"] is False
     # Each backend as resolved, and option values on top (e.g. num_threads=1, oneDNN's

@@ -81,10 +81,11 @@ struct SelectionReport {
   /// The whole-method check (measured loads of methods with two or more delegates); a cached
   /// selection carries the one it was made with.
   MethodSelection method;
-  /// Every timed run of some candidate (or of a whole-method assignment) was disturbed
-  /// (RunTimer): the choice serves this load but is not written to the selection cache, so
-  /// that a later load measures again.
-  bool disturbed = false;
+  /// Measurements in a row, this one included, in which every timed run of some candidate was
+  /// disturbed (RunTimer: another process kept the CPU); 0 for a clean one. The selection cache
+  /// keeps it, and a load that reads an entry with 1 measures again instead (once: an entry
+  /// with 2 stands, so that a machine that stays busy does not measure at every load).
+  int disturbed_measurements = 0;
 };
 
 /// What happened to a delegate started on a startup backend (LoadOptions::startup_backend)

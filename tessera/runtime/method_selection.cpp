@@ -110,7 +110,7 @@ const fb::Delegate* delegate_of(const fb::Method* m, const DelegateStep& step) {
 // Median of up to kTimedRuns undisturbed executes (RunTimer) after a warm-up; fewer (at least
 // one) once `deadline` has passed.
 Status time_method(MethodState* s, const std::vector<std::string>& backends,
-                   Clock::time_point deadline, double* median, int* runs, bool* disturbed) {
+                   Clock::time_point deadline, double* median, int* runs) {
   park_candidate_pools(backends);
   TESSERA_RETURN_IF_ERROR(execute_steps(s, nullptr, nullptr));  // warm-up
   bool on_calling_thread = true;                                // every backend the method runs on
@@ -125,7 +125,6 @@ Status time_method(MethodState* s, const std::vector<std::string>& backends,
   }
   *median = timer.median();
   *runs = static_cast<int>(timer.kept().size());
-  if (timer.disturbed_throughout()) *disturbed = true;
   return Status::ok();
 }
 
@@ -195,10 +194,9 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
                   std::chrono::duration<double, std::milli>(options.selection_budget_ms));
   std::string why;
   // Without a uniform assignment there is nothing to compare the mix with: no run.
-  bool disturbed = false;  // every run of some assignment (RunTimer): nothing remembered
   Status st = uniform.empty()
                   ? Status::ok()
-                  : time_method(s, all, deadline, &result.mixed_ms, &result.mixed_runs, &disturbed);
+                  : time_method(s, all, deadline, &result.mixed_ms, &result.mixed_runs);
   std::string best = "mixed";
   double best_ms = result.mixed_ms;
   std::vector<std::string> cut;
@@ -297,7 +295,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
         old[k] = installed(s->delegates[k]);
         install(&s->delegates[k], fresh[k]);
       }
-      st = time_method(s, all, deadline, &u.ms, &u.runs, &disturbed);
+      st = time_method(s, all, deadline, &u.ms, &u.runs);
       bool wins = st.is_ok() && replaces_fastest(u.ms, best_ms, true);
       if (!st.is_ok()) failure = string_format("execute failed: %s", st.message());
       // A winner's options and derived values move into the method allocator, which the
@@ -380,7 +378,6 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     DelegateInfo* info = s->delegates[k].info;
     SelectionReport& r = info->selection;
     r.method = result;
-    if (disturbed) r.disturbed = true;
     if (best != "mixed" && measured(*info)) {
       const int e = current[k];
       for (size_t i = 0; i < r.num_candidates; ++i) r.candidates[i].chosen = int(i) == e;

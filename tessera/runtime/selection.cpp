@@ -573,7 +573,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           c->runs = static_cast<int>(used.kept().size());
           c->median_ms = used.median();
           c->disturbed_runs = used.disturbed();
-          if (used.disturbed_throughout()) report.disturbed = true;
+          if (used.disturbed_throughout()) report.disturbed_measurements = 1;
           c->accepted = true;
           const int index = static_cast<int>(c - report.candidates);
           if (chosen < 0 ||
@@ -704,6 +704,7 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
     TESSERA_LOG_WARNING("delegate '%s': selection cache not locked (%s)", d->id()->c_str(),
                         lock.error().c_str());
   }
+  int disturbed_before = 0;  // the remembered measurement was disturbed throughout
   if (is_auto) {
     SelectionReport cached;
     Result<std::string> hit = read_selection(path, key, &cached);
@@ -728,16 +729,23 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
           if (!st.is_ok()) stale = string_format("option %s: %s", k.options, st.message());
         }
       }
-      if (stale.empty()) {
+      if (stale.empty() && cached.disturbed_measurements == 1) {
+        disturbed_before = 1;
+        TESSERA_LOG_INFO(
+            "delegate '%s': the remembered selection was measured while other processes had the "
+            "CPU: measuring again",
+            d->id()->c_str());
+      } else if (stale.empty()) {
         info->selection = cached;
         for (size_t i = 0; i < cached.num_candidates; ++i) {
           if (cached.candidates[i].chosen) return static_cast<int>(i);
         }
+      } else {
+        TESSERA_LOG_WARNING(
+            "delegate '%s': remembered selection in '%s' no longer applies (%s): "
+            "measuring again",
+            d->id()->c_str(), path.c_str(), stale.c_str());
       }
-      TESSERA_LOG_WARNING(
-          "delegate '%s': remembered selection in '%s' no longer applies (%s): "
-          "measuring again",
-          d->id()->c_str(), path.c_str(), stale.c_str());
     } else if (hit.error() != Error::NotFound) {
       TESSERA_LOG_WARNING(
           "delegate '%s': selection cache entry '%s' is unusable (%s): measuring "
@@ -746,12 +754,17 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
     }
   }
   const int chosen = measure();
-  if (chosen >= 0 && info->selection.disturbed) {
-    TESSERA_LOG_WARNING(
-        "delegate '%s': every timed run of a candidate was disturbed (another process had the "
-        "CPU): the choice serves this load and is not remembered",
-        d->id()->c_str());
-  } else if (chosen >= 0) {
+  if (chosen >= 0) {
+    SelectionReport& r = info->selection;
+    if (r.disturbed_measurements > 0) {
+      r.disturbed_measurements = disturbed_before + 1;
+      TESSERA_LOG_WARNING(
+          "delegate '%s': every timed run of a candidate was disturbed (other processes had the "
+          "CPU)%s",
+          d->id()->c_str(),
+          r.disturbed_measurements == 1 ? ": the next load measures again"
+                                        : ", twice in a row: remembered as it is");
+    }
     Status st = write_selection(dir, path, key, info->selection);
     if (!st.is_ok()) {
       TESSERA_LOG_WARNING("delegate '%s': selection not remembered: %s", d->id()->c_str(),
@@ -782,17 +795,6 @@ void remember_selection(const Program& program, const fb::Method* method, const 
                     {symbols.data(), symbols.size()}, names);
   const std::string path = selection_cache_path(dir, key);
   SelectionLock lock(path);
-  if (report.disturbed) {
-    // The entry select_backend wrote lacks this check; a later load measures again instead.
-    std::error_code ec;
-    if (std::filesystem::remove(path, ec)) {
-      TESSERA_LOG_WARNING(
-          "delegate '%s': the whole-method check was disturbed throughout (another process had "
-          "the CPU): its result serves this load and is not remembered",
-          d->id()->c_str());
-    }
-    return;
-  }
   Status st = write_selection(dir, path, key, report);
   if (!st.is_ok()) {
     TESSERA_LOG_WARNING("delegate '%s': whole-method selection not remembered: %s",

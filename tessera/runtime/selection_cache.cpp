@@ -97,6 +97,7 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
   j["device"] = key.device_text();
   j["key"] = key.text();
   j["summary"] = report.summary;
+  j["disturbed_measurements"] = report.disturbed_measurements;
   nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
   for (size_t i = 0; i < report.num_candidates; ++i) {
     const SelectionCandidate& c = report.candidates[i];
@@ -147,10 +148,17 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
   if (summary == j.end() || !summary->is_string()) return bad("no string 'summary'");
   if (candidates == j.end() || !candidates->is_array()) return bad("no array 'candidates'");
   if (candidates->size() > SelectionReport::kMaxCandidates) return bad("too many candidates");
+  const auto disturbed_measurements = j.find("disturbed_measurements");
+  if (disturbed_measurements == j.end() || !disturbed_measurements->is_number_integer() ||
+      disturbed_measurements->get<int64_t>() < 0 ||
+      disturbed_measurements->get<int64_t>() > 1000000) {
+    return bad("no 'disturbed_measurements' count");
+  }
 
   SelectionReport out;
   copy_text(out.mode, sizeof out.mode, "measure");
   out.cached = true;
+  out.disturbed_measurements = static_cast<int>(disturbed_measurements->get<int64_t>());
   copy_text(out.summary, sizeof out.summary, summary->get_ref<const std::string&>());
   std::string chosen;
   for (const nlohmann::json& c : *candidates) {

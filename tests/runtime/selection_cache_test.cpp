@@ -59,6 +59,11 @@ Status copy_input(BackendExecutionContext&, DelegateHandle*, Span<EValue*> args)
   return Status::ok();
 }
 
+// The clocks of the tests of disturbed measurements, which the stubs move.
+double g_wall_ms = 0, g_cpu_ms = 0;
+double fake_wall_ms() { return g_wall_ms; }
+double fake_cpu_ms() { return g_cpu_ms; }
+
 class SelectionCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -107,6 +112,22 @@ class SelectionCacheTest : public ::testing::Test {
     EXPECT_TRUE(loaded.ok()) << loaded.status().message();
     loaded_.push_back(std::make_unique<testing::LoadedProgram>(std::move(*loaded)));
     return loaded_.back()->program.get();
+  }
+
+  // sc_fast runs on the calling thread and is off its CPU for half of every run (another
+  // process has it), on the fake clocks; sc_slow takes four times as long, on its CPU.
+  void half_off_cpu() {
+    fast_->on_calling_thread = true;
+    fast_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
+      g_wall_ms += 1.0;
+      g_cpu_ms += 0.5;
+      return copy_input(c, h, args);
+    };
+    slow_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
+      g_wall_ms += 4.0;
+      g_cpu_ms += 4.0;
+      return copy_input(c, h, args);
+    };
   }
 
   LoadOptions auto_options() const {
@@ -191,44 +212,45 @@ TEST_F(SelectionCacheTest, AutoMeasuresOnceThenReadsTheRememberedChoice) {
   EXPECT_NE(bytes.find("delegate=sc_slow#0"), std::string::npos);
 }
 
-// Clocks for the test below: every run of a backend on the calling thread is half off its CPU.
-double g_wall_ms = 0, g_cpu_ms = 0;
-double fake_wall_ms() {
-  return g_wall_ms;
-}
-double fake_cpu_ms() {
-  return g_cpu_ms;
-}
-
-// A candidate whose every timed run was disturbed (another process kept the CPU through them
-// all) still serves the load, but nothing is remembered: the next load measures again.
-TEST_F(SelectionCacheTest, AMeasurementDisturbedThroughoutIsNotRemembered) {
+// A measurement in which every timed run of a candidate was disturbed (another process kept
+// the CPU through them all) is remembered with disturbed_measurements 1, and the next load
+// measures again; a clean one then stands.
+TEST_F(SelectionCacheTest, ADisturbedMeasurementIsMeasuredOnceMore) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
-  fast_->on_calling_thread = true;
-  fast_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
-    g_wall_ms += 1.0;
-    g_cpu_ms += 0.5;
-    return copy_input(c, h, args);
-  };
-  slow_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
-    g_wall_ms += 4.0;
-    g_cpu_ms += 4.0;
-    return copy_input(c, h, args);
-  };
+  half_off_cpu();
   const DelegateInfo first = load_info(program_, auto_options());
   EXPECT_STREQ(first.backend, "sc_fast");
-  EXPECT_TRUE(first.selection.disturbed);
+  EXPECT_EQ(first.selection.disturbed_measurements, 1);
   EXPECT_EQ(first.selection.candidates[1].disturbed_runs, 10);  // all ten attempts
   EXPECT_EQ(first.selection.candidates[1].runs, 10);            // the least disturbed: all alike
-  EXPECT_EQ(entries().size(), 0u);
-  EXPECT_NE(warnings().find("not remembered"), std::string::npos) << warnings();
+  EXPECT_EQ(entries().size(), 1u);
+  EXPECT_NE(warnings().find("the next load measures again"), std::string::npos) << warnings();
 
   fast_->on_calling_thread = false;  // now its runs look the same as each other: undisturbed
   const DelegateInfo second = load_info(program_, auto_options());
   EXPECT_FALSE(second.selection.cached);  // measured again
-  EXPECT_FALSE(second.selection.disturbed);
+  EXPECT_EQ(second.selection.disturbed_measurements, 0);
   EXPECT_EQ(second.selection.candidates[1].disturbed_runs, 0);
-  EXPECT_EQ(entries().size(), 1u);
+  const DelegateInfo third = load_info(program_, auto_options());
+  EXPECT_TRUE(third.selection.cached);
+  EXPECT_EQ(third.selection.disturbed_measurements, 0);
+}
+
+// Disturbed twice in a row, the second measurement stands: a machine that stays busy does not
+// measure at every load.
+TEST_F(SelectionCacheTest, TwoDisturbedMeasurementsInARowStand) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  half_off_cpu();
+  EXPECT_EQ(load_info(program_, auto_options()).selection.disturbed_measurements, 1);
+  const DelegateInfo second = load_info(program_, auto_options());
+  EXPECT_FALSE(second.selection.cached);
+  EXPECT_EQ(second.selection.disturbed_measurements, 2);
+  EXPECT_NE(warnings().find("twice in a row: remembered as it is"), std::string::npos)
+      << warnings();
+  const DelegateInfo third = load_info(program_, auto_options());
+  EXPECT_TRUE(third.selection.cached);
+  EXPECT_EQ(third.selection.disturbed_measurements, 2);
+  EXPECT_STREQ(third.backend, "sc_fast");
 }
 
 TEST_F(SelectionCacheTest, MeasureAlwaysMeasuresAndRemembers) {
@@ -454,43 +476,50 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "[]",
       "{\"version\": \"1\"}",
       "{\"version\": 3, \"summary\": \"s\"}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
       "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, "
       "\"reason\": \"\"}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "-1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, "
       "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": false, \"chosen\": true, "
       "\"reason\": \"\"}]}",
       // No init_ms.
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"accepted\": true, \"chosen\": true, \"reason\": "
       "\"\"}]}",
+      // No disturbed_measurements, a negative one.
+      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
+      "true, \"reason\": \"\"}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": -1, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": "
+      "0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
       // No disturbed_runs; a negative one.
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": -1, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}]}",
       // A whole-method check that is not an object, lacks fields, or names another backend.
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": []}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1}}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [], \"chosen\": \"b\", \"reason\": \"\", \"budget_cut\": "
       "false, \"reinit_ms\": 0}}",
-      "{\"version\": 3, \"summary\": \"s\", \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
@@ -505,7 +534,7 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
     EXPECT_STREQ(report.summary, "untouched");
   }
   const char* good =
-      "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen)\", \"candidates\": [{\"backend\": "
+      "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen)\", \"disturbed_measurements\": 1, \"candidates\": [{\"backend\": "
       "\"a\", \"median_ms\": 1, \"runs\": 5, \"disturbed_runs\": 2, \"init_ms\": 2.5, "
       "\"accepted\": true, \"chosen\": "
       "true, \"reason\": \"reference\"}]}";
@@ -516,6 +545,7 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
   EXPECT_TRUE(report.cached);
   EXPECT_EQ(report.candidates[0].runs, 5);
   EXPECT_EQ(report.candidates[0].disturbed_runs, 2);
+  EXPECT_EQ(report.disturbed_measurements, 1);
   EXPECT_EQ(report.candidates[0].init_ms, 2.5);
   EXPECT_FALSE(report.method.checked);
 }

@@ -326,7 +326,21 @@ TEST_F(TesseraRun, AutoSelectionMeasuresOnceThenReadsTheSelectionCache) {
   const std::string machine = machine_env("amd_vm");
   RunResult first = run(args, machine);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  const auto a = nlohmann::json::parse(first.out);
+  auto a = nlohmann::json::parse(first.out);
+  // On a machine busy enough that every timed run of a candidate was disturbed, the next load
+  // measures once more (and its measurement stands, disturbed or not).
+  auto disturbed_once = [](const nlohmann::json& r) {
+    for (const auto& d : r["delegates"]) {
+      if (d["selection"]["disturbed_measurements"] == 1) return true;
+    }
+    return false;
+  };
+  if (disturbed_once(a)) {
+    first = run(args, machine);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    a = nlohmann::json::parse(first.out);
+    EXPECT_FALSE(disturbed_once(a)) << first.out;
+  }
   RunResult second = run(args, machine);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   const auto b = nlohmann::json::parse(second.out);

@@ -472,7 +472,7 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                          {"selection",
                           {{"mode", d.selection.mode},
                            {"cached", d.selection.cached},
-                           {"disturbed", d.selection.disturbed},
+                           {"disturbed_measurements", d.selection.disturbed_measurements},
                            {"candidates", std::move(candidates)},
                            {"method", std::move(whole)}}},
                          {"startup", std::move(startup)},
