@@ -194,9 +194,8 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
                   std::chrono::duration<double, std::milli>(options.selection_budget_ms));
   std::string why;
   // Without a uniform assignment there is nothing to compare the mix with: no run.
-  Status st = uniform.empty()
-                  ? Status::ok()
-                  : time_method(s, all, deadline, &result.mixed_ms, &result.mixed_runs);
+  Status st = uniform.empty() ? Status::ok()
+                              : time_method(s, all, deadline, &result.mixed_ms, &result.mixed_runs);
   std::string best = "mixed";
   double best_ms = result.mixed_ms;
   std::vector<std::string> cut;

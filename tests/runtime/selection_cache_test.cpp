@@ -61,8 +61,12 @@ Status copy_input(BackendExecutionContext&, DelegateHandle*, Span<EValue*> args)
 
 // The clocks of the tests of disturbed measurements, which the stubs move.
 double g_wall_ms = 0, g_cpu_ms = 0;
-double fake_wall_ms() { return g_wall_ms; }
-double fake_cpu_ms() { return g_cpu_ms; }
+double fake_wall_ms() {
+  return g_wall_ms;
+}
+double fake_cpu_ms() {
+  return g_cpu_ms;
+}
 
 class SelectionCacheTest : public ::testing::Test {
  protected:
@@ -477,18 +481,22 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "{\"version\": \"1\"}",
       "{\"version\": 3, \"summary\": \"s\"}",
       "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"\", \"median_ms\": 1, "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"\", \"median_ms\": 1, "
       "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, "
       "\"reason\": \"\"}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "-1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, "
       "\"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": false, \"chosen\": true, "
       "\"reason\": \"\"}]}",
       // No init_ms.
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"accepted\": true, \"chosen\": true, \"reason\": "
       "\"\"}]}",
       // No disturbed_measurements, a negative one.
@@ -499,27 +507,33 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "[{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": "
       "0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
       // No disturbed_runs; a negative one.
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": -1, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}]}",
       // A whole-method check that is not an object, lacks fields, or names another backend.
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": []}",
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1}}",
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [], \"chosen\": \"b\", \"reason\": \"\", \"budget_cut\": "
       "false, \"reinit_ms\": 0}}",
-      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": [{\"backend\": \"a\", \"median_ms\": "
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": "
       "1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": 0, \"accepted\": true, \"chosen\": "
       "true, \"reason\": \"\"}], "
       "\"method\": {\"mixed_ms\": 1, "
@@ -534,7 +548,8 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
     EXPECT_STREQ(report.summary, "untouched");
   }
   const char* good =
-      "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen)\", \"disturbed_measurements\": 1, \"candidates\": [{\"backend\": "
+      "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen)\", \"disturbed_measurements\": 1, "
+      "\"candidates\": [{\"backend\": "
       "\"a\", \"median_ms\": 1, \"runs\": 5, \"disturbed_runs\": 2, \"init_ms\": 2.5, "
       "\"accepted\": true, \"chosen\": "
       "true, \"reason\": \"reference\"}]}";
