@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -188,6 +189,26 @@ class RunTimer {
   bool on_calling_thread_;
   std::vector<Run> runs_;
 };
+
+/// Whether two candidates measured at `a_ms` and `b_ms` are close enough to be timed again
+/// head to head (the slower below 1.5x the faster).
+bool within_head_to_head_range(double a_ms, double b_ms);
+
+/// One side of head_to_head: a run of an initialised candidate on the delegate's arguments.
+struct Contender {
+  std::function<Status()> run;
+  bool on_calling_thread = false;  // BackendInterface::runs_on_calling_thread()
+};
+
+/// Times `best` (the fastest so far, `best_entry`) and `other` (just measured, `other_entry`)
+/// alternately, three runs each (fewer when `budget_spent` says so after a pair), parking the
+/// thread pools of `names` before each run, and replaces both entries' median_ms with these
+/// runs' medians; `other_entry`'s reason says so, with the medians they had alone. A failed run
+/// returns its error.
+Status head_to_head(const Contender& best, const Contender& other, RunClocks clocks,
+                    const std::vector<std::string>& names,
+                    const std::function<bool()>& budget_spent, SelectionCandidate* best_entry,
+                    SelectionCandidate* other_entry);
 
 /// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
 /// `requested` and every candidate backend that can take the delegate, runs each on

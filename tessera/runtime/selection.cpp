@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ constexpr int kTimedRuns = 5;
 // See replaces_fastest: Winograd's weight transform took MobileNetV2's cached load from 66 to
 // 161 ms for a "win" within the noise.
 constexpr double kVariantMargin = 0.97;
+// See head_to_head: candidates whose medians are this close are timed again, alternately.
+constexpr double kHeadToHeadRange = 1.5;
+constexpr int kHeadToHeadPairs = 3;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -199,6 +203,47 @@ void write_selection_summary(SelectionReport* report) {
         std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason : "rejected");
   }
   set_text(report->summary, sizeof report->summary, summary);
+}
+
+bool within_head_to_head_range(double a_ms, double b_ms) {
+  const double lo = std::min(a_ms, b_ms), hi = std::max(a_ms, b_ms);
+  return lo > 0 && hi < lo * kHeadToHeadRange;
+}
+
+Status head_to_head(const Contender& best, const Contender& other, RunClocks clocks,
+                    const std::vector<std::string>& names,
+                    const std::function<bool()>& budget_spent, SelectionCandidate* best_entry,
+                    SelectionCandidate* other_entry) {
+  // Each candidate was timed alone, at its own moment of the load: a burst of work elsewhere on
+  // the machine that slows one of them without taking its thread off the CPU (another vCPU of
+  // the host on the same core, memory bandwidth) is not seen by RunTimer, and decides the
+  // choice (RegNetY-400MF's oneDNN read at 10.1 ms against 6.3). Run alternately, the two see
+  // the same machine; which goes first alternates too.
+  RunTimer a(kHeadToHeadPairs, clocks, best.on_calling_thread);
+  RunTimer b(kHeadToHeadPairs, clocks, other.on_calling_thread);
+  int pairs = 0;
+  for (; pairs < kHeadToHeadPairs; ++pairs) {
+    if (pairs > 0 && budget_spent()) break;
+    for (int k = 0; k < 2; ++k) {
+      const bool best_now = (k == 0) == (pairs % 2 == 1);
+      park_candidate_pools(names);
+      const Status st = best_now ? a.time(best.run) : b.time(other.run);
+      if (!st.is_ok()) return st;
+    }
+  }
+  const double alone_best = best_entry->median_ms, alone_other = other_entry->median_ms;
+  best_entry->median_ms = a.median();
+  other_entry->median_ms = b.median();
+  std::string text = other_entry->reason;
+  if (!text.empty()) text += "; ";
+  text += string_format(
+      "head to head with %s%s%s%s: %.3g against %.3g ms in %d alternating pairs (alone: %.3g "
+      "against %.3g)",
+      best_entry->backend, best_entry->options[0] ? " [" : "", best_entry->options,
+      best_entry->options[0] ? "]" : "", other_entry->median_ms, best_entry->median_ms, pairs,
+      alone_other, alone_best);
+  set_text(other_entry->reason, sizeof other_entry->reason, text);
+  return Status::ok();
 }
 
 bool replaces_fastest(double ms, double best_ms, bool variant) {
@@ -576,6 +621,25 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           if (used.disturbed_throughout()) report.disturbed_measurements = 1;
           c->accepted = true;
           const int index = static_cast<int>(c - report.candidates);
+          if (chosen >= 0 && kept->handle != nullptr && !timed_by_warmup && !budget_spent() &&
+              within_head_to_head_range(c->median_ms, report.candidates[chosen].median_ms)) {
+            auto run_kept = [&]() {
+              BackendExecutionContext ctx(kept->options.get());
+              ctx.set_delegate_id(info->id);
+              return kept->backend->execute(ctx, kept->handle, args);
+            };
+            const Status st = head_to_head(
+                Contender{run_kept, kept->backend->runs_on_calling_thread()},
+                Contender{run, b->runs_on_calling_thread()}, clocks, names, budget_spent,
+                &report.candidates[chosen], c);
+            if (!st.is_ok()) {  // not expected (both ran before): the newcomer goes
+              set_text(c->reason, sizeof c->reason,
+                       string_format("execute failed head to head: %s", st.message()));
+              c->accepted = false;
+              b->destroy(handle);
+              continue;
+            }
+          }
           if (chosen < 0 ||
               replaces_fastest(c->median_ms, report.candidates[chosen].median_ms, t > 0)) {
             chosen = index;

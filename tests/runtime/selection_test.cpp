@@ -285,10 +285,14 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
   auto m = program_->load_method("forward", nullptr, measuring("sel_fast,sel_picky"));
   ASSERT_TRUE(m.ok()) << m.status().message();
   // sel_picky has no pool (and cannot take the delegate): never asked. The program's backend
-  // runs first (the reference), then the other, then it again for its timed runs.
-  const std::vector<std::string> want = {"park sel_slow", "park sel_fast", "run sel_slow",
-                                         "park sel_slow", "park sel_fast", "run sel_fast",
-                                         "park sel_slow", "park sel_fast", "run sel_slow"};
+  // runs first (the reference), then the other, then it again for its timed runs; then, their
+  // medians being close, the two alternately (head to head), each run after parking too.
+  std::vector<std::string> want = {"park sel_slow", "park sel_fast", "run sel_slow",
+                                   "park sel_slow", "park sel_fast", "run sel_fast",
+                                   "park sel_slow", "park sel_fast", "run sel_slow"};
+  for (const char* r : {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow", "sel_fast"}) {
+    want.insert(want.end(), {"park sel_slow", "park sel_fast", std::string("run ") + r});
+  }
   EXPECT_EQ(events, want);
 }
 
@@ -419,6 +423,113 @@ TEST_F(SelectionTest, ASecondWarmUpClearlySlowerStandsForTheTimedRunPastTheBudge
   EXPECT_DOUBLE_EQ(slow->median_ms, 20.0);
   EXPECT_NE(std::string(slow->reason).find("timed by its second warm-up"), std::string::npos)
       << slow->reason;
+}
+
+// The faster backend measured while something slowed it without taking its thread off the CPU
+// (a busy sibling of its core, memory bandwidth): its runs take 2.8 ms of CPU instead of 1.0, so
+// no run is disturbed, and alone it reads slower than the program's backend (2.0 ms). Timed again
+// alternately with it, it wins back.
+TEST_F(SelectionTest, ACandidateSlowedOnItsCpuWinsBackHeadToHead) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  std::vector<std::string> runs;
+  int fast_runs = 0;
+  stubs_["sel_slow"]->on_execute = [&runs](BackendExecutionContext&, DelegateHandle*,
+                                           Span<EValue*> args) {
+    runs.push_back("sel_slow");
+    spend(2.0, 2.0);
+    return copy_input(args);
+  };
+  stubs_["sel_fast"]->on_execute = [&runs, &fast_runs](BackendExecutionContext&, DelegateHandle*,
+                                                       Span<EValue*> args) {
+    runs.push_back("sel_fast");
+    const double ms = ++fast_runs <= 6 ? 2.8 : 1.0;  // its warm-up and five timed runs slowed
+    spend(ms, ms);
+    return copy_input(args);
+  };
+  const DelegateInfo* info = measure("sel_fast", 5000, "sel_fast");
+  ASSERT_NE(info, nullptr);
+  const SelectionCandidate* fast = candidate(*info, "sel_fast");
+  const SelectionCandidate* slow = candidate(*info, "sel_slow");
+  ASSERT_NE(fast, nullptr);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_TRUE(fast->chosen);
+  EXPECT_EQ(fast->disturbed_runs, 0);
+  EXPECT_NEAR(fast->median_ms, 1.0, 1e-9);  // the head-to-head runs' median
+  EXPECT_NEAR(slow->median_ms, 2.0, 1e-9);
+  EXPECT_STREQ(slow->reason,
+               "reference; head to head with sel_fast: 2 against 1 ms in 3 alternating pairs "
+               "(alone: 2 against 2.8)");
+  // The reference run; the other's warm-up and five timed runs; the reference's second warm-up
+  // and five timed runs; then three pairs, the one measured last going first in the first.
+  std::vector<std::string> want = {"sel_slow"};
+  want.insert(want.end(), 6, "sel_fast");
+  want.insert(want.end(), 6, "sel_slow");
+  for (const char* r : {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow", "sel_fast"})
+    want.push_back(r);
+  EXPECT_EQ(runs, want);
+  EXPECT_NE(std::string(info->selection.summary).find("measured: sel_fast 1 ms"),
+            std::string::npos)
+      << info->selection.summary;
+}
+
+// Close medians that hold head to head: the choice stands, and the runs are reported.
+TEST_F(SelectionTest, AHeadToHeadThatAgreesKeepsTheChoice) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  stubs_["sel_slow"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
+                                      Span<EValue*> args) {
+    spend(2.0, 2.0);
+    return copy_input(args);
+  };
+  stubs_["sel_fast"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
+                                      Span<EValue*> args) {
+    spend(1.8, 1.8);
+    return copy_input(args);
+  };
+  const DelegateInfo* info = measure("sel_fast", 5000, "sel_fast");
+  ASSERT_NE(info, nullptr);
+  EXPECT_NEAR(candidate(*info, "sel_fast")->median_ms, 1.8, 1e-9);
+  EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);  // kept through the head to head, not re-made
+  EXPECT_NE(std::string(candidate(*info, "sel_slow")->reason)
+                .find("head to head with sel_fast: 2 against 1.8 ms in 3 alternating pairs"),
+            std::string::npos)
+      << candidate(*info, "sel_slow")->reason;
+  EXPECT_STREQ(candidate(*info, "sel_fast")->reason, "");
+}
+
+// Medians 1.5x apart or more, or no budget left: no head to head, and a misreading stands (the
+// slowed candidate of the test above loses when the budget is spent).
+TEST_F(SelectionTest, NoHeadToHeadPastTheBudgetOrBetweenDistantCandidates) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  int fast_runs = 0;
+  stubs_["sel_slow"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
+                                      Span<EValue*> args) {
+    spend(2.0, 2.0);
+    return copy_input(args);
+  };
+  stubs_["sel_fast"]->on_execute = [&fast_runs](BackendExecutionContext&, DelegateHandle*,
+                                                Span<EValue*> args) {
+    const double ms = ++fast_runs <= 6 ? 2.8 : 1.0;
+    spend(ms, ms);
+    return copy_input(args);
+  };
+  const DelegateInfo* info = measure("sel_fast", 0, "sel_slow");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(std::string(candidate(*info, "sel_fast")->reason).find("head to head"),
+            std::string::npos);
+  EXPECT_EQ(fast_runs, 2);  // its warm-up and one timed run
+
+  stubs_["sel_fast"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
+                                      Span<EValue*> args) {
+    spend(1.3, 1.3);  // the other at 2.0: 1.54x
+    return copy_input(args);
+  };
+  info = measure("sel_fast", 5000, "sel_fast");
+  ASSERT_NE(info, nullptr);
+  EXPECT_STREQ(candidate(*info, "sel_slow")->reason, "reference");
+  EXPECT_EQ(candidate(*info, "sel_slow")->runs, 1);  // stopped as clearly slower (1.5x)
+  EXPECT_TRUE(internal::within_head_to_head_range(2.0, 1.34));
+  EXPECT_FALSE(internal::within_head_to_head_range(1.3, 2.0));
+  EXPECT_FALSE(internal::within_head_to_head_range(0.0, 0.0));
 }
 
 TEST_F(SelectionTest, BadSettingsAreClearErrors) {
