@@ -628,10 +628,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
               ctx.set_delegate_id(info->id);
               return kept->backend->execute(ctx, kept->handle, args);
             };
-            const Status st = head_to_head(
-                Contender{run_kept, kept->backend->runs_on_calling_thread()},
-                Contender{run, b->runs_on_calling_thread()}, clocks, names, budget_spent,
-                &report.candidates[chosen], c);
+            const Status st =
+                head_to_head(Contender{run_kept, kept->backend->runs_on_calling_thread()},
+                             Contender{run, b->runs_on_calling_thread()}, clocks, names,
+                             budget_spent, &report.candidates[chosen], c);
             if (!st.is_ok()) {  // not expected (both ran before): the newcomer goes
               set_text(c->reason, sizeof c->reason,
                        string_format("execute failed head to head: %s", st.message()));

@@ -467,8 +467,7 @@ TEST_F(SelectionTest, ACandidateSlowedOnItsCpuWinsBackHeadToHead) {
   for (const char* r : {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow", "sel_fast"})
     want.push_back(r);
   EXPECT_EQ(runs, want);
-  EXPECT_NE(std::string(info->selection.summary).find("measured: sel_fast 1 ms"),
-            std::string::npos)
+  EXPECT_NE(std::string(info->selection.summary).find("measured: sel_fast 1 ms"), std::string::npos)
       << info->selection.summary;
 }
 
