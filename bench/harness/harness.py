@@ -225,6 +225,11 @@ class TesseraEngine:
         self.init_ms = []
         self.delegates = None
         self.ready = {}
+        # Per run: the threads the load's policy derived (its `policy.threads`), the reason it
+        # gave, and the largest thread count a delegate resolved (an option may set it).
+        self.policy_threads = []
+        self.policy_reasons = []
+        self.delegate_threads = []
 
     def run(self, warmup, iterations, write_output=False):
         argv = [self.run_exe, self.program, "--input", f"0={self.input_npy}", "--dim", "batch=1",
@@ -264,6 +269,13 @@ class TesseraEngine:
                                                             if c.get("chosen")],
                                          "method": d.get("selection", {}).get("method")}}
                           for d in r.get("delegates", [])]
+        policy = r.get("policy") or {}
+        self.policy_threads.append(policy.get("threads"))
+        self.policy_reasons.append(policy.get("threads_reason"))
+        resolved = [int(o.get("resolved", o["value"])) for d in r.get("delegates", [])
+                    for o in d.get("options", []) if o.get("key") == "num_threads" and
+                    str(o.get("resolved", o["value"])).isdigit()]
+        self.delegate_threads.append(max(resolved) if resolved else None)
         lat = r["latency_ms"]
         return {"median": lat["median"], "min": lat["min"], "max": lat["max"]}
 
@@ -461,6 +473,12 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             row["first_load_peak_rss_mib"] = e.rss_kb[0] / 1024.0
             row["first_load_candidates_init_ms"] = e.init_ms[0]
             row["delegates"] = e.delegates
+            # The timed rounds' derived thread counts (the first run is the output pass): a
+            # load that saw other processes busy derives fewer threads, and its round is slower.
+            row["policy_threads_per_round"] = e.policy_threads[1:] or e.policy_threads
+            row["delegate_threads_per_round"] = e.delegate_threads[1:] or e.delegate_threads
+            row["policy_threads_reasons"] = sorted(set(x for x in (e.policy_reasons[1:] or
+                                                                   e.policy_reasons) if x))
         rows.append(row)
     # Issue 13's bound on the first, measuring load of tessera-default: 3 x a fixed load (the
     # fastest of the pinned-backend engines' median loads at the same thread count) plus the

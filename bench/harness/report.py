@@ -84,6 +84,18 @@ def markdown(res):
                 f"RSS {r.get('first_load_peak_rss_mib', 0):.0f} MiB.")
         if bounds:
             lines.append("")
+        # Rounds of tessera-default whose load derived fewer threads than the row's count.
+        for r in sorted(m["rows"], key=lambda r: r["threads"]):
+            per_round = r.get("delegate_threads_per_round") or []
+            if r["engine"] != "tessera-default" or not per_round:
+                continue
+            if any(t is not None and t < r["threads"] for t in per_round):
+                lines.append(
+                    f"tessera-default {r['threads']} thread(s): the rounds' loads derived "
+                    f"{', '.join('?' if t is None else str(t) for t in per_round)} thread(s) "
+                    f"(round medians {', '.join(_f(x) for x in r['round_medians_ms'])} ms); "
+                    f"the policy's reasons: {'; '.join(r.get('policy_threads_reasons', []))}.")
+                lines.append("")
         # Thread scaling.
         by = {}
         for r in m["rows"]:
