@@ -124,6 +124,10 @@ struct LoadInfo {
   /// may use (0 = idle machine; 1.0 = one CPU fully busy).
   double busy_cpus = 0;
   double window_ms = 0;  // length of the sample window; 0 = no window was sampled
+  /// /proc/loadavg counted one runnable task, the thread reading it: no other process was
+  /// running at that instant, so no window was sampled (busy_cpus is 0). A process that keeps a
+  /// CPU busy is runnable at every instant; one that is not seen here is idle at least now.
+  bool idle_instant = false;
 };
 
 enum class OpenClDeviceType : uint8_t { Cpu, Gpu, Accelerator, Other };
@@ -172,7 +176,8 @@ struct DeviceProbe {
   /// ("LEAF SUBLEAF EAX EBX ECX EDX" in hex per line) instead of the instruction.
   std::string root = "/";
   /// Length of the CPU load sample window in milliseconds (/proc/stat counts 10 ms jiffies);
-  /// 0 = no window (runnable tasks from /proc/loadavg only).
+  /// 0 = no window (runnable tasks from /proc/loadavg only). No window is sampled either when
+  /// /proc/loadavg counts no runnable task but the reader (LoadInfo::idle_instant).
   double load_window_ms = 50;
 
   bool live() const { return root.empty() || root == "/"; }

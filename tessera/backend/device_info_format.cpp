@@ -105,6 +105,8 @@ std::string DeviceInfo::describe(bool with_opencl) const {
     if (load.window_ms > 0) {
       text += string_format(", %.2f CPUs busy with other processes (%.0f ms sample)", load.busy_cpus,
                           load.window_ms);
+    } else if (load.idle_instant) {
+      text += ", no other task runnable (no sample needed)";
     }
     text += '\n';
   } else {
@@ -206,6 +208,8 @@ std::string DeviceInfo::to_json(bool with_opencl) const {
     if (load.window_ms > 0) {
       l["busy_cpus"] = load.busy_cpus;
       l["window_ms"] = load.window_ms;
+    } else if (load.idle_instant) {
+      l["idle_instant"] = true;
     }
     j["load"] = l;
   }

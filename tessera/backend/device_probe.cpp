@@ -901,6 +901,13 @@ void probe_load(const DeviceProbe& probe, const CpuSet& usable, LoadInfo* out) {
       out->runnable_tasks = running;
     }
   }
+  // The count includes the thread reading it. Nothing else runnable now: waiting a window to
+  // measure how busy the others are would cost every load about 50 ms (a small model's whole
+  // fixed load is 5) to learn that they are not.
+  if (probe.load_window_ms > 0 && out->known && out->runnable_tasks <= 1) {
+    out->idle_instant = true;
+    return;
+  }
   if (!probe.live()) {
     if (probe.load_window_ms <= 0) return;
     StatSample a = take_sample(probe, false), b = take_sample(probe, true);

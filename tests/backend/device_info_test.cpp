@@ -197,6 +197,29 @@ TEST(DeviceInfoMachines, BusyNeighbourFromTwoStatSamples) {
   EXPECT_GT(refreshed.load.window_ms, 0.0);
 }
 
+TEST(DeviceInfoMachines, NoWindowWhenNothingElseIsRunnable) {
+  // idle_now has busy_neighbour's two /proc/stat samples, but /proc/loadavg counts only the
+  // reader: the load does not sample (and would otherwise have read one CPU busy).
+  DeviceInfo refreshed = machine("idle_now");
+  EXPECT_FALSE(refreshed.load.idle_instant);  // detect() asks for no window: nothing skipped
+  refreshed.refresh_state(testing::machine_probe("idle_now"));
+  EXPECT_TRUE(refreshed.load.known);
+  EXPECT_EQ(refreshed.load.runnable_tasks, 1u);
+  EXPECT_TRUE(refreshed.load.idle_instant);
+  EXPECT_EQ(refreshed.load.window_ms, 0.0);
+  EXPECT_EQ(refreshed.load.busy_cpus, 0.0);
+  EXPECT_NE(refreshed.describe().find("no other task runnable (no sample needed)"),
+            std::string::npos);
+  const auto json = nlohmann::json::parse(refreshed.to_json());
+  EXPECT_EQ(json["load"]["idle_instant"], true);
+  EXPECT_FALSE(json["load"].contains("busy_cpus"));
+  // busy_neighbour counts a second runnable task: it samples, as before.
+  DeviceInfo busy = machine("busy_neighbour");
+  busy.refresh_state(testing::machine_probe("busy_neighbour"));
+  EXPECT_FALSE(busy.load.idle_instant);
+  EXPECT_FALSE(nlohmann::json::parse(busy.to_json())["load"].contains("idle_instant"));
+}
+
 TEST(DeviceInfoMachines, TopologyFromCpuinfoWhereSysfsHidesIt) {
   // No sysfs topology directories: without /proc/cpuinfo's ids every CPU would count as a core.
   const DeviceInfo info = machine("container_smt");

@@ -119,5 +119,14 @@ TEST(Policy, AutoLeavesCpusThatOthersKeepBusy) {
   EXPECT_EQ(decide_policy(Policy::Auto, machine("busy_neighbour")).threads, 2u);
 }
 
+TEST(Policy, AutoTakesEveryCoreWhenNothingElseIsRunnable) {
+  // The same /proc/stat samples as busy_neighbour, but nothing else runnable at the load.
+  const PolicyDecision d = decide_policy(Policy::Auto, machine("idle_now", /*sample_load=*/true));
+  EXPECT_EQ(d.effective, Policy::Latency);
+  EXPECT_EQ(d.threads, 2u);
+  EXPECT_FALSE(d.yield_workers);
+  EXPECT_STREQ(d.reason, "auto: latency (not on battery)");
+}
+
 }  // namespace
 }  // namespace tessera

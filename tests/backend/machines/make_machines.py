@@ -216,6 +216,17 @@ machine("busy_neighbour", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
               "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n",
               "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n"))
 
+# The same samples, but /proc/loadavg counts one runnable task (the reader): nothing else runs
+# now, so a load takes no window (and would not read the samples).
+machine("idle_now", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
+        vendor_id="AuthenticAMD", flags=X86_FLAGS, loadavg="1.00 1.00 1.00 1/120 999",
+        stat=("cpu  1000 0 1000 8000 0 0 0 0 0 0\ncpu0 500 0 500 4000 0 0 0 0 0 0\n"
+              "cpu1 500 0 500 4000 0 0 0 0 0 0\n",
+              "cpu  1100 0 1000 8100 0 0 0 0 0 0\ncpu0 500 0 500 4100 0 0 0 0 0 0\n"
+              "cpu1 600 0 500 4000 0 0 0 0 0 0\n",
+              "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n",
+              "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n"))
+
 # A 2-core, 4-thread machine in a container that hides sysfs's topology directories: the cores
 # come from /proc/cpuinfo's physical and core ids.
 machine("container_smt", smt_cpus(2, 2), "Container CPU", flags=X86_FLAGS, sysfs_topology=False)
