@@ -363,17 +363,20 @@ void spend(double wall_ms, double cpu_ms) {
   g_fake_wall_ms += wall_ms;
   g_fake_cpu_ms += cpu_ms;
 }
+// A stub's execute that takes `ms` of both clocks at every run.
+auto steady(double ms) {
+  return [ms](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
+    spend(ms, ms);
+    return copy_input(args);
+  };
+}
 
 // The faster backend's runs, three of them taken off the CPU by something else for 10 ms: left
 // out and timed again, the slower one is not chosen for them (their median would be 10 ms).
 TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   int fast_runs = 0;
-  stubs_["sel_slow"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
-                                      Span<EValue*> args) {
-    spend(2.0, 2.0);
-    return copy_input(args);
-  };
+  stubs_["sel_slow"]->on_execute = steady(2.0);
   stubs_["sel_fast"]->on_execute = [&fast_runs](BackendExecutionContext&, DelegateHandle*,
                                                 Span<EValue*> args) {
     ++fast_runs;
@@ -474,16 +477,8 @@ TEST_F(SelectionTest, ACandidateSlowedOnItsCpuWinsBackHeadToHead) {
 // Close medians that hold head to head: the choice stands, and the runs are reported.
 TEST_F(SelectionTest, AHeadToHeadThatAgreesKeepsTheChoice) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
-  stubs_["sel_slow"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
-                                      Span<EValue*> args) {
-    spend(2.0, 2.0);
-    return copy_input(args);
-  };
-  stubs_["sel_fast"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
-                                      Span<EValue*> args) {
-    spend(1.8, 1.8);
-    return copy_input(args);
-  };
+  stubs_["sel_slow"]->on_execute = steady(2.0);
+  stubs_["sel_fast"]->on_execute = steady(1.8);
   const DelegateInfo* info = measure("sel_fast", 5000, "sel_fast");
   ASSERT_NE(info, nullptr);
   EXPECT_NEAR(candidate(*info, "sel_fast")->median_ms, 1.8, 1e-9);
@@ -500,11 +495,7 @@ TEST_F(SelectionTest, AHeadToHeadThatAgreesKeepsTheChoice) {
 TEST_F(SelectionTest, NoHeadToHeadPastTheBudgetOrBetweenDistantCandidates) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   int fast_runs = 0;
-  stubs_["sel_slow"]->on_execute = [](BackendExecutionContext&, DelegateHandle*,
-                                      Span<EValue*> args) {
-    spend(2.0, 2.0);
-    return copy_input(args);
-  };
+  stubs_["sel_slow"]->on_execute = steady(2.0);
   stubs_["sel_fast"]->on_execute = [&fast_runs](BackendExecutionContext&, DelegateHandle*,
                                                 Span<EValue*> args) {
     const double ms = ++fast_runs <= 6 ? 2.8 : 1.0;
