@@ -207,25 +207,21 @@ machine("hot_device", desktop, "Desktop CPU", flags=X86_FLAGS, caches=desktop_ca
 
 # A 2-CPU machine where another process keeps one CPU busy: CPU 1 spent all of the 100 jiffies
 # between the two /proc/stat samples busy, CPU 0 idle, this process none.
+ONE_CPU_BUSY_STAT = ("cpu  1000 0 1000 8000 0 0 0 0 0 0\ncpu0 500 0 500 4000 0 0 0 0 0 0\n"
+                     "cpu1 500 0 500 4000 0 0 0 0 0 0\n",
+                     "cpu  1100 0 1000 8100 0 0 0 0 0 0\ncpu0 500 0 500 4100 0 0 0 0 0 0\n"
+                     "cpu1 600 0 500 4000 0 0 0 0 0 0\n",
+                     "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n",
+                     "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n")
 machine("busy_neighbour", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
         vendor_id="AuthenticAMD", flags=X86_FLAGS, loadavg="1.00 1.00 1.00 2/120 999",
-        stat=("cpu  1000 0 1000 8000 0 0 0 0 0 0\ncpu0 500 0 500 4000 0 0 0 0 0 0\n"
-              "cpu1 500 0 500 4000 0 0 0 0 0 0\n",
-              "cpu  1100 0 1000 8100 0 0 0 0 0 0\ncpu0 500 0 500 4100 0 0 0 0 0 0\n"
-              "cpu1 600 0 500 4000 0 0 0 0 0 0\n",
-              "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n",
-              "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n"))
+        stat=ONE_CPU_BUSY_STAT)
 
 # The same samples, but /proc/loadavg counts one runnable task (the reader): nothing else runs
 # now, so a load takes no window (and would not read the samples).
 machine("idle_now", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
         vendor_id="AuthenticAMD", flags=X86_FLAGS, loadavg="1.00 1.00 1.00 1/120 999",
-        stat=("cpu  1000 0 1000 8000 0 0 0 0 0 0\ncpu0 500 0 500 4000 0 0 0 0 0 0\n"
-              "cpu1 500 0 500 4000 0 0 0 0 0 0\n",
-              "cpu  1100 0 1000 8100 0 0 0 0 0 0\ncpu0 500 0 500 4100 0 0 0 0 0 0\n"
-              "cpu1 600 0 500 4000 0 0 0 0 0 0\n",
-              "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n",
-              "4242 (tessera run) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 100 0 0\n"))
+        stat=ONE_CPU_BUSY_STAT)
 
 # A 2-core, 4-thread machine in a container that hides sysfs's topology directories: the cores
 # come from /proc/cpuinfo's physical and core ids.
