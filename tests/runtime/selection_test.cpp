@@ -267,17 +267,26 @@ TEST_F(SelectionTest, CandidatesHearOfThePoolsOfTheOtherDelegatesOnly) {
 // Before each candidate runs, every candidate backend with a CPU pool is asked to park its
 // idle workers, so that workers a previous candidate left busy-waiting do not take the CPUs of
 // the one measured next.
+double fake_wall_ms();
+double fake_cpu_ms();
+void spend(double wall_ms, double cpu_ms);
+
 TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
+  // The fake clocks (below) make the medians 2 and 1.8 ms whatever the machine, so the two are
+  // always timed head to head (with real ones, instant stubs read noise: flaky under TSan).
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   std::vector<std::string> events;
   for (const char* name : {"sel_slow", "sel_fast"}) {
     testing::StubBackend* stub = stubs_[name];
     stub->cpu_thread_pool = true;
     stub->on_park_idle_workers = [&events, name] { events.push_back(std::string("park ") + name); };
-    stub->on_execute = [&events, name](BackendExecutionContext&, DelegateHandle*,
-                                       Span<EValue*> args) {
+    const double ms = std::string(name) == "sel_slow" ? 2.0 : 1.8;
+    stub->on_execute = [&events, name, ms](BackendExecutionContext&, DelegateHandle*,
+                                           Span<EValue*> args) {
       if (events.empty() || events.back() != std::string("run ") + name) {
         events.push_back(std::string("run ") + name);
       }
+      spend(ms, ms);
       return copy_input(args);
     };
   }
