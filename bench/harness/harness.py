@@ -466,19 +466,19 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             # Load time and peak RSS of the timed rounds; the first run (the output pass, which
             # for tessera-default is the load that measured) is reported on its own, for every
             # engine alike: its file reads are cold and, measuring, it holds candidates.
-            timed = e.load_ms[1:] or e.load_ms
-            row["load_ms"] = statistics.median(timed)
-            row["peak_rss_mib"] = max(e.rss_kb[1:] or e.rss_kb) / 1024.0
+            def timed(per_run):  # the timed rounds' values (all when there was only one run)
+                return per_run[1:] or per_run
+            row["load_ms"] = statistics.median(timed(e.load_ms))
+            row["peak_rss_mib"] = max(timed(e.rss_kb)) / 1024.0
             row["first_load_ms"] = e.load_ms[0]  # tessera-default: the load that measured
             row["first_load_peak_rss_mib"] = e.rss_kb[0] / 1024.0
             row["first_load_candidates_init_ms"] = e.init_ms[0]
             row["delegates"] = e.delegates
             # The timed rounds' derived thread counts (the first run is the output pass): a
             # load that saw other processes busy derives fewer threads, and its round is slower.
-            row["policy_threads_per_round"] = e.policy_threads[1:] or e.policy_threads
-            row["delegate_threads_per_round"] = e.delegate_threads[1:] or e.delegate_threads
-            row["policy_threads_reasons"] = sorted(set(x for x in (e.policy_reasons[1:] or
-                                                                   e.policy_reasons) if x))
+            row["policy_threads_per_round"] = timed(e.policy_threads)
+            row["delegate_threads_per_round"] = timed(e.delegate_threads)
+            row["policy_threads_reasons"] = sorted(set(x for x in timed(e.policy_reasons) if x))
         rows.append(row)
     # Issue 13's bound on the first, measuring load of tessera-default: 3 x a fixed load (the
     # fastest of the pinned-backend engines' median loads at the same thread count) plus the
