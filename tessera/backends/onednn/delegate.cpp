@@ -65,11 +65,26 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     dnnl_status_t st = dnnl_primitive_execute(step.primitive.get(), stream.get(),
                                               static_cast<int>(step.args.size()), step.args.data());
     if (st != dnnl_success) return failed(id, step.name.data(), st);
-    if (profile) {
+    if (profile || step.silu != nullptr) {
+      // The CPU engine's stream is in order and blocking here; the wait is for other engines.
       st = dnnl_stream_wait(stream.get());
       if (st != dnnl_success) return failed(id, "dnnl_stream_wait", st);
+    }
+    if (profile) {
       context.report_event(step.name.data(),
                            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+    if (step.silu != nullptr) {
+      const Clock::time_point silu_start = profile ? Clock::now() : Clock::time_point();
+      void* data = nullptr;
+      st = dnnl_memory_get_data_handle(step.silu, &data);
+      if (st != dnnl_success) return failed(id, step.silu_name.data(), st);
+      silu_in_place(static_cast<float*>(data), step.silu_elements, silu_isa, team_now);
+      if (profile) {
+        context.report_event(
+            step.silu_name.data(),
+            std::chrono::duration<double, std::milli>(Clock::now() - silu_start).count());
+      }
     }
   }
   const dnnl_status_t st = dnnl_stream_wait(stream.get());

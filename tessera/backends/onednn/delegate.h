@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backends/onednn/silu.h"
 #include "tessera/core/evalue.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
@@ -29,6 +30,11 @@ struct Step {
   std::string impl;               // the implementation oneDNN chose ("brgconv:avx512_core", ...)
   dnnl::memory::desc scratchpad;  // zero-sized when the primitive needs none
   int threads = 0;  // its OpenMP team: 0 the delegate's, 1 too small to split (small_steps)
+  // After the primitive, Tessera's SiLU in place on this memory's silu_elements floats (silu.h):
+  // a Conv's SiLU, cheaper so than as oneDNN's swish post-op. Null for none.
+  dnnl_memory_t silu = nullptr;
+  size_t silu_elements = 0;
+  std::array<char, 48> silu_name = {};  // its profile event name: "silu:<node name>"
 };
 
 /// A memory object whose data is an execute argument's (set at every call).
@@ -70,6 +76,8 @@ class Delegate {
   size_t concat_layout_convs = 0;  // Convs asked for a Concat sibling's Winograd layout
   size_t fused_silus = 0;         // x * sigmoid(x) (or x * hardsigmoid(x)) after a Conv, as a post-op
   size_t fused_eltwise = 0;       // an activation-like node after a Conv, as post-ops
+  size_t host_silus = 0;          // of fused_silus, computed by Tessera after the Conv (silu.h)
+  SiluIsa silu_isa = SiluIsa::Scalar;  // the kernel host_silus run with
   size_t in_place_sums = 0;       // of which write into the residual's own buffer
   size_t winograd_convs = 0;      // convolutions computed with Winograd
   size_t winograd_eligible = 0;   // convolutions Winograd could take (3x3, stride 1, fp32, ...)

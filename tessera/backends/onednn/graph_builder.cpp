@@ -636,6 +636,12 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   // output, the Sigmoid read by that Mul alone) becomes a swish post-op.
   int sig_node = -1, mul_node = -1, mul_out = -1;
   if (add_node < 0) find_silu(y, n.node(), &sig_node, &mul_node, &mul_out);
+  // A float32 SiLU with nothing after it is computed by Tessera right after the convolution
+  // (silu.h): oneDNN's swish post-op costs about twice as much.
+  const bool host_silu =
+      mul_node >= 0 && act_ == dt::f32 && d_.silu_isa != SiluIsa::Scalar &&
+      view_.node(static_cast<size_t>(sig_node)).op() == fb::OpType::Sigmoid &&
+      view_.node(static_cast<size_t>(mul_node)).activation() == fb::Activation::None;
   // Or a lone activation-like node reading only the Conv's output (HardSwish, Sigmoid,
   // HardSigmoid, ...: the ones the compiler does not fold into Activation) becomes post-ops.
   int elt_node = -1, elt_out = -1;
@@ -660,7 +666,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     if (mul_node >= 0) {
       if (view_.node(static_cast<size_t>(sig_node)).op() == fb::OpType::HardSigmoid) {
         ops.append_eltwise(1.0f, algorithm::eltwise_hardswish, 0.0f, 0.0f);
-      } else {
+      } else if (!host_silu) {
         ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
       }
       append_activation(ops, view_.node(static_cast<size_t>(mul_node)));
@@ -798,6 +804,14 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   }
   args.push_back({DNNL_ARG_DST, dst});
   add_step(pd, dnnl::convolution_forward(pd), args, "conv", n.name());
+  if (host_silu) {
+    Step& s = d_.steps.back();
+    s.silu = dst.get();
+    s.silu_elements = dst.get_desc().get_size() / sizeof(float);  // blocked padding: silu(0) = 0
+    std::snprintf(s.silu_name.data(), s.silu_name.size(), "silu:%.*s",
+                  static_cast<int>(n.name().size()), n.name().data());
+    ++d_.host_silus;
+  }
   if (add_node >= 0) {
     done_[static_cast<size_t>(add_node)] = true;
     set(add_out, dst);
@@ -2013,6 +2027,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
   delegate->engine = options.engine;
   delegate->threads = options.threads;
   delegate->bf16 = options.bf16;
+  delegate->silu_isa = silu_isa_for_onednn();
   try {
     delegate->stream = dnnl::stream(options.engine);
     OmpThreadsScope team(options.threads);  // primitives partition work for this team size

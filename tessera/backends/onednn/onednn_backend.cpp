@@ -375,6 +375,8 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.channels_last_grouped_convs = d->channels_last_grouped_convs;
   s.fused_silus = d->fused_silus;
   s.fused_eltwise = d->fused_eltwise;
+  s.host_silus = d->host_silus;
+  s.silu_isa = silu_isa_name(d->silu_isa);
   s.winograd_convs = d->winograd_convs;
   s.weights_from_cache = d->weights_from_cache;
   s.weights_cached = d->weights_cached;

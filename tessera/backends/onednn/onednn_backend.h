@@ -78,6 +78,8 @@ struct DelegateSummary {
   size_t concat_layout_convs = 0;  // Convs asked for a Concat sibling's Winograd layout
   size_t fused_silus = 0;          // SiLU or HardSwish (x * gate(x)) after a Conv, as a post-op
   size_t fused_eltwise = 0;        // an activation-like node after a Conv, as post-ops
+  size_t host_silus = 0;           // of fused_silus, SiLUs Tessera computes after the Conv
+  std::string silu_isa;            // their kernel: "avx512", "avx2" (none: oneDNN's post-op)
   size_t winograd_convs = 0;       // convolutions computed with Winograd (conv_algorithm)
   size_t weights_from_cache = 0;   // Winograd weights read from cache_dir
   size_t weights_cached = 0;       // Winograd weights written to cache_dir

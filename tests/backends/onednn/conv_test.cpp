@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "tessera/backend/options.h"
 #include "tessera/backends/onednn/options.h"
+#include "tessera/backends/onednn/silu.h"
 #include "tests/backends/common/conformance.h"
 #include "tests/backends/common/conv_cases.h"
 
@@ -739,6 +740,99 @@ TEST(OnednnEltwise, ALoneActivationAfterAConvIsAPostOp) {
   for (const std::string& step : sum.steps) {
     EXPECT_EQ(step.find("eltwise:"), std::string::npos) << step;
   }
+}
+
+// A float32 SiLU with nothing after it runs as Tessera's kernel right after the Conv (silu.h)
+// where oneDNN's ISA includes AVX2, else as oneDNN's swish post-op; either way it matches the
+// portable kernels: channel counts off the 16-wide blocks (padded layouts), the SiLU as the
+// graph's output (an argument's memory), batch 2, and a tensor large enough to be split over two
+// threads.
+TEST(OnednnSilu, APlainSiluRunsAfterTheConvAndMatchesPortable) {
+  struct Case {
+    ConvCfg conv;
+    bool graph_output;
+  };
+  ConvCfg padded{1, 8, 10, 10, 20, 3, 3};
+  padded.pt = padded.pl = padded.pb = padded.pr = 1;
+  ConvCfg batch2 = padded;
+  batch2.n = 2;
+  const ConvCfg expansion{1, 16, 56, 56, 96, 1, 1};  // 301056 elements
+  const std::vector<Case> cases = {
+      {padded, false}, {padded, true}, {batch2, true}, {expansion, false}};
+  const SiluIsa isa = silu_isa_for_onednn();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvCfg& c = cases[i].conv;
+    GraphCase g;
+    g.seed = 64 + static_cast<uint32_t>(i);
+    const int x = g.input({c.n, c.cin, c.h, c.w});
+    const int y = add_conv(g, x, c);
+    const std::vector<int64_t> dims = conv_out(c);
+    const int s = g.tensor({dims[0], dims[1], dims[2], dims[3]});
+    g.node(Op::Sigmoid, {y}, s);
+    const int m = g.tensor({dims[0], dims[1], dims[2], dims[3]});
+    g.node(Op::Mul, {y, s}, m);
+    if (cases[i].graph_output) {
+      g.output(m);
+    } else {
+      g.output(add_conv(g, m, ConvCfg{c.n, c.cout, dims[2], dims[3], 4, 1, 1}));
+    }
+    for (int64_t threads : {1, 2}) {
+      DelegateSummary sum;
+      ASSERT_TRUE(run_on_threads(g, threads, &sum)) << "case " << i;
+      EXPECT_EQ(sum.fused_silus, 1u) << "case " << i;
+      EXPECT_EQ(sum.host_silus, isa == SiluIsa::Scalar ? 0u : 1u) << "case " << i;
+      EXPECT_EQ(sum.silu_isa, silu_isa_name(isa));
+      for (const std::string& step : sum.steps) {
+        EXPECT_EQ(step.find("eltwise:"), std::string::npos) << step;
+        EXPECT_EQ(step.find("binary:"), std::string::npos) << step;
+      }
+    }
+  }
+}
+
+// With profile=true Tessera's SiLU reports its own event after its Conv's.
+TEST(OnednnSilu, AHostSiluIsProfiledAsItsOwnEvent) {
+  GraphCase g;
+  g.seed = 70;
+  const int x = g.input({1, 8, 10, 10});
+  ConvCfg c{1, 8, 10, 10, 16, 3, 3};
+  c.pt = c.pl = c.pb = c.pr = 1;
+  const int y = add_conv(g, x, c);
+  const int s = g.tensor({1, 16, 10, 10});
+  g.node(Op::Sigmoid, {y}, s);
+  const int m = g.tensor({1, 16, 10, 10});
+  g.node(Op::Mul, {s, y}, m);
+  g.output(m);
+  Session session;
+  ASSERT_TRUE(session.init(g).is_ok());
+  ExecuteOptions exec;
+  ASSERT_TRUE(exec.set("onednn", kProfile, true).is_ok());
+  ProfileEvent storage[8];
+  ProfileBuffer profile(storage);
+  ASSERT_TRUE(session.run(random_inputs(g, 3), nullptr, &exec, &profile).is_ok());
+  std::vector<std::string> names;
+  for (const ProfileEvent& e : profile.events()) names.emplace_back(e.name);
+  const bool host = summarize_delegate(session.handle()).host_silus == 1;
+  size_t conv = names.size(), silus = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].rfind("conv:", 0) == 0) conv = i;
+    if (names[i].rfind("silu:", 0) == 0) {
+      ++silus;
+      EXPECT_EQ(i, conv + 1) << names[i] << " does not follow its conv";
+    }
+  }
+  EXPECT_LT(conv, names.size());
+  EXPECT_EQ(silus, host ? 1u : 0u);
+}
+
+// With a Relu on the Mul (the SiLU is not the last thing), or in bf16, oneDNN's post-op keeps it.
+TEST(OnednnSilu, ASiluFollowedByAnActivationStaysAPostOp) {
+  GraphCase g = silu_case(0, false, 60);  // its Mul has a Relu
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  const DelegateSummary sum = summarize_delegate(s.handle());
+  EXPECT_EQ(sum.fused_silus, 1u);
+  EXPECT_EQ(sum.host_silus, 0u);
 }
 
 TEST(OnednnSilu, NotFusedWhenAnOperandIsReadElsewhereOrTheConvHasAnActivation) {
