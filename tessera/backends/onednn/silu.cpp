@@ -1,8 +1,8 @@
 #include "tessera/backends/onednn/silu.h"
 
 #include <immintrin.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -47,9 +47,8 @@ __attribute__((target("avx512f"))) inline __m512 silu16(__m512 x) {
   __m512 t = _mm512_sub_ps(_mm512_setzero_ps(), x);
   t = _mm512_mask_max_ps(lo, all, lo, t);
   t = _mm512_mask_min_ps(hi, all, hi, t);
-  const __m512 k =
-      _mm512_mask_roundscale_ps(t, all, _mm512_mul_ps(t, _mm512_set1_ps(kLog2e)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 k = _mm512_mask_roundscale_ps(t, all, _mm512_mul_ps(t, _mm512_set1_ps(kLog2e)),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(kLn2Hi), t);
   r = _mm512_fnmadd_ps(k, _mm512_set1_ps(kLn2Lo), r);
   __m512 p = _mm512_set1_ps(kP0);
@@ -79,9 +78,8 @@ __attribute__((target("avx2,fma"))) inline __m256 silu8(__m256 x) {
   const __m256 t0 = _mm256_sub_ps(_mm256_setzero_ps(), x);
   const __m256 t =
       _mm256_min_ps(_mm256_set1_ps(kOverflow), _mm256_max_ps(_mm256_set1_ps(kTMin), t0));
-  const __m256 k =
-      _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT |
-                                                                     _MM_FROUND_NO_EXC);
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(kLn2Hi), t);
   r = _mm256_fnmadd_ps(k, _mm256_set1_ps(kLn2Lo), r);
   __m256 p = _mm256_set1_ps(kP0);
@@ -153,7 +151,7 @@ void silu_in_place(float* data, size_t count, SiluIsa isa, int threads) {
     kernel(data, count);
     return;
   }
-#pragma omp parallel num_threads(static_cast<int>(team))
+#pragma omp parallel num_threads(static_cast <int>(team))
   {
     const size_t n = static_cast<size_t>(omp_get_num_threads());
     const size_t me = static_cast<size_t>(omp_get_thread_num());

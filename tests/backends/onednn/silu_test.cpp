@@ -44,9 +44,9 @@ double reference(float x) {
   const double want = reference(x);
   const double err = std::fabs(static_cast<double>(got) - want);
   if (err <= 2e-7 * std::fabs(want) || err <= 3e-37) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << std::hexfloat << "silu(" << x << ") = " << got
-                                       << ", want " << want << std::defaultfloat << " (error "
-                                       << err / std::fabs(want) << " relative)";
+  return ::testing::AssertionFailure()
+         << std::hexfloat << "silu(" << x << ") = " << got << ", want " << want << std::defaultfloat
+         << " (error " << err / std::fabs(want) << " relative)";
 }
 
 std::vector<float> test_values() {
@@ -56,11 +56,39 @@ std::vector<float> test_values() {
   std::uniform_real_distribution<float> near0(-8.0f, 8.0f);
   for (int i = 0; i < 4000; ++i) v.push_back(near0(rng));
   const float inf = std::numeric_limits<float>::infinity();
-  for (float x : {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-38f, -1e-38f, 1e-7f, -1e-7f, 19.99f, -19.99f,
-                  20.0f, -20.0f, 20.01f, -20.01f, 87.0f, -87.0f, 88.72f, -88.72f, 88.73f, -88.73f,
-                  89.0f, -89.0f, 100.0f, -100.0f, 101.0f, -101.0f, 1e30f, -1e30f,
-                  std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), inf,
-                  -inf, std::numeric_limits<float>::quiet_NaN()}) {
+  for (float x : {0.0f,
+                  -0.0f,
+                  1e-45f,
+                  -1e-45f,
+                  1e-38f,
+                  -1e-38f,
+                  1e-7f,
+                  -1e-7f,
+                  19.99f,
+                  -19.99f,
+                  20.0f,
+                  -20.0f,
+                  20.01f,
+                  -20.01f,
+                  87.0f,
+                  -87.0f,
+                  88.72f,
+                  -88.72f,
+                  88.73f,
+                  -88.73f,
+                  89.0f,
+                  -89.0f,
+                  100.0f,
+                  -100.0f,
+                  101.0f,
+                  -101.0f,
+                  1e30f,
+                  -1e30f,
+                  std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max(),
+                  inf,
+                  -inf,
+                  std::numeric_limits<float>::quiet_NaN()}) {
     v.push_back(x);
   }
   return v;
@@ -92,9 +120,8 @@ TEST(OnednnSiluKernel, TailsAndOffsetsTouchOnlyTheirElements) {
             ASSERT_TRUE(near_reference(before[i], data[i]))
                 << silu_isa_name(isa) << " offset " << offset << " length " << length;
           } else {
-            ASSERT_EQ(data[i], before[i])
-                << silu_isa_name(isa) << " wrote element " << i << " outside offset " << offset
-                << " length " << length;
+            ASSERT_EQ(data[i], before[i]) << silu_isa_name(isa) << " wrote element " << i
+                                          << " outside offset " << offset << " length " << length;
           }
         }
       }
@@ -116,8 +143,7 @@ TEST(OnednnSiluKernel, ThreadsGiveTheSingleThreadResult) {
       for (int threads : {2, 3}) {
         std::vector<float> many = values;
         silu_in_place(many.data(), count, isa, threads);
-        ASSERT_EQ(many, one) << silu_isa_name(isa) << " count " << count << " threads "
-                             << threads;
+        ASSERT_EQ(many, one) << silu_isa_name(isa) << " count " << count << " threads " << threads;
       }
     }
   }
