@@ -34,7 +34,7 @@ struct Step {
   // a Conv's SiLU, cheaper so than as oneDNN's swish post-op. Null for none.
   dnnl_memory_t silu = nullptr;
   size_t silu_elements = 0;
-  std::array<char, 48> silu_name = {};  // its profile event name: "silu:<node name>"
+  std::array<char, 48> silu_name = {};  // its profile event name: "silu:<Mul node's name>"
 };
 
 /// A memory object whose data is an execute argument's (set at every call).

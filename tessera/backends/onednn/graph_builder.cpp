@@ -808,8 +808,9 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     Step& s = d_.steps.back();
     s.silu = dst.get();
     s.silu_elements = dst.get_desc().get_size() / sizeof(float);  // blocked padding: silu(0) = 0
+    const NodeView mul(view_, view_.node(static_cast<size_t>(mul_node)));  // the SiLU's node
     std::snprintf(s.silu_name.data(), s.silu_name.size(), "silu:%.*s",
-                  static_cast<int>(n.name().size()), n.name().data());
+                  static_cast<int>(mul.name().size()), mul.name().data());
     ++d_.host_silus;
   }
   if (add_node >= 0) {
