@@ -126,9 +126,17 @@ def ort_profile(onnx_path, input_shape, threads, iterations):
 
 def match(layers, tess_events, ort_nodes):
     """Pairs every ONNX Conv/Gemm/MatMul with its Tessera event (name prefix) and ORT node (order)."""
+    # Event names are cut at 47 characters, so one block's events can share a name: keep only
+    # those of layers (a oneDNN SiLU, pool or binary step named like its block's Convs would
+    # otherwise be taken for the next of them).
+    not_layers = {"silu", "pool", "binary", "reorder", "eltwise", "activation", "shuffle",
+                  "softmax", "concat"}
     tess = {}
     for e in tess_events:
-        name = e["name"].split(":", 1)[1] if ":" in e["name"] else e["name"]
+        kind, _, rest = e["name"].partition(":")
+        if rest and kind in not_layers:
+            continue
+        name = rest if rest else e["name"]
         tess.setdefault(name, []).append(e["mean_ms"])
     ort = [n for n in ort_nodes if n["op"] in ("Conv", "FusedConv", "Gemm", "MatMul", "FusedGemm")]
     def same_weights(o, l):
