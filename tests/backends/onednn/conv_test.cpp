@@ -742,6 +742,18 @@ TEST(OnednnEltwise, ALoneActivationAfterAConvIsAPostOp) {
   }
 }
 
+/// A graph input -> Conv `c` -> y * Sigmoid(y) (SiLU as ONNX exports it); returns the Mul's
+/// output.
+int add_input_conv_silu(GraphCase& g, const ConvCfg& c) {
+  const int y = add_conv(g, g.input({c.n, c.cin, c.h, c.w}), c);
+  const std::vector<int64_t> d = conv_out(c);
+  const int s = g.tensor({d[0], d[1], d[2], d[3]});
+  g.node(Op::Sigmoid, {y}, s);
+  const int m = g.tensor({d[0], d[1], d[2], d[3]});
+  g.node(Op::Mul, {y, s}, m);
+  return m;
+}
+
 // A float32 SiLU with nothing after it runs as Tessera's kernel right after the Conv (silu.h)
 // where oneDNN's ISA includes AVX2, else as oneDNN's swish post-op; either way it matches the
 // portable kernels: channel counts off the 16-wide blocks (padded layouts), the SiLU as the
@@ -764,13 +776,8 @@ TEST(OnednnSilu, APlainSiluRunsAfterTheConvAndMatchesPortable) {
     const ConvCfg& c = cases[i].conv;
     GraphCase g;
     g.seed = 64 + static_cast<uint32_t>(i);
-    const int x = g.input({c.n, c.cin, c.h, c.w});
-    const int y = add_conv(g, x, c);
+    const int m = add_input_conv_silu(g, c);
     const std::vector<int64_t> dims = conv_out(c);
-    const int s = g.tensor({dims[0], dims[1], dims[2], dims[3]});
-    g.node(Op::Sigmoid, {y}, s);
-    const int m = g.tensor({dims[0], dims[1], dims[2], dims[3]});
-    g.node(Op::Mul, {y, s}, m);
     if (cases[i].graph_output) {
       g.output(m);
     } else {
@@ -794,15 +801,9 @@ TEST(OnednnSilu, APlainSiluRunsAfterTheConvAndMatchesPortable) {
 TEST(OnednnSilu, AHostSiluIsProfiledAsItsOwnEvent) {
   GraphCase g;
   g.seed = 70;
-  const int x = g.input({1, 8, 10, 10});
   ConvCfg c{1, 8, 10, 10, 16, 3, 3};
   c.pt = c.pl = c.pb = c.pr = 1;
-  const int y = add_conv(g, x, c);
-  const int s = g.tensor({1, 16, 10, 10});
-  g.node(Op::Sigmoid, {y}, s);
-  const int m = g.tensor({1, 16, 10, 10});
-  g.node(Op::Mul, {s, y}, m);
-  g.output(m);
+  g.output(add_input_conv_silu(g, c));
   Session session;
   ASSERT_TRUE(session.init(g).is_ok());
   ExecuteOptions exec;
