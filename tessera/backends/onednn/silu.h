@@ -1,7 +1,7 @@
 // SiLU (x * sigmoid(x)) computed by Tessera in place, for the oneDNN backend's convolutions whose
 // output feeds a SiLU (EfficientNet-B0 has 49).
 //
-// oneDNN 2.7's swish post-op (and its eltwise primitive) costs about 0.5 ns per element on an
+// oneDNN 2.6's swish post-op (and its eltwise primitive) costs about 0.5 ns per element on an
 // AVX-512 Zen 4 core; a 16-to-96-channel 1x1 convolution at 112x112 took 0.40-0.47 ms plain and
 // 1.06-1.16 ms with the swish post-op. The kernels here take x / (1 + exp(-x)) with a degree-6
 // polynomial for exp over a reduced argument (Cephes' coefficients) and run as a pass over the
