@@ -756,9 +756,9 @@ int add_input_conv_silu(GraphCase& g, const ConvCfg& c) {
 
 // A float32 SiLU with nothing after it runs as Tessera's kernel right after the Conv (silu.h)
 // where oneDNN's ISA includes AVX2, else as oneDNN's swish post-op; either way it matches the
-// portable kernels: channel counts off the 16-wide blocks (padded layouts), the SiLU as the
-// graph's output (an argument's memory), batch 2, and a tensor large enough to be split over two
-// threads.
+// portable kernels: 20 channels (a padded aBcd8b output where oneDNN is capped at AVX2, see
+// CMakeLists.txt; channels-last at AVX-512), the SiLU as the graph's output (an argument's
+// memory), batch 2, and a tensor large enough to be split over two threads.
 TEST(OnednnSilu, APlainSiluRunsAfterTheConvAndMatchesPortable) {
   struct Case {
     ConvCfg conv;
