@@ -98,12 +98,16 @@ int isa_index(std::string_view name) {
 
 }  // namespace
 
+bool effective_isa_includes(dnnl_cpu_isa_t isa) {
+  // ISA values are bit sets.
+  const unsigned have = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  return (have & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
+}
+
 const char* effective_isa_choice() {
-  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  // ISA values are bit sets; report the highest choice the effective ISA contains.
+  // The highest choice the effective ISA contains.
   for (size_t i = 1; i < std::size(kIsaValues); ++i) {
-    const unsigned v = static_cast<unsigned>(kIsaValues[i]);
-    if ((isa & v) == v) return kIsaChoices[i];
+    if (effective_isa_includes(kIsaValues[i])) return kIsaChoices[i];
   }
   return "sse41";
 }
@@ -199,9 +203,7 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
   if (precision.name != "fp32") {
     const DeviceInfo& device = context.device_info();
     const bool cpu_bf16 = device.has_isa("avx512_bf16") || device.has_isa("amx_bf16");
-    const bool onednn_bf16 = (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) &
-                              static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16)) ==
-                             static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+    const bool onednn_bf16 = effective_isa_includes(dnnl_cpu_isa_avx512_core_bf16);
     const bool native = cpu_bf16 && onednn_bf16;
     if (precision.name == "bf16" && !native) {
       if (!cpu_bf16) {
@@ -346,16 +348,12 @@ const char* OnednnBackend::derivation_doc() const {
 }
 
 bool winograd_kernels_available() {
-  return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) &
-          static_cast<unsigned>(dnnl_cpu_isa_avx512_core)) ==
-         static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  return effective_isa_includes(dnnl_cpu_isa_avx512_core);
 }
 
 bool amx_bf16_available() {
   return DeviceInfo::get().has_isa("amx_bf16") &&
-         (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) &
-          static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx)) ==
-             static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
+         effective_isa_includes(dnnl_cpu_isa_avx512_core_amx);
 }
 
 DelegateSummary summarize_delegate(const DelegateHandle* handle) {

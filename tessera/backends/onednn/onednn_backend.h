@@ -63,6 +63,10 @@ class OnednnBackend final : public BackendInterface {
 /// it fixes oneDNN's ISA for the process.
 const char* effective_isa_choice();
 
+/// Whether oneDNN's effective ISA (the CPU capped by max_cpu_isa) contains all of `isa`. Like
+/// effective_isa_choice, calling it fixes oneDNN's ISA for the process.
+bool effective_isa_includes(dnnl_cpu_isa_t isa);
+
 /// What a delegate was built into, for tests and tools. `handle` comes from init.
 struct DelegateSummary {
   int threads = 0;

@@ -2,10 +2,11 @@
 
 #include <immintrin.h>
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "tessera/backends/onednn/onednn_backend.h"
 
 namespace tessera::onednn {
 
@@ -119,11 +120,6 @@ Kernel kernel_for(SiluIsa isa) {
   return silu_scalar;
 }
 
-bool has_isa(dnnl_cpu_isa_t isa) {
-  const unsigned have = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  return (have & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
-}
-
 }  // namespace
 
 const char* silu_isa_name(SiluIsa isa) {
@@ -139,8 +135,8 @@ const char* silu_isa_name(SiluIsa isa) {
 }
 
 SiluIsa silu_isa_for_onednn() {
-  if (has_isa(dnnl_cpu_isa_avx512_core)) return SiluIsa::Avx512;
-  if (has_isa(dnnl_cpu_isa_avx2)) return SiluIsa::Avx2;
+  if (effective_isa_includes(dnnl_cpu_isa_avx512_core)) return SiluIsa::Avx512;
+  if (effective_isa_includes(dnnl_cpu_isa_avx2)) return SiluIsa::Avx2;
   return SiluIsa::Scalar;
 }
 

@@ -826,7 +826,7 @@ TEST(OnednnSilu, AHostSiluIsProfiledAsItsOwnEvent) {
   EXPECT_EQ(silus, host ? 1u : 0u);
 }
 
-// With a Relu on the Mul (the SiLU is not the last thing), or in bf16, oneDNN's post-op keeps it.
+// With a Relu on the Mul (the SiLU is not the last thing), oneDNN's post-op keeps it.
 TEST(OnednnSilu, ASiluFollowedByAnActivationStaysAPostOp) {
   GraphCase g = silu_case(0, false, 60);  // its Mul has a Relu
   Session s;
