@@ -98,10 +98,12 @@ int isa_index(std::string_view name) {
 
 }  // namespace
 
+bool isa_includes(dnnl_cpu_isa_t have, dnnl_cpu_isa_t want) {
+  return (static_cast<unsigned>(have) & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
+}
+
 bool effective_isa_includes(dnnl_cpu_isa_t isa) {
-  // ISA values are bit sets.
-  const unsigned have = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  return (have & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
+  return isa_includes(dnnl_get_effective_cpu_isa(), isa);
 }
 
 const char* effective_isa_choice() {

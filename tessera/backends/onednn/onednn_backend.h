@@ -63,6 +63,8 @@ class OnednnBackend final : public BackendInterface {
 /// it fixes oneDNN's ISA for the process.
 const char* effective_isa_choice();
 
+/// Whether ISA bit set `have` contains all of `want` (oneDNN's ISA values are bit sets).
+bool isa_includes(dnnl_cpu_isa_t have, dnnl_cpu_isa_t want);
 /// Whether oneDNN's effective ISA (the CPU capped by max_cpu_isa) contains all of `isa`. Like
 /// effective_isa_choice, calling it fixes oneDNN's ISA for the process.
 bool effective_isa_includes(dnnl_cpu_isa_t isa);

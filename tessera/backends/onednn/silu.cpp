@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -134,10 +135,14 @@ const char* silu_isa_name(SiluIsa isa) {
   return "scalar";
 }
 
-SiluIsa silu_isa_for_onednn() {
-  if (effective_isa_includes(dnnl_cpu_isa_avx512_core)) return SiluIsa::Avx512;
-  if (effective_isa_includes(dnnl_cpu_isa_avx2)) return SiluIsa::Avx2;
+SiluIsa silu_isa_for(dnnl_cpu_isa_t isa) {
+  if (isa_includes(isa, dnnl_cpu_isa_avx512_core)) return SiluIsa::Avx512;
+  if (isa_includes(isa, dnnl_cpu_isa_avx2)) return SiluIsa::Avx2;
   return SiluIsa::Scalar;
+}
+
+SiluIsa silu_isa_for_onednn() {
+  return silu_isa_for(dnnl_get_effective_cpu_isa());
 }
 
 void silu_in_place(float* data, size_t count, SiluIsa isa, int threads) {

@@ -8,6 +8,8 @@
 // convolution's output right after it (docs/performance.md, "SiLU after the convolution").
 #pragma once
 
+#include <oneapi/dnnl/dnnl_types.h>
+
 #include <cstddef>
 
 namespace tessera::onednn {
@@ -18,8 +20,10 @@ enum class SiluIsa { Scalar, Avx2, Avx512 };
 /// Its name ("scalar", "avx2", "avx512") for reports.
 const char* silu_isa_name(SiluIsa isa);
 
-/// The kernel for oneDNN's effective ISA (dnnl_get_effective_cpu_isa: the CPU capped by
-/// max_cpu_isa): Avx512 where it includes avx512_core, Avx2 where avx2, else Scalar.
+/// The kernel for oneDNN ISA bit set `isa`: Avx512 where it includes avx512_core, Avx2 where
+/// avx2, else Scalar.
+SiluIsa silu_isa_for(dnnl_cpu_isa_t isa);
+/// silu_isa_for(oneDNN's effective ISA: the CPU capped by max_cpu_isa).
 SiluIsa silu_isa_for_onednn();
 
 /// data[i] = data[i] / (1 + exp(-data[i])) for i < count with `isa`'s kernel (the caller makes

@@ -149,6 +149,18 @@ TEST(OnednnSiluKernel, ThreadsGiveTheSingleThreadResult) {
   }
 }
 
+// The choice from oneDNN's ISA bit sets, fed here rather than read from this machine: AVX-512
+// from avx512_core up, AVX2 from avx2 up, below that oneDNN's own post-op (Scalar).
+TEST(OnednnSiluKernel, TheKernelFollowsOnednnsIsa) {
+  EXPECT_EQ(silu_isa_for(dnnl_cpu_isa_avx512_core_amx), SiluIsa::Avx512);
+  EXPECT_EQ(silu_isa_for(dnnl_cpu_isa_avx512_core_bf16), SiluIsa::Avx512);
+  EXPECT_EQ(silu_isa_for(dnnl_cpu_isa_avx512_core), SiluIsa::Avx512);
+  EXPECT_EQ(silu_isa_for(dnnl_cpu_isa_avx2_vnni), SiluIsa::Avx2);
+  EXPECT_EQ(silu_isa_for(dnnl_cpu_isa_avx2), SiluIsa::Avx2);
+  EXPECT_EQ(silu_isa_for(dnnl_cpu_isa_avx), SiluIsa::Scalar);
+  EXPECT_EQ(silu_isa_for(dnnl_cpu_isa_sse41), SiluIsa::Scalar);
+}
+
 TEST(OnednnSiluKernel, NamesAndTheOnednnChoice) {
   EXPECT_STREQ(silu_isa_name(SiluIsa::Scalar), "scalar");
   EXPECT_STREQ(silu_isa_name(SiluIsa::Avx2), "avx2");
