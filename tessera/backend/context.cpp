@@ -39,6 +39,12 @@ Result<Span<const uint8_t>> BackendInitContext::constant(uint32_t index) const {
   return params_.constants.fn(params_.constants.context, index);
 }
 
+void BackendInitContext::release_constant(uint32_t index) const {
+  if (params_.constants.release != nullptr) {
+    params_.constants.release(params_.constants.context, index);
+  }
+}
+
 const PolicyDecision& BackendInitContext::policy() const {
   if (params_.policy != nullptr) return *params_.policy;
   // No runtime decision (a backend driven directly, as in unit tests): the default policy on

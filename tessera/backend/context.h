@@ -34,6 +34,8 @@ struct SymbolValue {
 struct ConstantSource {
   Result<Span<const uint8_t>> (*fn)(void* context, uint32_t index) = nullptr;
   void* context = nullptr;
+  /// Optional: the backend no longer reads constant `index` (see release_constant).
+  void (*release)(void* context, uint32_t index) = nullptr;
 };
 
 /// What BackendInterface::init gets. Built by the runtime for one init call; every pointer and
@@ -82,6 +84,13 @@ class BackendInitContext {
 
   /// Bytes of program constant `index`; NotSupported if the runtime gave no constant source.
   Result<Span<const uint8_t>> constant(uint32_t index) const;
+  /// Tells the runtime that this delegate has its own copy of constant `index` (reordered,
+  /// packed) and does not read the program's bytes of it again: a program mapped from a file
+  /// drops those pages from memory, so weights are not held twice. Only a hint: the bytes stay
+  /// valid (read again from the file if anything reads them), and other delegates may still use
+  /// them. Call it as each constant is copied, not at the end, and the load's peak memory drops
+  /// too. Does nothing without a runtime (tests) or for a program in a caller's buffer.
+  void release_constant(uint32_t index) const;
 
   MemoryAllocator* method_allocator() const { return params_.method_allocator; }
   const DeviceInfo& device_info() const;

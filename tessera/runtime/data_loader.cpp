@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace tessera {
@@ -52,6 +53,19 @@ MmapDataLoader& MmapDataLoader::operator=(MmapDataLoader&& other) noexcept {
     other.size_ = 0;
   }
   return *this;
+}
+
+void MmapDataLoader::release(Span<const uint8_t> range) const {
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  auto begin = reinterpret_cast<uintptr_t>(range.data());
+  uintptr_t end = begin + range.size();
+  if (data_ == nullptr || begin < base || end > base + size_ || end <= begin) return;
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  begin = (begin + page - 1) / page * page;  // whole pages only: the neighbours may be in use
+  end = end / page * page;
+  if (end <= begin) return;
+  // Never written (PROT_READ), so dropping loses nothing: the next read maps the file's page.
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MmapDataLoader::~MmapDataLoader() {

@@ -16,6 +16,11 @@ class DataLoader {
   virtual ~DataLoader() = default;
   /// The whole file.
   virtual Span<const uint8_t> data() const = 0;
+  /// A hint that nothing reads `range` (inside data()) for now: a backend has its own copy of
+  /// those constants. A loader that can read the bytes back (a file mapping) may drop them from
+  /// the process's memory; they stay valid and unchanged, and come back when read. The default
+  /// keeps them (a caller's buffer is never touched).
+  virtual void release(Span<const uint8_t> range) const { (void)range; }
 };
 
 /// Maps a file read-only. Constants are then used in place, straight from the page cache.
@@ -31,6 +36,10 @@ class MmapDataLoader final : public DataLoader {
   ~MmapDataLoader() override;
 
   Span<const uint8_t> data() const override { return {data_, size_}; }
+  /// Drops the whole pages inside `range` from the process (madvise MADV_DONTNEED on the
+  /// read-only private mapping): its resident size shrinks, and a later read maps the page
+  /// again from the file (the page cache, normally). Ranges outside the mapping are ignored.
+  void release(Span<const uint8_t> range) const override;
 
  private:
   MmapDataLoader(const uint8_t* data, size_t size) : data_(data), size_(size) {}

@@ -58,6 +58,10 @@ Result<Span<const uint8_t>> program_constant(void* ctx, uint32_t index) {
   return c;
 }
 
+void release_program_constant(void* ctx, uint32_t index) {
+  static_cast<const Program*>(ctx)->release_constant(static_cast<int>(index));
+}
+
 }  // namespace
 
 bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,
@@ -209,7 +213,7 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
   params.options = resolved;
   params.method_name = method->name()->string_view();
   params.symbols = symbols;
-  params.constants = {program_constant, const_cast<Program*>(&program)};
+  params.constants = {program_constant, const_cast<Program*>(&program), release_program_constant};
   params.device_info = s->device;
   params.policy = s->policy;
   derived->clear();  // a failed candidate's reports do not carry over

@@ -64,7 +64,7 @@ Result<Program> Program::load(const DataLoader* loader) {
                          program->version(), ir::kProgramVersion);
   }
   TESSERA_RETURN_IF_ERROR(internal::validate_program(program, data.size(), fb_end));
-  return Program(data, program);
+  return Program(loader, data, program);
 }
 
 size_t Program::num_methods() const { return program_->methods()->size(); }
@@ -95,6 +95,15 @@ Span<const uint8_t> Program::constant(int index) const {
   }
   const fb::ConstantRef* c = program_->constants()->Get(static_cast<uint32_t>(index));
   return {data_.data() + program_->segment_offset() + c->offset(), static_cast<size_t>(c->size())};
+}
+
+void Program::release_constant(int index) const {
+  const Span<const uint8_t> c = constant(index);
+  if (c.size() > 0) loader_->release(c);
+}
+
+void Program::release(Span<const uint8_t> range) const {
+  loader_->release(range);
 }
 
 Result<Method> Program::load_method(std::string_view name, MemoryManager* memory) const {

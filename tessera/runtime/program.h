@@ -48,6 +48,12 @@ class Program {
 
   /// Bytes of constant `index` (in the mapped file); empty if out of range.
   Span<const uint8_t> constant(int index) const;
+  /// A hint that nothing reads constant `index` for now (a backend made its own copy of it):
+  /// passed to the DataLoader (DataLoader::release), which may drop its pages from memory. The
+  /// bytes stay valid. Out of range: nothing.
+  void release_constant(int index) const;
+  /// The same for any range of bytes() (the selection cache's program hash reads them all).
+  void release(Span<const uint8_t> range) const;
   /// The verified FlatBuffer root (for tools and backends that read the IR; they include
   /// tessera/ir/schema.h).
   const fb::Program* flatbuffer() const { return program_; }
@@ -57,9 +63,10 @@ class Program {
   uint32_t version() const;
 
  private:
-  Program(Span<const uint8_t> data, const fb::Program* program)
-      : data_(data), program_(program) {}
+  Program(const DataLoader* loader, Span<const uint8_t> data, const fb::Program* program)
+      : loader_(loader), data_(data), program_(program) {}
 
+  const DataLoader* loader_;
   Span<const uint8_t> data_;
   const fb::Program* program_;
 };

@@ -121,8 +121,13 @@ void append_activation(dnnl::post_ops& ops, const fb::Node& node) {
 
 class Builder {
  public:
-  Builder(const PayloadGraph& view, const BuildOptions& options, Delegate& delegate)
-      : view_(view), options_(options), d_(delegate), act_(options.bf16 ? dt::bf16 : dt::f32) {}
+  Builder(const PayloadGraph& view, const BackendInitContext& context, const BuildOptions& options,
+          Delegate& delegate)
+      : view_(view),
+        context_(context),
+        options_(options),
+        d_(delegate),
+        act_(options.bf16 ? dt::bf16 : dt::f32) {}
 
   Status build();
 
@@ -265,7 +270,15 @@ class Builder {
   Status add_reorder(const memory& src, const memory& dst, std::string_view node_name);
   void add_activation_step(const fb::Node& node, int value, std::string_view name);
 
+  /// Constant `v` was copied into a buffer of the delegate: the program's bytes may go.
+  void copied_constant(int v) {
+    if (vals_[static_cast<size_t>(v)].constant) {
+      context_.release_constant(static_cast<uint32_t>(view_.value(v).constant));
+    }
+  }
+
   const PayloadGraph& view_;
+  const BackendInitContext& context_;
   const BuildOptions& options_;
   Delegate& d_;
   dt act_;
@@ -366,6 +379,7 @@ Result<memory> Builder::as(int v, const memory::desc& want) {
   if (val.constant) {
     dnnl::reorder(m, out).execute(d_.stream, m, out);
     d_.stream.wait();
+    copied_constant(v);
   } else {
     TESSERA_RETURN_IF_ERROR(add_reorder(m, out, "reorder"));
   }
@@ -397,6 +411,7 @@ Result<memory> Builder::weights_as(int v, const DimVector& dims, const memory::d
     dnnl::reorder(from, to).execute(d_.stream, from, to);
     d_.stream.wait();
   }
+  copied_constant(v);
   return to;
 }
 
@@ -419,6 +434,7 @@ Result<memory> Builder::broadcast_constant(int v, const DimVector& shape) {
     }
     to[i] = in[off];
   }
+  copied_constant(v);
   return out;
 }
 
@@ -2032,7 +2048,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
   try {
     delegate->stream = dnnl::stream(options.engine);
     OmpThreadsScope team(options.threads);  // primitives partition work for this team size
-    Builder builder(view, options, *delegate);
+    Builder builder(view, context, options, *delegate);
     TESSERA_RETURN_IF_ERROR(builder.build());
   } catch (const dnnl::error& e) {
     return Status::error(Error::DelegateInvalidCompatibility, "onednn: %s (status %d)", e.what(),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "tessera/backend/registry.h"
@@ -124,7 +125,7 @@ Floats buffer_of(const GraphCase& c, int v) {
 }
 
 Result<Span<const uint8_t>> constant_bytes(void* context, uint32_t index) {
-  const auto* c = static_cast<const GraphCase*>(context);
+  const GraphCase* c = static_cast<const Session::Constants*>(context)->graph;
   if (index >= c->constants.size()) return Status(Error::NotFound, "no such constant");
   const Floats& f = c->constants[index];
   size_t nbytes = f.size() * sizeof(float);
@@ -136,6 +137,16 @@ Result<Span<const uint8_t>> constant_bytes(void* context, uint32_t index) {
     }
   }
   return Span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.data()), nbytes);
+}
+
+void release_constant(void* context, uint32_t index) {
+  auto* k = static_cast<Session::Constants*>(context);
+  if (k->released == nullptr) return;
+  k->released->push_back(index);
+  if (k->poison && index < k->graph->constants.size()) {
+    Floats& f = k->graph->constants[index];
+    std::fill(f.begin(), f.end(), std::numeric_limits<float>::quiet_NaN());
+  }
 }
 
 }  // namespace
@@ -197,7 +208,8 @@ Status Session::init(const GraphCase& c, const RunOptions& options) {
   params.cpu_pool_peers = {options.cpu_pool_peers.data(), options.cpu_pool_peers.size()};
   params.method_instance = options.method_instance;
   params.symbols = symbols;
-  params.constants = ConstantSource{constant_bytes, const_cast<GraphCase*>(&c)};
+  constants_ = {const_cast<GraphCase*>(&c), options.released, options.poison_released};
+  params.constants = ConstantSource{constant_bytes, &constants_, release_constant};
   params.policy = options.policy;
   derived_.clear();
   params.derived = &derived_;

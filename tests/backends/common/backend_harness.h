@@ -77,6 +77,13 @@ struct RunOptions {
   /// BackendInitContext::method_instance: sessions given the same nonzero value are delegates
   /// of one (imagined) Method.
   uint64_t method_instance = 0;
+  /// Lists the constants the backend releases at init (BackendInitContext::release_constant);
+  /// null: releases are dropped, as for a program in a caller's buffer.
+  std::vector<uint32_t>* released = nullptr;
+  /// With `released`: each released constant of the GraphCase is overwritten with NaN at once,
+  /// so a backend that reads it again (it said it would not) gives NaN. Changes the case: run
+  /// the reference first.
+  bool poison_released = false;
 };
 
 /// An initialised delegate with its inputs/outputs, for tests that run it several times.
@@ -84,6 +91,12 @@ class Session {
  public:
   /// `backend` names a registered backend; it must outlive the session.
   explicit Session(const char* backend) : backend_name_(backend) {}
+  /// The context of the ConstantSource an init gets (see RunOptions::released).
+  struct Constants {
+    GraphCase* graph = nullptr;
+    std::vector<uint32_t>* released = nullptr;
+    bool poison = false;
+  };
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   ~Session();
@@ -104,6 +117,7 @@ class Session {
   // backend does), so it lives as long as the handle (destroyed in ~Session's body, before it).
   HeapMemoryAllocator allocator_;
   DelegateHandle* handle_ = nullptr;
+  Constants constants_;  // the init's ConstantSource context
   ResolvedOptions resolved_;
   DerivedValues derived_;
   std::vector<uint8_t> payload_;
