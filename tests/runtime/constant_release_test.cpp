@@ -67,8 +67,8 @@ class ConstantRelease : public ::testing::Test {
  protected:
   void SetUp() override {
     stub_ = new testing::StubBackend();
-    stub_->on_init = [this](BackendInitContext& ctx, FreeableBuffer*, Span<const CompileSpec>)
-        -> Result<DelegateHandle*> {
+    stub_->on_init = [this](BackendInitContext& ctx, FreeableBuffer*,
+                            Span<const CompileSpec>) -> Result<DelegateHandle*> {
       Result<Span<const uint8_t>> c = ctx.constant(0);
       if (!c.ok()) return c.status();
       copy_.assign(c->begin(), c->end());  // "packed": the delegate has its own copy now

@@ -185,8 +185,8 @@ class Builder {
   const BackendInitContext& context_;
   const BuildOptions& options_;
   Delegate& d_;
-  std::vector<OwnedFloats> transient_;          // see transient()
-  std::vector<uint32_t> consumed_constants_;    // see consumed()
+  std::vector<OwnedFloats> transient_;        // see transient()
+  std::vector<uint32_t> consumed_constants_;  // see consumed()
 
   std::vector<ValueState> values_;
   std::vector<const fb::Node*> nodes_;

@@ -18,8 +18,8 @@ TEST(XnnpackRelease, PackedWeightsAreReleasedAndNeverReadAgain) {
   ReleaseCase c = release_case(5);
   std::vector<uint32_t> released;
   EXPECT_TRUE(runs_with_released_constants_poisoned(kBackendName, c, &released));
-  std::vector<uint32_t> want = {c.conv3x3_w,   c.conv3x3_b,   c.conv1x1_w, c.depthwise_w,
-                                c.depthwise_b, c.gemm_b,      c.gemm_c};
+  std::vector<uint32_t> want = {c.conv3x3_w,   c.conv3x3_b, c.conv1x1_w, c.depthwise_w,
+                                c.depthwise_b, c.gemm_b,    c.gemm_c};
   want.insert(want.end(), c.batchnorm.begin(), c.batchnorm.end());
   std::sort(want.begin(), want.end());
   std::sort(released.begin(), released.end());
