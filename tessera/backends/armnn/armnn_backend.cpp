@@ -307,6 +307,12 @@ Result<DelegateHandle*> ArmnnBackend::init(BackendInitContext& context, Freeable
 
   Result<BuiltNetwork> built = build_network(view);
   if (!built.ok()) return for_delegate(context, built.status());
+  // The network holds copies of every constant it read (ArmNN copies them again into its
+  // layers): the program's bytes are not read from here on.
+  for (size_t v = 0; v < view.num_values(); ++v) {
+    const PayloadValue& value = view.value(static_cast<int32_t>(v));
+    if (value.is_constant()) context.release_constant(static_cast<uint32_t>(value.constant));
+  }
 
   std::vector<armnn::BackendId> ids(preferences.begin(), preferences.end());
   armnn::OptimizerOptions optimizer;

@@ -328,6 +328,8 @@ Result<std::unique_ptr<Delegate>> build_delegate(const PayloadGraph& view,
                            cl_error_name(err));
     }
     d->buffers[v] = MemHandle(mem);
+    // CL_MEM_COPY_HOST_PTR copied it: the program's bytes are not read again.
+    if (bytes != 0) context.release_constant(static_cast<uint32_t>(value.constant));
   }
   if (scratch_floats > 0) {
     const size_t bytes = static_cast<size_t>(scratch_floats) * sizeof(float);
