@@ -132,6 +132,10 @@ class Delegate {
   std::vector<OutputStage> outputs;
   std::vector<ConcatPart> concat_parts;
   std::vector<OwnedFloats> storage;          // buffers, repacked weights, padded constants
+  /// The buffers' arena (they share it where their lifetimes do not overlap), and what they
+  /// would take each in memory of its own.
+  size_t buffer_bytes = 0;
+  size_t unshared_buffer_bytes = 0;
   std::shared_ptr<struct pthreadpool> pool;  // null: run on the calling thread
   /// The pools of the delegate's Method (null in a profiling twin). When the Method runs on
   /// several, execute parks this pool's workers at its end (thread_pools.h).

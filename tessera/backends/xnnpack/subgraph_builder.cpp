@@ -159,6 +159,7 @@ class Builder {
   Status ensure_converted(int value, Layout layout, int rank, size_t node);
   void plan_concat(size_t node, const std::vector<Request>& requests);
   Status finish_plan();
+  Status place_buffers();
 
   // Emit pass.
   Status emit_begin(int segment);
@@ -589,21 +590,94 @@ Status Builder::finish_plan() {
     d_.buffers[b].numel = static_cast<size_t>(buffers_[b].physical.numel());
   }
   for (const auto& [b, arg] : bound) d_.buffers[static_cast<size_t>(b)].arg = arg;
-  for (Buffer& b : d_.buffers) {
-    if (b.arg >= 0) continue;
-    TESSERA_ASSIGN_OR_RETURN(b.data, owned(b.numel));
-  }
   for (int i : graph_inputs_) {
     const ValueState& v = values_[static_cast<size_t>(i)];
     if (v.buffer < 0) continue;  // never read
     d_.inputs.push_back(
         {v.graph_input, v.buffer, make_conversion(v.dims, Layout::Identity, v.layout)});
   }
+  TESSERA_RETURN_IF_ERROR(place_buffers());
   for (size_t k = 0; k < segments_.size(); ++k)
     segments_[k].num_externals = segments_[k].imports.size();
   for (const ValueState& v : values_) {
     if (v.exported) ++segments_[static_cast<size_t>(v.segment)].num_externals;
   }
+  return Status::ok();
+}
+
+// The buffers share one arena wherever their lifetimes do not overlap. A buffer lives from the
+// first step that writes it (an input stage: before every step) to the last that reads it (an
+// output stage: after every step); the steps run in order, one at a time. DenseNet-121 has 58
+// concatenations between runtimes, and with a buffer each its XNNPACK delegate held 270 MB.
+Status Builder::place_buffers() {
+  const size_t n = d_.buffers.size();
+  const int end = static_cast<int>(d_.steps.size());
+  std::vector<int> first(n, end + 1), last(n, -2);
+  auto live = [&](int b, int step) {
+    if (b < 0) return;
+    first[static_cast<size_t>(b)] = std::min(first[static_cast<size_t>(b)], step);
+    last[static_cast<size_t>(b)] = std::max(last[static_cast<size_t>(b)], step);
+  };
+  for (const InputStage& st : d_.inputs) live(st.buffer, -1);
+  for (const OutputStage& st : d_.outputs) live(st.buffer, end);
+  std::vector<int> invoke_step(segments_.size(), -1);  // Step::runtime is still the segment here
+  for (int k = 0; k < end; ++k) {
+    const Step& st = d_.steps[static_cast<size_t>(k)];
+    switch (st.kind) {
+      case Step::Kind::Invoke:
+        invoke_step[static_cast<size_t>(st.runtime)] = k;
+        for (int b : segments_[static_cast<size_t>(st.runtime)].imports) live(b, k);
+        break;
+      case Step::Kind::Convert:
+        live(st.src, k);
+        live(st.dst, k);
+        break;
+      case Step::Kind::Concat:
+        for (size_t q = 0; q < st.num_parts; ++q) live(d_.concat_parts[st.first_part + q].src, k);
+        live(st.dst, k);
+        break;
+    }
+  }
+  for (const ValueState& v : values_) {  // written by the runtime of the segment producing it
+    if (v.exported && v.segment >= 0) live(v.buffer, invoke_step[static_cast<size_t>(v.segment)]);
+  }
+  // Largest first, each at the lowest offset clear of the placed ones it overlaps in time.
+  std::vector<size_t> bytes(n, 0), offset(n, 0), order;
+  for (size_t b = 0; b < n; ++b) {
+    if (d_.buffers[b].arg >= 0) continue;
+    if (first[b] > last[b]) {  // no step found: live throughout, to be safe
+      first[b] = -1;
+      last[b] = end;
+    }
+    bytes[b] = (d_.buffers[b].numel * sizeof(float) + XNN_EXTRA_BYTES + 63) / 64 * 64;
+    d_.unshared_buffer_bytes += bytes[b];
+    order.push_back(b);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  std::vector<size_t> placed;
+  std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of placed buffers live meanwhile
+  size_t total = 0;
+  for (size_t b : order) {
+    busy.clear();
+    for (size_t o : placed) {
+      if (last[o] >= first[b] && last[b] >= first[o])
+        busy.push_back({offset[o], offset[o] + bytes[o]});
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t at = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (at + bytes[b] <= lo) break;
+      at = std::max(at, hi);
+    }
+    offset[b] = at;
+    total = std::max(total, at + bytes[b]);
+    placed.push_back(b);
+  }
+  d_.buffer_bytes = total;
+  if (total == 0) return Status::ok();
+  TESSERA_ASSIGN_OR_RETURN(float* arena, owned(total / sizeof(float)));
+  for (size_t b : order) d_.buffers[b].data = arena + offset[b] / sizeof(float);
   return Status::ok();
 }
 
@@ -770,6 +844,7 @@ Result<const float*> Builder::static_copy(int value, Layout layout, int rank) {
     std::memcpy(data, v.data, static_cast<size_t>(e.numel()) * sizeof(float));
   }
   v.copies.push_back({layout, rank, data});
+  consumed(v);
   return static_cast<const float*>(data);
 }
 

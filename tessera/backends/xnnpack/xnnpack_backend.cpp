@@ -224,6 +224,8 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.runtimes = d->num_runtimes();
   s.conversions = d->num_conversions();
   s.concats = d->num_concats();
+  s.buffer_bytes = d->buffer_bytes;
+  s.unshared_buffer_bytes = d->unshared_buffer_bytes;
   s.runtime_flags = d->runtime_flags;
   s.parks_workers = d->method_pools != nullptr && d->method_pools->several();
   return s;

@@ -181,6 +181,42 @@ TEST(XnnpackLayout, ConcatOfInputAndConvOutput) {
   EXPECT_EQ(s.conversions, 0u);
 }
 
+TEST(XnnpackLayout, DenseBlockBuffersShareOneArena) {
+  // DenseNet's dense block: each layer's 3x3 Conv reads the concatenation of everything before
+  // it, and its output joins the next concatenation. Each Concat is a step between runtimes with
+  // a buffer of its own; a buffer no later step reads leaves its memory to the next ones.
+  GraphCase c;
+  int64_t channels = 4;
+  int cat = c.input({1, channels, 6, 6});
+  for (int layer = 0; layer < 5; ++layer) {
+    const int r = c.tensor({1, channels, 6, 6});
+    c.node(Op::Relu, {cat}, r);
+    const int grown = conv(c, r, channels, 3, 6, 6);
+    const int next = c.tensor({1, channels + 3, 6, 6});
+    c.node(Op::Concat, {cat, grown}, next).attrs = {ir::Attr::make_int("axis", 1)};
+    cat = next;
+    channels += 3;
+  }
+  const int y = conv(c, cat, channels, 2, 6, 6);
+  c.output(y);
+  const DelegateSummary s = expect_matches(c);
+  EXPECT_EQ(s.concats, 5u);
+  EXPECT_GT(s.buffer_bytes, 0u);
+  EXPECT_LT(s.buffer_bytes, s.unshared_buffer_bytes)
+      << "arena " << s.buffer_bytes << " bytes, unshared " << s.unshared_buffer_bytes;
+
+  // Executes again and again give the same result: no buffer relies on what an earlier
+  // execute left in the shared memory.
+  Session session;
+  ASSERT_TRUE(session.init(c).is_ok());
+  const std::vector<Floats> a = random_inputs(c, 1), b = random_inputs(c, 2);
+  std::vector<Floats> first, other, again;
+  ASSERT_TRUE(session.run(a, &first).is_ok());
+  ASSERT_TRUE(session.run(b, &other).is_ok());
+  ASSERT_TRUE(session.run(a, &again).is_ok());
+  EXPECT_EQ(first, again);
+}
+
 TEST(XnnpackLayout, SymbolicBatch) {
   GraphCase c;
   const int batch = c.symbol("batch", 4, 3);
