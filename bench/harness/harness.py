@@ -642,6 +642,8 @@ def main():
     info["loadavg_end"] = os.getloadavg()
     with open(json_out, "w") as f:
         json.dump(out, f, indent=1)
+    if os.path.exists(json_out + ".partial"):  # the complete file replaces it
+        os.remove(json_out + ".partial")
     log(f"wrote {json_out}")
     import report
     md = report.markdown(out)
