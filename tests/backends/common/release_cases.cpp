@@ -1,5 +1,8 @@
 #include "tests/backends/common/release_cases.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "tests/backends/common/conv_cases.h"
 
 namespace tessera::backend_testing {
@@ -65,6 +68,22 @@ ReleaseCase release_case(uint32_t seed) {
   Result<std::vector<Floats>> got = run_backend(backend, c.graph, inputs, options);
   if (!got.ok()) return ::testing::AssertionFailure() << got.status().message();
   return close(*got, *want);
+}
+
+::testing::AssertionResult releases_every_constant(const char* backend) {
+  ReleaseCase c = release_case(5);
+  std::vector<uint32_t> released;
+  ::testing::AssertionResult ran = runs_with_released_constants_poisoned(backend, c, &released);
+  if (!ran) return ran;
+  std::sort(released.begin(), released.end());
+  released.erase(std::unique(released.begin(), released.end()), released.end());
+  std::vector<uint32_t> want(c.graph.constants.size());
+  std::iota(want.begin(), want.end(), 0u);
+  if (released == want) return ::testing::AssertionSuccess();
+  ::testing::AssertionResult failure = ::testing::AssertionFailure();
+  failure << "released " << released.size() << " of " << want.size() << " constants:";
+  for (uint32_t r : released) failure << " " << r;
+  return failure;
 }
 
 }  // namespace tessera::backend_testing

@@ -26,4 +26,8 @@ ReleaseCase release_case(uint32_t seed);
                                                                  ReleaseCase& c,
                                                                  std::vector<uint32_t>* released);
 
+/// For a backend that copies every constant it reads: runs the case as above and checks that each
+/// of its constants was released.
+::testing::AssertionResult releases_every_constant(const char* backend);
+
 }  // namespace tessera::backend_testing
