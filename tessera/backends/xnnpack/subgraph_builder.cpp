@@ -172,9 +172,6 @@ class Builder {
   Result<uint32_t> define_static(const float* data, const Dims& dims);
   Result<const float*> static_copy(int value, Layout layout, int rank);
   Result<float*> owned(size_t count);
-  /// Memory the current segment's runtime reads only while it is created (filters it packs):
-  /// freed in emit_close.
-  Result<float*> transient(size_t count);
   /// Constant `v` is copied into what the current segment's runtime keeps (packed weights,
   /// folded parameters): its program bytes are released once the runtime exists.
   void consumed(const ValueState& v) {
@@ -186,7 +183,6 @@ class Builder {
   const BackendInitContext& context_;
   const BuildOptions& options_;
   Delegate& d_;
-  std::vector<OwnedFloats> transient_;        // see transient()
   std::vector<uint32_t> consumed_constants_;  // see consumed()
 
   std::vector<ValueState> values_;
@@ -702,16 +698,6 @@ Result<float*> Builder::owned(size_t count) {
   return raw;
 }
 
-Result<float*> Builder::transient(size_t count) {
-  OwnedFloats p = allocate_floats(count);
-  if (!p) {
-    return Status::error(Error::MemoryAllocationFailed, "xnnpack: cannot allocate %zu bytes",
-                         count * sizeof(float));
-  }
-  transient_.push_back(std::move(p));
-  return transient_.back().get();
-}
-
 Status Builder::emit_begin(int segment) {
   SegmentInfo& s = segments_[static_cast<size_t>(segment)];
   if (s.num_nodes == 0) return Status::ok();  // only copy steps there
@@ -730,10 +716,10 @@ Status Builder::emit_close(int segment) {
       xnn_create_runtime_v2(s.subgraph, options_.pool.get(), options_.runtime_flags, &r.runtime);
   xnn_delete_subgraph(s.subgraph);
   s.subgraph = nullptr;
-  // The runtime's operators packed their filters and biases when it was created; they do not
-  // read the copies made for them (or the program's bytes) again. For ResNeXt-50 these were
-  // 100 MB held twice, besides the mapped program.
-  transient_.clear();
+  // The runtime's operators packed their filters and biases when it was created. The static
+  // data stays valid for the runtime's life, as XNNPACK requires of it (the permuted copies
+  // above are kept), but the program's pages of the constants it was made from can go: they
+  // are read back from the file if anything reads them.
   for (const uint32_t c : consumed_constants_) context_.release_constant(c);
   consumed_constants_.clear();
   if (st != xnn_status_success) {
@@ -915,7 +901,7 @@ Status Builder::emit_node(size_t i) {
       // OIHW to XNNPACK's OHWI: the same order for a 1x1 filter, which is then read in place.
       const float* packed = wt.data;
       if (kh != 1 || kw != 1) {
-        TESSERA_ASSIGN_OR_RETURN(float* to, transient(static_cast<size_t>(wt.dims.numel())));
+        TESSERA_ASSIGN_OR_RETURN(float* to, owned(static_cast<size_t>(wt.dims.numel())));
         static constexpr int kToOhwi[4] = {0, 2, 3, 1};
         permute(wt.data, wt.dims, kToOhwi, to);
         packed = to;
@@ -931,7 +917,7 @@ Status Builder::emit_node(size_t i) {
       const float* bias_data = p.has_bias ? weight(2).data : nullptr;
       if (p.has_bias) consumed(weight(2));
       if (bias_data == nullptr) {
-        TESSERA_ASSIGN_OR_RETURN(float* zeros, transient(static_cast<size_t>(co)));  // zeroed
+        TESSERA_ASSIGN_OR_RETURN(float* zeros, owned(static_cast<size_t>(co)));  // zeroed
         bias_data = zeros;
       }
       Dims bd;
@@ -948,7 +934,7 @@ Status Builder::emit_node(size_t i) {
     case OpKind::DepthwiseConvolution: {
       const ValueState& wt = weight(1);
       const int64_t co = wt.dims.d[0], kh = wt.dims.d[2], kw = wt.dims.d[3];
-      TESSERA_ASSIGN_OR_RETURN(float* packed, transient(static_cast<size_t>(wt.dims.numel())));
+      TESSERA_ASSIGN_OR_RETURN(float* packed, owned(static_cast<size_t>(wt.dims.numel())));
       consumed(wt);
       Dims src;  // [co, kh, kw] -> [kh, kw, co]
       src.rank = 3;
@@ -984,7 +970,7 @@ Status Builder::emit_node(size_t i) {
       const int64_t g = p.groups, ig = static_cast<int64_t>(p.group_input_channels),
                     og = static_cast<int64_t>(p.group_output_channels), kh = wt.dims.d[2],
                     kw = wt.dims.d[3];
-      TESSERA_ASSIGN_OR_RETURN(float* packed, transient(static_cast<size_t>(wt.dims.numel())));
+      TESSERA_ASSIGN_OR_RETURN(float* packed, owned(static_cast<size_t>(wt.dims.numel())));
       consumed(wt);
       Dims src;  // [g, ig, og, kh, kw] -> [g, og, kh, kw, ig]
       src.rank = 5;
@@ -1022,7 +1008,7 @@ Status Builder::emit_node(size_t i) {
       const float* wdata = wt.data;
       consumed(wt);
       if (p.alpha != 1.0f) {
-        TESSERA_ASSIGN_OR_RETURN(float* scaled, transient(static_cast<size_t>(wt.dims.numel())));
+        TESSERA_ASSIGN_OR_RETURN(float* scaled, owned(static_cast<size_t>(wt.dims.numel())));
         for (int64_t k = 0; k < wt.dims.numel(); ++k) scaled[k] = wt.data[k] * p.alpha;
         wdata = scaled;
       }
@@ -1034,7 +1020,7 @@ Status Builder::emit_node(size_t i) {
         const float* bdata = c.data;
         consumed(c);
         if (p.beta != 1.0f || c.dims.numel() != nout) {
-          TESSERA_ASSIGN_OR_RETURN(float* b, transient(static_cast<size_t>(nout)));
+          TESSERA_ASSIGN_OR_RETURN(float* b, owned(static_cast<size_t>(nout)));
           for (int64_t k = 0; k < nout; ++k) b[k] = c.data[c.dims.numel() == nout ? k : 0] * p.beta;
           bdata = b;
         }
