@@ -9,6 +9,7 @@
 
 #include "tessera/backends/xnnpack/node_reader.h"
 #include "tessera/backends/xnnpack/op_plan.h"
+#include "tessera/ir/memory_plan.h"
 #include "tessera/ir/op.h"
 
 // How it works. The nodes are walked twice in the same order with the same layout decisions.
@@ -637,43 +638,28 @@ Status Builder::place_buffers() {
   for (const ValueState& v : values_) {  // written by the runtime of the segment producing it
     if (v.exported && v.segment >= 0) live(v.buffer, invoke_step[static_cast<size_t>(v.segment)]);
   }
-  // Largest first, each at the lowest offset clear of the placed ones it overlaps in time.
-  std::vector<size_t> bytes(n, 0), offset(n, 0), order;
+  // Placed by the compiler's planner (largest first, lowest offset that fits), as oneDNN's
+  // activation arena is.
+  std::vector<ir::PlanItem> items;
+  std::vector<size_t> which;
   for (size_t b = 0; b < n; ++b) {
     if (d_.buffers[b].arg >= 0) continue;
     if (first[b] > last[b]) {  // no step found: live throughout, to be safe
       first[b] = -1;
       last[b] = end;
     }
-    bytes[b] = (d_.buffers[b].numel * sizeof(float) + XNN_EXTRA_BYTES + 63) / 64 * 64;
-    d_.unshared_buffer_bytes += bytes[b];
-    order.push_back(b);
+    const size_t bytes = d_.buffers[b].numel * sizeof(float) + XNN_EXTRA_BYTES;
+    items.push_back({bytes, first[b], last[b]});
+    which.push_back(b);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
-  std::vector<size_t> placed;
-  std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of placed buffers live meanwhile
-  size_t total = 0;
-  for (size_t b : order) {
-    busy.clear();
-    for (size_t o : placed) {
-      if (last[o] >= first[b] && last[b] >= first[o])
-        busy.push_back({offset[o], offset[o] + bytes[o]});
-    }
-    std::sort(busy.begin(), busy.end());
-    size_t at = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (at + bytes[b] <= lo) break;
-      at = std::max(at, hi);
-    }
-    offset[b] = at;
-    total = std::max(total, at + bytes[b]);
-    placed.push_back(b);
+  const ir::MemoryPlan plan = ir::plan_memory(items, 64);
+  d_.buffer_bytes = plan.arena_size;
+  d_.unshared_buffer_bytes = plan.total_size;
+  if (plan.arena_size == 0) return Status::ok();
+  TESSERA_ASSIGN_OR_RETURN(float* arena, owned(plan.arena_size / sizeof(float)));
+  for (size_t k = 0; k < which.size(); ++k) {
+    d_.buffers[which[k]].data = arena + plan.offsets[k] / static_cast<int64_t>(sizeof(float));
   }
-  d_.buffer_bytes = total;
-  if (total == 0) return Status::ok();
-  TESSERA_ASSIGN_OR_RETURN(float* arena, owned(total / sizeof(float)));
-  for (size_t b : order) d_.buffers[b].data = arena + offset[b] / sizeof(float);
   return Status::ok();
 }
 
