@@ -190,32 +190,42 @@ class RunTimer {
   std::vector<Run> runs_;
 };
 
-/// Whether two candidates measured at `a_ms` and `b_ms` are close enough to be timed again
-/// head to head (the slower below 1.5x the faster).
-bool within_head_to_head_range(double a_ms, double b_ms);
-
-/// One side of head_to_head: a run of an initialised candidate on the delegate's arguments.
+/// One contender of race(): a run of an initialised candidate on the delegate's arguments.
 struct Contender {
   std::function<Status()> run;
   bool on_calling_thread = false;  // BackendInterface::runs_on_calling_thread()
 };
 
-/// Times `best` (the fastest so far, `best_entry`) and `other` (just measured, `other_entry`)
-/// alternately, three runs each (fewer when `budget_spent` says so after a pair), parking the
-/// thread pools of `names` before each run, and replaces both entries' median_ms with these
-/// runs' medians; `other_entry`'s reason says so, with the medians they had alone. A failed run
-/// returns its error.
-Status head_to_head(const Contender& best, const Contender& other, RunClocks clocks,
-                    const std::vector<std::string>& names,
-                    const std::function<bool()>& budget_spent, SelectionCandidate* best_entry,
-                    SelectionCandidate* other_entry);
+/// What race() measured of one contender.
+struct RaceResult {
+  double median_ms = 0;  // of its undisturbed timed runs (0: none)
+  int runs = 0;          // its undisturbed timed runs
+  int disturbed = 0;     // its disturbed ones (RunTimer)
+  bool disturbed_throughout = false;
+  bool stopped = false;          // clearly slower than the fastest: not timed further
+  Status error = Status::ok();  // a run failed: out of the race from then on
+};
+
+/// Times `contenders` in rounds of one run each, the order rotating by one every round (with
+/// two, which goes first alternates), parking the thread pools of `names` before every run, so
+/// that all see the same machine: a slowdown that comes and goes during one contender's runs no
+/// longer decides. A contender leaves the race when it has `wanted` undisturbed runs (RunTimer:
+/// disturbed ones are timed again, up to twice that many attempts), is clearly slower than the
+/// fastest so far (clearly_slower, checked after each round), or a run fails; the race ends
+/// when none is left or `budget_spent` says so after a round (so each runs at least once).
+std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wanted, RunClocks clocks,
+                             const std::vector<std::string>& names,
+                             const std::function<bool()>& budget_spent);
 
 /// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
 /// `requested` and every candidate backend that can take the delegate, runs each on
 /// deterministic inputs (the delegate's non-constant inputs are overwritten; nothing has run
 /// yet at load), compares its outputs with the first that ran (the reference, normally
-/// `requested`), times it, and destroys every one but the fastest accepted, which it hands over
-/// in `kept` (so the load does not initialise it a second time). Fills info->selection and
+/// `requested`), times those accepted against each other (race(): alternately, up to four
+/// runs each), then each backend's option variants one at a time against the fastest so far
+/// (race() of the two, three runs each), and destroys every one but the fastest accepted, which
+/// it hands over in `kept` (so the load does not initialise it a second time). Every accepted
+/// backend is initialised at once while they race. Fills info->selection and
 /// returns the index there of the fastest accepted candidate, or -1 when none ran (the caller
 /// then loads `requested` as usual, which reports its error).
 int measure_candidates(const Program& program, const fb::Method* method, const fb::Instruction* ins,

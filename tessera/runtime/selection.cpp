@@ -37,13 +37,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kTimedRuns = 5;
+// Undisturbed timed runs wanted of each backend in the race (race(): they run alternately), and
+// of a variant and the fastest so far when that variant is timed against it.
+constexpr int kRaceRuns = 4;
+constexpr int kVariantRuns = 3;
 // See replaces_fastest: Winograd's weight transform took MobileNetV2's cached load from 66 to
 // 161 ms for a "win" within the noise.
 constexpr double kVariantMargin = 0.97;
-// See head_to_head: candidates whose medians are this close are timed again, alternately.
-constexpr double kHeadToHeadRange = 1.5;
-constexpr int kHeadToHeadPairs = 3;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -205,45 +205,54 @@ void write_selection_summary(SelectionReport* report) {
   set_text(report->summary, sizeof report->summary, summary);
 }
 
-bool within_head_to_head_range(double a_ms, double b_ms) {
-  const double lo = std::min(a_ms, b_ms), hi = std::max(a_ms, b_ms);
-  return lo > 0 && hi < lo * kHeadToHeadRange;
-}
-
-Status head_to_head(const Contender& best, const Contender& other, RunClocks clocks,
-                    const std::vector<std::string>& names,
-                    const std::function<bool()>& budget_spent, SelectionCandidate* best_entry,
-                    SelectionCandidate* other_entry) {
-  // Each candidate was timed alone, at its own moment of the load: a burst of work elsewhere on
-  // the machine that slows one of them without taking its thread off the CPU (another vCPU of
-  // the host on the same core, memory bandwidth) is not seen by RunTimer, and decides the
-  // choice (RegNetY-400MF's oneDNN read at 10.1 ms against 6.3). Run alternately, the two see
-  // the same machine; which goes first alternates too.
-  RunTimer a(kHeadToHeadPairs, clocks, best.on_calling_thread);
-  RunTimer b(kHeadToHeadPairs, clocks, other.on_calling_thread);
-  int pairs = 0;
-  for (; pairs < kHeadToHeadPairs; ++pairs) {
-    if (pairs > 0 && budget_spent()) break;
-    for (int k = 0; k < 2; ++k) {
-      const bool best_now = (k == 0) == (pairs % 2 == 1);
+std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wanted, RunClocks clocks,
+                             const std::vector<std::string>& names,
+                             const std::function<bool()>& budget_spent) {
+  const size_t n = contenders.size();
+  std::vector<RunTimer> timers;
+  timers.reserve(n);
+  for (const Contender& c : contenders) timers.emplace_back(wanted, clocks, c.on_calling_thread);
+  std::vector<RaceResult> out(n);
+  auto running = [&](size_t i) {
+    return out[i].error.is_ok() && !out[i].stopped && timers[i].wants_more();
+  };
+  for (size_t round = 0;; ++round) {
+    bool any = false;
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = (round + k) % n;  // each round starts one further on
+      if (!running(i)) continue;
+      any = true;
       park_candidate_pools(names);
-      const Status st = best_now ? a.time(best.run) : b.time(other.run);
-      if (!st.is_ok()) return st;
+      const Status st = timers[i].time(contenders[i].run);
+      if (!st.is_ok()) out[i].error = st;
     }
+    if (!any) break;
+    // The fastest so far, and who is clearly slower than it: stopped. Only undisturbed runs
+    // count here: a contender whose runs so far were all disturbed reads slow for that alone
+    // (its kept() are then its least disturbed runs), and is timed on. Off its calling thread,
+    // disturbance is measured between runs (RunTimer), so one run alone says nothing yet.
+    auto clean = [&](size_t i) {
+      return out[i].error.is_ok() && !timers[i].disturbed_throughout() &&
+             timers[i].attempts() >= (contenders[i].on_calling_thread ? 1 : 2);
+    };
+    double best = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double m = timers[i].median();
+      if (clean(i) && m > 0 && (best == 0 || m < best)) best = m;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (running(i) && clean(i) && best > 0 && clearly_slower(timers[i].kept(), best))
+        out[i].stopped = true;
+    }
+    if (budget_spent()) break;  // after a whole round: each ran at least once
   }
-  const double alone_best = best_entry->median_ms, alone_other = other_entry->median_ms;
-  best_entry->median_ms = a.median();
-  other_entry->median_ms = b.median();
-  std::string text = other_entry->reason;
-  if (!text.empty()) text += "; ";
-  text += string_format(
-      "head to head with %s%s%s%s: %.3g against %.3g ms in %d alternating pairs (alone: %.3g "
-      "against %.3g)",
-      best_entry->backend, best_entry->options[0] ? " [" : "", best_entry->options,
-      best_entry->options[0] ? "]" : "", other_entry->median_ms, best_entry->median_ms, pairs,
-      alone_other, alone_best);
-  set_text(other_entry->reason, sizeof other_entry->reason, text);
-  return Status::ok();
+  for (size_t i = 0; i < n; ++i) {
+    out[i].median_ms = timers[i].median();
+    out[i].runs = static_cast<int>(timers[i].kept().size());
+    out[i].disturbed = timers[i].disturbed();
+    out[i].disturbed_throughout = timers[i].disturbed_throughout();
+  }
+  return out;
 }
 
 bool replaces_fastest(double ms, double best_ms, bool variant) {
@@ -385,277 +394,291 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   auto budget_spent = [&]() {
     return ms_between(start, Clock::now()) >= options.selection_budget_ms;
   };
-  Outputs reference;
-  bool have_reference = false;
-  int chosen = -1;
+  auto skipped_for_budget = [&](SelectionCandidate* c) {
+    set_text(c->reason, sizeof c->reason,
+             string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
+  };
   auto next_candidate = [&](const std::string& backend) -> SelectionCandidate* {
     if (report.num_candidates == SelectionReport::kMaxCandidates) return nullptr;
     SelectionCandidate* c = &report.candidates[report.num_candidates++];
     set_text(c->backend, sizeof c->backend, backend);
     return c;
   };
+  auto index_of = [&](const SelectionCandidate* c) { return static_cast<int>(c - report.candidates); };
   // Backends the application listed or the compiler recorded are each measured (after the
   // budget is spent, with one timed run); the budget cuts the others (every registered backend,
   // for a pinned delegate without a list) and the option variants.
   const bool listed = options.selection_candidates_size() > 0 ||
                       (d->candidates() != nullptr && d->candidates()->size() > 0);
-  // The program's own backend (requested, first in `names`) runs first, once: its outputs are the
-  // reference every other candidate is checked against. When there are others, its timed runs
-  // (after a second warm-up) and its option variants come after theirs, so that when it is the
-  // slower one its timing stops after two runs (clearly_slower) instead of taking the budget
-  // the others then lack: GoogLeNet's program backend, xnnpack, took five timed runs of 30 ms,
-  // and oneDNN, measured next, got one.
-  struct Deferred {
-    BackendInterface* backend = nullptr;
-    KeptCandidate held;  // its initialised delegate, when the reference run succeeded
-    std::unique_ptr<ResolvedOptions> resolved;
-    std::vector<Variant> variants;
-    std::vector<SelectionCandidate*> slots;  // its variants' report entries, kept in order
-  } deferred;
-  const bool defer = names.size() > 1;
-  for (size_t pass = 0; pass <= names.size(); ++pass) {
-    const bool resume = pass == names.size();  // the deferred backend's timing and variants
-    if (resume && deferred.backend == nullptr) break;
-    const std::string& name = names[resume ? 0 : pass];
-    const bool is_requested = name == requested;
-    const Span<const CompileSpec> use_specs = is_requested ? specs : Span<const CompileSpec>();
-    const bool reference_only = defer && pass == 0;
-    BackendInterface* b = nullptr;
-    std::unique_ptr<ResolvedOptions> resolved;
-    std::vector<Variant> variants;
-    SelectionCandidate* c = nullptr;
-    if (resume) {
-      b = deferred.backend;
-      resolved = std::move(deferred.resolved);
-      variants = std::move(deferred.variants);
+
+  Outputs reference;
+  bool have_reference = false;
+  // Initialises `b` with `opts` into `out` and runs it once (the warm-up): the first to run gives
+  // the reference outputs, the others are compared with them. False, with c's reason, when it
+  // failed or differs (nothing stays initialised then).
+  auto enter = [&](const std::string& name, BackendInterface* b, Span<const CompileSpec> use_specs,
+                   std::unique_ptr<ResolvedOptions> opts, SelectionCandidate* c,
+                   KeptCandidate* out) {
+    auto derived = std::make_unique<DerivedValues>();
+    bool fatal = false;
+    const Clock::time_point init_start = Clock::now();
+    Result<DelegateHandle*> made = init_on(program, method, d, name, b, use_specs, pools, s,
+                                           symbols, opts.get(), derived.get(), &fatal);
+    c->init_ms = ms_between(init_start, Clock::now());
+    if (!made.ok()) {
+      set_text(c->reason, sizeof c->reason,
+               string_format("init failed: %s", made.status().message()));
+      return false;
+    }
+    out->reset();
+    out->backend = b;
+    out->handle = *made;
+    out->candidate = index_of(c);
+    out->options = std::move(opts);
+    out->derived = std::move(derived);
+    fill_inputs(method, ins, args);
+    park_candidate_pools(names);
+    BackendExecutionContext ctx(out->options.get());
+    ctx.set_delegate_id(info->id);
+    const Status st = b->execute(ctx, out->handle, args);
+    std::string why;
+    if (!st.is_ok()) {
+      why = string_format("execute failed: %s", st.message());
+    } else if (!have_reference) {
+      reference = copy_outputs(args, num_inputs);
+      have_reference = true;
+      set_text(c->reason, sizeof c->reason, "reference");
     } else {
-      c = next_candidate(name);
-      if (c == nullptr) break;
-      if (!is_requested && !listed && budget_spent()) {
+      why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
+                    options.selection_tolerance);
+    }
+    if (why.empty()) return true;
+    set_text(c->reason, sizeof c->reason, why);
+    out->reset();
+    return false;
+  };
+  auto contender = [&](KeptCandidate* k) {
+    return Contender{[k, info, args]() {
+                       BackendExecutionContext ctx(k->options.get());
+                       ctx.set_delegate_id(info->id);
+                       return k->backend->execute(ctx, k->handle, args);
+                     },
+                     k->backend->runs_on_calling_thread()};
+  };
+  auto record = [&](SelectionCandidate* c, const RaceResult& r) {
+    c->median_ms = r.median_ms;
+    c->runs = r.runs;
+    c->disturbed_runs = r.disturbed;
+    if (r.disturbed_throughout) report.disturbed_measurements = 1;
+  };
+
+  // 1. Each backend with the load's options: initialised and run once (the program's own
+  // first: the reference), its option variants' report entries reserved right after its own.
+  struct Entrant {
+    std::string name;
+    BackendInterface* backend = nullptr;
+    Span<const CompileSpec> specs;
+    std::unique_ptr<ResolvedOptions> resolved;
+    std::vector<Variant> variants;
+    std::vector<SelectionCandidate*> slots;  // the variants' report entries
+    std::vector<char> changes;               // variant_changes, asked of the resolved one
+    DerivedValues derived;                   // what it derived for options at auto
+    SelectionCandidate* entry = nullptr;
+    KeptCandidate held;  // initialised and accepted: in the race
+  };
+  std::vector<std::unique_ptr<Entrant>> entrants;
+  for (const std::string& name : names) {
+    SelectionCandidate* c = next_candidate(name);
+    if (c == nullptr) break;
+    const bool is_requested = name == requested;
+    if (!is_requested && !listed && budget_spent()) {
+      skipped_for_budget(c);
+      continue;
+    }
+    Result<BackendInterface*> backend = get_backend(name);
+    if (!backend.ok()) {
+      set_text(c->reason, sizeof c->reason, backend.status().message());
+      continue;
+    }
+    BackendInterface* b = *backend;
+    if (!b->is_available()) {
+      set_text(c->reason, sizeof c->reason, "not available on this machine");
+      continue;
+    }
+    char missing[128];
+    if (!supports_all(*b, graph, missing, sizeof missing)) {
+      set_text(c->reason, sizeof c->reason, string_format("does not support %s", missing));
+      continue;
+    }
+    auto e = std::make_unique<Entrant>();
+    e->name = name;
+    e->backend = b;
+    e->specs = is_requested ? specs : Span<const CompileSpec>();
+    e->entry = c;
+    e->resolved = std::make_unique<ResolvedOptions>();
+    const Status st = resolve_options(name, *b, d->id()->string_view(), e->specs,
+                                      options.backend_options, options.delegate_options,
+                                      validation, e->resolved.get());
+    if (!st.is_ok()) {
+      set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
+      continue;
+    }
+    e->variants = variants_for(*b, *e->resolved, options, *s->policy);
+    for (const Variant& v : e->variants) {
+      SelectionCandidate* slot = next_candidate(name);
+      e->slots.push_back(slot);
+      if (slot != nullptr) set_text(slot->options, sizeof slot->options, v.key + "=" + v.value);
+    }
+    e->changes.assign(e->variants.size(), 1);
+    if (enter(name, b, e->specs, std::make_unique<ResolvedOptions>(*e->resolved), c, &e->held)) {
+      e->derived = *e->held.derived;
+      for (size_t k = 0; k < e->variants.size(); ++k) {
+        e->changes[k] =
+            b->variant_changes(e->held.handle, e->variants[k].key, e->variants[k].value) ? 1 : 0;
+      }
+    }
+    entrants.push_back(std::move(e));
+  }
+
+  // 2. The backends that ran, timed in alternating rounds (so that all see the same machine:
+  // a slowdown that comes and goes does not decide), each stopped once clearly slower.
+  int chosen = -1;
+  {
+    std::vector<Entrant*> in;
+    std::vector<Contender> contenders;
+    for (auto& e : entrants) {
+      if (e->held.handle == nullptr) continue;
+      in.push_back(e.get());
+      contenders.push_back(contender(&e->held));
+    }
+    const std::vector<RaceResult> results =
+        race(contenders, kRaceRuns, clocks, names, budget_spent);
+    Entrant* best = nullptr;
+    for (size_t i = 0; i < in.size(); ++i) {
+      SelectionCandidate* c = in[i]->entry;
+      if (!results[i].error.is_ok()) {
         set_text(c->reason, sizeof c->reason,
-                 string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
+                 string_format("execute failed: %s", results[i].error.message()));
+        in[i]->held.reset();
         continue;
       }
-      Result<BackendInterface*> backend = get_backend(name);
-      if (!backend.ok()) {
-        set_text(c->reason, sizeof c->reason, backend.status().message());
+      record(c, results[i]);
+      c->accepted = true;
+      if (results[i].stopped) {
+        const std::string was = c->reason;
+        set_text(c->reason, sizeof c->reason,
+                 string_format("%s%sclearly slower: stopped after %d timed run%s", was.c_str(),
+                               was.empty() ? "" : "; ", results[i].runs,
+                               results[i].runs == 1 ? "" : "s"));
+      }
+      if (best == nullptr || replaces_fastest(c->median_ms, best->entry->median_ms, false)) {
+        best = in[i];
+      }
+    }
+    if (best != nullptr) {
+      chosen = index_of(best->entry);
+      kept->backend = best->held.backend;
+      kept->handle = best->held.handle;
+      kept->candidate = chosen;
+      kept->options = std::move(best->held.options);
+      kept->derived = std::move(best->held.derived);
+      best->held.handle = nullptr;  // kept's now
+      best->held.reset();
+    }
+    for (Entrant* e : in) e->held.reset();  // the others go
+  }
+
+  // 3. Each backend's option variants, one at a time, timed alternately with the fastest so
+  // far; one that beats it by the variant margin replaces it.
+  for (auto& e : entrants) {
+    for (size_t t = 0; t < e->variants.size(); ++t) {
+      SelectionCandidate* c = e->slots[t];
+      if (c == nullptr) break;
+      const Variant& v = e->variants[t];
+      if (e->entry->init_ms == 0 || !e->entry->accepted) {
+        set_text(c->reason, sizeof c->reason,
+                 string_format("skipped: %s did not run", e->name.c_str()));
         continue;
       }
-      b = *backend;
-      if (!b->is_available()) {
-        set_text(c->reason, sizeof c->reason, "not available on this machine");
+      // A value the backend already derived for the option left at auto is the configuration
+      // just measured (oneDNN's conv_algorithm=direct where no convolution suits Winograd).
+      if (const DerivedValue* same = e->derived.find(v.key);
+          same != nullptr && v.value == same->value) {
+        set_text(c->reason, sizeof c->reason,
+                 string_format("skipped: the resolved configuration (auto: %s)", same->value));
         continue;
       }
-      char missing[128];
-      if (!supports_all(*b, graph, missing, sizeof missing)) {
-        set_text(c->reason, sizeof c->reason, string_format("does not support %s", missing));
+      if (!e->changes[t]) {
+        set_text(c->reason, sizeof c->reason,
+                 "skipped: the resolved configuration (the backend: no change here)");
         continue;
       }
-      resolved = std::make_unique<ResolvedOptions>();
-      const Status st =
-          resolve_options(name, *b, d->id()->string_view(), use_specs, options.backend_options,
-                          options.delegate_options, validation, resolved.get());
+      if (budget_spent()) {
+        skipped_for_budget(c);
+        continue;
+      }
+      auto trial = std::make_unique<ResolvedOptions>(*e->resolved);
+      const Status st = apply_selected_options(e->name, c->options, trial.get());
       if (!st.is_ok()) {
         set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
         continue;
       }
-      // The backend as resolved, then each of its variants (one option value changed).
-      variants = variants_for(*b, *resolved, options, *s->policy);
-      if (reference_only) {  // resumed after the others, whatever its reference run gives
-        deferred.backend = b;
-        deferred.resolved = std::make_unique<ResolvedOptions>(*resolved);
-        deferred.variants = variants;
-      }
-    }
-    DerivedValues resolved_derived;  // what the backend as resolved derived for options at auto
-    std::vector<char> changes(variants.size(), 1);  // variant_changes, asked of the resolved one
-    if (resume && deferred.held.handle != nullptr) {
-      resolved_derived = *deferred.held.derived;
-      for (size_t k = 0; k < variants.size(); ++k) {
-        changes[k] =
-            b->variant_changes(deferred.held.handle, variants[k].key, variants[k].value) ? 1 : 0;
-      }
-    }
-    for (size_t t = 0; t <= variants.size(); ++t) {
-      if (t > 0) {
-        if (reference_only) {  // reserve its place in the report; measured when resumed
-          c = next_candidate(name);
-          deferred.slots.push_back(c);
-          if (c != nullptr)
-            set_text(c->options, sizeof c->options,
-                     variants[t - 1].key + "=" + variants[t - 1].value);
+      KeptCandidate held;
+      if (!enter(e->name, e->backend, e->specs, std::move(trial), c, &held)) continue;
+      if (chosen < 0 || kept->handle == nullptr) {  // nothing to race against
+        const std::vector<RaceResult> r =
+            race(std::vector<Contender>{contender(&held)}, kRaceRuns, clocks, names, budget_spent);
+        if (!r[0].error.is_ok()) {
+          set_text(c->reason, sizeof c->reason,
+                   string_format("execute failed: %s", r[0].error.message()));
           continue;
         }
-        c = resume ? deferred.slots[t - 1] : next_candidate(name);
-        if (c == nullptr) break;
-        const Variant& v = variants[t - 1];
-        set_text(c->options, sizeof c->options, v.key + "=" + v.value);
-        // A value the backend already derived for the option left at auto is the configuration
-        // just measured (oneDNN's conv_algorithm=direct where no convolution suits Winograd).
-        if (const DerivedValue* same = resolved_derived.find(v.key);
-            same != nullptr && v.value == same->value) {
-          set_text(c->reason, sizeof c->reason,
-                   string_format("skipped: the resolved configuration (auto: %s)", same->value));
-          continue;
-        }
-        if (!changes[t - 1]) {
-          set_text(c->reason, sizeof c->reason,
-                   "skipped: the resolved configuration (the backend: no change here)");
-          continue;
-        }
-        if (budget_spent()) {
-          set_text(c->reason, sizeof c->reason,
-                   string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
-          continue;
-        }
+        record(c, r[0]);
+        c->accepted = true;
+        chosen = index_of(c);
+        kept->reset();
+        kept->backend = held.backend;
+        kept->handle = held.handle;
+        kept->candidate = chosen;
+        kept->options = std::move(held.options);
+        kept->derived = std::move(held.derived);
+        held.handle = nullptr;
+        continue;
       }
-      std::unique_ptr<ResolvedOptions> trial;
-      std::unique_ptr<DerivedValues> derived;
-      DelegateHandle* handle = nullptr;
-      std::string why;
-      bool ran = false;  // the deferred backend, resumed: its reference run is behind it
-      RunTimer warm(1, clocks, b->runs_on_calling_thread());  // the resumed one's 2nd warm-up
-      bool timed_by_warmup = false;
-      if (resume && t == 0) {
-        if (deferred.held.handle == nullptr) continue;  // its reference run failed: reported
-        c = &report.candidates[deferred.held.candidate];
-        handle = deferred.held.handle;
-        trial = std::move(deferred.held.options);
-        derived = std::move(deferred.held.derived);
-        ran = true;
-        deferred.held.handle = nullptr;  // owned here from now on
-        deferred.held.reset();
-      } else {
-        trial = std::make_unique<ResolvedOptions>(*resolved);
-        if (t > 0) {
-          const Status st = apply_selected_options(name, c->options, trial.get());
-          if (!st.is_ok()) {
-            set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
-            continue;
-          }
-        }
-        derived = std::make_unique<DerivedValues>();
-        bool fatal = false;
-        const Clock::time_point init_start = Clock::now();
-        Result<DelegateHandle*> made = init_on(program, method, d, name, b, use_specs, pools, s,
-                                               symbols, trial.get(), derived.get(), &fatal);
-        c->init_ms = ms_between(init_start, Clock::now());
-        if (!made.ok()) {
-          set_text(c->reason, sizeof c->reason,
-                   string_format("init failed: %s", made.status().message()));
-          continue;
-        }
-        handle = *made;
-        if (t == 0) {
-          resolved_derived = *derived;
-          for (size_t k = 0; k < variants.size(); ++k) {
-            changes[k] = b->variant_changes(handle, variants[k].key, variants[k].value) ? 1 : 0;
-          }
-        }
+      SelectionCandidate* best = &report.candidates[chosen];
+      const std::vector<RaceResult> r =
+          race(std::vector<Contender>{contender(&held), contender(kept)}, kVariantRuns, clocks, names, budget_spent);
+      if (!r[0].error.is_ok() || !r[1].error.is_ok()) {
+        // The fastest so far ran before; a failure now is the newcomer's to carry.
+        set_text(c->reason, sizeof c->reason,
+                 string_format("execute failed: %s",
+                               (!r[0].error.is_ok() ? r[0].error : r[1].error).message()));
+        continue;
       }
-      auto run = [&]() {
-        BackendExecutionContext ctx(trial.get());
-        ctx.set_delegate_id(info->id);
-        return b->execute(ctx, handle, args);
-      };
-      if (!ran) {
-        fill_inputs(method, ins, args);
-        park_candidate_pools(names);
-        const Status st = run();  // also the warm-up
-        if (!st.is_ok()) {
-          why = string_format("execute failed: %s", st.message());
-        } else if (!have_reference) {
-          reference = copy_outputs(args, num_inputs);
-          have_reference = true;
-          set_text(c->reason, sizeof c->reason, "reference");
-          // Timed after the others, unless its init and this run have spent the budget (a
-          // large model): then it gets its one timed run now, right after its warm-up.
-          if (reference_only && !budget_spent()) {
-            deferred.held.backend = b;
-            deferred.held.handle = handle;
-            deferred.held.candidate = static_cast<int>(c - report.candidates);
-            deferred.held.options = std::move(trial);
-            deferred.held.derived = std::move(derived);
-            continue;
-          }
-        } else {
-          why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
-                        options.selection_tolerance);
-        }
-      } else {
-        // Resumed: warmed up again, since the candidates measured in between ran on the same
-        // CPUs, caches and pools (their runs are not its steady state). With the budget spent
-        // it would get one timed run; when this second warm-up is already clearly slower than
-        // the fastest (a one-run margin of 1.5x, wider than what cold caches add), it stands
-        // for that run: ResNeXt-50's xnnpack took 93 ms more to say so again.
-        fill_inputs(method, ins, args);
-        park_candidate_pools(names);
-        const bool spent = budget_spent();
-        const Status st = warm.time(run);
-        if (!st.is_ok()) {
-          why = string_format("execute failed: %s", st.message());
-        } else if (spent && chosen >= 0 &&
-                   clearly_slower(warm.kept(), report.candidates[chosen].median_ms)) {
-          timed_by_warmup = true;
-          set_text(c->reason, sizeof c->reason,
-                   "reference; timed by its second warm-up (budget spent, clearly slower)");
-        }
+      record(c, r[0]);
+      c->accepted = true;
+      const double before = best->median_ms;
+      best->median_ms = r[1].median_ms;
+      if (r[1].disturbed_throughout) report.disturbed_measurements = 1;
+      const std::string runs = r[0].runs == r[1].runs
+                                   ? string_format("%d runs each", r[0].runs)
+                                   : string_format("%d and %d runs", r[0].runs, r[1].runs);
+      set_text(c->reason, sizeof c->reason,
+               string_format("alternately with %s%s%s%s: %.3g against %.3g ms, %s (it measured "
+                             "%.3g before)",
+                             best->backend, best->options[0] ? " [" : "", best->options,
+                             best->options[0] ? "]" : "", c->median_ms, best->median_ms,
+                             runs.c_str(), before));
+      if (replaces_fastest(c->median_ms, best->median_ms, true)) {
+        chosen = index_of(c);
+        kept->reset();
+        kept->backend = held.backend;
+        kept->handle = held.handle;
+        kept->candidate = chosen;
+        kept->options = std::move(held.options);
+        kept->derived = std::move(held.derived);
+        held.handle = nullptr;
       }
-      if (why.empty()) {
-        RunTimer timer(kTimedRuns, clocks, b->runs_on_calling_thread());
-        while (!timed_by_warmup && timer.wants_more()) {
-          const Status st = timer.time(run);
-          if (!st.is_ok()) {
-            why = string_format("execute failed: %s", st.message());
-            break;
-          }
-          if (budget_spent()) break;
-          if (chosen >= 0 && clearly_slower(timer.kept(), report.candidates[chosen].median_ms))
-            break;
-        }
-        if (why.empty()) {
-          const RunTimer& used = timed_by_warmup ? warm : timer;
-          c->runs = static_cast<int>(used.kept().size());
-          c->median_ms = used.median();
-          c->disturbed_runs = used.disturbed();
-          if (used.disturbed_throughout()) report.disturbed_measurements = 1;
-          c->accepted = true;
-          const int index = static_cast<int>(c - report.candidates);
-          if (chosen >= 0 && kept->handle != nullptr && !timed_by_warmup && !budget_spent() &&
-              within_head_to_head_range(c->median_ms, report.candidates[chosen].median_ms)) {
-            auto run_kept = [&]() {
-              BackendExecutionContext ctx(kept->options.get());
-              ctx.set_delegate_id(info->id);
-              return kept->backend->execute(ctx, kept->handle, args);
-            };
-            const Status st =
-                head_to_head(Contender{run_kept, kept->backend->runs_on_calling_thread()},
-                             Contender{run, b->runs_on_calling_thread()}, clocks, names,
-                             budget_spent, &report.candidates[chosen], c);
-            if (!st.is_ok()) {  // not expected (both ran before): the newcomer goes
-              set_text(c->reason, sizeof c->reason,
-                       string_format("execute failed head to head: %s", st.message()));
-              c->accepted = false;
-              b->destroy(handle);
-              continue;
-            }
-          }
-          if (chosen < 0 ||
-              replaces_fastest(c->median_ms, report.candidates[chosen].median_ms, t > 0)) {
-            chosen = index;
-            // The fastest so far stays initialised; the one it beat goes.
-            kept->reset();
-            kept->backend = b;
-            kept->handle = handle;
-            kept->candidate = index;
-            kept->options = std::move(trial);
-            kept->derived = std::move(derived);
-            continue;
-          }
-        }
-      }
-      if (!why.empty()) set_text(c->reason, sizeof c->reason, why);
-      b->destroy(handle);
     }
   }
 
