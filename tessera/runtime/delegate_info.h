@@ -17,8 +17,9 @@ struct SelectionCandidate {
   /// the backend with the load's options as resolved.
   char options[64] = {};
   double median_ms = 0;   // of the timed runs; 0 when it did not run
-  /// Timed runs the median is of: those not disturbed (RunTimer), or the resumed reference's
-  /// second warm-up when it alone showed the candidate clearly slower (see its reason).
+  /// Timed runs the median is of: those not disturbed (RunTimer; all of them when every run
+  /// was disturbed). Fewer than wanted when the candidate was clearly slower (its reason says
+  /// so) or the budget was spent.
   int runs = 0;
   /// Timed runs left out because the measuring thread was off its CPU during them (another
   /// process or the host took it); each was timed again, up to twice the runs wanted.
