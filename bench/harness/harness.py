@@ -287,6 +287,62 @@ class TesseraEngine:
         return np.load(os.path.join(self.out_dir, files[0])).astype(np.float32).ravel()
 
 
+def time_loads(e, pinned, reps, pause, work):
+    """Issue 13's load bounds, measured on their own: `reps` rounds, each of four loads of one run
+    (the order rotating): tessera-default measuring (an empty selection cache), tessera-default
+    from that cache, the default program with `--select fixed` (its own backends, no cache), and
+    `pinned`'s program (the backend the selection chose, pinned at compile time). Each a process
+    of its own, output to a file. Returns per-load lists and their medians."""
+    os.makedirs(work, exist_ok=True)
+    kinds = ["measuring", "cached", "fixed", "chosen_fixed"]
+    got = {k: [] for k in kinds}
+    init = []
+    for rep in range(reps):
+        cache = os.path.join(work, f"load-cache-{rep}")
+        shutil.rmtree(cache, ignore_errors=True)
+        order = kinds[rep % len(kinds):] + kinds[:rep % len(kinds)]
+        # The cached load needs the measuring one before it, in the same round.
+        if order.index("cached") < order.index("measuring"):
+            order.remove("cached")
+            order.insert(order.index("measuring") + 1, "cached")
+        for kind in order:
+            if kind in ("measuring", "cached"):
+                argv = [e.run_exe, e.program, "--select-cache", cache] + \
+                    [a for o in e.options for a in ("--option", o)]
+            elif kind == "fixed":
+                argv = [e.run_exe, e.program, "--select", "fixed"] + \
+                    [a for o in e.options for a in ("--option", o)]
+            else:
+                argv = [pinned.run_exe, pinned.program] + \
+                    [a for o in pinned.options for a in ("--option", o)]
+            argv += ["--input", f"0={e.input_npy}", "--dim", "batch=1", "--warmup", "0",
+                     "--iterations", "1", "--json"]
+            out_path = os.path.join(work, "load.json")
+            with open(out_path, "w") as out:
+                r = subprocess.run(argv, stdout=out, stderr=subprocess.DEVNULL)
+            if r.returncode != 0:
+                raise RuntimeError(f"{' '.join(argv)} exited {r.returncode}")
+            j = json.load(open(out_path))
+            got[kind].append(j["load_ms"])
+            if kind == "measuring":
+                sels = [d.get("selection") or {} for d in j.get("delegates", [])]
+                methods = [s2["method"] for s2 in sels if s2.get("method")]
+                init.append(sum(c.get("init_ms") or 0 for s2 in sels
+                                for c in s2.get("candidates", [])) +
+                            (methods[0].get("reinit_ms") or 0 if methods else 0))
+            time.sleep(pause)
+        shutil.rmtree(cache, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    med["candidates_init"] = statistics.median(init)
+    return {"reps": reps, "pinned_engine": pinned.name,
+            "load_ms": got, "candidates_init_ms": init,
+            "median_ms": med,
+            "measuring_bound_ms": 3 * med["fixed"] + med["candidates_init"],
+            "measuring_over_bound": med["measuring"] / (3 * med["fixed"] + med["candidates_init"]),
+            "cached_over_fixed": med["cached"] / med["fixed"],
+            "cached_over_chosen_fixed": med["cached"] / med["chosen_fixed"]}
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -434,6 +490,27 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
     for e in engines:
         e.close()
 
+    # The loads of tessera-default against fixed ones, alternately (--load-reps).
+    load_timing = {}
+    if args.load_reps > 0:
+        for e in engines:
+            if e.name != "tessera-default" or e.delegates is None:
+                continue
+            chosen = [d["backend"] for d in e.delegates]
+            main = max(set(chosen), key=chosen.count)  # the backend most delegates run on
+            pinned = next((p for p in engines if p.name == f"tessera-{main}" and
+                           p.threads == e.threads), None)
+            if pinned is None:
+                continue
+            load_timing[e.threads] = time_loads(e, pinned, args.load_reps, args.pause,
+                                                os.path.join(mdir, f"loads.t{e.threads}"))
+            lt = load_timing[e.threads]
+            log(f"{model}/{e.threads}t loads (median of {args.load_reps}): measuring "
+                f"{lt['median_ms']['measuring']:.0f}, cached {lt['median_ms']['cached']:.0f}, "
+                f"fixed {lt['median_ms']['fixed']:.0f}, {pinned.name} "
+                f"{lt['median_ms']['chosen_fixed']:.0f} ms; measuring / bound "
+                f"{lt['measuring_over_bound']:.2f}, cached / fixed {lt['cached_over_fixed']:.2f}")
+
     ref = np.fromfile(os.path.join(mdir, "out.torch.t1.bin"), dtype=np.float32)
     fixture_ref = np.load(os.path.join(fx, "output.npy")).astype(np.float32).ravel()
     rows = []
@@ -479,6 +556,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             row["policy_threads_per_round"] = timed(e.policy_threads)
             row["delegate_threads_per_round"] = timed(e.delegate_threads)
             row["policy_threads_reasons"] = sorted(set(x for x in timed(e.policy_reasons) if x))
+            if e.name == "tessera-default" and e.threads in load_timing:
+                row["load_timing"] = load_timing[e.threads]
         rows.append(row)
     # Issue 13's bound on the first, measuring load of tessera-default: 3 x a fixed load (the
     # fastest of the pinned-backend engines' median loads at the same thread count) plus the
@@ -557,6 +636,9 @@ def main():
                         "xnnpack=onednn: one program file, the CPU backend chosen at run time")
     p.add_argument("--variant-rel-tolerance", type=float, default=2e-2,
                    help="max abs diff / max |reference| allowed for --variant engines")
+    p.add_argument("--load-reps", type=int, default=5,
+                   help="with --default-engine: rounds of alternating measuring, cached and "
+                        "fixed loads timed on their own (0: none)")
     p.add_argument("--default-engine", action="store_true",
                    help="also time the program compiled without --backends, run with default "
                         "settings (selection=auto, a fresh selection cache filled by the first "

@@ -84,6 +84,20 @@ def markdown(res):
                 f"RSS {r.get('first_load_peak_rss_mib', 0):.0f} MiB.")
         if bounds:
             lines.append("")
+        for r in sorted(m["rows"], key=lambda r: r["threads"]):
+            lt = r.get("load_timing")
+            if not lt:
+                continue
+            md = lt["median_ms"]
+            lines.append(
+                f"tessera-default {r['threads']} thread(s), loads timed on their own (medians of "
+                f"{lt['reps']}, alternating): measuring {md['measuring']:.0f} ms against the bound "
+                f"3 x fixed {md['fixed']:.0f} + candidates' init {md['candidates_init']:.0f} = "
+                f"{lt['measuring_bound_ms']:.0f} ms ({lt['measuring_over_bound']:.2f}x); from the "
+                f"cache {md['cached']:.0f} ms, {lt['cached_over_fixed']:.2f}x the fixed load and "
+                f"{lt['cached_over_chosen_fixed']:.2f}x {lt['pinned_engine']}'s "
+                f"({md['chosen_fixed']:.0f} ms).")
+            lines.append("")
         # Rounds of tessera-default whose load derived fewer threads than the row's count.
         for r in sorted(m["rows"], key=lambda r: r["threads"]):
             per_round = r.get("delegate_threads_per_round") or []
