@@ -206,22 +206,25 @@ struct RaceResult {
   Status error = Status::ok();  // a run failed: out of the race from then on
 };
 
-/// Times `contenders` in rounds of one run each, the order rotating by one every round (with
-/// two, which goes first alternates), parking the thread pools of `names` before every run, so
-/// that all see the same machine: a slowdown that comes and goes during one contender's runs no
-/// longer decides. A contender leaves the race when it has `wanted` undisturbed runs (RunTimer:
-/// disturbed ones are timed again, up to twice that many attempts), is clearly slower than the
-/// fastest so far (clearly_slower, checked after each round), or a run fails; the race ends
-/// when none is left or `budget_spent` says so after a round (so each runs at least once).
+/// Times `contenders` in rounds of one timed run each, the order rotating by one every round
+/// (with two, which goes first alternates), parking the thread pools of `names` before every
+/// run, so that all see the same machine: a slowdown that comes and goes during one contender's
+/// runs no longer decides. Each timed run follows an untimed one of the same contender (unless
+/// its own run was the last, as `last_ran`, an index or -1, says of the first), so that it
+/// finds the caches as a delegate run over and over does, not as another candidate left them.
+/// A contender leaves the race when it has `wanted` undisturbed runs (RunTimer: disturbed ones
+/// are timed again, up to twice that many attempts), is clearly slower than the fastest so far
+/// (clearly_slower, checked after each round, on undisturbed runs only), or a run fails; the
+/// race ends when none is left or `budget_spent` says so after a round (so each runs once).
 std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wanted, RunClocks clocks,
                              const std::vector<std::string>& names,
-                             const std::function<bool()>& budget_spent);
+                             const std::function<bool()>& budget_spent, int last_ran);
 
 /// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
 /// `requested` and every candidate backend that can take the delegate, runs each on
 /// deterministic inputs (the delegate's non-constant inputs are overwritten; nothing has run
 /// yet at load), compares its outputs with the first that ran (the reference, normally
-/// `requested`), times those accepted against each other (race(): alternately, up to four
+/// `requested`), times those accepted against each other (race(): alternately, up to three
 /// runs each), then each backend's option variants one at a time against the fastest so far
 /// (race() of the two, three runs each), and destroys every one but the fastest accepted, which
 /// it hands over in `kept` (so the load does not initialise it a second time). Every accepted

@@ -39,7 +39,7 @@ using Clock = std::chrono::steady_clock;
 
 // Undisturbed timed runs wanted of each backend in the race (race(): they run alternately), and
 // of a variant and the fastest so far when that variant is timed against it.
-constexpr int kRaceRuns = 4;
+constexpr int kRaceRuns = 3;
 constexpr int kVariantRuns = 3;
 // See replaces_fastest: Winograd's weight transform took MobileNetV2's cached load from 66 to
 // 161 ms for a "win" within the noise.
@@ -207,7 +207,7 @@ void write_selection_summary(SelectionReport* report) {
 
 std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wanted, RunClocks clocks,
                              const std::vector<std::string>& names,
-                             const std::function<bool()>& budget_spent) {
+                             const std::function<bool()>& budget_spent, int last_ran) {
   const size_t n = contenders.size();
   std::vector<RunTimer> timers;
   timers.reserve(n);
@@ -222,6 +222,15 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wante
       const size_t i = (round + k) % n;  // each round starts one further on
       if (!running(i)) continue;
       any = true;
+      if (last_ran != static_cast<int>(i)) {  // its caches, as its own last run left them
+        park_candidate_pools(names);
+        const Status st = contenders[i].run();
+        last_ran = static_cast<int>(i);
+        if (!st.is_ok()) {
+          out[i].error = st;
+          continue;
+        }
+      }
       park_candidate_pools(names);
       const Status st = timers[i].time(contenders[i].run);
       if (!st.is_ok()) out[i].error = st;
@@ -413,6 +422,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
 
   Outputs reference;
   bool have_reference = false;
+  const KeptCandidate* last_ran = nullptr;  // whose run was the last (its warm-up), if accepted
   // Initialises `b` with `opts` into `out` and runs it once (the warm-up): the first to run gives
   // the reference outputs, the others are compared with them. False, with c's reason, when it
   // failed or differs (nothing stays initialised then).
@@ -452,6 +462,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
                     options.selection_tolerance);
     }
+    last_ran = why.empty() ? out : nullptr;
     if (why.empty()) return true;
     set_text(c->reason, sizeof c->reason, why);
     out->reset();
@@ -546,13 +557,15 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   {
     std::vector<Entrant*> in;
     std::vector<Contender> contenders;
+    int last = -1;
     for (auto& e : entrants) {
       if (e->held.handle == nullptr) continue;
+      if (&e->held == last_ran) last = static_cast<int>(in.size());
       in.push_back(e.get());
       contenders.push_back(contender(&e->held));
     }
     const std::vector<RaceResult> results =
-        race(contenders, kRaceRuns, clocks, names, budget_spent);
+        race(contenders, kRaceRuns, clocks, names, budget_spent, last);
     Entrant* best = nullptr;
     for (size_t i = 0; i < in.size(); ++i) {
       SelectionCandidate* c = in[i]->entry;
@@ -595,11 +608,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       SelectionCandidate* c = e->slots[t];
       if (c == nullptr) break;
       const Variant& v = e->variants[t];
-      if (e->entry->init_ms == 0 || !e->entry->accepted) {
-        set_text(c->reason, sizeof c->reason,
-                 string_format("skipped: %s did not run", e->name.c_str()));
-        continue;
-      }
       // A value the backend already derived for the option left at auto is the configuration
       // just measured (oneDNN's conv_algorithm=direct where no convolution suits Winograd).
       if (const DerivedValue* same = e->derived.find(v.key);
@@ -627,7 +635,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       if (!enter(e->name, e->backend, e->specs, std::move(trial), c, &held)) continue;
       if (chosen < 0 || kept->handle == nullptr) {  // nothing to race against
         const std::vector<RaceResult> r =
-            race(std::vector<Contender>{contender(&held)}, kRaceRuns, clocks, names, budget_spent);
+            race(std::vector<Contender>{contender(&held)}, kRaceRuns, clocks, names, budget_spent, 0);
         if (!r[0].error.is_ok()) {
           set_text(c->reason, sizeof c->reason,
                    string_format("execute failed: %s", r[0].error.message()));
@@ -647,7 +655,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       }
       SelectionCandidate* best = &report.candidates[chosen];
       const std::vector<RaceResult> r =
-          race(std::vector<Contender>{contender(&held), contender(kept)}, kVariantRuns, clocks, names, budget_spent);
+          race(std::vector<Contender>{contender(&held), contender(kept)}, kVariantRuns, clocks,
+               names, budget_spent, 0);
       if (!r[0].error.is_ok() || !r[1].error.is_ok()) {
         // The fastest so far ran before; a failure now is the newcomer's to carry.
         set_text(c->reason, sizeof c->reason,

@@ -299,18 +299,20 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   // sel_picky has no pool (and cannot take the delegate): never asked. The program's backend
   // runs first (the reference), then the other (its warm-up); then the two are timed in
-  // alternating rounds, four runs each, each run after parking too.
+  // alternating rounds, three timed runs each, each after an untimed one of the same backend
+  // unless it ran last (so twice at each change), every run after parking too.
   std::vector<std::string> want;
-  for (const char* r : {"sel_slow", "sel_fast", "sel_slow", "sel_fast", "sel_fast", "sel_slow",
-                        "sel_slow", "sel_fast", "sel_fast", "sel_slow"}) {
+  for (const char* r : {"sel_slow", "sel_fast", "sel_slow", "sel_slow", "sel_fast", "sel_fast",
+                        "sel_fast", "sel_slow", "sel_slow", "sel_slow", "sel_fast", "sel_fast"}) {
     want.insert(want.end(), {"park sel_slow", "park sel_fast", std::string("run ") + r});
   }
   EXPECT_EQ(events, want);
 }
 
-// Every backend that ran is timed in rounds, one run each, the order rotating: the program's
-// backend (the reference) and the other alternate. Once one is clearly slower than the fastest
-// (its one run above 1.5x), it stops, and the other goes on to its four runs.
+// Every backend that ran is timed in rounds, one timed run each (after an untimed one, unless it
+// ran last), the order rotating: the program's backend (the reference) and the other alternate.
+// Once one is clearly slower than the fastest (its one run above 1.5x), it stops, and the other
+// goes on to its three timed runs.
 TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
   std::vector<std::string> runs;
   for (const char* name : {"sel_slow", "sel_fast"}) {
@@ -335,11 +337,12 @@ TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
   EXPECT_STREQ(info.selection.candidates[0].reason,
                "reference; clearly slower: stopped after 1 timed run");
   EXPECT_EQ(info.selection.candidates[0].runs, 1);
-  EXPECT_EQ(info.selection.candidates[1].runs, 4);
-  // The reference run and the other's warm-up; the first round; the other's three more runs.
-  // Then the chosen delegate's own runs (none here: loading only).
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow", "sel_fast",
-                                         "sel_fast", "sel_fast", "sel_fast"};
+  EXPECT_EQ(info.selection.candidates[1].runs, 3);
+  // The reference run and the other's warm-up; the first round (each an untimed run, then a
+  // timed one); the other's two more timed runs. Then the chosen delegate's own runs (none
+  // here: loading only).
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow", "sel_slow",
+                                         "sel_fast", "sel_fast", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(stubs_["sel_slow"]->init_count(), 1);  // both initialised once, at the same time
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);
@@ -360,7 +363,8 @@ TEST_F(SelectionTest, PastTheBudgetEachBackendGetsOneTimedRun) {
   o.selection_budget_ms = 0;  // listed candidates still get one timed run each
   auto m = program_->load_method("forward", nullptr, o);
   ASSERT_TRUE(m.ok()) << m.status().message();
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow", "sel_fast"};
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow",
+                                         "sel_slow", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[0].runs, 1);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[1].runs, 1);
@@ -395,7 +399,8 @@ TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
   stubs_["sel_fast"]->on_execute = [&fast_runs](BackendExecutionContext&, DelegateHandle*,
                                                 Span<EValue*> args) {
     ++fast_runs;
-    // Its warm-up is run 1; timed runs 2 to 4 are disturbed.
+    // Its warm-up is run 1; runs 2 to 4 are disturbed: its untimed and timed runs of the first
+    // round, and its timed run of the second (it ran last, so no untimed one before it).
     spend(fast_runs >= 2 && fast_runs <= 4 ? 11.0 : 1.0, 1.0);
     return copy_input(args);
   };
@@ -403,15 +408,15 @@ TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
   ASSERT_NE(info, nullptr);
   const SelectionCandidate* fast = candidate(*info, "sel_fast");
   ASSERT_NE(fast, nullptr);
-  EXPECT_EQ(fast->runs, 4);
-  EXPECT_EQ(fast->disturbed_runs, 3);
+  EXPECT_EQ(fast->runs, 3);
+  EXPECT_EQ(fast->disturbed_runs, 2);
   EXPECT_DOUBLE_EQ(fast->median_ms, 1.0);
-  // The warm-up, three disturbed and four clean timed runs. Its disturbed runs (11 ms) did not
-  // make it "clearly slower" than the other (2 ms) after the first rounds: a candidate is only
-  // stopped on undisturbed runs.
-  EXPECT_EQ(fast_runs, 1 + 7);
+  // The warm-up; two disturbed and three clean timed runs, and two untimed ones (rounds 1 and
+  // 3). Its disturbed runs (11 ms) did not make it "clearly slower" than the other (2 ms) after
+  // the first rounds: a candidate is only stopped on undisturbed runs.
+  EXPECT_EQ(fast_runs, 1 + 5 + 2);
   EXPECT_EQ(candidate(*info, "sel_slow")->disturbed_runs, 0);
-  EXPECT_EQ(candidate(*info, "sel_slow")->runs, 4);
+  EXPECT_EQ(candidate(*info, "sel_slow")->runs, 3);
 }
 
 // A slowdown of the machine that comes and goes (another process on the host, the memory bus:
@@ -442,15 +447,16 @@ TEST_F(SelectionTest, ASlowdownThatComesAndGoesSlowsBothContenders) {
   // Both warm-ups and the first round slowed: 6 against 3 ms there, clearly slower already.
   EXPECT_EQ(slow->runs, 1);
   EXPECT_NEAR(slow->median_ms, 6.0, 1e-9);
-  EXPECT_EQ(fast->runs, 4);
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow", "sel_fast",
-                                         "sel_fast", "sel_fast", "sel_fast"};
+  EXPECT_EQ(fast->runs, 3);
+  EXPECT_NEAR(fast->median_ms, 1.0, 1e-9);
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow", "sel_slow",
+                                         "sel_fast", "sel_fast", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_NE(std::string(info->selection.summary).find("measured: sel_fast"), std::string::npos)
       << info->selection.summary;
 }
 
-// Close backends run their four rounds; the faster stays initialised from its first init.
+// Close backends run their three rounds; the faster stays initialised from its first init.
 TEST_F(SelectionTest, CloseBackendsRunEveryRound) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   stubs_["sel_slow"]->on_execute = steady(2.0);
@@ -459,8 +465,8 @@ TEST_F(SelectionTest, CloseBackendsRunEveryRound) {
   ASSERT_NE(info, nullptr);
   EXPECT_NEAR(candidate(*info, "sel_fast")->median_ms, 1.8, 1e-9);
   EXPECT_NEAR(candidate(*info, "sel_slow")->median_ms, 2.0, 1e-9);
-  EXPECT_EQ(candidate(*info, "sel_fast")->runs, 4);
-  EXPECT_EQ(candidate(*info, "sel_slow")->runs, 4);
+  EXPECT_EQ(candidate(*info, "sel_fast")->runs, 3);
+  EXPECT_EQ(candidate(*info, "sel_slow")->runs, 3);
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);  // kept from the race, not made again
   EXPECT_STREQ(candidate(*info, "sel_slow")->reason, "reference");
   EXPECT_STREQ(candidate(*info, "sel_fast")->reason, "");
@@ -470,11 +476,12 @@ TEST_F(SelectionTest, CloseBackendsRunEveryRound) {
   info = measure("sel_fast", 5000, "sel_fast");
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(candidate(*info, "sel_slow")->runs, 1);
-  EXPECT_EQ(candidate(*info, "sel_fast")->runs, 4);
+  EXPECT_EQ(candidate(*info, "sel_fast")->runs, 3);
 }
 
-// The race itself: rounds rotate, a failed run leaves the race with its error, the budget ends
-// it after a round.
+// The race itself: rounds rotate, each timed run follows an untimed one of the same contender
+// unless it ran last, a failed run (timed or not) leaves the race with its error, the budget
+// ends it after a round.
 TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   std::vector<int> order;
@@ -489,25 +496,28 @@ TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
                                },
                                true};
   };
-  const std::vector<internal::Contender> three = {runner(0, 1.0, 0), runner(1, 1.1, 2),
+  const std::vector<internal::Contender> three = {runner(0, 1.0, 0), runner(1, 1.1, 3),
                                                   runner(2, 1.05, 0)};
   const std::vector<internal::RaceResult> r =
-      internal::race(three, 3, internal::selection_clocks(), {}, [] { return false; });
-  // Round 0: 0 1 2; round 1: 1 (fails) 2 0; round 2: 2 0.
-  const std::vector<int> want = {0, 1, 2, 1, 2, 0, 2, 0};
+      internal::race(three, 3, internal::selection_clocks(), {}, [] { return false; }, 2);
+  // Round 0: 0 0 1 1 2 2 (untimed, timed); round 1, from 1: 1's untimed run fails, 2 2 0 0;
+  // round 2, from 2: 2 2 0 0. Had 2 run last (as said), its first turn would need no untimed
+  // run; in round 0 the others ran after it.
+  const std::vector<int> want = {0, 0, 1, 1, 2, 2, 1, 2, 2, 0, 0, 2, 2, 0, 0};
   EXPECT_EQ(order, want);
   EXPECT_EQ(r[0].runs, 3);
   EXPECT_NEAR(r[0].median_ms, 1.0, 1e-9);
   EXPECT_FALSE(r[1].error.is_ok());
-  EXPECT_STREQ(r[1].error.message(), "broke on run 2");
+  EXPECT_STREQ(r[1].error.message(), "broke on run 3");
   EXPECT_EQ(r[1].runs, 1);
   EXPECT_EQ(r[2].runs, 3);
   EXPECT_FALSE(r[2].stopped);
 
   order.clear();
   const std::vector<internal::RaceResult> cut =
-      internal::race(three, 3, internal::selection_clocks(), {}, [] { return true; });
-  EXPECT_EQ(order.size(), 3u);  // one round
+      internal::race(three, 3, internal::selection_clocks(), {}, [] { return true; }, 0);
+  const std::vector<int> one_round = {0, 1, 1, 2, 2};  // 0 ran last: no untimed run first
+  EXPECT_EQ(order, one_round);
   for (const internal::RaceResult& x : cut) EXPECT_TRUE(x.error.is_ok());
   internal::set_selection_clocks({});
 }
@@ -532,18 +542,21 @@ TEST(SelectionRace, AClearlySlowerContenderStopsOnceItsRunsCanBeJudged) {
          },
          on_calling_thread}};
     const std::vector<internal::RaceResult> r =
-        internal::race(two, 4, internal::selection_clocks(), {}, [] { return false; });
+        internal::race(two, 3, internal::selection_clocks(), {}, [] { return false; }, 1);
     if (on_calling_thread) {
       // Off its CPU for 1.5 ms of each run, from zero: every run disturbed, never judged, timed
       // up to twice the runs wanted.
       EXPECT_FALSE(r[1].stopped);
-      EXPECT_EQ(slow_runs, 8);
+      EXPECT_EQ(r[1].disturbed, 6);
     } else {
+      // Judged after its second timed run (round 1), and stopped.
       EXPECT_TRUE(r[1].stopped);
-      EXPECT_EQ(slow_runs, 2);
       EXPECT_EQ(r[1].runs, 2);
+      // Round 0: an untimed run (the other ran in between) and a timed one; round 1 it goes
+      // first, right after its own run: timed at once.
+      EXPECT_EQ(slow_runs, 3);
     }
-    EXPECT_EQ(r[0].runs, 4);
+    EXPECT_EQ(r[0].runs, 3);
   }
   internal::set_selection_clocks({});
 }
