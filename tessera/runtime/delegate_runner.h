@@ -202,7 +202,8 @@ struct RaceResult {
   int runs = 0;          // its undisturbed timed runs
   int disturbed = 0;     // its disturbed ones (RunTimer)
   bool disturbed_throughout = false;
-  bool stopped = false;          // clearly slower than the fastest: not timed further
+  bool stopped = false;  // clearly slower than the fastest: not timed further
+  bool beaten = false;   // its quickest run slower than the fastest's slowest
   Status error = Status::ok();  // a run failed: out of the race from then on
 };
 
@@ -212,21 +213,25 @@ struct RaceResult {
 /// runs no longer decides. Each timed run follows an untimed one of the same contender (unless
 /// its own run was the last, as `last_ran`, an index or -1, says of the first), so that it
 /// finds the caches as a delegate run over and over does, not as another candidate left them.
-/// A contender leaves the race when it has `wanted` undisturbed runs (RunTimer: disturbed ones
-/// are timed again, up to twice that many attempts), is clearly slower than the fastest so far
-/// (clearly_slower, checked after each round, on undisturbed runs only), or a run fails; the
-/// race ends when none is left or `budget_spent` says so after a round (so each runs once).
-std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wanted, RunClocks clocks,
-                             const std::vector<std::string>& names,
+/// The first round starts with `last_ran` when given. After each round, on undisturbed runs only
+/// (RunTimer), a contender leaves the race when it is clearly slower than the fastest so far
+/// (clearly_slower: `stopped`), or when both have `min_runs` and its quickest run is slower than
+/// the fastest's slowest (`beaten`); the fastest leaves once nobody is left to race it and it
+/// has `min_runs`. Otherwise each goes on to `max_runs` undisturbed runs (disturbed ones are
+/// timed again, up to `min_runs` more attempts). A failed run takes its contender out with the
+/// error. The race ends when none is left or `budget_spent` says so after a round (so each
+/// runs once).
+std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_runs, int max_runs,
+                             RunClocks clocks, const std::vector<std::string>& names,
                              const std::function<bool()>& budget_spent, int last_ran);
 
 /// LoadOptions::selection == Measure, for delegate `d` compiled for `requested`: initialises
 /// `requested` and every candidate backend that can take the delegate, runs each on
 /// deterministic inputs (the delegate's non-constant inputs are overwritten; nothing has run
 /// yet at load), compares its outputs with the first that ran (the reference, normally
-/// `requested`), times those accepted against each other (race(): alternately, up to three
+/// `requested`), times those accepted against each other (race(): alternately, three to six
 /// runs each), then each backend's option variants one at a time against the fastest so far
-/// (race() of the two, three runs each), and destroys every one but the fastest accepted, which
+/// (race() of the two), and destroys every one but the fastest accepted, which
 /// it hands over in `kept` (so the load does not initialise it a second time). Every accepted
 /// backend is initialised at once while they race. Fills info->selection and
 /// returns the index there of the fastest accepted candidate, or -1 when none ran (the caller

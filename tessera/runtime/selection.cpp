@@ -37,10 +37,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Undisturbed timed runs wanted of each backend in the race (race(): they run alternately), and
-// of a variant and the fastest so far when that variant is timed against it.
-constexpr int kRaceRuns = 3;
-constexpr int kVariantRuns = 3;
+// Undisturbed timed runs of each contender in a race (race(): they run alternately): at least
+// kRaceMinRuns before one is found slower in every run than the fastest (or it is clearly
+// slower), at most kRaceMaxRuns when they stay that close.
+constexpr int kRaceMinRuns = 3;
+constexpr int kRaceMaxRuns = 6;
 // See replaces_fastest: Winograd's weight transform took MobileNetV2's cached load from 66 to
 // 161 ms for a "win" within the noise.
 constexpr double kVariantMargin = 0.97;
@@ -205,24 +206,36 @@ void write_selection_summary(SelectionReport* report) {
   set_text(report->summary, sizeof report->summary, summary);
 }
 
-std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wanted, RunClocks clocks,
-                             const std::vector<std::string>& names,
+std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_runs, int max_runs,
+                             RunClocks clocks, const std::vector<std::string>& names,
                              const std::function<bool()>& budget_spent, int last_ran) {
   const size_t n = contenders.size();
   std::vector<RunTimer> timers;
   timers.reserve(n);
-  for (const Contender& c : contenders) timers.emplace_back(wanted, clocks, c.on_calling_thread);
+  for (const Contender& c : contenders) timers.emplace_back(max_runs, clocks, c.on_calling_thread);
   std::vector<RaceResult> out(n);
+  std::vector<char> done(n, 0);  // the fastest, with nobody left to race
   auto running = [&](size_t i) {
-    return out[i].error.is_ok() && !out[i].stopped && timers[i].wants_more();
+    return out[i].error.is_ok() && !out[i].stopped && !out[i].beaten && !done[i] &&
+           timers[i].wants_more() && timers[i].attempts() < max_runs + min_runs;
   };
+  // Only undisturbed runs judge: a contender whose runs so far were all disturbed reads slow for
+  // that alone (its kept() are then its least disturbed runs), and is timed on. Off its calling
+  // thread, disturbance is measured between runs (RunTimer), so one run alone says nothing yet.
+  auto clean = [&](size_t i) {
+    return out[i].error.is_ok() && !timers[i].disturbed_throughout() &&
+           timers[i].attempts() >= (contenders[i].on_calling_thread ? 1 : 2);
+  };
+  const size_t first = last_ran >= 0 ? static_cast<size_t>(last_ran) : 0;
   for (size_t round = 0;; ++round) {
     bool any = false;
     for (size_t k = 0; k < n; ++k) {
-      const size_t i = (round + k) % n;  // each round starts one further on
+      const size_t i = (first + round + k) % n;  // each round starts one further on
       if (!running(i)) continue;
       any = true;
-      if (last_ran != static_cast<int>(i)) {  // its caches, as its own last run left them
+      // Its caches as its own last run left them (past the budget too: its one timed run
+      // would otherwise be the only cold one).
+      if (last_ran != static_cast<int>(i)) {
         park_candidate_pools(names);
         const Status st = contenders[i].run();
         last_ran = static_cast<int>(i);
@@ -233,25 +246,32 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int wante
       }
       park_candidate_pools(names);
       const Status st = timers[i].time(contenders[i].run);
+      last_ran = static_cast<int>(i);
       if (!st.is_ok()) out[i].error = st;
     }
     if (!any) break;
-    // The fastest so far, and who is clearly slower than it: stopped. Only undisturbed runs
-    // count here: a contender whose runs so far were all disturbed reads slow for that alone
-    // (its kept() are then its least disturbed runs), and is timed on. Off its calling thread,
-    // disturbance is measured between runs (RunTimer), so one run alone says nothing yet.
-    auto clean = [&](size_t i) {
-      return out[i].error.is_ok() && !timers[i].disturbed_throughout() &&
-             timers[i].attempts() >= (contenders[i].on_calling_thread ? 1 : 2);
-    };
-    double best = 0;
+    int leader = -1;
     for (size_t i = 0; i < n; ++i) {
       const double m = timers[i].median();
-      if (clean(i) && m > 0 && (best == 0 || m < best)) best = m;
+      if (clean(i) && m > 0 && (leader < 0 || m < timers[static_cast<size_t>(leader)].median()))
+        leader = static_cast<int>(i);
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (running(i) && clean(i) && best > 0 && clearly_slower(timers[i].kept(), best))
-        out[i].stopped = true;
+    if (leader >= 0) {
+      const std::vector<double> lead = timers[static_cast<size_t>(leader)].kept();
+      bool others = false;
+      for (size_t i = 0; i < n; ++i) {
+        if (static_cast<int>(i) == leader || !running(i)) continue;
+        const std::vector<double> kept = timers[i].kept();
+        if (clean(i) && clearly_slower(kept, lead[lead.size() / 2])) {
+          out[i].stopped = true;
+        } else if (clean(i) && static_cast<int>(kept.size()) >= min_runs &&
+                   static_cast<int>(lead.size()) >= min_runs && kept.front() > lead.back()) {
+          out[i].beaten = true;  // its quickest run slower than the leader's slowest
+        } else {
+          others = true;
+        }
+      }
+      if (!others && static_cast<int>(lead.size()) >= min_runs) done[static_cast<size_t>(leader)] = 1;
     }
     if (budget_spent()) break;  // after a whole round: each ran at least once
   }
@@ -565,7 +585,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       contenders.push_back(contender(&e->held));
     }
     const std::vector<RaceResult> results =
-        race(contenders, kRaceRuns, clocks, names, budget_spent, last);
+        race(contenders, kRaceMinRuns, kRaceMaxRuns, clocks, names, budget_spent, last);
     Entrant* best = nullptr;
     for (size_t i = 0; i < in.size(); ++i) {
       SelectionCandidate* c = in[i]->entry;
@@ -577,12 +597,13 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       }
       record(c, results[i]);
       c->accepted = true;
-      if (results[i].stopped) {
+      if (results[i].stopped || results[i].beaten) {
         const std::string was = c->reason;
         set_text(c->reason, sizeof c->reason,
-                 string_format("%s%sclearly slower: stopped after %d timed run%s", was.c_str(),
-                               was.empty() ? "" : "; ", results[i].runs,
-                               results[i].runs == 1 ? "" : "s"));
+                 string_format("%s%s%s: stopped after %d timed run%s", was.c_str(),
+                               was.empty() ? "" : "; ",
+                               results[i].stopped ? "clearly slower" : "slower in every run",
+                               results[i].runs, results[i].runs == 1 ? "" : "s"));
       }
       if (best == nullptr || replaces_fastest(c->median_ms, best->entry->median_ms, false)) {
         best = in[i];
@@ -635,7 +656,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       if (!enter(e->name, e->backend, e->specs, std::move(trial), c, &held)) continue;
       if (chosen < 0 || kept->handle == nullptr) {  // nothing to race against
         const std::vector<RaceResult> r =
-            race(std::vector<Contender>{contender(&held)}, kRaceRuns, clocks, names, budget_spent, 0);
+            race(std::vector<Contender>{contender(&held)}, kRaceMinRuns, kRaceMaxRuns, clocks, names,
+                 budget_spent, 0);
         if (!r[0].error.is_ok()) {
           set_text(c->reason, sizeof c->reason,
                    string_format("execute failed: %s", r[0].error.message()));
@@ -655,8 +677,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       }
       SelectionCandidate* best = &report.candidates[chosen];
       const std::vector<RaceResult> r =
-          race(std::vector<Contender>{contender(&held), contender(kept)}, kVariantRuns, clocks,
-               names, budget_spent, 0);
+          race(std::vector<Contender>{contender(&held), contender(kept)}, kRaceMinRuns,
+               kRaceMaxRuns, clocks, names, budget_spent, 0);
       if (!r[0].error.is_ok() || !r[1].error.is_ok()) {
         // The fastest so far ran before; a failure now is the newcomer's to carry.
         set_text(c->reason, sizeof c->reason,

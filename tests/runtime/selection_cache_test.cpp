@@ -225,8 +225,8 @@ TEST_F(SelectionCacheTest, ADisturbedMeasurementIsMeasuredOnceMore) {
   const DelegateInfo first = load_info(program_, auto_options());
   EXPECT_STREQ(first.backend, "sc_fast");
   EXPECT_EQ(first.selection.disturbed_measurements, 1);
-  EXPECT_EQ(first.selection.candidates[1].disturbed_runs, 6);  // all six attempts (2 x 3)
-  EXPECT_EQ(first.selection.candidates[1].runs, 6);             // the least disturbed: all alike
+  EXPECT_EQ(first.selection.candidates[1].disturbed_runs, 9);  // all nine attempts (6 + 3)
+  EXPECT_EQ(first.selection.candidates[1].runs, 9);             // the least disturbed: all alike
   EXPECT_EQ(entries().size(), 1u);
   EXPECT_NE(warnings().find("the next load measures again"), std::string::npos) << warnings();
 

@@ -299,11 +299,13 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   // sel_picky has no pool (and cannot take the delegate): never asked. The program's backend
   // runs first (the reference), then the other (its warm-up); then the two are timed in
-  // alternating rounds, three timed runs each, each after an untimed one of the same backend
-  // unless it ran last (so twice at each change), every run after parking too.
+  // alternating rounds, each timed run after an untimed one of the same backend unless it ran
+  // last (so twice at each change), every run after parking too.
+  // The first round starts with the one that ran last. After three rounds the slower's quickest
+  // run (2 ms) is slower than the other's slowest (1.8): both stop.
   std::vector<std::string> want;
-  for (const char* r : {"sel_slow", "sel_fast", "sel_slow", "sel_slow", "sel_fast", "sel_fast",
-                        "sel_fast", "sel_slow", "sel_slow", "sel_slow", "sel_fast", "sel_fast"}) {
+  for (const char* r : {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow", "sel_slow",
+                        "sel_fast", "sel_fast", "sel_fast", "sel_slow", "sel_slow"}) {
     want.insert(want.end(), {"park sel_slow", "park sel_fast", std::string("run ") + r});
   }
   EXPECT_EQ(events, want);
@@ -338,11 +340,12 @@ TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
                "reference; clearly slower: stopped after 1 timed run");
   EXPECT_EQ(info.selection.candidates[0].runs, 1);
   EXPECT_EQ(info.selection.candidates[1].runs, 3);
-  // The reference run and the other's warm-up; the first round (each an untimed run, then a
-  // timed one); the other's two more timed runs. Then the chosen delegate's own runs (none
+  // The reference run and the other's warm-up; the first round, from the one that ran last
+  // (timed at once), then the reference (an untimed run, then a timed one); the other's two
+  // more timed runs, the first after an untimed one. Then the chosen delegate's own runs (none
   // here: loading only).
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow", "sel_slow",
-                                         "sel_fast", "sel_fast", "sel_fast", "sel_fast"};
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow",
+                                         "sel_slow", "sel_fast", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(stubs_["sel_slow"]->init_count(), 1);  // both initialised once, at the same time
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);
@@ -363,8 +366,8 @@ TEST_F(SelectionTest, PastTheBudgetEachBackendGetsOneTimedRun) {
   o.selection_budget_ms = 0;  // listed candidates still get one timed run each
   auto m = program_->load_method("forward", nullptr, o);
   ASSERT_TRUE(m.ok()) << m.status().message();
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow",
-                                         "sel_slow", "sel_fast", "sel_fast"};
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow",
+                                         "sel_slow"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[0].runs, 1);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[1].runs, 1);
@@ -448,16 +451,18 @@ TEST_F(SelectionTest, ASlowdownThatComesAndGoesSlowsBothContenders) {
   EXPECT_EQ(slow->runs, 1);
   EXPECT_NEAR(slow->median_ms, 6.0, 1e-9);
   EXPECT_EQ(fast->runs, 3);
-  EXPECT_NEAR(fast->median_ms, 1.0, 1e-9);
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_slow", "sel_slow",
-                                         "sel_fast", "sel_fast", "sel_fast", "sel_fast"};
+  EXPECT_NEAR(fast->median_ms, 1.0, 1e-9);  // 3, 1 and 1 ms
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow",
+                                         "sel_slow", "sel_fast", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_NE(std::string(info->selection.summary).find("measured: sel_fast"), std::string::npos)
       << info->selection.summary;
 }
 
-// Close backends run their three rounds; the faster stays initialised from its first init.
-TEST_F(SelectionTest, CloseBackendsRunEveryRound) {
+// Backends race until one is slower in every run than the other (after three rounds at
+// least), or for six rounds while their runs overlap; the faster stays initialised from its
+// first init.
+TEST_F(SelectionTest, BackendsRaceUntilOneIsSlowerInEveryRun) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   stubs_["sel_slow"]->on_execute = steady(2.0);
   stubs_["sel_fast"]->on_execute = steady(1.8);
@@ -468,10 +473,30 @@ TEST_F(SelectionTest, CloseBackendsRunEveryRound) {
   EXPECT_EQ(candidate(*info, "sel_fast")->runs, 3);
   EXPECT_EQ(candidate(*info, "sel_slow")->runs, 3);
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);  // kept from the race, not made again
-  EXPECT_STREQ(candidate(*info, "sel_slow")->reason, "reference");
+  EXPECT_STREQ(candidate(*info, "sel_slow")->reason,
+               "reference; slower in every run: stopped after 3 timed runs");
   EXPECT_STREQ(candidate(*info, "sel_fast")->reason, "");
 
-  // 1.54x apart: the slower stops after the first round.
+  // Overlapping runs against 2 ms: six rounds. Its timed runs are its calls 2, 4, 5, 7, 8 and
+  // 10 (1 is its warm-up; 3, 6 and 9 the untimed runs after the other's): 1.7 ms but for 4
+  // and 8, 2.05.
+  int n = 0;
+  stubs_["sel_fast"]->on_execute = [&n](BackendExecutionContext&, DelegateHandle*,
+                                        Span<EValue*> args) {
+    ++n;
+    const double ms = n == 4 || n == 8 ? 2.05 : 1.7;
+    spend(ms, ms);
+    return copy_input(args);
+  };
+  info = measure("sel_fast", 5000, "sel_fast");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(candidate(*info, "sel_fast")->runs, 6);
+  EXPECT_EQ(candidate(*info, "sel_slow")->runs, 6);
+  EXPECT_EQ(n, 10);
+  EXPECT_NEAR(candidate(*info, "sel_fast")->median_ms, 1.7, 1e-9);
+  EXPECT_STREQ(candidate(*info, "sel_slow")->reason, "reference");
+
+  // 1.54x apart: the slower stops after the first round (clearly slower).
   stubs_["sel_fast"]->on_execute = steady(1.3);
   info = measure("sel_fast", 5000, "sel_fast");
   ASSERT_NE(info, nullptr);
@@ -499,11 +524,11 @@ TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
   const std::vector<internal::Contender> three = {runner(0, 1.0, 0), runner(1, 1.1, 3),
                                                   runner(2, 1.05, 0)};
   const std::vector<internal::RaceResult> r =
-      internal::race(three, 3, internal::selection_clocks(), {}, [] { return false; }, 2);
-  // Round 0: 0 0 1 1 2 2 (untimed, timed); round 1, from 1: 1's untimed run fails, 2 2 0 0;
-  // round 2, from 2: 2 2 0 0. Had 2 run last (as said), its first turn would need no untimed
-  // run; in round 0 the others ran after it.
-  const std::vector<int> want = {0, 0, 1, 1, 2, 2, 1, 2, 2, 0, 0, 2, 2, 0, 0};
+      internal::race(three, 3, 3, internal::selection_clocks(), {}, [] { return false; }, 2);
+  // Round 0 starts with 2, which ran last: timed at once; 0 and 1 each an untimed run, then a
+  // timed one. Round 1, from 0: 0 0, then 1's untimed run fails, 2 2. Round 2, from 1 (out):
+  // 2 (it ran last), 0 0.
+  const std::vector<int> want = {2, 0, 0, 1, 1, 0, 0, 1, 2, 2, 2, 0, 0};
   EXPECT_EQ(order, want);
   EXPECT_EQ(r[0].runs, 3);
   EXPECT_NEAR(r[0].median_ms, 1.0, 1e-9);
@@ -515,8 +540,8 @@ TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
 
   order.clear();
   const std::vector<internal::RaceResult> cut =
-      internal::race(three, 3, internal::selection_clocks(), {}, [] { return true; }, 0);
-  const std::vector<int> one_round = {0, 1, 1, 2, 2};  // 0 ran last: no untimed run first
+      internal::race(three, 3, 3, internal::selection_clocks(), {}, [] { return true; }, 0);
+  const std::vector<int> one_round = {0, 1, 1, 2, 2};  // 0 ran last: timed at once
   EXPECT_EQ(order, one_round);
   for (const internal::RaceResult& x : cut) EXPECT_TRUE(x.error.is_ok());
   internal::set_selection_clocks({});
@@ -542,18 +567,18 @@ TEST(SelectionRace, AClearlySlowerContenderStopsOnceItsRunsCanBeJudged) {
          },
          on_calling_thread}};
     const std::vector<internal::RaceResult> r =
-        internal::race(two, 3, internal::selection_clocks(), {}, [] { return false; }, 1);
+        internal::race(two, 3, 3, internal::selection_clocks(), {}, [] { return false; }, 1);
     if (on_calling_thread) {
       // Off its CPU for 1.5 ms of each run, from zero: every run disturbed, never judged, timed
-      // up to twice the runs wanted.
+      // up to min_runs more attempts than the runs wanted.
       EXPECT_FALSE(r[1].stopped);
       EXPECT_EQ(r[1].disturbed, 6);
     } else {
       // Judged after its second timed run (round 1), and stopped.
       EXPECT_TRUE(r[1].stopped);
       EXPECT_EQ(r[1].runs, 2);
-      // Round 0: an untimed run (the other ran in between) and a timed one; round 1 it goes
-      // first, right after its own run: timed at once.
+      // Round 0 starts with it (it ran last): timed at once; round 1, after the other, an
+      // untimed run and a timed one.
       EXPECT_EQ(slow_runs, 3);
     }
     EXPECT_EQ(r[0].runs, 3);
