@@ -202,8 +202,8 @@ struct RaceResult {
   int runs = 0;          // its undisturbed timed runs
   int disturbed = 0;     // its disturbed ones (RunTimer)
   bool disturbed_throughout = false;
-  bool stopped = false;  // clearly slower than the fastest: not timed further
-  bool beaten = false;   // its quickest run slower than the fastest's slowest
+  bool stopped = false;         // clearly slower than the fastest: not timed further
+  bool beaten = false;          // its quickest run slower than the fastest's slowest
   Status error = Status::ok();  // a run failed: out of the race from then on
 };
 

@@ -271,7 +271,8 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
           others = true;
         }
       }
-      if (!others && static_cast<int>(lead.size()) >= min_runs) done[static_cast<size_t>(leader)] = 1;
+      if (!others && static_cast<int>(lead.size()) >= min_runs)
+        done[static_cast<size_t>(leader)] = 1;
     }
     if (budget_spent()) break;  // after a whole round: each ran at least once
   }
@@ -433,7 +434,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     set_text(c->backend, sizeof c->backend, backend);
     return c;
   };
-  auto index_of = [&](const SelectionCandidate* c) { return static_cast<int>(c - report.candidates); };
+  auto index_of = [&](const SelectionCandidate* c) {
+    return static_cast<int>(c - report.candidates);
+  };
   // Backends the application listed or the compiler recorded are each measured (after the
   // budget is spent, with one timed run); the budget cuts the others (every registered backend,
   // for a pinned delegate without a list) and the option variants.
@@ -547,9 +550,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     e->specs = is_requested ? specs : Span<const CompileSpec>();
     e->entry = c;
     e->resolved = std::make_unique<ResolvedOptions>();
-    const Status st = resolve_options(name, *b, d->id()->string_view(), e->specs,
-                                      options.backend_options, options.delegate_options,
-                                      validation, e->resolved.get());
+    const Status st =
+        resolve_options(name, *b, d->id()->string_view(), e->specs, options.backend_options,
+                        options.delegate_options, validation, e->resolved.get());
     if (!st.is_ok()) {
       set_text(c->reason, sizeof c->reason, string_format("options: %s", st.message()));
       continue;
@@ -656,8 +659,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       if (!enter(e->name, e->backend, e->specs, std::move(trial), c, &held)) continue;
       if (chosen < 0 || kept->handle == nullptr) {  // nothing to race against
         const std::vector<RaceResult> r =
-            race(std::vector<Contender>{contender(&held)}, kRaceMinRuns, kRaceMaxRuns, clocks, names,
-                 budget_spent, 0);
+            race(std::vector<Contender>{contender(&held)}, kRaceMinRuns, kRaceMaxRuns, clocks,
+                 names, budget_spent, 0);
         if (!r[0].error.is_ok()) {
           set_text(c->reason, sizeof c->reason,
                    string_format("execute failed: %s", r[0].error.message()));

@@ -226,7 +226,7 @@ TEST_F(SelectionCacheTest, ADisturbedMeasurementIsMeasuredOnceMore) {
   EXPECT_STREQ(first.backend, "sc_fast");
   EXPECT_EQ(first.selection.disturbed_measurements, 1);
   EXPECT_EQ(first.selection.candidates[1].disturbed_runs, 9);  // all nine attempts (6 + 3)
-  EXPECT_EQ(first.selection.candidates[1].runs, 9);             // the least disturbed: all alike
+  EXPECT_EQ(first.selection.candidates[1].runs, 9);            // the least disturbed: all alike
   EXPECT_EQ(entries().size(), 1u);
   EXPECT_NE(warnings().find("the next load measures again"), std::string::npos) << warnings();
 

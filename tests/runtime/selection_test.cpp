@@ -511,20 +511,20 @@ TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   std::vector<int> order;
   auto runner = [&order](int id, double ms, int fail_at) {
-    return internal::Contender{[&order, id, ms, fail_at]() {
-                                 order.push_back(id);
-                                 if (static_cast<int>(std::count(order.begin(), order.end(), id)) ==
-                                     fail_at)
-                                   return Status::error(Error::Internal, "broke on run %d", fail_at);
-                                 spend(ms, ms);
-                                 return Status::ok();
-                               },
-                               true};
+    return internal::Contender{
+        [&order, id, ms, fail_at]() {
+          order.push_back(id);
+          if (static_cast<int>(std::count(order.begin(), order.end(), id)) == fail_at)
+            return Status::error(Error::Internal, "broke on run %d", fail_at);
+          spend(ms, ms);
+          return Status::ok();
+        },
+        true};
   };
   const std::vector<internal::Contender> three = {runner(0, 1.0, 0), runner(1, 1.1, 3),
                                                   runner(2, 1.05, 0)};
-  const std::vector<internal::RaceResult> r =
-      internal::race(three, 3, 3, internal::selection_clocks(), {}, [] { return false; }, 2);
+  const std::vector<internal::RaceResult> r = internal::race(
+      three, 3, 3, internal::selection_clocks(), {}, [] { return false; }, 2);
   // Round 0 starts with 2, which ran last: timed at once; 0 and 1 each an untimed run, then a
   // timed one. Round 1, from 0: 0 0, then 1's untimed run fails, 2 2. Round 2, from 1 (out):
   // 2 (it ran last), 0 0.
@@ -539,8 +539,8 @@ TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
   EXPECT_FALSE(r[2].stopped);
 
   order.clear();
-  const std::vector<internal::RaceResult> cut =
-      internal::race(three, 3, 3, internal::selection_clocks(), {}, [] { return true; }, 0);
+  const std::vector<internal::RaceResult> cut = internal::race(
+      three, 3, 3, internal::selection_clocks(), {}, [] { return true; }, 0);
   const std::vector<int> one_round = {0, 1, 1, 2, 2};  // 0 ran last: timed at once
   EXPECT_EQ(order, one_round);
   for (const internal::RaceResult& x : cut) EXPECT_TRUE(x.error.is_ok());
@@ -566,8 +566,8 @@ TEST(SelectionRace, AClearlySlowerContenderStopsOnceItsRunsCanBeJudged) {
            return Status::ok();
          },
          on_calling_thread}};
-    const std::vector<internal::RaceResult> r =
-        internal::race(two, 3, 3, internal::selection_clocks(), {}, [] { return false; }, 1);
+    const std::vector<internal::RaceResult> r = internal::race(
+        two, 3, 3, internal::selection_clocks(), {}, [] { return false; }, 1);
     if (on_calling_thread) {
       // Off its CPU for 1.5 ms of each run, from zero: every run disturbed, never judged, timed
       // up to min_runs more attempts than the runs wanted.
