@@ -499,6 +499,18 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                      },
                      k->backend->runs_on_calling_thread()};
   };
+  // `from` (initialised as candidate `index`) becomes the fastest so far, in place of what
+  // `kept` held.
+  auto adopt = [&](KeptCandidate* from, int index) {
+    kept->reset();
+    kept->backend = from->backend;
+    kept->handle = from->handle;
+    kept->candidate = index;
+    kept->options = std::move(from->options);
+    kept->derived = std::move(from->derived);
+    from->handle = nullptr;  // kept's now
+    from->reset();
+  };
   auto record = [&](SelectionCandidate* c, const RaceResult& r) {
     c->median_ms = r.median_ms;
     c->runs = r.runs;
@@ -614,13 +626,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     }
     if (best != nullptr) {
       chosen = index_of(best->entry);
-      kept->backend = best->held.backend;
-      kept->handle = best->held.handle;
-      kept->candidate = chosen;
-      kept->options = std::move(best->held.options);
-      kept->derived = std::move(best->held.derived);
-      best->held.handle = nullptr;  // kept's now
-      best->held.reset();
+      adopt(&best->held, chosen);
     }
     for (Entrant* e : in) e->held.reset();  // the others go
   }
@@ -669,13 +675,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         record(c, r[0]);
         c->accepted = true;
         chosen = index_of(c);
-        kept->reset();
-        kept->backend = held.backend;
-        kept->handle = held.handle;
-        kept->candidate = chosen;
-        kept->options = std::move(held.options);
-        kept->derived = std::move(held.derived);
-        held.handle = nullptr;
+        adopt(&held, chosen);
         continue;
       }
       SelectionCandidate* best = &report.candidates[chosen];
@@ -705,13 +705,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                              runs.c_str(), before));
       if (replaces_fastest(c->median_ms, best->median_ms, true)) {
         chosen = index_of(c);
-        kept->reset();
-        kept->backend = held.backend;
-        kept->handle = held.handle;
-        kept->candidate = chosen;
-        kept->options = std::move(held.options);
-        kept->derived = std::move(held.derived);
-        held.handle = nullptr;
+        adopt(&held, chosen);
       }
     }
   }
