@@ -17,6 +17,21 @@ Status run_host_kernel(const ir::Node& node, const std::vector<const HostTensor*
   builder.Finish(ir::serialize_node(builder, node));
   const fb::Node* fb_node = flatbuffers::GetRoot<fb::Node>(builder.GetBufferPointer());
 
+  // A kernel's Tensor holds at most kMaxDims sizes: a larger rank would be cut short, and the
+  // kernel would read the data as a tensor of other sizes (a Gather's rank-9 indices, empty
+  // through their last dim, read as 48 million indices).
+  auto rank_ok = [&](const char* what, size_t k, const std::vector<int64_t>& dims) {
+    if (dims.size() <= static_cast<size_t>(kMaxDims)) return Status::ok();
+    return Status::error(Error::NotSupported, "%s %zu of '%s' has rank %zu, above %d", what, k,
+                         node.name.c_str(), dims.size(), kMaxDims);
+  };
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k] != nullptr) TESSERA_RETURN_IF_ERROR(rank_ok("input", k, inputs[k]->dims));
+  }
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    TESSERA_RETURN_IF_ERROR(rank_ok("output", k, (*outputs)[k].dims));
+  }
+
   // Byte buffers in each dtype (at least one byte, so an empty tensor still has an address).
   std::vector<std::vector<uint8_t>> in_bytes(inputs.size()), out_bytes(outputs->size());
   std::vector<Tensor> in_tensors(inputs.size()), out_tensors(outputs->size());

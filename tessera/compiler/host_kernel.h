@@ -14,7 +14,8 @@ namespace tessera::compiler {
 /// absent optional input) and concrete (no symbolic elements); each of `outputs` gives the dtype
 /// and dims of the node's output in that position and receives its data. The node's own input
 /// and output indices are not read. Errors: those of portable::prepare_kernel (the node or a dtype
-/// rejected: InvalidProgram, NotSupported, ShapeMismatch) and of run_kernel (data-dependent:
+/// rejected: InvalidProgram, NotSupported, ShapeMismatch; an input or output of a rank above
+/// kMaxDims: NotSupported) and of run_kernel (data-dependent:
 /// InvalidArgument), with the kernel's message; `outputs` is left unspecified then.
 Status run_host_kernel(const ir::Node& node, const std::vector<const HostTensor*>& inputs,
                        std::vector<HostTensor>* outputs);

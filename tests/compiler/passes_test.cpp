@@ -4,6 +4,7 @@
 #include <random>
 
 #include "tessera/compiler/evaluate.h"
+#include "tessera/compiler/host_kernel.h"
 #include "tessera/compiler/passes/activation_fusion.h"
 #include "tessera/compiler/passes/batchnorm_folding.h"
 #include "tessera/compiler/passes/constant_folding.h"
@@ -321,6 +322,40 @@ TEST(ConstantFolding, SymbolicShapeValuesMoveThroughTheKernels) {
   ASSERT_TRUE(*evaluate_node(g, mul, &out));
   EXPECT_EQ(out[0].sym[0], SymExpr::symbol(0) * SymExpr(2));
   EXPECT_EQ(out[0].sym[1], SymExpr(448));
+}
+
+// Found by the onnx_compile fuzzer: a Gather of a symbolic shape by constant indices of rank 9,
+// empty through their last dim. A kernel's Tensor holds at most kMaxDims sizes, so the indices
+// were read as a rank-8 tensor of 48 million elements (a heap overflow). Now the host kernel
+// refuses the rank, and the node is left for run time (where the program's own checks apply).
+TEST(ConstantFolding, ARankAboveTheKernelsLimitIsNotFolded) {
+  ModelGraph g;
+  g.symbols.push_back({"batch", 1, 4});
+  auto shape = std::make_shared<HostTensor>();
+  shape->dtype = ScalarType::Int64;
+  shape->dims = {3};
+  shape->sym = {SymExpr::symbol(0), SymExpr(3), SymExpr(2)};
+  auto idx = std::make_shared<HostTensor>();
+  idx->dtype = ScalarType::Int64;
+  idx->dims = {1, 6, 77, 97, 116, 77, 117, 108, 0};
+  ir::Node gather;
+  gather.op = fb::OpType::Gather;
+  gather.name = "g";
+  gather.inputs = {g.add_const("shape", shape), g.add_const("idx", idx)};
+  gather.outputs = {g.add_value("out", ScalarType::Int64, {})};
+  ASSERT_TRUE(infer_shapes(g, gather).is_ok());
+  std::vector<HostTensor> out;
+  auto done = evaluate_node(g, gather, &out);
+  ASSERT_OK(done);
+  EXPECT_FALSE(*done);
+
+  HostTensor data = HostTensor::ints({1, 2, 3});
+  std::vector<HostTensor> outs(1);
+  outs[0].dtype = ScalarType::Int64;
+  outs[0].dims = idx->dims;
+  const Status st = run_host_kernel(gather, {&data, idx.get()}, &outs);
+  EXPECT_EQ(st.code(), Error::NotSupported);
+  EXPECT_STREQ(st.message(), "input 1 of 'g' has rank 9, above 8");
 }
 
 TEST(ConstantFolding, DataDependentKernelErrorsAreTheModels) {
