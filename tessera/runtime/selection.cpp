@@ -251,10 +251,13 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
     }
     if (!any) break;
     int leader = -1;
+    double leader_ms = 0;
     for (size_t i = 0; i < n; ++i) {
       const double m = timers[i].median();
-      if (clean(i) && m > 0 && (leader < 0 || m < timers[static_cast<size_t>(leader)].median()))
+      if (clean(i) && m > 0 && (leader < 0 || m < leader_ms)) {
         leader = static_cast<int>(i);
+        leader_ms = m;
+      }
     }
     if (leader >= 0) {
       const std::vector<double> lead = timers[static_cast<size_t>(leader)].kept();
@@ -262,7 +265,7 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
       for (size_t i = 0; i < n; ++i) {
         if (static_cast<int>(i) == leader || !running(i)) continue;
         const std::vector<double> kept = timers[i].kept();
-        if (clean(i) && clearly_slower(kept, lead[lead.size() / 2])) {
+        if (clean(i) && clearly_slower(kept, leader_ms)) {
           out[i].stopped = true;
         } else if (clean(i) && static_cast<int>(kept.size()) >= min_runs &&
                    static_cast<int>(lead.size()) >= min_runs && kept.front() > lead.back()) {
@@ -443,6 +446,15 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   const bool listed = options.selection_candidates_size() > 0 ||
                       (d->candidates() != nullptr && d->candidates()->size() > 0);
 
+  // A run of the candidate `k` holds on the delegate's arguments (warm-up, untimed and timed).
+  auto contender = [&](KeptCandidate* k) {
+    return Contender{[k, info, args]() {
+                       BackendExecutionContext ctx(k->options.get());
+                       ctx.set_delegate_id(info->id);
+                       return k->backend->execute(ctx, k->handle, args);
+                     },
+                     k->backend->runs_on_calling_thread()};
+  };
   Outputs reference;
   bool have_reference = false;
   const KeptCandidate* last_ran = nullptr;  // whose run was the last (its warm-up), if accepted
@@ -471,9 +483,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     out->derived = std::move(derived);
     fill_inputs(method, ins, args);
     park_candidate_pools(names);
-    BackendExecutionContext ctx(out->options.get());
-    ctx.set_delegate_id(info->id);
-    const Status st = b->execute(ctx, out->handle, args);
+    const Status st = contender(out).run();
     std::string why;
     if (!st.is_ok()) {
       why = string_format("execute failed: %s", st.message());
@@ -491,21 +501,12 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     out->reset();
     return false;
   };
-  auto contender = [&](KeptCandidate* k) {
-    return Contender{[k, info, args]() {
-                       BackendExecutionContext ctx(k->options.get());
-                       ctx.set_delegate_id(info->id);
-                       return k->backend->execute(ctx, k->handle, args);
-                     },
-                     k->backend->runs_on_calling_thread()};
-  };
-  // `from` (initialised as candidate `index`) becomes the fastest so far, in place of what
-  // `kept` held.
-  auto adopt = [&](KeptCandidate* from, int index) {
+  // `from` becomes the fastest so far, in place of what `kept` held.
+  auto adopt = [&](KeptCandidate* from) {
     kept->reset();
     kept->backend = from->backend;
     kept->handle = from->handle;
-    kept->candidate = index;
+    kept->candidate = from->candidate;
     kept->options = std::move(from->options);
     kept->derived = std::move(from->derived);
     from->handle = nullptr;  // kept's now
@@ -607,8 +608,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       if (!results[i].error.is_ok()) {
         set_text(c->reason, sizeof c->reason,
                  string_format("execute failed: %s", results[i].error.message()));
-        in[i]->held.reset();
-        continue;
+        continue;  // destroyed with the others below
       }
       record(c, results[i]);
       c->accepted = true;
@@ -626,7 +626,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     }
     if (best != nullptr) {
       chosen = index_of(best->entry);
-      adopt(&best->held, chosen);
+      adopt(&best->held);
     }
     for (Entrant* e : in) e->held.reset();  // the others go
   }
@@ -675,7 +675,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         record(c, r[0]);
         c->accepted = true;
         chosen = index_of(c);
-        adopt(&held, chosen);
+        adopt(&held);
         continue;
       }
       SelectionCandidate* best = &report.candidates[chosen];
@@ -705,7 +705,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                              runs.c_str(), before));
       if (replaces_fastest(c->median_ms, best->median_ms, true)) {
         chosen = index_of(c);
-        adopt(&held, chosen);
+        adopt(&held);
       }
     }
   }
