@@ -206,6 +206,17 @@ class Worker:
         return np.fromfile(self.output_bin, dtype=np.float32)
 
 
+def candidates_init_ms(run_json):
+    """What a load's selection spent initialising candidates: every candidate and option variant
+    of every delegate it measured (not those served from the cache), plus the whole-method
+    check's re-inits; 0 for a load that did not measure."""
+    sels = [d.get("selection") or {} for d in run_json.get("delegates", [])]
+    measured = [s for s in sels if not s.get("cached")]
+    methods = [s["method"] for s in measured if s.get("method")]
+    return (sum(c.get("init_ms") or 0 for s in measured for c in s.get("candidates", [])) +
+            (methods[0].get("reinit_ms") or 0 if methods else 0))
+
+
 class TesseraEngine:
     """tessera-run, one process per round."""
 
@@ -255,12 +266,7 @@ class TesseraEngine:
         self.rss_kb.append(rss)
         r = json.loads(out)
         self.load_ms.append(r["load_ms"])
-        sels = [d.get("selection") or {} for d in r.get("delegates", [])]
-        measured = [s for s in sels if not s.get("cached")]
-        methods = [s["method"] for s in measured if s.get("method")]
-        self.init_ms.append(sum(c.get("init_ms") or 0 for s in measured
-                                for c in s.get("candidates", [])) +
-                            (methods[0].get("reinit_ms") or 0 if methods else 0))
+        self.init_ms.append(candidates_init_ms(r))
         self.delegates = [{"id": d["id"], "backend": d["backend"], "nodes": d["nodes"],
                            "selection": {"mode": d.get("selection", {}).get("mode"),
                                          "cached": d.get("selection", {}).get("cached"),
@@ -294,27 +300,22 @@ def time_loads(e, pinned, reps, pause, work):
     `pinned`'s program (the backend the selection chose, pinned at compile time). Each a process
     of its own, output to a file. Returns per-load lists and their medians."""
     os.makedirs(work, exist_ok=True)
-    kinds = ["measuring", "cached", "fixed", "chosen_fixed"]
-    got = {k: [] for k in kinds}
+    # Rotated as three units: the cached load reads what the measuring one just wrote.
+    units = [["measuring", "cached"], ["fixed"], ["chosen_fixed"]]
+    got = {k: [] for u in units for k in u}
     init = []
     for rep in range(reps):
         cache = os.path.join(work, f"load-cache-{rep}")
         shutil.rmtree(cache, ignore_errors=True)
-        order = kinds[rep % len(kinds):] + kinds[:rep % len(kinds)]
-        # The cached load needs the measuring one before it, in the same round.
-        if order.index("cached") < order.index("measuring"):
-            order.remove("cached")
-            order.insert(order.index("measuring") + 1, "cached")
+        order = [k for u in units[rep % 3:] + units[:rep % 3] for k in u]
         for kind in order:
+            engine = pinned if kind == "chosen_fixed" else e
+            argv = [engine.run_exe, engine.program]
             if kind in ("measuring", "cached"):
-                argv = [e.run_exe, e.program, "--select-cache", cache] + \
-                    [a for o in e.options for a in ("--option", o)]
+                argv += ["--select-cache", cache]
             elif kind == "fixed":
-                argv = [e.run_exe, e.program, "--select", "fixed"] + \
-                    [a for o in e.options for a in ("--option", o)]
-            else:
-                argv = [pinned.run_exe, pinned.program] + \
-                    [a for o in pinned.options for a in ("--option", o)]
+                argv += ["--select", "fixed"]
+            argv += [a for o in engine.options for a in ("--option", o)]
             argv += ["--input", f"0={e.input_npy}", "--dim", "batch=1", "--warmup", "0",
                      "--iterations", "1", "--json"]
             out_path = os.path.join(work, "load.json")
@@ -325,20 +326,17 @@ def time_loads(e, pinned, reps, pause, work):
             j = json.load(open(out_path))
             got[kind].append(j["load_ms"])
             if kind == "measuring":
-                sels = [d.get("selection") or {} for d in j.get("delegates", [])]
-                methods = [s2["method"] for s2 in sels if s2.get("method")]
-                init.append(sum(c.get("init_ms") or 0 for s2 in sels
-                                for c in s2.get("candidates", [])) +
-                            (methods[0].get("reinit_ms") or 0 if methods else 0))
+                init.append(candidates_init_ms(j))
             time.sleep(pause)
         shutil.rmtree(cache, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in got.items()}
     med["candidates_init"] = statistics.median(init)
+    bound = 3 * med["fixed"] + med["candidates_init"]
     return {"reps": reps, "pinned_engine": pinned.name,
             "load_ms": got, "candidates_init_ms": init,
             "median_ms": med,
-            "measuring_bound_ms": 3 * med["fixed"] + med["candidates_init"],
-            "measuring_over_bound": med["measuring"] / (3 * med["fixed"] + med["candidates_init"]),
+            "measuring_bound_ms": bound,
+            "measuring_over_bound": med["measuring"] / bound,
             "cached_over_fixed": med["cached"] / med["fixed"],
             "cached_over_chosen_fixed": med["cached"] / med["chosen_fixed"]}
 
