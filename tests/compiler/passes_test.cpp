@@ -291,20 +291,33 @@ TEST(ConstantFolding, IntegerShapeArithmeticIsExact) {
   EXPECT_EQ(out[0].i, (std::vector<int64_t>{-3, 3}));  // the kernel's truncation
 }
 
-TEST(ConstantFolding, SymbolicShapeValuesMoveThroughTheKernels) {
-  ModelGraph g;
-  g.symbols.push_back({"batch", 1, 8});
+// A shape value of symbolic and known dims (what Shape gives for an input with a symbolic dim).
+std::shared_ptr<HostTensor> symbolic_shape(std::vector<SymExpr> dims) {
   auto shape = std::make_shared<HostTensor>();
   shape->dtype = ScalarType::Int64;
-  shape->dims = {3};
-  shape->sym = {SymExpr::symbol(0), SymExpr(3), SymExpr(224)};
+  shape->dims = {static_cast<int64_t>(dims.size())};
+  shape->sym = std::move(dims);
+  return shape;
+}
+
+// Gather node "g" of constants `data` by `idx` (axis 0), its output inferred.
+ir::Node gather_node(ModelGraph& g, std::shared_ptr<HostTensor> data,
+                     std::shared_ptr<HostTensor> idx) {
   ir::Node gather;
   gather.op = fb::OpType::Gather;
   gather.name = "g";
-  gather.inputs = {g.add_const("shape", shape),
-                   g.add_const("idx", std::make_shared<HostTensor>(HostTensor::ints({-3, 2})))};
+  gather.inputs = {g.add_const("shape", std::move(data)), g.add_const("idx", std::move(idx))};
   gather.outputs = {g.add_value("out", ScalarType::Float32, {})};
-  ASSERT_TRUE(infer_shapes(g, gather).is_ok());
+  EXPECT_TRUE(infer_shapes(g, gather).is_ok());
+  return gather;
+}
+
+TEST(ConstantFolding, SymbolicShapeValuesMoveThroughTheKernels) {
+  ModelGraph g;
+  g.symbols.push_back({"batch", 1, 8});
+  const ir::Node gather =
+      gather_node(g, symbolic_shape({SymExpr::symbol(0), SymExpr(3), SymExpr(224)}),
+                  std::make_shared<HostTensor>(HostTensor::ints({-3, 2})));
   std::vector<HostTensor> out;
   auto done = evaluate_node(g, gather, &out);
   ASSERT_OK(done);
@@ -331,19 +344,11 @@ TEST(ConstantFolding, SymbolicShapeValuesMoveThroughTheKernels) {
 TEST(ConstantFolding, ARankAboveTheKernelsLimitIsNotFolded) {
   ModelGraph g;
   g.symbols.push_back({"batch", 1, 4});
-  auto shape = std::make_shared<HostTensor>();
-  shape->dtype = ScalarType::Int64;
-  shape->dims = {3};
-  shape->sym = {SymExpr::symbol(0), SymExpr(3), SymExpr(2)};
   auto idx = std::make_shared<HostTensor>();
   idx->dtype = ScalarType::Int64;
   idx->dims = {1, 6, 77, 97, 116, 77, 117, 108, 0};
-  ir::Node gather;
-  gather.op = fb::OpType::Gather;
-  gather.name = "g";
-  gather.inputs = {g.add_const("shape", shape), g.add_const("idx", idx)};
-  gather.outputs = {g.add_value("out", ScalarType::Int64, {})};
-  ASSERT_TRUE(infer_shapes(g, gather).is_ok());
+  const ir::Node gather =
+      gather_node(g, symbolic_shape({SymExpr::symbol(0), SymExpr(3), SymExpr(2)}), idx);
   std::vector<HostTensor> out;
   auto done = evaluate_node(g, gather, &out);
   ASSERT_OK(done);
