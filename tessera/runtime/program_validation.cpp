@@ -204,6 +204,55 @@ Status validate_node(const fb::Node* node,
   return Status::ok();
 }
 
+// The memory plan never gives a step's output bytes that one of its inputs or another of its
+// outputs occupies (their lifetimes overlap at that step), and kernels and backends rely on it: a
+// step writes its outputs while it still reads its inputs. A program whose offsets break that is
+// refused here rather than computing garbage, or copying between overlapping ranges.
+struct ArenaRange {
+  uint64_t begin, end;
+  int32_t value;
+};
+
+bool arena_range(const flatbuffers::Vector<flatbuffers::Offset<fb::Value>>* values, int32_t v,
+                 ArenaRange* r) {
+  if (v < 0) return false;
+  const fb::Value* val = values->Get(static_cast<uint32_t>(v));
+  uint64_t nbytes = 0;
+  if (val->kind() != fb::ValueKind::Tensor || val->constant() >= 0 || val->arena_offset() < 0 ||
+      !tensor_max_nbytes(val, &nbytes) || nbytes == 0) {
+    return false;
+  }
+  const uint64_t off = static_cast<uint64_t>(val->arena_offset());
+  *r = {off, off + nbytes, v};
+  return true;
+}
+
+Status check_outputs_disjoint(const flatbuffers::Vector<int32_t>* inputs,
+                              const flatbuffers::Vector<int32_t>* outputs,
+                              const flatbuffers::Vector<flatbuffers::Offset<fb::Value>>* values,
+                              const char* where) {
+  for (uint32_t o = 0; o < count(outputs); ++o) {
+    ArenaRange out;
+    if (!arena_range(values, outputs->Get(o), &out)) continue;
+    for (uint32_t k = 0; k < count(inputs) + o; ++k) {
+      const bool is_in = k < count(inputs);
+      ArenaRange other;
+      if (!arena_range(values, is_in ? inputs->Get(k) : outputs->Get(k - count(inputs)), &other)) {
+        continue;
+      }
+      if (out.begin < other.end && other.begin < out.end) {
+        return invalid(where,
+                       "output value %d [%llu, %llu) shares arena bytes with %s value %d [%llu, %llu)",
+                       out.value, static_cast<unsigned long long>(out.begin),
+                       static_cast<unsigned long long>(out.end), is_in ? "input" : "output",
+                       other.value, static_cast<unsigned long long>(other.begin),
+                       static_cast<unsigned long long>(other.end));
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool tensor_max_nbytes(const fb::Value* value, uint64_t* out) {
@@ -368,6 +417,8 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
             return invalid(iwhere, "input value %d has no data (neither constant nor planned)", in);
           }
         }
+        TESSERA_RETURN_IF_ERROR(
+            check_outputs_disjoint(ins->node()->inputs(), ins->node()->outputs(), values, iwhere));
       } else if (ins->kind() == fb::InstructionKind::Delegate) {
         if (ins->delegate() < 0 || static_cast<uint32_t>(ins->delegate()) >= nd) {
           return invalid(iwhere, "delegate index %d; the method has %u", ins->delegate(), nd);
@@ -398,6 +449,7 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
             return invalid(iwhere, "delegate output %u is a constant", j);
           }
         }
+        TESSERA_RETURN_IF_ERROR(check_outputs_disjoint(ins->inputs(), ins->outputs(), values, iwhere));
       } else {
         return invalid(iwhere, "unknown instruction kind %d", static_cast<int>(ins->kind()));
       }

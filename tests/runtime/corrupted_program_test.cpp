@@ -161,6 +161,15 @@ TEST(CorruptedProgram, SemanticTable) {
        Error::InvalidProgram, "outside the"},
       {"misaligned arena offset", [](auto&, auto& m) { m.graph.values[3].arena_offset = 3; },
        Error::InvalidProgram, "misaligned"},
+      // Kernels write a step's outputs while they read its inputs: the plan never lets them
+      // share bytes, and a program that does is refused (a fuzzer found a partial overlap that
+      // reached a memcpy between overlapping ranges).
+      {"output partly over its input",
+       [](auto&, auto& m) { m.graph.values[3].arena_offset = m.graph.values[0].arena_offset + 16; },
+       Error::InvalidProgram, "instruction 0: output value 3 [16, 48) shares arena bytes with input value 0 [0, 32)"},
+      {"output in its input's slot",
+       [](auto&, auto& m) { m.graph.values[4].arena_offset = m.graph.values[3].arena_offset; },
+       Error::InvalidProgram, "output value 4"},
       {"arena too large", [](auto&, auto& m) { m.arena_size = uint64_t{1} << 50; },
        Error::InvalidProgram, "exceeds the limit"},
       {"unknown dtype", [](auto&, auto& m) { m.graph.values[3].dtype = static_cast<ScalarType>(77); },
