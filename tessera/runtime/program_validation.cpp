@@ -241,12 +241,12 @@ Status check_outputs_disjoint(const flatbuffers::Vector<int32_t>* inputs,
         continue;
       }
       if (out.begin < other.end && other.begin < out.end) {
-        return invalid(where,
-                       "output value %d [%llu, %llu) shares arena bytes with %s value %d [%llu, %llu)",
-                       out.value, static_cast<unsigned long long>(out.begin),
-                       static_cast<unsigned long long>(out.end), is_in ? "input" : "output",
-                       other.value, static_cast<unsigned long long>(other.begin),
-                       static_cast<unsigned long long>(other.end));
+        return invalid(
+            where, "output value %d [%llu, %llu) shares arena bytes with %s value %d [%llu, %llu)",
+            out.value, static_cast<unsigned long long>(out.begin),
+            static_cast<unsigned long long>(out.end), is_in ? "input" : "output", other.value,
+            static_cast<unsigned long long>(other.begin),
+            static_cast<unsigned long long>(other.end));
       }
     }
   }
@@ -449,7 +449,8 @@ Status validate_program(const fb::Program* program, uint64_t file_size, uint64_t
             return invalid(iwhere, "delegate output %u is a constant", j);
           }
         }
-        TESSERA_RETURN_IF_ERROR(check_outputs_disjoint(ins->inputs(), ins->outputs(), values, iwhere));
+        TESSERA_RETURN_IF_ERROR(
+            check_outputs_disjoint(ins->inputs(), ins->outputs(), values, iwhere));
       } else {
         return invalid(iwhere, "unknown instruction kind %d", static_cast<int>(ins->kind()));
       }

@@ -87,7 +87,8 @@ TEST(FuzzRegression, DelegateWithoutPayloadIsInvalid) {
 // memcpy-param-overlap). The kernel was made to use memmove; the verifier now refuses any step
 // whose output shares arena bytes with one of its inputs or another of its outputs.
 TEST(FuzzRegression, CopyBetweenOverlappingTensorsIsInvalid) {
-  EXPECT_TRUE(refused_as_invalid("regression-copy-between-overlapping-tensors", "shares arena bytes"));
+  EXPECT_TRUE(
+      refused_as_invalid("regression-copy-between-overlapping-tensors", "shares arena bytes"));
 }
 
 // The same with a one-input Max, whose kernel copies its input to its output with memcpy (ASan:
