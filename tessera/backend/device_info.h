@@ -118,15 +118,18 @@ struct ThermalInfo {
 /// How busy the machine is because of other processes.
 struct LoadInfo {
   bool known = false;
-  uint32_t runnable_tasks = 0;  // /proc/loadavg: running tasks, this process's threads included
+  /// /proc/loadavg: running tasks, this process's threads included (the fewest of the reads a
+  /// load makes, a millisecond apart, before it samples a window).
+  uint32_t runnable_tasks = 0;
   double load_average_1m = 0;
   /// CPUs' worth of time other processes used over the sample window, on the CPUs this process
   /// may use (0 = idle machine; 1.0 = one CPU fully busy).
   double busy_cpus = 0;
   double window_ms = 0;  // length of the sample window; 0 = no window was sampled
-  /// /proc/loadavg counted one runnable task, the thread reading it: no other process was
-  /// running at that instant, so no window was sampled (busy_cpus is 0). A process that keeps a
-  /// CPU busy is runnable at every instant; one that is not seen here is idle at least now.
+  /// /proc/loadavg counted one runnable task, the thread reading it, at one of up to five reads a
+  /// millisecond apart: no other process was running at that instant, so no window was sampled
+  /// (busy_cpus is 0). A process that keeps a CPU busy is runnable at every instant; one that
+  /// is not seen at some read is idle at least then.
   bool idle_instant = false;
 };
 
@@ -177,7 +180,8 @@ struct DeviceProbe {
   std::string root = "/";
   /// Length of the CPU load sample window in milliseconds (/proc/stat counts 10 ms jiffies);
   /// 0 = no window (runnable tasks from /proc/loadavg only). No window is sampled either when
-  /// /proc/loadavg counts no runnable task but the reader (LoadInfo::idle_instant).
+  /// /proc/loadavg counts no runnable task but the reader (LoadInfo::idle_instant) at one of up
+  /// to five reads a millisecond apart (a fixture tree: proc/loadavg, then proc/loadavg.later).
   double load_window_ms = 50;
 
   bool live() const { return root.empty() || root == "/"; }

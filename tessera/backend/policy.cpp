@@ -107,6 +107,8 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
     case Policy::Latency: {
       d.threads = all;
       d.yield_workers = false;
+      d.unloaded_threads = all;
+      d.unloaded_yield_workers = false;
       if (busy >= 0.5) {
         // Leave the CPUs others keep busy: threads for the free ones only, and sleeping
         // workers, so two threads never share one free CPU.
@@ -114,6 +116,7 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
         const auto fit = static_cast<uint32_t>(std::max(1.0, std::floor(free_cpus + 0.5)));
         d.threads = std::min(all, fit);
         d.yield_workers = true;
+        d.others_busy_cpus = busy;
         std::snprintf(d.threads_reason, sizeof d.threads_reason,
                       "%s, %.1f busy with other processes, policy latency (auto)", cores, busy);
       } else {
@@ -123,13 +126,13 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
       break;
     }
     case Policy::Balanced:
-      d.threads = all;
-      d.yield_workers = true;
+      d.threads = d.unloaded_threads = all;
+      d.yield_workers = d.unloaded_yield_workers = true;
       std::snprintf(d.threads_reason, sizeof d.threads_reason, "%s, policy balanced", cores);
       break;
     case Policy::PowerSaver:
-      d.threads = 1;
-      d.yield_workers = true;
+      d.threads = d.unloaded_threads = 1;
+      d.yield_workers = d.unloaded_yield_workers = true;
       d.expensive_load_transforms = false;
       std::snprintf(d.threads_reason, sizeof d.threads_reason,
                     "1 thread of %u, policy power_saver%s", all,
@@ -140,6 +143,7 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device) {
 }
 
 void limit_threads_for_small_methods(uint64_t work_bytes, PolicyDecision* decision) {
+  if (work_bytes < kSmallMethodBytes) decision->unloaded_threads = 1;
   if (decision->threads <= 1 || work_bytes >= kSmallMethodBytes) return;
   const size_t used = std::strlen(decision->threads_reason);
   std::snprintf(decision->threads_reason + used, sizeof decision->threads_reason - used,

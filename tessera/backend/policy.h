@@ -42,6 +42,14 @@ struct PolicyDecision {
   char threads_reason[192] = {};
   /// Workers sleep between runs instead of spinning (XNNPACK's yield_workers, OpenMP passive).
   bool yield_workers = false;
+  /// CPUs' worth of other processes' work that made `auto` leave CPUs to them (0 = none did):
+  /// `threads` and `yield_workers` are then not what this policy gives an unloaded machine.
+  double others_busy_cpus = 0;
+  /// `threads` and `yield_workers` as they are when no other process keeps CPUs busy. The
+  /// selection cache keys by these, so that a choice remembered on an unloaded machine is not
+  /// forgotten, and measured again, because a neighbour was busy at one load.
+  uint32_t unloaded_threads = 1;
+  bool unloaded_yield_workers = false;
   /// Load-time-expensive work is allowed: oneDNN's Winograd weight transform, OpenCL's local
   /// work size search.
   bool expensive_load_transforms = true;
@@ -59,7 +67,8 @@ PolicyDecision decide_policy(Policy requested, const DeviceInfo& device);
 inline constexpr uint64_t kSmallMethodBytes = uint64_t{1} << 20;
 
 /// Applies kSmallMethodBytes to `decision` for a method of `work_bytes` (activation arena plus
-/// constants): one thread, with the reason appended. No change for larger methods or 1 thread.
+/// constants): one thread (and one unloaded thread), with the reason appended. No change for
+/// larger methods or 1 thread.
 void limit_threads_for_small_methods(uint64_t work_bytes, PolicyDecision* decision);
 
 /// Decides on this machine now: DeviceInfo::get() with its power, thermal and load state

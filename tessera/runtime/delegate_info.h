@@ -83,9 +83,11 @@ struct SelectionReport {
   /// selection carries the one it was made with.
   MethodSelection method;
   /// Measurements in a row, this one included, in which every timed run of some candidate was
-  /// disturbed (RunTimer: another process kept the CPU); 0 for a clean one. The selection cache
-  /// keeps it, and a load that reads an entry with 1 measures again instead (once: an entry
-  /// with 2 stands, so that a machine that stays busy does not measure at every load).
+  /// disturbed (RunTimer: another process kept the CPU), or that ran while the `auto` policy
+  /// left CPUs to other processes (1); 0 for a clean one. The selection cache keeps it, and a
+  /// load that reads an entry with 1 measures again instead, unless other processes keep CPUs
+  /// busy at that load too (once: an entry with 2 stands, so that a machine that stays busy
+  /// does not measure at every load).
   int disturbed_measurements = 0;
 };
 

@@ -746,9 +746,11 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   for (const SymbolValue& v : symbols)
     key.add(string_format("dim.%.*s", static_cast<int>(v.name.size()), v.name.data()),
             std::to_string(v.value));
-  key.add("policy",
-          string_format("%s threads=%u yield_workers=%d", policy_name(s->policy->effective),
-                        s->policy->threads, s->policy->yield_workers ? 1 : 0));
+  // The policy as it is on an unloaded machine: threads that `auto` leaves to a busy neighbour
+  // at one load would otherwise make a new key, and the next unloaded load measure again.
+  key.add("policy", string_format("%s threads=%u yield_workers=%d",
+                                  policy_name(s->policy->effective), s->policy->unloaded_threads,
+                                  s->policy->unloaded_yield_workers ? 1 : 0));
   key.add("selection", string_format("tolerance=%.17g budget_ms=%.17g lower_precision=%d",
                                      options.selection_tolerance, options.selection_budget_ms,
                                      options.selection_lower_precision ? 1 : 0));
@@ -855,13 +857,20 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
           if (!st.is_ok()) stale = string_format("option %s: %s", k.options, st.message());
         }
       }
-      if (stale.empty() && cached.disturbed_measurements == 1) {
+      const bool busy_now = s->policy->others_busy_cpus > 0;
+      if (stale.empty() && cached.disturbed_measurements == 1 && !busy_now) {
         disturbed_before = 1;
         TESSERA_LOG_INFO(
             "delegate '%s': the remembered selection was measured while other processes had the "
             "CPU: measuring again",
             d->id()->c_str());
       } else if (stale.empty()) {
+        if (cached.disturbed_measurements == 1) {
+          TESSERA_LOG_INFO(
+              "delegate '%s': the remembered selection was measured while other processes had "
+              "the CPU, and they have %.1f CPUs now: used as it is",
+              d->id()->c_str(), s->policy->others_busy_cpus);
+        }
         info->selection = cached;
         for (size_t i = 0; i < cached.num_candidates; ++i) {
           if (cached.candidates[i].chosen) return static_cast<int>(i);
@@ -882,7 +891,17 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
   const int chosen = measure();
   if (chosen >= 0) {
     SelectionReport& r = info->selection;
-    if (r.disturbed_measurements > 0) {
+    if (s->policy->others_busy_cpus > 0 && r.disturbed_measurements == 0) {
+      // The candidates ran with the threads `auto` left free, not those the key names: it is
+      // remembered like a disturbed measurement, which the next unloaded load replaces (a
+      // remembered one that was disturbed is only measured again when this load is unloaded).
+      r.disturbed_measurements = 1;
+      TESSERA_LOG_WARNING(
+          "delegate '%s': measured while other processes kept %.1f CPUs busy (%u of %u "
+          "threads): the next load on an unloaded machine measures again",
+          d->id()->c_str(), s->policy->others_busy_cpus, s->policy->threads,
+          s->policy->unloaded_threads);
+    } else if (r.disturbed_measurements > 0) {
       r.disturbed_measurements = disturbed_before + 1;
       TESSERA_LOG_WARNING(
           "delegate '%s': every timed run of a candidate was disturbed (other processes had the "

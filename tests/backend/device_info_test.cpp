@@ -220,6 +220,19 @@ TEST(DeviceInfoMachines, NoWindowWhenNothingElseIsRunnable) {
   EXPECT_FALSE(nlohmann::json::parse(busy.to_json())["load"].contains("idle_instant"));
 }
 
+TEST(DeviceInfoMachines, ATaskRunnableAtOneReadOnlyTakesNoWindow) {
+  // passing_task: /proc/loadavg counts a second runnable task at the first read and only the
+  // reader at the next (a live probe reads up to five times, 1 ms apart): no process keeps a
+  // CPU busy, so the load takes no window, although the /proc/stat samples would read one busy.
+  DeviceInfo refreshed = machine("passing_task");
+  EXPECT_EQ(refreshed.load.runnable_tasks, 2u);  // detect(): one read, no window asked for
+  refreshed.refresh_state(testing::machine_probe("passing_task"));
+  EXPECT_TRUE(refreshed.load.idle_instant);
+  EXPECT_EQ(refreshed.load.runnable_tasks, 1u);  // the fewest of the reads
+  EXPECT_EQ(refreshed.load.window_ms, 0.0);
+  EXPECT_EQ(refreshed.load.busy_cpus, 0.0);
+}
+
 TEST(DeviceInfoMachines, TopologyFromCpuinfoWhereSysfsHidesIt) {
   // No sysfs topology directories: without /proc/cpuinfo's ids every CPU would count as a core.
   const DeviceInfo info = machine("container_smt");

@@ -99,8 +99,10 @@ TEST(Policy, SmallMethodsRunOnOneThread) {
   PolicyDecision d = decide_policy(Policy::Latency, machine("amd_vm"));
   limit_threads_for_small_methods(kSmallMethodBytes, &d);  // not small
   EXPECT_EQ(d.threads, 2u);
+  EXPECT_EQ(d.unloaded_threads, 2u);
   limit_threads_for_small_methods(200 * 1024, &d);
   EXPECT_EQ(d.threads, 1u);
+  EXPECT_EQ(d.unloaded_threads, 1u);  // small whatever the load
   EXPECT_STREQ(d.threads_reason,
                "2 usable performance cores, policy latency; 1 for a small method (200 KiB of "
                "activations and weights)");
@@ -113,8 +115,15 @@ TEST(Policy, AutoLeavesCpusThatOthersKeepBusy) {
   EXPECT_EQ(d.threads, 1u);  // one of the two CPUs is free
   EXPECT_TRUE(d.yield_workers);
   EXPECT_STREQ(d.reason, "auto: latency, 1.0 CPUs busy with other processes");
+  // What it left to the neighbour, and what it gives an unloaded machine (the selection
+  // cache's key).
+  EXPECT_DOUBLE_EQ(d.others_busy_cpus, 1.0);
+  EXPECT_EQ(d.unloaded_threads, 2u);
+  EXPECT_FALSE(d.unloaded_yield_workers);
   // An explicit latency policy takes both regardless.
-  EXPECT_EQ(decide_policy(Policy::Latency, busy).threads, 2u);
+  const PolicyDecision latency = decide_policy(Policy::Latency, busy);
+  EXPECT_EQ(latency.threads, 2u);
+  EXPECT_EQ(latency.others_busy_cpus, 0.0);
   // Without a sample (no window), nothing is known to be busy.
   EXPECT_EQ(decide_policy(Policy::Auto, machine("busy_neighbour")).threads, 2u);
 }
@@ -126,6 +135,17 @@ TEST(Policy, AutoTakesEveryCoreWhenNothingElseIsRunnable) {
   EXPECT_EQ(d.threads, 2u);
   EXPECT_FALSE(d.yield_workers);
   EXPECT_STREQ(d.reason, "auto: latency (not on battery)");
+  EXPECT_EQ(d.others_busy_cpus, 0.0);
+  EXPECT_EQ(d.unloaded_threads, 2u);
+}
+
+TEST(Policy, PowerSaverAndBalancedAreTheSameUnloaded) {
+  const PolicyDecision saver = decide_policy(Policy::PowerSaver, machine("amd_vm"));
+  EXPECT_EQ(saver.unloaded_threads, 1u);
+  EXPECT_TRUE(saver.unloaded_yield_workers);
+  const PolicyDecision balanced = decide_policy(Policy::Balanced, machine("amd_vm"));
+  EXPECT_EQ(balanced.unloaded_threads, balanced.threads);
+  EXPECT_TRUE(balanced.unloaded_yield_workers);
 }
 
 }  // namespace

@@ -257,6 +257,67 @@ TEST_F(SelectionCacheTest, TwoDisturbedMeasurementsInARowStand) {
   EXPECT_STREQ(third.backend, "sc_fast");
 }
 
+// device_fixture_ as `auto` sees it while another process keeps one CPU busy: it leaves that CPU
+// alone and makes its workers sleep.
+DeviceInfo with_busy_neighbour(const DeviceInfo& device) {
+  DeviceInfo busy = device;
+  busy.load.known = true;
+  busy.load.runnable_tasks = 2;
+  busy.load.busy_cpus = 1.0;
+  busy.load.window_ms = 50;
+  return busy;
+}
+
+// The key holds the policy as it is on an unloaded machine: a neighbour busy at one load does
+// not make a new key, so the choice remembered before is used (before, the busy load's sleeping
+// workers were a key field of their own, and it measured again).
+TEST_F(SelectionCacheTest, ABusyNeighbourAtOneLoadStillReadsTheRememberedChoice) {
+  ASSERT_FALSE(load_info(program_, auto_options()).selection.cached);
+  const DeviceInfo busy = with_busy_neighbour(device_fixture_);
+  LoadOptions o = auto_options();
+  o.device_info = &busy;
+  const DelegateInfo info = load_info(program_, o);
+  EXPECT_TRUE(info.selection.cached);
+  EXPECT_STREQ(info.backend, "sc_fast");
+  EXPECT_EQ(info.selection.disturbed_measurements, 0);
+  EXPECT_EQ(slow_->init_count(), 1);  // not measured again
+  EXPECT_EQ(entries().size(), 1u);
+  EXPECT_EQ(warnings(), "");
+}
+
+// Measured while a neighbour kept a CPU busy, the candidates ran with the threads `auto` left
+// free: the choice is remembered like a disturbed one. Busy loads use it as it is; the next
+// unloaded load measures again, and that measurement stands.
+TEST_F(SelectionCacheTest, AChoiceMeasuredWhileBusyIsMeasuredAgainWhenUnloaded) {
+  const DeviceInfo busy = with_busy_neighbour(device_fixture_);
+  LoadOptions b = auto_options();
+  b.device_info = &busy;
+  const DelegateInfo first = load_info(program_, b);
+  EXPECT_FALSE(first.selection.cached);
+  EXPECT_STREQ(first.backend, "sc_fast");
+  EXPECT_EQ(first.selection.disturbed_measurements, 1);
+  EXPECT_NE(warnings().find("measured while other processes kept 1.0 CPUs busy (1 of 1 threads): "
+                            "the next load on an unloaded machine measures again"),
+            std::string::npos)
+      << warnings();
+  clear_warnings();
+
+  const DelegateInfo second = load_info(program_, b);
+  EXPECT_TRUE(second.selection.cached);  // busy again: measuring now would be no better
+  EXPECT_EQ(second.selection.disturbed_measurements, 1);
+  EXPECT_EQ(slow_->init_count(), 1);
+  EXPECT_EQ(warnings(), "");
+
+  const DelegateInfo third = load_info(program_, auto_options());
+  EXPECT_FALSE(third.selection.cached);  // unloaded: measured again
+  EXPECT_EQ(third.selection.disturbed_measurements, 0);
+  EXPECT_EQ(slow_->init_count(), 2);
+  EXPECT_EQ(entries().size(), 1u);  // the same key, rewritten
+  const DelegateInfo fourth = load_info(program_, auto_options());
+  EXPECT_TRUE(fourth.selection.cached);
+  EXPECT_EQ(fourth.selection.disturbed_measurements, 0);
+}
+
 TEST_F(SelectionCacheTest, MeasureAlwaysMeasuresAndRemembers) {
   LoadOptions o = auto_options();
   o.selection = Selection::Measure;

@@ -34,7 +34,8 @@ def cpulist(cpus):
 def machine(name, cpus, model, vendor_id="GenuineIntel", flags="", features="",
             implementer=None, caches=None, cpuid=None, meminfo=(16 << 20, 12 << 20),
             loadavg="0.10 0.20 0.30 1/300 4242", allowed=None, cgroup=None, power=(),
-            profile=None, thermal=(), stat=None, hybrid=None, sysfs_topology=True):
+            profile=None, thermal=(), stat=None, hybrid=None, sysfs_topology=True,
+            loadavg_later=None):
     """cpus: list of dicts {cpu, package, core (siblings list), cluster, capacity, khz}; on x86
     /proc/cpuinfo names each CPU's "physical id" and "core id" (the lowest sibling, or the
     dict's cpuinfo_core when it claims another topology than sysfs); sysfs_topology=False
@@ -81,6 +82,8 @@ def machine(name, cpus, model, vendor_id="GenuineIntel", flags="", features="",
     write(root, "proc/meminfo",
           f"MemTotal:       {meminfo[0]} kB\nMemFree:        1000 kB\nMemAvailable:   {meminfo[1]} kB")
     write(root, "proc/loadavg", loadavg)
+    if loadavg_later is not None:
+        write(root, "proc/loadavg.later", loadavg_later)
     status = "Name:\ttessera\n"
     status += f"Cpus_allowed_list:\t{cpulist(allowed if allowed is not None else online)}\n"
     write(root, "proc/self/status", status)
@@ -222,6 +225,12 @@ machine("busy_neighbour", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
 machine("idle_now", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
         vendor_id="AuthenticAMD", flags=X86_FLAGS, loadavg="1.00 1.00 1.00 1/120 999",
         stat=ONE_CPU_BUSY_STAT)
+
+# The same samples, and a second runnable task at the load's first read of /proc/loadavg (a
+# pipe's reader starting up) that is gone at the next: nothing keeps a CPU busy, no window.
+machine("passing_task", [dict(cpu=c, core=[c]) for c in range(2)], "AMD EPYC",
+        vendor_id="AuthenticAMD", flags=X86_FLAGS, loadavg="1.00 1.00 1.00 2/120 999",
+        loadavg_later="1.00 1.00 1.00 1/120 999", stat=ONE_CPU_BUSY_STAT)
 
 # A 2-core, 4-thread machine in a container that hides sysfs's topology directories: the cores
 # come from /proc/cpuinfo's physical and core ids.
