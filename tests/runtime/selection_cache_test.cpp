@@ -68,6 +68,17 @@ double fake_cpu_ms() {
   return g_cpu_ms;
 }
 
+// device_fixture_ as `auto` sees it while another process keeps one CPU busy: it leaves that CPU
+// alone and makes its workers sleep.
+DeviceInfo with_busy_neighbour(const DeviceInfo& device) {
+  DeviceInfo busy = device;
+  busy.load.known = true;
+  busy.load.runnable_tasks = 2;
+  busy.load.busy_cpus = 1.0;
+  busy.load.window_ms = 50;
+  return busy;
+}
+
 class SelectionCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -79,6 +90,7 @@ class SelectionCacheTest : public ::testing::Test {
     device_fixture_.usable_performance_cores = 1;
     device_fixture_.cpu_quota = 0;
     device_ = &device_fixture_;
+    busy_fixture_ = with_busy_neighbour(device_fixture_);
     slow_ = new testing::StubBackend();
     slow_->on_execute = [](BackendExecutionContext& c, DelegateHandle* h, Span<EValue*> args) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -142,6 +154,13 @@ class SelectionCacheTest : public ::testing::Test {
     return o;
   }
 
+  // auto_options() on busy_fixture_.
+  LoadOptions busy_options() const {
+    LoadOptions o = auto_options();
+    o.device_info = &busy_fixture_;
+    return o;
+  }
+
   // Loads and returns delegate 0's info (copied; the method is destroyed).
   DelegateInfo load_info(const Program* program, const LoadOptions& o) {
     auto m = program->load_method("forward", nullptr, o);
@@ -179,6 +198,7 @@ class SelectionCacheTest : public ::testing::Test {
   // the thread count stays 1 whatever this machine has, so EachKeyFieldChangeIsAMiss's device
   // changes change only the device part of the key.
   DeviceInfo device_fixture_;
+  DeviceInfo busy_fixture_;  // the same while a neighbour keeps a CPU busy
   const DeviceInfo* device_ = nullptr;
   testing::StubBackend* slow_ = nullptr;
   testing::StubBackend* fast_ = nullptr;
@@ -257,26 +277,12 @@ TEST_F(SelectionCacheTest, TwoDisturbedMeasurementsInARowStand) {
   EXPECT_STREQ(third.backend, "sc_fast");
 }
 
-// device_fixture_ as `auto` sees it while another process keeps one CPU busy: it leaves that CPU
-// alone and makes its workers sleep.
-DeviceInfo with_busy_neighbour(const DeviceInfo& device) {
-  DeviceInfo busy = device;
-  busy.load.known = true;
-  busy.load.runnable_tasks = 2;
-  busy.load.busy_cpus = 1.0;
-  busy.load.window_ms = 50;
-  return busy;
-}
-
 // The key holds the policy as it is on an unloaded machine: a neighbour busy at one load does
 // not make a new key, so the choice remembered before is used (before, the busy load's sleeping
 // workers were a key field of their own, and it measured again).
 TEST_F(SelectionCacheTest, ABusyNeighbourAtOneLoadStillReadsTheRememberedChoice) {
   ASSERT_FALSE(load_info(program_, auto_options()).selection.cached);
-  const DeviceInfo busy = with_busy_neighbour(device_fixture_);
-  LoadOptions o = auto_options();
-  o.device_info = &busy;
-  const DelegateInfo info = load_info(program_, o);
+  const DelegateInfo info = load_info(program_, busy_options());
   EXPECT_TRUE(info.selection.cached);
   EXPECT_STREQ(info.backend, "sc_fast");
   EXPECT_EQ(info.selection.disturbed_measurements, 0);
@@ -289,10 +295,7 @@ TEST_F(SelectionCacheTest, ABusyNeighbourAtOneLoadStillReadsTheRememberedChoice)
 // free: the choice is remembered like a disturbed one. Busy loads use it as it is; the next
 // unloaded load measures again, and that measurement stands.
 TEST_F(SelectionCacheTest, AChoiceMeasuredWhileBusyIsMeasuredAgainWhenUnloaded) {
-  const DeviceInfo busy = with_busy_neighbour(device_fixture_);
-  LoadOptions b = auto_options();
-  b.device_info = &busy;
-  const DelegateInfo first = load_info(program_, b);
+  const DelegateInfo first = load_info(program_, busy_options());
   EXPECT_FALSE(first.selection.cached);
   EXPECT_STREQ(first.backend, "sc_fast");
   EXPECT_EQ(first.selection.disturbed_measurements, 1);
@@ -302,7 +305,7 @@ TEST_F(SelectionCacheTest, AChoiceMeasuredWhileBusyIsMeasuredAgainWhenUnloaded) 
       << warnings();
   clear_warnings();
 
-  const DelegateInfo second = load_info(program_, b);
+  const DelegateInfo second = load_info(program_, busy_options());
   EXPECT_TRUE(second.selection.cached);  // busy again: measuring now would be no better
   EXPECT_EQ(second.selection.disturbed_measurements, 1);
   EXPECT_EQ(slow_->init_count(), 1);
