@@ -748,9 +748,9 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
             std::to_string(v.value));
   // The policy as it is on an unloaded machine: threads that `auto` leaves to a busy neighbour
   // at one load would otherwise make a new key, and the next unloaded load measure again.
-  key.add("policy", string_format("%s threads=%u yield_workers=%d",
-                                  policy_name(s->policy->effective), s->policy->unloaded_threads,
-                                  s->policy->unloaded_yield_workers ? 1 : 0));
+  key.add("policy",
+          string_format("%s threads=%u yield_workers=%d", policy_name(s->policy->effective),
+                        s->policy->unloaded_threads, s->policy->unloaded_yield_workers ? 1 : 0));
   key.add("selection", string_format("tolerance=%.17g budget_ms=%.17g lower_precision=%d",
                                      options.selection_tolerance, options.selection_budget_ms,
                                      options.selection_lower_precision ? 1 : 0));
