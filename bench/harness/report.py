@@ -96,7 +96,10 @@ def markdown(res):
                 f"{lt['measuring_bound_ms']:.0f} ms ({lt['measuring_over_bound']:.2f}x); from the "
                 f"cache {md['cached']:.0f} ms, {lt['cached_over_fixed']:.2f}x the fixed load and "
                 f"{lt['cached_over_chosen_fixed']:.2f}x {lt['pinned_engine']}'s "
-                f"({md['chosen_fixed']:.0f} ms).")
+                f"({md['chosen_fixed']:.0f} ms)"
+                + (f"; {lt['cached_measured_again']} of the {lt['reps']} loads from the cache "
+                   "measured again instead" if lt.get("cached_measured_again") else "")
+                + ".")
             lines.append("")
         # Rounds of tessera-default whose load derived fewer threads than the row's count.
         for r in sorted(m["rows"], key=lambda r: r["threads"]):
