@@ -545,7 +545,10 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
                                       py::handle delegate_options, py::handle dims,
                                       py::handle retarget, py::handle fallback, py::handle policy,
                                       bool lenient, py::handle selection,
-                                      py::handle selection_cache_dir, py::handle startup_backend,
+                                      py::handle selection_cache_dir,
+                                      py::handle selection_tolerance,
+                                      py::handle selection_budget_ms,
+                                      bool selection_lower_precision, py::handle startup_backend,
                                       py::handle on_execute_failure) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
@@ -596,6 +599,25 @@ std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py:
     config->selection_cache_dir = selection_cache_dir.cast<std::string>();
     config->load.selection_cache_dir = config->selection_cache_dir.c_str();
   }
+  // A number (int or float, not bool), checked as load_method checks it.
+  auto number = [](py::handle value, const char* what) {
+    if ((!py::isinstance<py::float_>(value) && !py::isinstance<py::int_>(value)) ||
+        py::isinstance<py::bool_>(value)) {
+      argument_error(std::string(what) + " must be a number or None, not a " + type_name(value));
+    }
+    return value.cast<double>();
+  };
+  if (!selection_tolerance.is_none()) {
+    const double tolerance = number(selection_tolerance, "selection_tolerance");
+    check(LoadOptions::check_selection_tolerance(tolerance));
+    config->load.selection_tolerance = tolerance;
+  }
+  if (!selection_budget_ms.is_none()) {
+    const double budget = number(selection_budget_ms, "selection_budget_ms");
+    check(LoadOptions::check_selection_budget_ms(budget));
+    config->load.selection_budget_ms = budget;
+  }
+  config->load.selection_lower_precision = selection_lower_precision;
   if (!startup_backend.is_none()) {
     if (!py::isinstance<py::str>(startup_backend))
       argument_error(
@@ -862,16 +884,23 @@ may be called any number of times, from any thread.)doc")
           [](PyProgram& p, py::handle name, py::object options, py::object delegate_options,
              py::object dims, py::object retarget, py::object fallback, py::object policy,
              py::handle lenient, py::object selection, py::object selection_cache_dir,
-             py::object startup_backend, py::object on_execute_failure) {
+             py::object selection_tolerance, py::object selection_budget_ms,
+             py::handle selection_lower_precision, py::object startup_backend,
+             py::object on_execute_failure) {
             return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
                                fallback, policy, bool_arg(lenient, "lenient"), selection,
-                               selection_cache_dir, startup_backend, on_execute_failure);
+                               selection_cache_dir, selection_tolerance, selection_budget_ms,
+                               bool_arg(selection_lower_precision, "selection_lower_precision"),
+                               startup_backend, on_execute_failure);
           },
           py::arg("name") = "forward", py::kw_only(), py::arg("options") = py::none(),
           py::arg("delegate_options") = py::none(), py::arg("dims") = py::none(),
           py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
           py::arg("policy") = py::none(), py::arg("lenient") = py::bool_(false),
           py::arg("selection") = py::none(), py::arg("selection_cache_dir") = py::none(),
+          py::arg("selection_tolerance") = py::none(),
+          py::arg("selection_budget_ms") = py::none(),
+          py::arg("selection_lower_precision") = py::bool_(false),
           py::arg("startup_backend") = py::none(), py::arg("on_execute_failure") = py::none(),
           R"doc(Loads method `name` and initialises its delegates.
 
@@ -887,6 +916,12 @@ selection: "auto" (default), "fixed" or "measure": how each delegate's backend i
     program compiled without backends is measured once per machine and remembered).
 selection_cache_dir: where measured choices are remembered (default ~/.cache/tessera/selection
     or $XDG_CACHE_HOME's); "" disables it.
+selection_tolerance: a measured candidate whose outputs differ from the reference's by more than
+    this times the reference's max |value| is rejected (default 1e-4).
+selection_budget_ms: time one delegate's measurement may spend, inits and runs, before option
+    variants and backends nobody listed are skipped (default 300).
+selection_lower_precision: option values that lower precision (oneDNN precision="bf16") are
+    measured too; they must still pass selection_tolerance, so raise it as well (bf16: ~1e-2).
 startup_backend: "xnnpack", "onednn" or "auto": a delegate whose backend would compile device
     code now (OpenCL without its programs cached) runs on this CPU backend while that compiles
     in the background, and moves over between two calls once it is ready (see

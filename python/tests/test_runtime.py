@@ -427,6 +427,34 @@ def test_selection_arguments_are_checked(add_program):
         program.load_method(selection=1)
     with pytest.raises(tessera.ArgumentError, match="selection_cache_dir must be a str"):
         program.load_method(selection_cache_dir=3)
+    with pytest.raises(tessera.ArgumentError, match="selection tolerance -1 must be a finite"):
+        program.load_method(selection_tolerance=-1)
+    with pytest.raises(tessera.ArgumentError, match="selection budget inf ms"):
+        program.load_method(selection_budget_ms=float("inf"))
+    with pytest.raises(tessera.ArgumentError, match="selection_tolerance must be a number"):
+        program.load_method(selection_tolerance="1e-3")
+    with pytest.raises(tessera.ArgumentError, match="selection_budget_ms must be a number"):
+        program.load_method(selection_budget_ms=True)
+    with pytest.raises(tessera.ArgumentError, match="selection_lower_precision must be a bool"):
+        program.load_method(selection_lower_precision=1)
+
+
+def test_selection_budget_and_tolerance_reach_the_measurement(add_onnx, tmp_path):
+    # With no budget, each backend the compiler recorded still gets its runs (it is listed), and
+    # option variants on top are skipped for the budget.
+    program = tessera.compile(add_onnx, dims={"batch": (1, 8)})
+    (d,) = program.load_method(selection="measure", selection_cache_dir=str(tmp_path),
+                               selection_tolerance=1e-3, selection_budget_ms=0,
+                               selection_lower_precision=True, policy="latency").delegates
+    candidates = d["selection"]["candidates"]
+    assert sorted({c["backend"] for c in candidates}) == ["onednn", "xnnpack"]
+    for c in candidates:
+        if c["options"] == "":
+            assert c["accepted"] and c["runs"] >= 1
+        else:
+            # Skipped: for the budget, or before it as what was just measured.
+            assert not c["accepted"] and c["reason"].startswith("skipped"), c
+    assert any(c["reason"].startswith("skipped (budget: 0 ms spent)") for c in candidates), candidates
 
 
 # --- startup_backend -------------------------------------------------------------------------

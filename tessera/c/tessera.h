@@ -268,6 +268,31 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_lenient(tessera_load_o
  * in tessera_delegate_info). InvalidArgument naming both for another value. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_on_execute_failure(
     tessera_load_options* options, const char* mode);
+/** How each delegate's backend is chosen: "auto" (the default: a choice remembered in the
+ * selection cache, else measured and remembered when the cache is usable, else the program's
+ * backends), "fixed" (the program's backends) or "measure" (always measured, then remembered).
+ * InvalidArgument naming the three for another value. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection(tessera_load_options* options,
+                                                                    const char* mode);
+/** Directory of the selection cache (copied; created when missing). "" disables the cache
+ * ("auto" then runs the program's backends); NULL restores the default,
+ * $XDG_CACHE_HOME/tessera/selection, else $HOME/.cache/tessera/selection. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_cache_dir(
+    tessera_load_options* options, const char* dir);
+/** A measured candidate whose outputs differ from the reference's by more than `tolerance` times
+ * the reference's max |value| is rejected (default 1e-4). InvalidArgument unless a finite
+ * number >= 0; nothing changes then. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_tolerance(
+    tessera_load_options* options, double tolerance);
+/** Time one delegate's measurement may spend, inits and runs, before option variants and
+ * backends nobody listed are skipped (default 300 ms). InvalidArgument unless a finite number
+ * >= 0; nothing changes then. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_budget_ms(
+    tessera_load_options* options, double budget_ms);
+/** Non-zero: option values that lower precision (oneDNN precision=bf16) are measured too; they
+ * must still pass the tolerance, so raise it as well (bf16: about 1e-2). */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_lower_precision(
+    tessera_load_options* options, int allow);
 
 /* ---- execute options (the execute level) ---------------------------------------------- */
 
@@ -387,6 +412,38 @@ TESSERA_C_EXPORT tessera_status* tessera_method_delegate_startup(const tessera_m
  * when none is pending any more, else 0. */
 TESSERA_C_EXPORT tessera_status* tessera_method_wait_for_startup(tessera_method* method,
                                                                  double timeout_ms, int* done);
+/** How a delegate's backend was chosen at load (tessera_load_options_set_selection). Strings
+ * are owned by the method and stay valid until it is freed or an execute moves one of its
+ * delegates to another backend. */
+typedef struct tessera_delegate_selection {
+  const char* mode;           /* "fixed" or "measure" (also for a choice read from the cache) */
+  int cached;                 /* read from the selection cache (made by an earlier load) */
+  int disturbed_measurements; /* see DelegateInfo::selection in docs/usage.md; 0 when clean */
+  const char* summary;        /* "measured: onednn 2.10 ms (chosen), xnnpack 3.02 ms", or why
+                                 auto did not measure */
+  size_t num_candidates;      /* entries for tessera_method_delegate_selection_candidate */
+} tessera_delegate_selection;
+
+/** One candidate of a measured selection. Strings are owned by the method. */
+typedef struct tessera_selection_candidate {
+  const char* backend;
+  const char* options; /* the option value tried on top of the load's ("num_threads=1"), or "" */
+  double median_ms;    /* of its timed runs; 0 when it did not run */
+  int runs;            /* timed runs the median is of */
+  int disturbed_runs;  /* timed runs left out: the measuring thread was off its CPU */
+  double init_ms;      /* initialising it on the delegate; 0 when it was not initialised */
+  int accepted;        /* ran, and its outputs matched the reference within the tolerance */
+  int chosen;
+  const char* reason;  /* why it was rejected or skipped; "reference" or "" when accepted */
+} tessera_selection_candidate;
+
+TESSERA_C_EXPORT tessera_status* tessera_method_delegate_selection(
+    const tessera_method* method, size_t index, tessera_delegate_selection* info);
+/** Candidate `candidate` (0 .. num_candidates-1) of delegate `delegate`'s selection. NotFound
+ * past either end. */
+TESSERA_C_EXPORT tessera_status* tessera_method_delegate_selection_candidate(
+    const tessera_method* method, size_t delegate, size_t candidate,
+    tessera_selection_candidate* info);
 /** Option `option` (0 .. num_options-1) of delegate `delegate`. NotFound past either end. */
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_option(const tessera_method* method,
                                                                 size_t delegate, size_t option,

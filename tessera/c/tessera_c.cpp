@@ -64,6 +64,7 @@ struct tessera_load_options {
   tessera::LoadOptions load;
   tessera::LoadBackendOptionsMap per_backend;
   tessera::DelegateOptionsMap per_delegate;
+  std::string selection_cache_dir;  // what load.selection_cache_dir points at, when set
 };
 
 struct tessera_execute_options {
@@ -692,6 +693,61 @@ tessera_status* tessera_load_options_set_on_execute_failure(tessera_load_options
   });
 }
 
+tessera_status* tessera_load_options_set_selection(tessera_load_options* options,
+                                                   const char* mode) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    TESSERA_C_REQUIRE(mode);
+    TESSERA_ASSIGN_OR_RETURN(tessera::Selection value, tessera::parse_selection(mode));
+    options->load.selection = value;
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_load_options_set_selection_cache_dir(tessera_load_options* options,
+                                                             const char* dir) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    if (dir == nullptr) {
+      options->load.selection_cache_dir = nullptr;
+      options->selection_cache_dir.clear();
+      return Status::ok();
+    }
+    options->selection_cache_dir = dir;
+    options->load.selection_cache_dir = options->selection_cache_dir.c_str();
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_load_options_set_selection_tolerance(tessera_load_options* options,
+                                                             double tolerance) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    TESSERA_RETURN_IF_ERROR(tessera::LoadOptions::check_selection_tolerance(tolerance));
+    options->load.selection_tolerance = tolerance;
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_load_options_set_selection_budget_ms(tessera_load_options* options,
+                                                             double budget_ms) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    TESSERA_RETURN_IF_ERROR(tessera::LoadOptions::check_selection_budget_ms(budget_ms));
+    options->load.selection_budget_ms = budget_ms;
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_load_options_set_selection_lower_precision(tessera_load_options* options,
+                                                                   int allow) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    options->load.selection_lower_precision = allow != 0;
+    return Status::ok();
+  });
+}
+
 // ---- execute options ----------------------------------------------------------------------
 
 tessera_status* tessera_execute_options_create(tessera_execute_options** options) {
@@ -924,6 +980,51 @@ tessera_status* tessera_method_delegate_info(const tessera_method* method, size_
     info->num_options = d.options.size();
     info->execute_fallbacks = d.execute_fallbacks;
     info->execute_fallback_reason = d.execute_fallback_reason.c_str();
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_method_delegate_selection(const tessera_method* method, size_t index,
+                                                  tessera_delegate_selection* info) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(method);
+    TESSERA_C_REQUIRE(info);
+    if (index >= method->delegates.size()) {
+      return out_of_range("delegate", index, method->delegates.size());
+    }
+    const tessera::SelectionReport& r = method->method.delegate_info(index).selection;
+    info->mode = r.mode;
+    info->cached = r.cached ? 1 : 0;
+    info->disturbed_measurements = r.disturbed_measurements;
+    info->summary = r.summary;
+    info->num_candidates = r.num_candidates;
+    return Status::ok();
+  });
+}
+
+tessera_status* tessera_method_delegate_selection_candidate(const tessera_method* method,
+                                                            size_t delegate, size_t candidate,
+                                                            tessera_selection_candidate* info) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(method);
+    TESSERA_C_REQUIRE(info);
+    if (delegate >= method->delegates.size()) {
+      return out_of_range("delegate", delegate, method->delegates.size());
+    }
+    const tessera::SelectionReport& r = method->method.delegate_info(delegate).selection;
+    if (candidate >= r.num_candidates) {
+      return out_of_range("selection candidate", candidate, r.num_candidates);
+    }
+    const tessera::SelectionCandidate& c = r.candidates[candidate];
+    info->backend = c.backend;
+    info->options = c.options;
+    info->median_ms = c.median_ms;
+    info->runs = c.runs;
+    info->disturbed_runs = c.disturbed_runs;
+    info->init_ms = c.init_ms;
+    info->accepted = c.accepted ? 1 : 0;
+    info->chosen = c.chosen ? 1 : 0;
+    info->reason = c.reason;
     return Status::ok();
   });
 }

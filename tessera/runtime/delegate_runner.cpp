@@ -123,17 +123,8 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
     auto b = get_backend(options.selection_candidate(i));
     if (!b.ok()) return b.status().with_prefix("selection candidates");
   }
-  if (!(options.selection_tolerance >= 0) || std::isinf(options.selection_tolerance)) {
-    return Status::error(Error::InvalidArgument,
-                         "selection tolerance %g must be a finite number >= 0",
-                         options.selection_tolerance);
-  }
-  if (!(options.selection_budget_ms >= 0) || std::isinf(options.selection_budget_ms)) {
-    return Status::error(Error::InvalidArgument,
-                         "selection budget %g ms must be a finite number >= 0",
-                         options.selection_budget_ms);
-  }
-  return Status::ok();
+  TESSERA_RETURN_IF_ERROR(LoadOptions::check_selection_tolerance(options.selection_tolerance));
+  return LoadOptions::check_selection_budget_ms(options.selection_budget_ms);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "tessera/runtime/load_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -194,6 +195,22 @@ Result<Selection> parse_selection(std::string_view name) {
   return Status::error(Error::InvalidArgument,
                        "unknown selection '%.*s' (expected auto, fixed or measure)",
                        static_cast<int>(name.size() > 64 ? 64 : name.size()), name.data());
+}
+
+Status LoadOptions::check_selection_tolerance(double tolerance) {
+  if (!(tolerance >= 0) || std::isinf(tolerance)) {
+    return Status::error(Error::InvalidArgument,
+                         "selection tolerance %g must be a finite number >= 0", tolerance);
+  }
+  return Status::ok();
+}
+
+Status LoadOptions::check_selection_budget_ms(double ms) {
+  if (!(ms >= 0) || std::isinf(ms)) {
+    return Status::error(Error::InvalidArgument,
+                         "selection budget %g ms must be a finite number >= 0", ms);
+  }
+  return Status::ok();
 }
 
 bool LoadOptions::find_dim(std::string_view name, int64_t* value) const {

@@ -128,6 +128,10 @@ struct LoadOptions {
   Selection selection = Selection::Auto;
   double selection_tolerance = 1e-4;
   double selection_budget_ms = 300.0;
+  /// InvalidArgument unless the value is a finite number >= 0: what load_method checks of the
+  /// two fields above, for front ends that check a value when it is given.
+  static Status check_selection_tolerance(double tolerance);
+  static Status check_selection_budget_ms(double ms);
   /// Under measuring, backends' option values that lower precision (oneDNN precision=bf16) are
   /// candidates too; they must still match within selection_tolerance, so raise it with this
   /// (bf16 keeps about 3 significant digits: 1e-2 relative to max |reference| is typical).

@@ -3,7 +3,9 @@
  * runs them all. Prints "N passed, N failed" and exits non-zero on any failure. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -841,6 +843,135 @@ static void test_execute_failure(void) {
   tessera_program_free(program);
 }
 
+/* Removes `dir` and the files in it (no subdirectories). */
+static void remove_directory(const char* dir) {
+  DIR* d = opendir(dir);
+  CHECK(d != NULL);
+  if (d == NULL) return;
+  struct dirent* e;
+  char path[512];
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    CHECK(unlink(path) == 0);
+  }
+  closedir(d);
+  CHECK(rmdir(dir) == 0);
+}
+
+static void test_selection(void) {
+  tessera_load_options* options = NULL;
+  EXPECT_OK(tessera_load_options_create(&options));
+  EXPECT_ERROR(tessera_load_options_set_selection(options, "fastest"),
+               TESSERA_ERROR_INVALID_ARGUMENT, "auto, fixed or measure");
+  EXPECT_ERROR(tessera_load_options_set_selection(options, NULL), TESSERA_ERROR_INVALID_ARGUMENT,
+               "mode is NULL");
+  EXPECT_ERROR(tessera_load_options_set_selection(NULL, "auto"), TESSERA_ERROR_INVALID_ARGUMENT,
+               "options is NULL");
+  EXPECT_ERROR(tessera_load_options_set_selection_tolerance(options, -1e-4),
+               TESSERA_ERROR_INVALID_ARGUMENT, "selection tolerance -0.0001 must be a finite");
+  EXPECT_ERROR(tessera_load_options_set_selection_tolerance(options, INFINITY),
+               TESSERA_ERROR_INVALID_ARGUMENT, "finite number >= 0");
+  EXPECT_ERROR(tessera_load_options_set_selection_budget_ms(options, NAN),
+               TESSERA_ERROR_INVALID_ARGUMENT, "selection budget");
+  EXPECT_ERROR(tessera_load_options_set_selection_cache_dir(NULL, ""),
+               TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
+  EXPECT_ERROR(tessera_load_options_set_selection_lower_precision(NULL, 1),
+               TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
+
+  char dir[] = "/tmp/tessera_c_selection_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  EXPECT_OK(tessera_load_options_set_selection(options, "measure"));
+  EXPECT_OK(tessera_load_options_set_selection_cache_dir(options, dir));
+  EXPECT_OK(tessera_load_options_set_selection_tolerance(options, 1e-3));
+  EXPECT_OK(tessera_load_options_set_selection_budget_ms(options, 100));
+  EXPECT_OK(tessera_load_options_set_selection_lower_precision(options, 1));
+  /* Not "auto": its threads would follow how busy the machine is at each load. */
+  EXPECT_OK(tessera_load_options_set_policy(options, "latency"));
+
+  /* Delegate ctest_failing#0 may run on ctest_failing or ctest: measuring rejects the first
+   * (its run fails) and chooses the second. */
+  tessera_program* program = load_test_program(3);
+  tessera_method* method = NULL;
+  EXPECT_OK(tessera_method_load(program, "forward", options, &method));
+  tessera_delegate_info info;
+  EXPECT_OK(tessera_method_delegate_info(method, 0, &info));
+  CHECK_STR(info.backend, "ctest");
+  CHECK_STR(info.requested_backend, "ctest_failing");
+  tessera_delegate_selection selection;
+  EXPECT_OK(tessera_method_delegate_selection(method, 0, &selection));
+  CHECK_STR(selection.mode, "measure");
+  CHECK(selection.cached == 0);
+  CHECK(selection.disturbed_measurements >= 0);
+  const int measured_clean = selection.disturbed_measurements == 0;
+  CHECK(strstr(selection.summary, "ctest") != NULL);
+  CHECK(selection.num_candidates == 2);
+  int chosen = 0, rejected = 0;
+  for (size_t i = 0; i < selection.num_candidates; ++i) {
+    tessera_selection_candidate c;
+    EXPECT_OK(tessera_method_delegate_selection_candidate(method, 0, i, &c));
+    if (strcmp(c.backend, "ctest") == 0) {
+      CHECK(c.accepted && c.chosen);
+      CHECK(c.runs > 0 && c.median_ms >= 0 && c.init_ms >= 0);
+      CHECK_STR(c.options, "");
+      ++chosen;
+    } else {
+      CHECK_STR(c.backend, "ctest_failing");
+      CHECK(!c.accepted && !c.chosen);
+      CHECK(strstr(c.reason, "injected execute failure") != NULL);
+      ++rejected;
+    }
+  }
+  CHECK(chosen == 1 && rejected == 1);
+  tessera_selection_candidate c;
+  EXPECT_ERROR(tessera_method_delegate_selection_candidate(method, 0, 2, &c),
+               TESSERA_ERROR_NOT_FOUND, "selection candidate 2");
+  EXPECT_ERROR(tessera_method_delegate_selection_candidate(method, 1, 0, &c),
+               TESSERA_ERROR_NOT_FOUND, "delegate 1");
+  EXPECT_ERROR(tessera_method_delegate_selection(method, 1, &selection), TESSERA_ERROR_NOT_FOUND,
+               "delegate 1");
+  EXPECT_ERROR(tessera_method_delegate_selection(method, 0, NULL), TESSERA_ERROR_INVALID_ARGUMENT,
+               "info is NULL");
+  tessera_method_free(method);
+
+  /* "auto" reads the choice "measure" remembered in that directory. (A measurement whose every
+   * timed run was disturbed, another process having the CPU, is measured once more first.) */
+  EXPECT_OK(tessera_load_options_set_selection(options, "auto"));
+  int cached = 0;
+  for (int attempt = 0; attempt < 3 && !cached; ++attempt) {
+    EXPECT_OK(tessera_method_load(program, "forward", options, &method));
+    EXPECT_OK(tessera_method_delegate_selection(method, 0, &selection));
+    cached = selection.cached;
+    if (attempt == 0 && measured_clean) CHECK(cached);
+    EXPECT_OK(tessera_method_delegate_info(method, 0, &info));
+    CHECK_STR(info.backend, "ctest");
+    tessera_method_free(method);
+  }
+  CHECK(cached == 1);
+
+  /* "fixed", or "auto" with the cache disabled, runs the program's backend. */
+  EXPECT_OK(tessera_load_options_set_selection_cache_dir(options, ""));
+  EXPECT_OK(tessera_method_load(program, "forward", options, &method));
+  EXPECT_OK(tessera_method_delegate_selection(method, 0, &selection));
+  CHECK_STR(selection.mode, "fixed");
+  CHECK(strstr(selection.summary, "disabled") != NULL);
+  EXPECT_OK(tessera_method_delegate_info(method, 0, &info));
+  CHECK_STR(info.backend, "ctest_failing");
+  tessera_method_free(method);
+  EXPECT_OK(tessera_load_options_set_selection_cache_dir(options, dir));
+  EXPECT_OK(tessera_load_options_set_selection(options, "fixed"));
+  EXPECT_OK(tessera_method_load(program, "forward", options, &method));
+  EXPECT_OK(tessera_method_delegate_info(method, 0, &info));
+  CHECK_STR(info.backend, "ctest_failing");
+  tessera_method_free(method);
+  /* NULL restores the default directory. */
+  EXPECT_OK(tessera_load_options_set_selection_cache_dir(options, NULL));
+
+  tessera_load_options_free(options);
+  tessera_program_free(program);
+  remove_directory(dir);
+}
+
 static int count_events(const tessera_trace* trace, const char* category, const char* name) {
   size_t count = 0;
   EXPECT_OK(tessera_trace_event_count(trace, &count));
@@ -949,6 +1080,7 @@ int main(int argc, char** argv) {
       {"method", test_method},
       {"delegates", test_delegates},
       {"execute_failure", test_execute_failure},
+      {"selection", test_selection},
       {"traces", test_traces},
   };
   if (ctest_register_backend() != 0) {

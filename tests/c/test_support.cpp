@@ -88,6 +88,12 @@ extern "C" unsigned char* ctest_program(int which, size_t* size) {
   ir::ProgramBuilder builder = testing::add_relu_mul_program(/*symbolic=*/true);
   if (which == 1) builder = testing::delegate_chain_program({"ctest", "ctest"});
   if (which == 2) builder = testing::delegate_chain_program({"ctest_failing"});
+  if (which == 3) {
+    // As the compiler records a delegate either backend may run (tessera-compile without
+    // --backends).
+    builder = testing::delegate_chain_program({"ctest_failing"});
+    builder.methods()[0].delegates[0].candidates = {"ctest_failing", "ctest"};
+  }
   auto built = builder.build();
   if (!built.ok()) return nullptr;
   const std::vector<uint8_t>& bytes = *built;

@@ -19,7 +19,8 @@ int ctest_register_backend(void);
 /* The bytes of a test program in `*size` bytes, malloc'ed (free with free()):
  * 0: forward(x: float32[batch, 4]) = relu(x + bias) * scale, batch symbolic in [1, 8];
  * 1: forward(x: float32[2, 4]) through delegates ctest#0 then ctest#1 (each a copy);
- * 2: forward(x: float32[2, 4]) through delegate ctest_failing#0. */
+ * 2: forward(x: float32[2, 4]) through delegate ctest_failing#0;
+ * 3: the same, recorded as selectable between ctest_failing and ctest. */
 unsigned char* ctest_program(int which, size_t* size);
 
 #ifdef __cplusplus
