@@ -541,15 +541,12 @@ void set_fallback(py::handle fallback, LoadConfig* config) {
   check(config->load.set_fallback(text));
 }
 
-std::unique_ptr<PyMethod> load_method(PyProgram& p, const std::string& name, py::handle options,
-                                      py::handle delegate_options, py::handle dims,
-                                      py::handle retarget, py::handle fallback, py::handle policy,
-                                      bool lenient, py::handle selection,
-                                      py::handle selection_cache_dir,
-                                      py::handle selection_tolerance,
-                                      py::handle selection_budget_ms,
-                                      bool selection_lower_precision, py::handle startup_backend,
-                                      py::handle on_execute_failure) {
+std::unique_ptr<PyMethod> load_method(
+    PyProgram& p, const std::string& name, py::handle options, py::handle delegate_options,
+    py::handle dims, py::handle retarget, py::handle fallback, py::handle policy, bool lenient,
+    py::handle selection, py::handle selection_cache_dir, py::handle selection_tolerance,
+    py::handle selection_budget_ms, bool selection_lower_precision, py::handle startup_backend,
+    py::handle on_execute_failure) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -898,8 +895,7 @@ may be called any number of times, from any thread.)doc")
           py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
           py::arg("policy") = py::none(), py::arg("lenient") = py::bool_(false),
           py::arg("selection") = py::none(), py::arg("selection_cache_dir") = py::none(),
-          py::arg("selection_tolerance") = py::none(),
-          py::arg("selection_budget_ms") = py::none(),
+          py::arg("selection_tolerance") = py::none(), py::arg("selection_budget_ms") = py::none(),
           py::arg("selection_lower_precision") = py::bool_(false),
           py::arg("startup_backend") = py::none(), py::arg("on_execute_failure") = py::none(),
           R"doc(Loads method `name` and initialises its delegates.

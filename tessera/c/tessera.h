@@ -434,7 +434,7 @@ typedef struct tessera_selection_candidate {
   double init_ms;      /* initialising it on the delegate; 0 when it was not initialised */
   int accepted;        /* ran, and its outputs matched the reference within the tolerance */
   int chosen;
-  const char* reason;  /* why it was rejected or skipped; "reference" or "" when accepted */
+  const char* reason; /* why it was rejected or skipped; "reference" or "" when accepted */
 } tessera_selection_candidate;
 
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_selection(
