@@ -666,16 +666,25 @@ def main():
     for exe in (compile_exe, run_exe):
         if not os.path.exists(exe):
             sys.exit(f"missing {exe}: build the project first (scripts/setup)")
-    # Snapshot the tools and the library: a rebuild of the build tree during the run (a shared
-    # machine) must not swap the binaries under the benchmark. The tools find libtessera.so
-    # through their RUNPATH, which LD_LIBRARY_PATH overrides.
+    # Snapshot the tools and the libraries: a rebuild of the build tree during the run (a shared
+    # machine) must not swap the binaries under the benchmark. The tools need libtessera by its
+    # soname (libtessera.so.MAJOR.MINOR), found through their RUNPATH, which LD_LIBRARY_PATH
+    # overrides; libtessera loads the backend libraries (libtessera_NAME.so) beside itself. So
+    # each library is copied under every name the build tree gives it. (Until the fifteenth
+    # session only "libtessera.so" was copied, under which nothing looks it up: the tools ran the
+    # build tree's library and backends.)
     bin_dir = os.path.join(work_dir, "bin")
     os.makedirs(bin_dir, exist_ok=True)
+    for old in os.listdir(bin_dir):
+        if old.startswith("libtessera"):
+            os.remove(os.path.join(bin_dir, old))
+    libraries = sorted(f for f in os.listdir(build_dir)
+                       if f.startswith("libtessera") and ".so" in f)
     snap = {}
-    for src in (compile_exe, run_exe, os.path.join(build_dir, "libtessera.so")):
+    for src in [compile_exe, run_exe] + [os.path.join(build_dir, f) for f in libraries]:
         if os.path.exists(src):
             dst = os.path.join(bin_dir, os.path.basename(src))
-            shutil.copy2(src, dst + ".tmp")
+            shutil.copy2(src, dst + ".tmp")  # follows symbolic links: each name gets the file
             os.replace(dst + ".tmp", dst)
             snap[os.path.basename(src)] = time.strftime(
                 "%Y-%m-%dT%H:%M:%S", time.localtime(os.path.getmtime(src)))
