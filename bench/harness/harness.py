@@ -41,6 +41,8 @@ import time
 
 import numpy as np
 
+import report  # bench/harness/report.py, beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 PY = "/usr/bin/python3"
@@ -587,6 +589,9 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             for peer in ("onnxruntime", "pytorch"):
                 if peer in peers:
                     row[f"ratio_vs_{peer}"] = row["median_ms"] / peers[peer]["median_ms"]
+                    paired = report.paired_ratio(row, peers[peer])
+                    if paired is not None:
+                        row[f"ratio_vs_{peer}_paired"] = paired
         row["gflops_per_s"] = flops["flops"] / (row["median_ms"] * 1e-3) / 1e9
     if compiled_default is not None:
         compiled["default"] = compiled_default
@@ -739,7 +744,6 @@ def main():
     if os.path.exists(json_out + ".partial"):  # the complete file replaces it
         os.remove(json_out + ".partial")
     log(f"wrote {json_out}")
-    import report
     md = report.markdown(out)
     print(md)
     if args.markdown:

@@ -5,11 +5,33 @@ Usage: /usr/bin/python3 bench/harness/report.py RESULTS.json [--markdown FILE] [
 
 import argparse
 import json
+import statistics
 import sys
 
 
 def _f(v, digits=2):
     return "—" if v is None else f"{v:.{digits}f}"
+
+
+def paired_ratio(row, peer):
+    """Median over the rounds of row's round median / peer's round median in the same round, or
+    None without a round median each for every round. Within a round the engines run one after
+    the other, so a slow stretch of the host (tens of seconds on the AMD guest) reaches both
+    sides of most pairs; a ratio of the overall medians mixes stretches when one engine's
+    rounds fell in more slow ones than the other's."""
+    a, b = row.get("round_medians_ms") or [], peer.get("round_medians_ms") or []
+    if not a or len(a) != len(b) or any(x is None or y is None or y <= 0 for x, y in zip(a, b)):
+        return None
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def paired_vs_ort(model, row):
+    """paired_ratio against ORT at the row's thread count, for results written before the
+    harness stored it."""
+    ort = [p for p in model["rows"] if p["engine"] == "onnxruntime" and p["threads"] == row["threads"]]
+    if not row["engine"].startswith("tessera") or not ort:
+        return None
+    return paired_ratio(row, ort[0])
 
 
 def markdown(res):
@@ -48,8 +70,9 @@ def markdown(res):
                          f"{res['machine'].get('cpu_count')} CPUs).")
         lines.append("")
         lines.append("| engine | threads | median ms | min ms | max ms | vs ORT | vs ORT (min) | "
-                     "vs PyTorch | % of peak | peak RSS MiB | load ms | timed runs | max abs diff |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "vs ORT (paired) | vs PyTorch | % of peak | peak RSS MiB | load ms | "
+                     "timed runs | max abs diff |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         ort_min = {r["threads"]: r["min_ms"] for r in m["rows"] if r["engine"] == "onnxruntime"}
         for r in sorted(m["rows"], key=lambda r: (r["threads"], r["engine"])):
             name = r["engine"]
@@ -58,6 +81,7 @@ def markdown(res):
                 f"| {name} | {r['threads']} | {_f(r['median_ms'])} | {_f(r['min_ms'])} | "
                 f"{_f(r['max_ms'])} | {_f(r.get('ratio_vs_onnxruntime'))} | "
                 f"{_f(r['min_ms'] / ort_min[r['threads']] if name.startswith('tessera') and r['threads'] in ort_min else None)} | "
+                f"{_f(r.get('ratio_vs_onnxruntime_paired', paired_vs_ort(m, r)))} | "
                 f"{_f(r.get('ratio_vs_pytorch'))} | {100 * r['fraction_of_peak']:.0f}% | "
                 f"{r['peak_rss_mib']:.0f} | {_f(r.get('load_ms'), 0)} | {r.get('timed_runs', '')} | "
                 f"{r['max_abs_diff_vs_pytorch']:.1e}"
