@@ -3,7 +3,7 @@
  *
  *   tessera_c_run MODEL.tsr [--dim NAME=VALUE] [--option BACKEND.KEY=VALUE]
  *                 [--global-option BACKEND.KEY=VALUE] [--retarget FROM=TO] [--fallback LIST]
- *                 [--trace FILE.json]
+ *                 [--select auto|fixed|measure] [--select-cache DIR] [--trace FILE.json]
  *
  * Exit status: 0 on success, 1 when Tessera reports an error (code and message on stderr),
  * 2 for a usage error. */
@@ -43,7 +43,8 @@ static int usage(const char* message) {
   fprintf(stderr,
           "tessera_c_run: %s\nusage: tessera_c_run MODEL.tsr [--dim NAME=VALUE] "
           "[--option BACKEND.KEY=VALUE] [--global-option BACKEND.KEY=VALUE] "
-          "[--retarget FROM=TO] [--fallback LIST] [--trace FILE.json]\n",
+          "[--retarget FROM=TO] [--fallback LIST] [--select auto|fixed|measure] "
+          "[--select-cache DIR] [--trace FILE.json]\n",
           message);
   return 2;
 }
@@ -66,6 +67,22 @@ static int print_reports(const tessera_method* method) {
       printf("  %-24s = %-16s (%s)", o.key, o.value, o.source);
       if (o.resolved_value != NULL) printf(" -> %s (%s)", o.resolved_value, o.resolved_reason);
       printf("\n");
+    }
+    /* How its backend was chosen, when the load measured or read a remembered choice. */
+    tessera_delegate_selection sel;
+    if (failed(tessera_method_delegate_selection(method, d, &sel), "selection")) return 1;
+    if (sel.summary[0] == '\0') continue;
+    printf("  selection: %s%s\n", sel.summary, sel.cached ? " (remembered)" : "");
+    for (size_t k = 0; k < sel.num_candidates; ++k) {
+      tessera_selection_candidate c;
+      if (failed(tessera_method_delegate_selection_candidate(method, d, k, &c), "candidate")) {
+        return 1;
+      }
+      printf("    %s%s%s%s: ", c.backend, c.options[0] ? " [" : "", c.options,
+             c.options[0] ? "]" : "");
+      if (c.runs > 0) printf("%.4g ms over %d run(s), ", c.median_ms, c.runs);
+      printf("%s%s%s\n", c.chosen ? "chosen" : (c.accepted ? "accepted" : "not accepted"),
+             c.reason[0] ? ": " : "", c.reason);
     }
   }
   return 0;
@@ -118,6 +135,10 @@ static int parse_flags(int argc, char** argv, tessera_load_options* options) {
       st = tessera_load_options_add_retarget(options, a, c);
     } else if (strcmp(flag, "--fallback") == 0) {
       st = tessera_load_options_set_fallback(options, value);
+    } else if (strcmp(flag, "--select") == 0) {
+      st = tessera_load_options_set_selection(options, value);
+    } else if (strcmp(flag, "--select-cache") == 0) {
+      st = tessera_load_options_set_selection_cache_dir(options, value);
     } else if (strcmp(flag, "--trace") == 0) {
       /* From here on the runtime records what it does: the load and the run. */
       if (g_trace_path == NULL) st = tessera_trace_start();
