@@ -379,6 +379,14 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     r.method = result;
     if (best != "mixed" && measured(*info)) {
       const int e = current[k];
+      if (e >= 0 && static_cast<size_t>(e) < r.num_candidates && !r.candidates[e].chosen) {
+        // Its own reason says how it did in this delegate's race; say what chose it instead.
+        SelectionCandidate& c = r.candidates[e];
+        const std::string own = c.reason;
+        set_text(c.reason, sizeof c.reason,
+                 string_format("chosen by the whole-method check (%s for every delegate)%s%s",
+                               result.chosen, own.empty() ? "" : "; alone: ", own.c_str()));
+      }
       for (size_t i = 0; i < r.num_candidates; ++i) r.candidates[i].chosen = int(i) == e;
       write_selection_summary(&r);
       const size_t len = std::strlen(info->reason);
