@@ -162,8 +162,8 @@ TEST_F(WholeMethodSelectionTest, ASwitchPenaltyMakesOneBackendRunTheWholeMethod)
   }
   EXPECT_LT(b_ms, a_ms);
   // wm_a's own reason there says what chose it; the first delegate's choice was its own.
-  EXPECT_EQ(std::string(chosen(second)->reason).rfind(
-                "chosen by the whole-method check (wm_a for every delegate)", 0),
+  EXPECT_EQ(std::string(chosen(second)->reason)
+                .rfind("chosen by the whole-method check (wm_a for every delegate)", 0),
             0u)
       << chosen(second)->reason;
   EXPECT_EQ(std::string(chosen(m->delegate_info(0).selection)->reason).find("whole-method"),
