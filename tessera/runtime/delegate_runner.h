@@ -108,8 +108,9 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
 bool replaces_fastest(double ms, double best_ms, bool variant);
 
 /// Whether a candidate whose timed runs so far took `times` is clearly slower than the fastest
-/// so far (`best_ms`, its median): with two runs or more, its quickest above 1.25x that median;
-/// with one, that run above 1.5x it. Its remaining timed runs are skipped (the first, measuring
+/// so far (`best_ms`, its median): two runs or more, the quickest above 1.25x that median. One
+/// run never is (a single run twice as slow as the ones around it happens, and would decide a
+/// choice the cache then keeps). Its remaining timed runs are skipped (the first, measuring
 /// load pays for them).
 bool clearly_slower(const std::vector<double>& times, double best_ms);
 
@@ -219,8 +220,8 @@ struct RaceResult {
 /// the fastest's slowest (`beaten`); the fastest leaves once nobody is left to race it and it
 /// has `min_runs`. Otherwise each goes on to `max_runs` undisturbed runs (disturbed ones are
 /// timed again, up to `min_runs` more attempts). A failed run takes its contender out with the
-/// error. The race ends when none is left or `budget_spent` says so after a round (so each
-/// runs once).
+/// error. The race ends when none is left or `budget_spent` says so after a round from the
+/// second on (so each has two timed runs: one can be an outlier).
 std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_runs, int max_runs,
                              RunClocks clocks, const std::vector<std::string>& names,
                              const std::function<bool()>& budget_spent, int last_ran);
