@@ -345,9 +345,8 @@ TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
   // (timed at once), then the reference (an untimed run, then a timed one); the second round
   // from the reference (it ran last: timed at once), then the other (untimed, timed); the
   // other's third timed run. Then the chosen delegate's own runs (none here: loading only).
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast",
-                                         "sel_slow", "sel_slow", "sel_slow",
-                                         "sel_fast", "sel_fast", "sel_fast"};
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow",
+                                         "sel_slow", "sel_fast", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(stubs_["sel_slow"]->init_count(), 1);  // both initialised once, at the same time
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);
@@ -456,9 +455,8 @@ TEST_F(SelectionTest, ASlowdownThatComesAndGoesSlowsBothContenders) {
   EXPECT_NEAR(slow->median_ms, 6.0, 1e-9);
   EXPECT_EQ(fast->runs, 3);
   EXPECT_NEAR(fast->median_ms, 1.0, 1e-9);  // 3, 1 and 1 ms
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast",
-                                         "sel_slow", "sel_slow", "sel_slow",
-                                         "sel_fast", "sel_fast", "sel_fast"};
+  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow",
+                                         "sel_slow", "sel_fast", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_NE(std::string(info->selection.summary).find("measured: sel_fast"), std::string::npos)
       << info->selection.summary;
