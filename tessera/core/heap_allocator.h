@@ -1,9 +1,12 @@
-// HeapMemoryAllocator: a MemoryAllocator that grows by taking chunks from the heap. Used when a
-// caller gives no MemoryManager; frees everything when destroyed.
+// HeapMemoryAllocator: a MemoryAllocator that grows by taking chunks from the heap (a chunk from
+// large_buffer_threshold() on, such as a large activation arena, is a LargeBuffer mapped for
+// huge pages). Used when a caller gives no MemoryManager; frees everything when destroyed.
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
+#include "tessera/core/large_buffer.h"
 #include "tessera/core/memory_allocator.h"
 
 namespace tessera {
@@ -21,12 +24,8 @@ class HeapMemoryAllocator final : public MemoryAllocator {
   size_t heap_bytes() const { return heap_bytes_; }
 
  private:
-  struct Chunk {
-    Chunk* next;
-    size_t size;
-    size_t used;
-  };
-  Chunk* head_ = nullptr;
+  std::vector<LargeBuffer> chunks_;  // allocations come from the last
+  size_t last_used_ = 0;              // bytes of the last chunk handed out
   size_t chunk_size_;
   size_t limit_;
   size_t heap_bytes_ = 0;

@@ -17,6 +17,7 @@
 #include "tessera/backend/context.h"
 #include "tessera/backends/onednn/silu.h"
 #include "tessera/core/evalue.h"
+#include "tessera/core/large_buffer.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 
@@ -62,6 +63,9 @@ class Delegate {
   std::vector<ArgBinding> bindings;
   // Every memory a step refers to (owning where oneDNN allocated).
   std::vector<dnnl::memory> memories;
+  // Buffers from large_buffer_threshold() on (weights, the arena), allocated here instead of by
+  // oneDNN so that they are mapped for huge pages; memories point into them.
+  std::vector<LargeBuffer> large_buffers;
   dnnl::memory scratchpad;        // shared by all steps (scratchpad_mode::user)
   dnnl::memory arena;             // activation buffers, lifetimes planned at init
   size_t arena_bytes = 0;         // its size

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/backends/onednn/onednn_backend.h"
@@ -208,16 +209,37 @@ class Builder {
     if (arg >= 0) d_.bindings.push_back({m.get(), arg});
     return m;
   }
-  /// A new buffer oneDNN allocates. finish() moves it into the delegate's shared activation
-  /// arena when the first step touching it writes it (an activation: its build-time contents do
-  /// not matter) and nothing pins it; see plan_arena().
-  memory fresh(const memory::desc& md) {
-    memory m(md, options_.engine);
+  /// A new buffer (allocate(); with `huge_pages` false, always one oneDNN allocates). finish()
+  /// moves it into the delegate's shared activation arena when the first step touching it
+  /// writes it (an activation: its build-time contents do not matter) and nothing pins it; see
+  /// plan_arena().
+  memory fresh(const memory::desc& md, bool huge_pages = true) {
+    memory m = huge_pages ? allocate(md) : memory(md, options_.engine);
     d_.memories.push_back(m);
     if (md.get_size() > 0) {
       owned_.push_back({static_cast<const uint8_t*>(m.get_data_handle()), md.get_size(), false});
     }
     return m;
+  }
+  /// A memory over a new buffer: a LargeBuffer of the delegate's from large_buffer_threshold()
+  /// on (mapped for huge pages: weights are written at init, one fault per 2 MiB), else one
+  /// oneDNN allocates and owns.
+  memory allocate(const memory::desc& md) {
+    const size_t bytes = md.get_size();
+    if (bytes == 0 || bytes < large_buffer_threshold()) return memory(md, options_.engine);
+    LargeBuffer buffer = LargeBuffer::allocate(bytes, 64);
+    // As oneDNN's own allocation reports it (build_delegate turns it into an init error).
+    if (buffer.data() == nullptr) throw dnnl::error(dnnl_out_of_memory, "cannot allocate a buffer");
+    memory m(md, options_.engine, buffer.data());
+    d_.large_buffers.push_back(std::move(buffer));
+    return m;
+  }
+  /// Frees the LargeBuffer at `base`, if the delegate has one there (a buffer moved into the
+  /// arena: oneDNN frees its own when their memory moves).
+  void release_large(const void* base) {
+    for (LargeBuffer& b : d_.large_buffers) {
+      if (b.data() == base) b.release();
+    }
   }
   /// A new buffer whose build-time contents must survive (written now, then updated in part by
   /// steps): never moved into the arena.
@@ -1368,7 +1390,10 @@ void Builder::move_buffers(const std::vector<BufferMove>& moves, uint8_t* to) {
   }
   for (auto& [m, h] : handles) m.set_data_handle(h);
   // The moved buffers are gone: plan_arena must not look for them.
-  for (const BufferMove& mv : moves) owned_[mv.owned].size = 0;
+  for (const BufferMove& mv : moves) {
+    release_large(owned_[mv.owned].base);
+    owned_[mv.owned].size = 0;
+  }
 }
 
 // A chain of Concats that each extend the one before (a DenseNet block: Concat(x0, y1),
@@ -1903,7 +1928,10 @@ Status Builder::finish() {
   size_t bytes = 0;
   for (const Step& s : d_.steps) bytes = std::max(bytes, s.scratchpad.get_size());
   if (bytes > 0) {
-    d_.scratchpad = fresh(memory::desc({static_cast<int64_t>(bytes)}, dt::u8, memory::dims{1}));
+    // In small pages: most steps use only the start of it, and a huge page would be resident
+    // whole as soon as one byte of it is touched.
+    d_.scratchpad =
+        fresh(memory::desc({static_cast<int64_t>(bytes)}, dt::u8, memory::dims{1}), false);
     for (Step& s : d_.steps) {
       if (s.scratchpad.get_size() == 0) continue;
       memory m = wrap(s.scratchpad, d_.scratchpad.get_data_handle(), -1);
@@ -1955,8 +1983,7 @@ Status Builder::plan_arena() {
   }
   if (items.empty()) return Status::ok();
   const ir::MemoryPlan plan = ir::plan_memory(items, 64);
-  d_.arena = memory(memory::desc({static_cast<int64_t>(plan.arena_size)}, dt::u8, memory::dims{1}),
-                    options_.engine);
+  d_.arena = allocate(memory::desc({static_cast<int64_t>(plan.arena_size)}, dt::u8, memory::dims{1}));
   uint8_t* arena = static_cast<uint8_t*>(d_.arena.get_data_handle());
   d_.arena_bytes = plan.arena_size;
   d_.activation_bytes = plan.total_size;
@@ -1973,6 +2000,7 @@ Status Builder::plan_arena() {
     }
   }
   for (auto& [m, h] : moves) m.set_data_handle(h);
+  for (size_t j : which) release_large(owned_[j].base);
   return Status::ok();
 }
 

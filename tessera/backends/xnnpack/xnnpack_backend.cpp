@@ -5,8 +5,11 @@
 #include <xnnpack.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "tessera/backend/context.h"
 #include "tessera/backend/graph_payload.h"
@@ -16,6 +19,7 @@
 #include "tessera/backends/xnnpack/options.h"
 #include "tessera/backends/xnnpack/subgraph_builder.h"
 #include "tessera/backends/xnnpack/supports.h"
+#include "tessera/core/large_buffer.h"
 #include "tessera/core/log.h"
 #include "tessera/ir/schema.h"
 
@@ -52,8 +56,60 @@ constexpr OptionSpec kSchema[] = {
         "profiled call"),
 };
 
+// XNNPACK's memory: its aligned allocations (packed weights, runtime workspaces) from
+// large_buffer_threshold() on are LargeBuffers, mapped for huge pages (ResNet-18's packed
+// weights are written at init, one page fault per 2 MiB instead of per 4 KiB); the rest comes
+// from the heap as with XNNPACK's own allocator.
+struct LargeAllocations {
+  std::mutex mu;
+  std::unordered_map<void*, LargeBuffer> buffers;
+};
+LargeAllocations& large_allocations() {
+  static auto* all = new LargeAllocations();  // never destroyed: frees may come at exit
+  return *all;
+}
+void* xnn_alloc(void*, size_t size) { return std::malloc(size); }
+void* xnn_realloc(void*, void* pointer, size_t size) { return std::realloc(pointer, size); }
+void xnn_free(void*, void* pointer) { std::free(pointer); }
+void* xnn_aligned_alloc(void*, size_t alignment, size_t size) {
+  if (size >= large_buffer_threshold()) {
+    LargeBuffer b = LargeBuffer::allocate(size, alignment);
+    void* p = b.data();
+    if (p == nullptr) return nullptr;
+    LargeAllocations& all = large_allocations();
+    std::lock_guard<std::mutex> lock(all.mu);
+    try {
+      all.buffers.emplace(p, std::move(b));
+    } catch (...) {
+      return nullptr;  // b (if not moved) frees it
+    }
+    return p;
+  }
+  // aligned_alloc wants a size that is a multiple of an alignment of at least a pointer's.
+  const size_t align = alignment < sizeof(void*) ? sizeof(void*) : alignment;
+  const size_t rounded = (size + align - 1) / align * align;
+  return rounded < size ? nullptr : std::aligned_alloc(align, rounded == 0 ? align : rounded);
+}
+void xnn_aligned_free(void*, void* pointer) {
+  if (pointer == nullptr) return;
+  LargeBuffer large;
+  {
+    LargeAllocations& all = large_allocations();
+    std::lock_guard<std::mutex> lock(all.mu);
+    auto it = all.buffers.find(pointer);
+    if (it != all.buffers.end()) {
+      large = std::move(it->second);
+      all.buffers.erase(it);
+    }
+  }
+  if (large.data() == nullptr) std::free(pointer);  // else freed as `large` goes
+}
+constexpr xnn_allocator kAllocator = {nullptr,           xnn_alloc,         xnn_realloc, xnn_free,
+                                      xnn_aligned_alloc, xnn_aligned_free};
+
 xnn_status initialize_once() {
-  static const xnn_status status = xnn_initialize(nullptr);
+  // Where XNNPACK was initialised before (another library of the process), its allocator stays.
+  static const xnn_status status = xnn_initialize(&kAllocator);
   return status;
 }
 

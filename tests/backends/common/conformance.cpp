@@ -7,9 +7,30 @@
 #include <sstream>
 
 #include "tessera/backend/registry.h"
+#include "tessera/core/large_buffer.h"
 #include "tests/backends/common/support_matrix.h"
 
 namespace tessera::backend_testing {
+namespace {
+
+// TESSERA_TEST_LARGE_BUFFER_THRESHOLD=N: LargeBuffers from N bytes on are mapped (1: every
+// one), so that the suite runs the backends' huge-page path on its small tensors too.
+class LargeBufferThreshold : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* v = std::getenv("TESSERA_TEST_LARGE_BUFFER_THRESHOLD");
+    if (v == nullptr || *v == '\0') return;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    ASSERT_TRUE(*end == '\0' && n > 0) << "TESSERA_TEST_LARGE_BUFFER_THRESHOLD: " << v;
+    internal::set_large_buffer_threshold(static_cast<size_t>(n));
+  }
+  void TearDown() override { internal::set_large_buffer_threshold(0); }
+};
+::testing::Environment* const kLargeBufferThreshold =
+    ::testing::AddGlobalTestEnvironment(new LargeBufferThreshold);
+
+}  // namespace
 
 bool BackendConformance::accepts(const GraphCase& c) {
   Result<BackendInterface*> backend_or = get_backend(backend());
