@@ -25,7 +25,7 @@ class HeapMemoryAllocator final : public MemoryAllocator {
 
  private:
   std::vector<LargeBuffer> chunks_;  // allocations come from the last
-  size_t last_used_ = 0;              // bytes of the last chunk handed out
+  size_t last_used_ = 0;             // bytes of the last chunk handed out
   size_t chunk_size_;
   size_t limit_;
   size_t heap_bytes_ = 0;

@@ -34,7 +34,9 @@ size_t page_size() {
   return page;
 }
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 // `bytes` rounded to whole pages, mapped at a 2 MiB boundary: the mapping is 2 MiB longer, and
 // what lies before the boundary and after the buffer is unmapped again.
@@ -71,8 +73,7 @@ void set_large_buffer_threshold(size_t bytes) {
 
 LargeBuffer LargeBuffer::allocate(size_t bytes, size_t alignment) {
   LargeBuffer b;
-  if (bytes == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 ||
-      alignment > kHugePage) {
+  if (bytes == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > kHugePage) {
     return b;
   }
   if (bytes >= large_buffer_threshold()) {

@@ -18,7 +18,9 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-bool aligned(const void* p, size_t to) { return reinterpret_cast<uintptr_t>(p) % to == 0; }
+bool aligned(const void* p, size_t to) {
+  return reinterpret_cast<uintptr_t>(p) % to == 0;
+}
 
 // The VmFlags line of the mapping that holds `p`, from /proc/self/smaps ("" when not found).
 std::string vm_flags_of(const void* p) {
@@ -97,7 +99,7 @@ TEST_F(LargeBufferTest, MovedItHasOneOwnerAndReleaseUnmapsIt) {
 
 TEST_F(LargeBufferTest, BadRequestsGiveAnEmptyBuffer) {
   EXPECT_EQ(LargeBuffer::allocate(0).data(), nullptr);
-  EXPECT_EQ(LargeBuffer::allocate(64, 3).data(), nullptr);        // not a power of two
+  EXPECT_EQ(LargeBuffer::allocate(64, 3).data(), nullptr);  // not a power of two
   EXPECT_EQ(LargeBuffer::allocate(64, 0).data(), nullptr);
   EXPECT_EQ(LargeBuffer::allocate(64, 4 * kMiB).data(), nullptr);  // above 2 MiB
   EXPECT_EQ(LargeBuffer::allocate(SIZE_MAX - 10).data(), nullptr);

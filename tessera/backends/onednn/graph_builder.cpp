@@ -1983,7 +1983,8 @@ Status Builder::plan_arena() {
   }
   if (items.empty()) return Status::ok();
   const ir::MemoryPlan plan = ir::plan_memory(items, 64);
-  d_.arena = allocate(memory::desc({static_cast<int64_t>(plan.arena_size)}, dt::u8, memory::dims{1}));
+  d_.arena =
+      allocate(memory::desc({static_cast<int64_t>(plan.arena_size)}, dt::u8, memory::dims{1}));
   uint8_t* arena = static_cast<uint8_t*>(d_.arena.get_data_handle());
   d_.arena_bytes = plan.arena_size;
   d_.activation_bytes = plan.total_size;

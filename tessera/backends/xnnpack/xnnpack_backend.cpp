@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "tessera/backend/context.h"
-#include "tessera/backend/graph_payload.h"
 #include "tessera/backend/device_info.h"
+#include "tessera/backend/graph_payload.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backends/xnnpack/delegate.h"
 #include "tessera/backends/xnnpack/options.h"
@@ -68,9 +68,15 @@ LargeAllocations& large_allocations() {
   static auto* all = new LargeAllocations();  // never destroyed: frees may come at exit
   return *all;
 }
-void* xnn_alloc(void*, size_t size) { return std::malloc(size); }
-void* xnn_realloc(void*, void* pointer, size_t size) { return std::realloc(pointer, size); }
-void xnn_free(void*, void* pointer) { std::free(pointer); }
+void* xnn_alloc(void*, size_t size) {
+  return std::malloc(size);
+}
+void* xnn_realloc(void*, void* pointer, size_t size) {
+  return std::realloc(pointer, size);
+}
+void xnn_free(void*, void* pointer) {
+  std::free(pointer);
+}
 void* xnn_aligned_alloc(void*, size_t alignment, size_t size) {
   if (size >= large_buffer_threshold()) {
     LargeBuffer b = LargeBuffer::allocate(size, alignment);
@@ -104,8 +110,8 @@ void xnn_aligned_free(void*, void* pointer) {
   }
   if (large.data() == nullptr) std::free(pointer);  // else freed as `large` goes
 }
-constexpr xnn_allocator kAllocator = {nullptr,           xnn_alloc,         xnn_realloc, xnn_free,
-                                      xnn_aligned_alloc, xnn_aligned_free};
+constexpr xnn_allocator kAllocator = {nullptr,  xnn_alloc,         xnn_realloc,
+                                      xnn_free, xnn_aligned_alloc, xnn_aligned_free};
 
 xnn_status initialize_once() {
   // Where XNNPACK was initialised before (another library of the process), its allocator stays.
