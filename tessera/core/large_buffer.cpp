@@ -102,6 +102,13 @@ LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
   return *this;
 }
 
+void LargeBuffer::discard_after(size_t used) {
+  if (!mapped_ || used >= size_) return;
+  const size_t from = round_up(used, page_size());
+  const size_t end = round_up(size_, page_size());
+  if (from < end) (void)::madvise(static_cast<uint8_t*>(data_) + from, end - from, MADV_DONTNEED);
+}
+
 void LargeBuffer::release() {
   if (data_ != nullptr) {
     if (mapped_) {

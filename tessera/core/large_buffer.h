@@ -33,6 +33,11 @@ class LargeBuffer {
   bool mapped() const { return mapped_; }
   /// Frees the buffer now; empty afterwards.
   void release();
+  /// A mapped buffer of which only the first `used` bytes will be used: gives the memory of the
+  /// whole pages after them back (MADV_DONTNEED; a huge page there is split), so that a huge
+  /// page the used bytes end in holds no unused memory. They read as zeros if touched again.
+  /// Nothing for a buffer from the heap.
+  void discard_after(size_t used);
 
  private:
   void* data_ = nullptr;

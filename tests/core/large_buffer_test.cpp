@@ -4,6 +4,7 @@
 #include "tessera/core/large_buffer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -95,6 +96,32 @@ TEST_F(LargeBufferTest, MovedItHasOneOwnerAndReleaseUnmapsIt) {
   EXPECT_EQ(c.data(), nullptr);
   EXPECT_TRUE(vm_flags_of(p).empty());  // no mapping there any more
   c.release();                          // twice is nothing
+}
+
+// A pool sized from an estimate gives back what it did not use: the pages after the used bytes
+// read as zeros again, the used ones keep their contents; a heap buffer is left as it is.
+TEST_F(LargeBufferTest, DiscardAfterGivesBackTheUnusedPages) {
+  internal::set_large_buffer_threshold(2 * kMiB);
+  LargeBuffer b = LargeBuffer::allocate(3 * kMiB);
+  ASSERT_TRUE(b.mapped());
+  auto* p = static_cast<uint8_t*>(b.data());
+  std::memset(p, 7, 3 * kMiB);
+  const size_t used = kMiB + 1;  // the page holding byte kMiB stays
+  b.discard_after(used);
+  EXPECT_EQ(p[0], 7);
+  EXPECT_EQ(p[kMiB], 7);
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(p[kMiB + page - 1], 7);
+  EXPECT_EQ(p[kMiB + page], 0);
+  EXPECT_EQ(p[3 * kMiB - 1], 0);
+  b.discard_after(3 * kMiB);  // nothing after: nothing happens
+  EXPECT_EQ(p[0], 7);
+
+  LargeBuffer heap = LargeBuffer::allocate(10000);
+  ASSERT_FALSE(heap.mapped());
+  std::memset(heap.data(), 9, 10000);
+  heap.discard_after(10);
+  EXPECT_EQ(static_cast<uint8_t*>(heap.data())[9999], 9);
 }
 
 TEST_F(LargeBufferTest, BadRequestsGiveAnEmptyBuffer) {

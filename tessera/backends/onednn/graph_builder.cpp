@@ -241,6 +241,37 @@ class Builder {
       if (b.data() == base) b.release();
     }
   }
+  /// A buffer for a copy of a constant (reordered weights, a small constant copied, a
+  /// broadcast), written now and only read by steps: carved from one LargeBuffer of the
+  /// delegate sized for all its constants, so that its weights share huge pages instead of each
+  /// taking 4 KiB pages of its own (MobileNetV2's 52 weight buffers are all below 2 MiB), else
+  /// (no pool: its constants are below large_buffer_threshold(); or the pool is full)
+  /// fresh_pinned(). Never moved into the arena.
+  memory constant_buffer(const memory::desc& md) {
+    const size_t bytes = md.get_size();
+    if (bytes == 0) return fresh_pinned(md);
+    if (!pool_tried_) {
+      pool_tried_ = true;
+      // Reordered layouts pad some weights (an input of 3 channels to 16; Winograd's tiles):
+      // room for an eighth more, and 256 KiB.
+      const size_t want = constant_bytes_ + constant_bytes_ / 8 + (size_t{256} << 10);
+      if (constant_bytes_ >= large_buffer_threshold()) {
+        LargeBuffer pool = LargeBuffer::allocate(want, 64);
+        if (pool.data() != nullptr) {
+          d_.large_buffers.push_back(std::move(pool));
+          pool_ = d_.large_buffers.size() - 1;
+        }
+      }
+    }
+    const size_t need = (bytes + 63) / 64 * 64;
+    if (pool_ == kNoPool || need > d_.large_buffers[pool_].size() - pool_used_) {
+      return fresh_pinned(md);
+    }
+    memory m(md, options_.engine, static_cast<uint8_t*>(d_.large_buffers[pool_].data()) + pool_used_);
+    pool_used_ += need;
+    d_.memories.push_back(m);
+    return m;
+  }
   /// A new buffer whose build-time contents must survive (written now, then updated in part by
   /// steps): never moved into the arena.
   memory fresh_pinned(const memory::desc& md) {
@@ -318,6 +349,11 @@ class Builder {
     bool pinned;
   };
   std::vector<OwnedBuffer> owned_;  // every fresh() buffer, in creation order
+  size_t constant_bytes_ = 0;       // the program constants the delegate's graph holds
+  static constexpr size_t kNoPool = SIZE_MAX;
+  bool pool_tried_ = false;
+  size_t pool_ = kNoPool;  // the constants' pool (constant_buffer): its d_.large_buffers index
+  size_t pool_used_ = 0;
   struct ConcatChain {
     const uint8_t* base;  // where the buffer was when the chain began (before plan_arena)
     size_t size;
@@ -373,6 +409,7 @@ Status Builder::resolve() {
     const Dims& dims = view_.dims(static_cast<int32_t>(i));
     dims_[i].assign(dims.begin(), dims.end());
     vals_[i].constant = view_.value(static_cast<int32_t>(i)).is_constant();
+    if (vals_[i].constant) constant_bytes_ += view_.value(static_cast<int32_t>(i)).data.size();
   }
   done_.assign(view_.num_nodes(), false);
   return Status::ok();
@@ -399,7 +436,7 @@ Result<memory> Builder::get(int v) {
     // to a whole page-cache folio (2 MB) of weights released after their reorder. ResNeXt-50:
     // 28 MB of the file back in memory during the first execute. A large one stays in place.
     if (m.get_desc().get_size() <= kCopiedConstantBytes) {
-      memory copy = fresh_pinned(m.get_desc());
+      memory copy = constant_buffer(m.get_desc());
       std::memcpy(copy.get_data_handle(), m.get_data_handle(), m.get_desc().get_size());
       copied_constant(v);
       m = copy;
@@ -417,7 +454,7 @@ Result<memory> Builder::as(int v, const memory::desc& want) {
   for (const memory& c : val.converted) {
     if (c.get_desc() == want) return c;
   }
-  memory out = fresh(want);
+  memory out = val.constant ? constant_buffer(want) : fresh(want);
   if (val.constant) {
     dnnl::reorder(m, out).execute(d_.stream, m, out);
     d_.stream.wait();
@@ -446,7 +483,7 @@ Result<memory> Builder::weights_as(int v, const DimVector& dims, const memory::d
   TESSERA_ASSIGN_OR_RETURN(memory p, vals_[static_cast<size_t>(v)].constant ? in_place(v) : get(v));
   memory from = wrap(plain(dims, dt::f32), p.get_data_handle(), -1);
   if (from.get_desc() == want) return from;
-  memory to = fresh(want);
+  memory to = vals_[static_cast<size_t>(v)].constant ? constant_buffer(want) : fresh(want);
   if (winograd) {
     transform_winograd_weights(from, to);
   } else {
@@ -464,7 +501,7 @@ Result<memory> Builder::broadcast_constant(int v, const DimVector& shape) {
   for (size_t d = 0; d < from.size(); ++d) {
     if (from[d] == 1) from_strides[d] = 0;
   }
-  memory out = fresh(plain(shape, dt::f32));
+  memory out = constant_buffer(plain(shape, dt::f32));
   const float* in = static_cast<const float*>(src.get_data_handle());
   float* to = static_cast<float*>(out.get_data_handle());
   const int64_t count = numel(shape);
@@ -1938,7 +1975,10 @@ Status Builder::finish() {
       s.args.push_back({DNNL_ARG_SCRATCHPAD, m.get()});
     }
   }
-  return plan_arena();
+  TESSERA_RETURN_IF_ERROR(plan_arena());
+  // The constants' pool was sized from an estimate: the pages past what they took go back.
+  if (pool_ != kNoPool) d_.large_buffers[pool_].discard_after(pool_used_);
+  return Status::ok();
 }
 
 // Activation buffers share one arena: each lives from the step that first writes it to the last
