@@ -267,7 +267,8 @@ class Builder {
     if (pool_ == kNoPool || need > d_.large_buffers[pool_].size() - pool_used_) {
       return fresh_pinned(md);
     }
-    memory m(md, options_.engine, static_cast<uint8_t*>(d_.large_buffers[pool_].data()) + pool_used_);
+    memory m(md, options_.engine,
+             static_cast<uint8_t*>(d_.large_buffers[pool_].data()) + pool_used_);
     pool_used_ += need;
     d_.memories.push_back(m);
     return m;
