@@ -11,9 +11,9 @@ namespace tessera::xnnpack {
 
 OwnedFloats allocate_floats(size_t count) {
   const size_t bytes = (count * sizeof(float) + XNN_EXTRA_BYTES + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
-  if (p != nullptr) std::memset(p, 0, bytes);
-  return OwnedFloats(static_cast<float*>(p));
+  OwnedFloats f{LargeBuffer::allocate(bytes, 64)};
+  if (f) std::memset(f.get(), 0, bytes);
+  return f;
 }
 
 void Conversion::run(const float* in, float* out, pthreadpool_t pool, uint32_t pool_flags) const {

@@ -22,19 +22,22 @@
 #include "tessera/backends/xnnpack/layout.h"
 #include "tessera/backends/xnnpack/thread_pools.h"
 #include "tessera/core/evalue.h"
+#include "tessera/core/large_buffer.h"
 #include "tessera/core/span.h"
 #include "tessera/core/status.h"
 
 namespace tessera::xnnpack {
 
-/// Frees memory from std::aligned_alloc.
-struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
+/// Floats of the delegate's own (buffers, permuted filters, padded constants): a LargeBuffer,
+/// so that large ones (ResNet-18's permuted 3x3 filters, up to 9 MiB) are mapped for huge pages.
+struct OwnedFloats {
+  LargeBuffer buffer;
+  float* get() const { return static_cast<float*>(buffer.data()); }
+  explicit operator bool() const { return buffer.data() != nullptr; }
 };
-using OwnedFloats = std::unique_ptr<float, AlignedFree>;
 
 /// `count` floats, 64-byte aligned, followed by XNN_EXTRA_BYTES of zeros (XNNPACK may read,
-/// never write, that far past a tensor). Null on exhaustion.
+/// never write, that far past a tensor). Empty on exhaustion.
 OwnedFloats allocate_floats(size_t count);
 
 /// How data moves between two layouts of one value.
