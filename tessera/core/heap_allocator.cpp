@@ -1,7 +1,6 @@
 #include "tessera/core/heap_allocator.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <utility>
 
 namespace tessera {

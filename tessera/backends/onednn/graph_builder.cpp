@@ -250,19 +250,6 @@ class Builder {
   memory constant_buffer(const memory::desc& md) {
     const size_t bytes = md.get_size();
     if (bytes == 0) return fresh_pinned(md);
-    if (!pool_tried_) {
-      pool_tried_ = true;
-      // Reordered layouts pad some weights (an input of 3 channels to 16; Winograd's tiles):
-      // room for an eighth more, and 256 KiB.
-      const size_t want = constant_bytes_ + constant_bytes_ / 8 + (size_t{256} << 10);
-      if (constant_bytes_ >= large_buffer_threshold()) {
-        LargeBuffer pool = LargeBuffer::allocate(want, 64);
-        if (pool.data() != nullptr) {
-          d_.large_buffers.push_back(std::move(pool));
-          pool_ = d_.large_buffers.size() - 1;
-        }
-      }
-    }
     const size_t need = (bytes + 63) / 64 * 64;
     if (pool_ == kNoPool || need > d_.large_buffers[pool_].size() - pool_used_) {
       return fresh_pinned(md);
@@ -350,9 +337,7 @@ class Builder {
     bool pinned;
   };
   std::vector<OwnedBuffer> owned_;  // every fresh() buffer, in creation order
-  size_t constant_bytes_ = 0;       // the program constants the delegate's graph holds
   static constexpr size_t kNoPool = SIZE_MAX;
-  bool pool_tried_ = false;
   size_t pool_ = kNoPool;  // the constants' pool (constant_buffer): its d_.large_buffers index
   size_t pool_used_ = 0;
   struct ConcatChain {
@@ -406,13 +391,25 @@ Status Builder::resolve() {
   const size_t n = view_.num_values();
   dims_.resize(n);
   vals_.resize(n);
+  size_t constant_bytes = 0;
   for (size_t i = 0; i < n; ++i) {
     const Dims& dims = view_.dims(static_cast<int32_t>(i));
     dims_[i].assign(dims.begin(), dims.end());
     vals_[i].constant = view_.value(static_cast<int32_t>(i)).is_constant();
-    if (vals_[i].constant) constant_bytes_ += view_.value(static_cast<int32_t>(i)).data.size();
+    if (vals_[i].constant) constant_bytes += view_.value(static_cast<int32_t>(i)).data.size();
   }
   done_.assign(view_.num_nodes(), false);
+  // The constants' pool (constant_buffer), sized from the program constants the graph holds:
+  // reordered layouts pad some weights (an input of 3 channels to 16; Winograd's tiles), so
+  // room for an eighth more, and 256 KiB. What is not used is given back in finish().
+  if (constant_bytes >= large_buffer_threshold()) {
+    LargeBuffer pool =
+        LargeBuffer::allocate(constant_bytes + constant_bytes / 8 + (size_t{256} << 10), 64);
+    if (pool.data() != nullptr) {
+      d_.large_buffers.push_back(std::move(pool));
+      pool_ = d_.large_buffers.size() - 1;
+    }
+  }
   return Status::ok();
 }
 
