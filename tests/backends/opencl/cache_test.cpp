@@ -207,7 +207,9 @@ TEST(OpenClTuning, AutoLevelFollowsPolicyAndTuningFile) {
   for (const Case& c : cases) {
     LoadBackendOptionsMap load;  // tuning_level left at its default, auto
     const std::string file = dir.file("tuning" + std::to_string(n++) + ".bin");
-    if (c.with_file) ASSERT_TRUE(load.set("opencl", kTuningFile, file).is_ok());
+    if (c.with_file) {
+      ASSERT_TRUE(load.set("opencl", kTuningFile, file).is_ok());
+    }
     const PolicyDecision policy = policy_of(c.policy);
     RunOptions options = with(load);
     options.policy = &policy;
