@@ -314,6 +314,8 @@ class Builder {
                 const std::vector<std::pair<int, memory>>& args, const char* kind,
                 std::string_view node_name);
   Status add_reorder(const memory& src, const memory& dst, std::string_view node_name);
+  /// Runs a reorder of constants (weights into a primitive's layout) now, on this thread alone.
+  void reorder_now(memory from, memory to);
   void add_activation_step(const fb::Node& node, int value, std::string_view name);
 
   /// Constant `v` was copied into a buffer of the delegate: the program's bytes may go.
@@ -454,8 +456,7 @@ Result<memory> Builder::as(int v, const memory::desc& want) {
   }
   memory out = val.constant ? constant_buffer(want) : fresh(want);
   if (val.constant) {
-    dnnl::reorder(m, out).execute(d_.stream, m, out);
-    d_.stream.wait();
+    reorder_now(m, out);
     copied_constant(v);
   } else {
     TESSERA_RETURN_IF_ERROR(add_reorder(m, out, "reorder"));
@@ -485,8 +486,7 @@ Result<memory> Builder::weights_as(int v, const DimVector& dims, const memory::d
   if (winograd) {
     transform_winograd_weights(from, to);
   } else {
-    dnnl::reorder(from, to).execute(d_.stream, from, to);
-    d_.stream.wait();
+    reorder_now(from, to);
   }
   copied_constant(v);
   return to;
@@ -537,6 +537,18 @@ void Builder::add_step(const dnnl::primitive_desc_base& pd, const dnnl::primitiv
   s.scratchpad = pd.scratchpad_desc();
   s.threads = step_threads_;
   d_.steps.push_back(std::move(s));
+}
+
+void Builder::reorder_now(memory from, memory to) {
+  // One thread: the first parallel region of the process starts OpenMP's workers, and from then
+  // on each page the load maps or unmaps and each JIT kernel made executable (mprotect) flushes
+  // the TLB of the worker's core too, an inter-processor interrupt, slow in a virtual machine.
+  // Weights are copied once and their pages faulted in as they are written, which a second
+  // thread does not speed up: MnasNet's 1280x1000 classifier weights took 5.7 ms on one thread
+  // and 8.2 ms on two (oneDNN 2.6, 2-vCPU KVM guest). The workers start at the first execute.
+  OmpThreadsScope one(1);
+  dnnl::reorder(from, to).execute(d_.stream, from, to);
+  d_.stream.wait();
 }
 
 Status Builder::add_reorder(const memory& src, const memory& dst, std::string_view node_name) {
@@ -1018,8 +1030,7 @@ Status Builder::lower_matmul(const NodeView& n) {
       trans_b ? memory::desc({k, cols}, dt::f32, memory::dims{1, k}) : plain({k, cols}, dt::f32),
       braw.get_data_handle(), -1);
   memory weights = fresh(pd.weights_desc());
-  dnnl::reorder(bview, weights).execute(d_.stream, bview, weights);
-  d_.stream.wait();
+  reorder_now(bview, weights);
   memory dst = fresh(dst_md);
   dnnl::matmul prim(pd);
   if (c >= 0) {
@@ -1730,8 +1741,7 @@ Status Builder::lower_conv_transpose(const NodeView& n) {
   TESSERA_ASSIGN_OR_RETURN(memory wplain, get(w));
   memory wview = wrap(memory::desc(wdims, dt::f32, wstrides), wplain.get_data_handle(), -1);
   memory weights = fresh(pd.weights_desc());
-  dnnl::reorder(wview, weights).execute(d_.stream, wview, weights);
-  d_.stream.wait();
+  reorder_now(wview, weights);
   memory dst = fresh(pd.dst_desc());
   dnnl::deconvolution_forward prim(pd);
   if (b >= 0) {
@@ -1832,8 +1842,7 @@ Status Builder::lower_pad(const NodeView& n) {
   float* data = static_cast<float*>(filled.get_data_handle());
   std::fill(data, data + numel(dy), value);
   if (filled != dst) {
-    dnnl::reorder(filled, dst).execute(d_.stream, filled, dst);
-    d_.stream.wait();
+    reorder_now(filled, dst);
   }
   TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
   memory inner = wrap(dst.get_desc().submemory_desc(dx, begin), dst.get_data_handle(), -1);
