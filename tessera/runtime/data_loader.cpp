@@ -26,31 +26,35 @@ Result<MmapDataLoader> MmapDataLoader::from(const char* path) {
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     ::close(fd);
-    return MmapDataLoader(nullptr, 0);
+    return MmapDataLoader(nullptr, 0, -1);
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);
   if (p == MAP_FAILED) {
+    int err = errno;
+    ::close(fd);
     return Status::error(Error::AccessFailed, "cannot map program '%s': %s", path,
                          std::strerror(err));
   }
-  return MmapDataLoader(static_cast<const uint8_t*>(p), size);
+  return MmapDataLoader(static_cast<const uint8_t*>(p), size, fd);
 }
 
 MmapDataLoader::MmapDataLoader(MmapDataLoader&& other) noexcept
-    : data_(other.data_), size_(other.size_) {
+    : data_(other.data_), size_(other.size_), fd_(other.fd_) {
   other.data_ = nullptr;
   other.size_ = 0;
+  other.fd_ = -1;
 }
 
 MmapDataLoader& MmapDataLoader::operator=(MmapDataLoader&& other) noexcept {
   if (this != &other) {
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
     data_ = other.data_;
     size_ = other.size_;
+    fd_ = other.fd_;
     other.data_ = nullptr;
     other.size_ = 0;
+    other.fd_ = -1;
   }
   return *this;
 }
@@ -68,8 +72,22 @@ void MmapDataLoader::release(Span<const uint8_t> range) const {
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+bool MmapDataLoader::read(size_t offset, Span<uint8_t> out) const {
+  if (fd_ < 0 || offset > size_ || out.size() > size_ - offset) return false;
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t got = ::pread(fd_, out.data() + done, out.size() - done,
+                                static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;  // an error, or the file shrank under the mapping
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
 MmapDataLoader::~MmapDataLoader() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace tessera

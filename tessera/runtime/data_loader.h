@@ -21,6 +21,15 @@ class DataLoader {
   /// the process's memory; they stay valid and unchanged, and come back when read. The default
   /// keeps them (a caller's buffer is never touched).
   virtual void release(Span<const uint8_t> range) const { (void)range; }
+  /// Copies the bytes of data() from `offset` on into `out` without mapping them into the
+  /// process, for a caller that reads each byte once (a hash of the whole program). Returns
+  /// false, with `out` unspecified, where the loader cannot (the default: read data()) or the
+  /// range runs past the end or the read fails.
+  virtual bool read(size_t offset, Span<uint8_t> out) const {
+    (void)offset;
+    (void)out;
+    return false;
+  }
 };
 
 /// Maps a file read-only. Constants are then used in place, straight from the page cache.
@@ -40,11 +49,17 @@ class MmapDataLoader final : public DataLoader {
   /// read-only private mapping): its resident size shrinks, and a later read maps the page
   /// again from the file (the page cache, normally). Ranges outside the mapping are ignored.
   void release(Span<const uint8_t> range) const override;
+  /// pread from the file the mapping was made from (the loader keeps it open): the kernel copies
+  /// from the page cache, and no page of the mapping is touched. Reading a mapped page costs a
+  /// page fault the first time, several times a copy's price in a virtual machine (8.9 MB hashed:
+  /// 5 ms mapped, 1.3 ms read, on a KVM guest).
+  bool read(size_t offset, Span<uint8_t> out) const override;
 
  private:
-  MmapDataLoader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  MmapDataLoader(const uint8_t* data, size_t size, int fd) : data_(data), size_(size), fd_(fd) {}
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;  // the mapped file, for read(); -1 for an empty file
 };
 
 /// Borrows a caller's buffer. It must be 64-byte aligned for constants to be used in place

@@ -106,6 +106,10 @@ void Program::release(Span<const uint8_t> range) const {
   loader_->release(range);
 }
 
+bool Program::read(size_t offset, Span<uint8_t> out) const {
+  return loader_->read(offset, out);
+}
+
 Result<Method> Program::load_method(std::string_view name, MemoryManager* memory) const {
   return load_method(name, memory, LoadOptions());
 }

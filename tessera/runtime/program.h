@@ -54,6 +54,9 @@ class Program {
   void release_constant(int index) const;
   /// The same for any range of bytes() (the selection cache's program hash reads them all).
   void release(Span<const uint8_t> range) const;
+  /// Copies bytes() from `offset` on into `out` without mapping them, where the loader can
+  /// (DataLoader::read); false where it cannot: then read bytes().
+  bool read(size_t offset, Span<uint8_t> out) const;
   /// The verified FlatBuffer root (for tools and backends that read the IR; they include
   /// tessera/ir/schema.h).
   const fb::Program* flatbuffer() const { return program_; }

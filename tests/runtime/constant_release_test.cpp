@@ -164,5 +164,39 @@ TEST(MmapDataLoaderRelease, OnlyWholePagesInsideTheMappingGo) {
   std::remove(path.c_str());
 }
 
+// read() copies from the file without mapping a page in; past the end it answers false.
+TEST(MmapDataLoaderRead, CopiesWithoutMappingAndRefusesRangesPastTheEnd) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::vector<uint8_t> want = pattern(static_cast<size_t>(8 * page) + 100);
+  const std::string path = ::testing::TempDir() + "/tessera_loader_read.bin";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(want.data()), static_cast<std::streamsize>(want.size()));
+  }
+  auto loader = MmapDataLoader::from(path.c_str());
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  const Span<const uint8_t> all = loader->data();
+  ASSERT_EQ(all.size(), want.size());
+  std::vector<uint8_t> got(want.size(), 0);
+  ASSERT_TRUE(loader->read(0, Span<uint8_t>(got)));
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(resident_kib(all.data()), 0);  // nothing of the mapping was touched
+  std::vector<uint8_t> tail(150, 0);  // 50 bytes into the last page's 100, then past the end
+  EXPECT_TRUE(loader->read(want.size() - 50, Span<uint8_t>(tail.data(), 50)));
+  EXPECT_EQ(std::memcmp(tail.data(), want.data() + want.size() - 50, 50), 0);
+  EXPECT_FALSE(loader->read(want.size() - 50, Span<uint8_t>(tail)));
+  EXPECT_FALSE(loader->read(want.size() + 1, Span<uint8_t>(tail.data(), 0)));
+  EXPECT_TRUE(loader->read(want.size(), Span<uint8_t>(tail.data(), 0)));
+  // A loader moved from keeps nothing to read; the one moved to reads the file.
+  MmapDataLoader moved = std::move(*loader);
+  EXPECT_FALSE(loader->read(0, Span<uint8_t>(tail.data(), 1)));  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(moved.read(0, Span<uint8_t>(tail.data(), 1)));
+  EXPECT_EQ(tail[0], want[0]);
+  // A caller's buffer has no file behind it: read() declines, and the caller reads data().
+  BufferDataLoader buffer(want.data(), want.size());
+  EXPECT_FALSE(buffer.read(0, Span<uint8_t>(tail.data(), 1)));
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace tessera

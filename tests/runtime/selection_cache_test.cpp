@@ -27,6 +27,7 @@
 #include "tessera/backend/registry.h"
 #include "tessera/backend/testing/stub_backend.h"
 #include "tessera/core/log.h"
+#include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
@@ -234,6 +235,40 @@ TEST_F(SelectionCacheTest, AutoMeasuresOnceThenReadsTheRememberedChoice) {
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_NE(bytes.find("\"chosen\": true"), std::string::npos);
   EXPECT_NE(bytes.find("delegate=sc_slow#0"), std::string::npos);
+}
+
+// The program's part of the key is a hash of its bytes, whether they come from a mapped file
+// (copied with pread, never mapped) or from a caller's buffer (read in place): the same program
+// both ways reads one remembered choice. The program spans several of the hash's 256 KiB pieces.
+TEST_F(SelectionCacheTest, AFileAndABufferOfTheSameProgramShareTheRememberedChoice) {
+  ir::ProgramBuilder pb = selectable_program({2, 4});
+  std::vector<uint8_t> filler((size_t{600} << 10) + 7);
+  for (size_t i = 0; i < filler.size(); ++i) filler[i] = static_cast<uint8_t>(i * 7 + (i >> 11));
+  pb.add_constant(filler.data(), filler.size());
+  Program* from_buffer = load(pb);
+  const DelegateInfo first = load_info(from_buffer, auto_options());
+  EXPECT_STREQ(first.selection.mode, "measure");
+  EXPECT_FALSE(first.selection.cached);
+
+  auto bytes = pb.build();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  ASSERT_GT(bytes->size(), size_t{2} * (256 << 10));
+  const std::string path = dir_ + "-program.tsr";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes->data()),
+            static_cast<std::streamsize>(bytes->size()));
+  }
+  auto loader = MmapDataLoader::from(path.c_str());
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  auto from_file = Program::load(&*loader);
+  ASSERT_TRUE(from_file.ok()) << from_file.status().message();
+  const DelegateInfo second = load_info(&*from_file, auto_options());
+  EXPECT_TRUE(second.selection.cached);
+  EXPECT_STREQ(second.backend, first.backend);
+  EXPECT_EQ(entries().size(), 1u);
+  EXPECT_EQ(slow_->init_count(), 1);  // measured once, by the first load
+  std::remove(path.c_str());
 }
 
 // A measurement in which every timed run of a candidate was disturbed (another process kept
