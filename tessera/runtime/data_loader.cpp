@@ -76,8 +76,8 @@ bool MmapDataLoader::read(size_t offset, Span<uint8_t> out) const {
   if (fd_ < 0 || offset > size_ || out.size() > size_ - offset) return false;
   size_t done = 0;
   while (done < out.size()) {
-    const ssize_t got = ::pread(fd_, out.data() + done, out.size() - done,
-                                static_cast<off_t>(offset + done));
+    const ssize_t got =
+        ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return false;  // an error, or the file shrank under the mapping
     done += static_cast<size_t>(got);

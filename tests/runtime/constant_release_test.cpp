@@ -181,7 +181,7 @@ TEST(MmapDataLoaderRead, CopiesWithoutMappingAndRefusesRangesPastTheEnd) {
   ASSERT_TRUE(loader->read(0, Span<uint8_t>(got)));
   EXPECT_EQ(got, want);
   EXPECT_EQ(resident_kib(all.data()), 0);  // nothing of the mapping was touched
-  std::vector<uint8_t> tail(150, 0);  // 50 bytes into the last page's 100, then past the end
+  std::vector<uint8_t> tail(150, 0);       // 50 bytes into the last page's 100, then past the end
   EXPECT_TRUE(loader->read(want.size() - 50, Span<uint8_t>(tail.data(), 50)));
   EXPECT_EQ(std::memcmp(tail.data(), want.data() + want.size() - 50, 50), 0);
   EXPECT_FALSE(loader->read(want.size() - 50, Span<uint8_t>(tail)));
