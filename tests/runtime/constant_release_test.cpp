@@ -57,6 +57,14 @@ ir::ProgramBuilder program_with_constant(const std::vector<uint8_t>& bytes) {
   return pb;
 }
 
+// Writes `bytes` to a file `name` in the test's temporary directory; returns its path.
+std::string write_temp_file(const char* name, const std::vector<uint8_t>& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
 // Reads a byte of every page, so that the whole range is mapped in.
 void touch(Span<const uint8_t> bytes) {
   volatile uint8_t sink = 0;
@@ -137,11 +145,7 @@ TEST_F(ConstantRelease, ACallersBufferIsNeverTouched) {
 TEST(MmapDataLoaderRelease, OnlyWholePagesInsideTheMappingGo) {
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::vector<uint8_t> want = pattern(static_cast<size_t>(8 * page));
-  const std::string path = ::testing::TempDir() + "/tessera_loader_release.bin";
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(want.data()), static_cast<std::streamsize>(want.size()));
-  }
+  const std::string path = write_temp_file("tessera_loader_release.bin", want);
   auto loader = MmapDataLoader::from(path.c_str());
   ASSERT_TRUE(loader.ok()) << loader.status().message();
   const Span<const uint8_t> all = loader->data();
@@ -168,11 +172,7 @@ TEST(MmapDataLoaderRelease, OnlyWholePagesInsideTheMappingGo) {
 TEST(MmapDataLoaderRead, CopiesWithoutMappingAndRefusesRangesPastTheEnd) {
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::vector<uint8_t> want = pattern(static_cast<size_t>(8 * page) + 100);
-  const std::string path = ::testing::TempDir() + "/tessera_loader_read.bin";
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(want.data()), static_cast<std::streamsize>(want.size()));
-  }
+  const std::string path = write_temp_file("tessera_loader_read.bin", want);
   auto loader = MmapDataLoader::from(path.c_str());
   ASSERT_TRUE(loader.ok()) << loader.status().message();
   const Span<const uint8_t> all = loader->data();
