@@ -250,15 +250,9 @@ TEST_F(SelectionCacheTest, AFileAndABufferOfTheSameProgramShareTheRememberedChoi
   EXPECT_STREQ(first.selection.mode, "measure");
   EXPECT_FALSE(first.selection.cached);
 
-  auto bytes = pb.build();
-  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-  ASSERT_GT(bytes->size(), size_t{2} * (256 << 10));
   const std::string path = dir_ + "-program.tsr";
-  {
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(bytes->data()),
-            static_cast<std::streamsize>(bytes->size()));
-  }
+  ASSERT_TRUE(pb.write(path).is_ok());
+  ASSERT_GT(fs::file_size(path), size_t{2} * (256 << 10));
   auto loader = MmapDataLoader::from(path.c_str());
   ASSERT_TRUE(loader.ok()) << loader.status().message();
   auto from_file = Program::load(&*loader);
