@@ -609,8 +609,18 @@ std::unique_ptr<PyMethod> load_method(
     check(LoadOptions::check_selection_tolerance(tolerance));
     config->load.selection_tolerance = tolerance;
   }
-  if (!selection_budget_ms.is_none()) {
+  if (py::isinstance<py::str>(selection_budget_ms)) {
+    if (selection_budget_ms.cast<std::string>() != "auto") {
+      argument_error("selection_budget_ms must be a number of ms >= 0 or \"auto\", not \"" +
+                     selection_budget_ms.cast<std::string>() + "\"");
+    }
+    config->load.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
+  } else if (!selection_budget_ms.is_none()) {
     const double budget = number(selection_budget_ms, "selection_budget_ms");
+    if (budget < 0) {
+      argument_error("selection_budget_ms must be a number of ms >= 0 or \"auto\", not " +
+                     py::repr(selection_budget_ms).cast<std::string>());
+    }
     check(LoadOptions::check_selection_budget_ms(budget));
     config->load.selection_budget_ms = budget;
   }
@@ -915,7 +925,8 @@ selection_cache_dir: where measured choices are remembered (default ~/.cache/tes
 selection_tolerance: a measured candidate whose outputs differ from the reference's by more than
     this times the reference's max |value| is rejected (default 1e-4).
 selection_budget_ms: time one delegate's measurement may spend, inits and runs, before option
-    variants and backends nobody listed are skipped (default 300).
+    variants and backends nobody listed are skipped; "auto" (the default): its runs may take
+    twice the first candidate's init (what a fixed load spends on the delegate).
 selection_lower_precision: option values that lower precision (oneDNN precision="bf16") are
     measured too; they must still pass selection_tolerance, so raise it as well (bf16: ~1e-2).
 startup_backend: "xnnpack", "onednn" or "auto": a delegate whose backend would compile device

@@ -435,6 +435,12 @@ def test_selection_arguments_are_checked(add_program):
         program.load_method(selection_tolerance="1e-3")
     with pytest.raises(tessera.ArgumentError, match="selection_budget_ms must be a number"):
         program.load_method(selection_budget_ms=True)
+    with pytest.raises(tessera.ArgumentError,
+                       match='selection_budget_ms must be a number of ms >= 0 or "auto", not "fast"'):
+        program.load_method(selection_budget_ms="fast")
+    with pytest.raises(tessera.ArgumentError,
+                       match='selection_budget_ms must be a number of ms >= 0 or "auto", not -1'):
+        program.load_method(selection_budget_ms=-1)
     with pytest.raises(tessera.ArgumentError, match="selection_lower_precision must be a bool"):
         program.load_method(selection_lower_precision=1)
 
@@ -455,6 +461,19 @@ def test_selection_budget_and_tolerance_reach_the_measurement(add_onnx, tmp_path
             # Skipped: for the budget, or before it as what was just measured.
             assert not c["accepted"] and c["reason"].startswith("skipped"), c
     assert any(c["reason"].startswith("skipped (budget: 0 ms spent)") for c in candidates), candidates
+
+
+def test_selection_budget_auto_is_the_default_and_can_be_asked_for(add_onnx, tmp_path):
+    # The auto budget: the runs may take twice the first candidate's init. Asked for by name or
+    # left at the default, the load measures the same way and shares the remembered choice.
+    program = tessera.compile(add_onnx, dims={"batch": (1, 8)})
+    first = program.load_method(selection="auto", selection_cache_dir=str(tmp_path),
+                                selection_budget_ms="auto", policy="latency").delegates[0]
+    assert first["selection"]["mode"] == "measure" and not first["selection"]["cached"]
+    second = program.load_method(selection="auto", selection_cache_dir=str(tmp_path),
+                                 policy="latency").delegates[0]
+    assert second["selection"]["cached"], second["selection"]
+    assert second["backend"] == first["backend"]
 
 
 # --- startup_backend -------------------------------------------------------------------------

@@ -284,9 +284,13 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_cache_dir(
  * number >= 0; nothing changes then. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_tolerance(
     tessera_load_options* options, double tolerance);
+/** The default selection budget: derived at load (see below). */
+#define TESSERA_SELECTION_BUDGET_AUTO (-1.0)
 /** Time one delegate's measurement may spend, inits and runs, before option variants and
- * backends nobody listed are skipped (default 300 ms). InvalidArgument unless a finite number
- * >= 0; nothing changes then. */
+ * backends nobody listed are skipped, in ms; or TESSERA_SELECTION_BUDGET_AUTO (the default):
+ * the runs may take twice the first candidate's init, which is what a fixed load spends on the
+ * delegate. InvalidArgument unless a finite number >= 0 or TESSERA_SELECTION_BUDGET_AUTO;
+ * nothing changes then. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_budget_ms(
     tessera_load_options* options, double budget_ms);
 /** Non-zero: option values that lower precision (oneDNN precision=bf16) are measured too; they

@@ -108,6 +108,7 @@ namespace {
 static_assert(TESSERA_ERROR_INTERNAL == static_cast<int>(Error::Internal));
 static_assert(TESSERA_ERROR_SHAPE_MISMATCH == static_cast<int>(Error::ShapeMismatch));
 static_assert(TESSERA_ERROR_ALREADY_EXISTS == static_cast<int>(Error::AlreadyExists));
+static_assert(TESSERA_SELECTION_BUDGET_AUTO == tessera::LoadOptions::kSelectionBudgetAuto);
 static_assert(TESSERA_ERROR_DELEGATE_EXECUTION_FAILED ==
               static_cast<int>(Error::DelegateExecutionFailed));
 static_assert(TESSERA_ERROR_OPTION_PARSE_ERROR == static_cast<int>(Error::OptionParseError));

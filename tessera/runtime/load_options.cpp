@@ -206,9 +206,11 @@ Status LoadOptions::check_selection_tolerance(double tolerance) {
 }
 
 Status LoadOptions::check_selection_budget_ms(double ms) {
+  if (ms == kSelectionBudgetAuto) return Status::ok();
   if (!(ms >= 0) || std::isinf(ms)) {
     return Status::error(Error::InvalidArgument,
-                         "selection budget %g ms must be a finite number >= 0", ms);
+                         "selection budget %g ms must be a finite number >= 0, or auto (%g)", ms,
+                         kSelectionBudgetAuto);
   }
   return Status::ok();
 }

@@ -122,14 +122,20 @@ struct LoadOptions {
   /// outputs differ from the reference (the program's own backend) by more than
   /// `selection_tolerance` times max |reference| (float outputs; others must be equal) is
   /// rejected. Every backend listed (set_selection_candidates) or recorded by the compiler is
-  /// measured; once the delegate's selection has spent `selection_budget_ms` (inits and runs),
-  /// each gets one timed run, and other backends (every registered one, for a pinned delegate
-  /// without a list) and option variants are skipped.
+  /// measured; once the delegate's selection has spent its budget, each gets two timed runs,
+  /// and other backends (every registered one, for a pinned delegate without a list) and option
+  /// variants are skipped. The budget is `selection_budget_ms` of inits and runs together, or,
+  /// with kSelectionBudgetAuto (the default), derived from the fixed load it replaces: the runs
+  /// (everything but the candidates' inits) may take kAutoBudgetRunsPerInit times the first
+  /// candidate's init (the program's own backend: what a fixed load spends on the delegate).
   Selection selection = Selection::Auto;
   double selection_tolerance = 1e-4;
-  double selection_budget_ms = 300.0;
-  /// InvalidArgument unless the value is a finite number >= 0: what load_method checks of the
-  /// two fields above, for front ends that check a value when it is given.
+  static constexpr double kSelectionBudgetAuto = -1.0;
+  static constexpr double kAutoBudgetRunsPerInit = 2.0;
+  double selection_budget_ms = kSelectionBudgetAuto;
+  /// InvalidArgument unless the value is a finite number >= 0 (the budget:
+  /// kSelectionBudgetAuto too): what load_method checks of the two fields above, for front
+  /// ends that check a value when it is given.
   static Status check_selection_tolerance(double tolerance);
   static Status check_selection_budget_ms(double ms);
   /// Under measuring, backends' option values that lower precision (oneDNN precision=bf16) are

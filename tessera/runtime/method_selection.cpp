@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -108,9 +109,9 @@ const fb::Delegate* delegate_of(const fb::Method* m, const DelegateStep& step) {
 }
 
 // Median of up to kTimedRuns undisturbed executes (RunTimer) after a warm-up; fewer (at least
-// one) once `deadline` has passed.
+// one) once the budget is `spent`.
 Status time_method(MethodState* s, const std::vector<std::string>& backends,
-                   Clock::time_point deadline, double* median, int* runs) {
+                   const std::function<bool()>& spent, double* median, int* runs) {
   park_candidate_pools(backends);
   TESSERA_RETURN_IF_ERROR(execute_steps(s, nullptr, nullptr));  // warm-up
   bool on_calling_thread = true;                                // every backend the method runs on
@@ -121,7 +122,7 @@ Status time_method(MethodState* s, const std::vector<std::string>& backends,
   RunTimer timer(kTimedRuns, selection_clocks(), on_calling_thread);
   while (timer.wants_more()) {
     TESSERA_RETURN_IF_ERROR(timer.time([s] { return execute_steps(s, nullptr, nullptr); }));
-    if (Clock::now() >= deadline) break;
+    if (spent()) break;
   }
   *median = timer.median();
   *runs = static_cast<int>(timer.kept().size());
@@ -188,14 +189,35 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
     }
   }
 
+  // The check's budget: set, its inits and runs together; auto, its runs (the time outside its
+  // re-inits), kAutoBudgetRunsPerInit x what a fixed load spends on the method's delegates (the
+  // first init each delegate's measurement made: the program's own backend's).
+  const bool auto_budget = options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto;
+  double runs_budget_ms = 0;
+  if (auto_budget) {
+    for (uint32_t k = 0; k < n; ++k) {
+      const SelectionReport& r = s->delegates[k].info->selection;
+      for (size_t i = 0; i < r.num_candidates; ++i) {
+        if (r.candidates[i].init_ms > 0) {
+          runs_budget_ms += LoadOptions::kAutoBudgetRunsPerInit * r.candidates[i].init_ms;
+          break;
+        }
+      }
+    }
+  }
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double, std::milli>(options.selection_budget_ms));
+  auto spent = [&]() {
+    const double ms = ms_between(start, Clock::now());
+    return auto_budget ? ms - result.reinit_ms >= runs_budget_ms
+                       : ms >= options.selection_budget_ms;
+  };
+  const std::string budget_text =
+      auto_budget ? string_format("budget auto: %.0f ms of runs spent", runs_budget_ms)
+                  : string_format("budget: %.0f ms spent", options.selection_budget_ms);
   std::string why;
   // Without a uniform assignment there is nothing to compare the mix with: no run.
   Status st = uniform.empty() ? Status::ok()
-                              : time_method(s, all, deadline, &result.mixed_ms, &result.mixed_runs);
+                              : time_method(s, all, spent, &result.mixed_ms, &result.mixed_runs);
   std::string best = "mixed";
   double best_ms = result.mixed_ms;
   std::vector<std::string> cut;
@@ -212,9 +234,8 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
       set_text(u.reason, sizeof u.reason, "not tried (an earlier init failed fatally)");
       continue;
     }
-    if (Clock::now() >= deadline) {
-      set_text(u.reason, sizeof u.reason,
-               string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
+    if (spent()) {
+      set_text(u.reason, sizeof u.reason, string_format("skipped (%s)", budget_text.c_str()));
       result.budget_cut = true;
       cut.push_back(name);
       continue;
@@ -294,7 +315,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
         old[k] = installed(s->delegates[k]);
         install(&s->delegates[k], fresh[k]);
       }
-      st = time_method(s, all, deadline, &u.ms, &u.runs);
+      st = time_method(s, all, spent, &u.ms, &u.runs);
       bool wins = st.is_ok() && replaces_fastest(u.ms, best_ms, true);
       if (!st.is_ok()) failure = string_format("execute failed: %s", st.message());
       // A winner's options and derived values move into the method allocator, which the
@@ -361,8 +382,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   if (!cut.empty()) {
     std::string names;
     for (const std::string& c : cut) names += (names.empty() ? "" : ", ") + c;
-    why += string_format("; budget: %.0f ms spent, %s not timed", options.selection_budget_ms,
-                         names.c_str());
+    why += string_format("; %s, %s not timed", budget_text.c_str(), names.c_str());
   }
   if (untried > 0) {
     why += string_format(

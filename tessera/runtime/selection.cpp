@@ -428,12 +428,25 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
 
   const RunClocks clocks = selection_clocks();
   const Clock::time_point start = Clock::now();
+  // The budget: set, the whole measurement's; auto, the runs' (the time outside the candidates'
+  // inits), known once the first candidate initialised (see LoadOptions::selection_budget_ms).
+  const bool auto_budget = options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto;
+  double inits_ms = 0;         // the candidates' inits so far
+  double runs_budget_ms = -1;  // auto: kAutoBudgetRunsPerInit x the first init
+  std::string first_init;      // auto: whose init that was
   auto budget_spent = [&]() {
-    return ms_between(start, Clock::now()) >= options.selection_budget_ms;
+    const double spent = ms_between(start, Clock::now());
+    if (!auto_budget) return spent >= options.selection_budget_ms;
+    return runs_budget_ms >= 0 && spent - inits_ms >= runs_budget_ms;
   };
   auto skipped_for_budget = [&](SelectionCandidate* c) {
     set_text(c->reason, sizeof c->reason,
-             string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms));
+             auto_budget ? string_format("skipped (budget auto: %.0f ms of runs spent, %g x %s's "
+                                         "init)",
+                                         runs_budget_ms, LoadOptions::kAutoBudgetRunsPerInit,
+                                         first_init.c_str())
+                         : string_format("skipped (budget: %.0f ms spent)",
+                                         options.selection_budget_ms));
   };
   auto next_candidate = [&](const std::string& backend) -> SelectionCandidate* {
     if (report.num_candidates == SelectionReport::kMaxCandidates) return nullptr;
@@ -474,6 +487,11 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     Result<DelegateHandle*> made = init_on(program, method, d, name, b, use_specs, pools, s,
                                            symbols, opts.get(), derived.get(), &fatal);
     c->init_ms = ms_between(init_start, Clock::now());
+    inits_ms += c->init_ms;
+    if (auto_budget && runs_budget_ms < 0 && made.ok()) {
+      runs_budget_ms = LoadOptions::kAutoBudgetRunsPerInit * c->init_ms;
+      first_init = name;
+    }
     if (!made.ok()) {
       set_text(c->reason, sizeof c->reason,
                string_format("init failed: %s", made.status().message()));
@@ -768,8 +786,12 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   key.add("policy",
           string_format("%s threads=%u yield_workers=%d", policy_name(s->policy->effective),
                         s->policy->unloaded_threads, s->policy->unloaded_yield_workers ? 1 : 0));
-  key.add("selection", string_format("tolerance=%.17g budget_ms=%.17g lower_precision=%d",
-                                     options.selection_tolerance, options.selection_budget_ms,
+  const std::string budget =
+      options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto
+          ? std::string("auto")
+          : string_format("%.17g", options.selection_budget_ms);
+  key.add("selection", string_format("tolerance=%.17g budget_ms=%s lower_precision=%d",
+                                     options.selection_tolerance, budget.c_str(),
                                      options.selection_lower_precision ? 1 : 0));
   const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
   for (const std::string& name : names) {

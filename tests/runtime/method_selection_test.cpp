@@ -247,6 +247,53 @@ TEST_F(WholeMethodSelectionTest, AnExhaustedBudgetCutsTheCheckAndSaysSo) {
   EXPECT_STREQ(m->delegate_info(1).backend, "wm_b");
 }
 
+// Under the auto budget the check's runs may take twice what a fixed load spends on the
+// method's delegates (each delegate's first init). Stubs that initialise in no time leave it
+// nothing: the mix gets its one timed run and the uniform assignments are skipped, saying so.
+TEST_F(WholeMethodSelectionTest, TheAutoBudgetCutsTheCheckWhenTheInitsTookNoTime) {
+  g_switch_penalty_ms = 20;
+  LoadOptions o = options(Selection::Measure);
+  o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
+  auto m = load(o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const MethodSelection& ms = m->delegate_info(0).selection.method;
+  EXPECT_TRUE(ms.checked);
+  EXPECT_TRUE(ms.budget_cut);
+  EXPECT_EQ(ms.mixed_runs, 1);
+  ASSERT_NE(uniform(ms, "wm_b"), nullptr);
+  EXPECT_EQ(uniform(ms, "wm_b")->runs, 0);
+  EXPECT_EQ(std::string(uniform(ms, "wm_b")->reason).rfind("skipped (budget auto: ", 0), 0u)
+      << uniform(ms, "wm_b")->reason;
+  EXPECT_NE(std::string(ms.reason).find("ms of runs spent, wm_a, wm_b not timed"),
+            std::string::npos)
+      << ms.reason;
+}
+
+// ... and inits that take 100 ms each give the runs 2 x (100 + 100) ms: every assignment is
+// timed (about 240 ms of runs here).
+TEST_F(WholeMethodSelectionTest, TheAutoBudgetTimesTheCheckAfterSlowInits) {
+  auto slow_init = [](BackendInitContext&, FreeableBuffer*,
+                      Span<const CompileSpec>) -> Result<DelegateHandle*> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    static int handle;  // the stub's destroy frees nothing when on_init is set
+    return reinterpret_cast<DelegateHandle*>(&handle);
+  };
+  a_->on_init = slow_init;
+  b_->on_init = slow_init;
+  LoadOptions o = options(Selection::Measure);
+  o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
+  auto m = load(o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const MethodSelection& ms = m->delegate_info(0).selection.method;
+  EXPECT_TRUE(ms.checked);
+  EXPECT_FALSE(ms.budget_cut) << ms.reason;
+  ASSERT_NE(uniform(ms, "wm_a"), nullptr);
+  ASSERT_NE(uniform(ms, "wm_b"), nullptr);
+  EXPECT_GT(uniform(ms, "wm_a")->runs, 1);
+  EXPECT_GT(uniform(ms, "wm_b")->runs, 1);
+  EXPECT_STREQ(ms.chosen, "mixed");
+}
+
 TEST_F(WholeMethodSelectionTest, CandidatesReportTheirInitTime) {
   a_->on_init = [](BackendInitContext&, FreeableBuffer*,
                    Span<const CompileSpec>) -> Result<DelegateHandle*> {

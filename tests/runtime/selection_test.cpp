@@ -84,6 +84,9 @@ class SelectionTest : public ::testing::Test {
     LoadOptions o;
     o.selection = Selection::Measure;
     o.selection_cache_dir = "";  // nothing remembered (selection_cache_test covers the cache)
+    // A set budget: the stubs initialise in no time, which would leave the runs none under the
+    // auto budget (SelectionAutoBudgetTest covers that one).
+    o.selection_budget_ms = 5000;
     EXPECT_TRUE(o.set_selection_candidates(candidates).is_ok());
     return o;
   }
@@ -671,9 +674,11 @@ class VariantStub : public testing::StubBackend {
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
                                Span<const CompileSpec> compile_specs) const override {
     if (derives_fast) context.report_derived("mode", "fast", "auto: the test says so");
+    std::this_thread::sleep_for(std::chrono::milliseconds(init_ms));
     return StubBackend::init(context, payload, compile_specs);
   }
   bool pool = false;
+  int init_ms = 0;  // what each init sleeps
   bool derives_fast = false;
   int slow_ms = 3;             // what the slow configuration adds to each run
   bool low_is_slower = false;  // precision=low sleeps twice as long (no native support, say)
@@ -700,6 +705,7 @@ class SelectionVariantTest : public ::testing::Test {
     LoadOptions o;
     o.selection = Selection::Measure;
     o.selection_cache_dir = "";
+    o.selection_budget_ms = 5000;  // set: the stub's inits take no time (see SelectionTest)
     EXPECT_TRUE(o.set_selection_candidates("sel_var").is_ok());
     return o;
   }
@@ -738,6 +744,43 @@ TEST_F(SelectionVariantTest, ASpeedOnlyValueIsMeasuredAndTheFasterOneApplied) {
   ASSERT_TRUE(m->set_input(0, Tensor(ScalarType::Float32, sizes, x)).is_ok());
   ASSERT_TRUE(m->execute().is_ok());
   EXPECT_EQ((*m->get_output(0))->data_as<float>()[0], 1.0f);
+}
+
+// The auto budget (the default) gives the runs twice the first candidate's init, the time a
+// fixed load spends on the delegate: runs of 40 ms after an init of 20 ms spend it before the
+// variants, which are skipped, saying why; after an init of 150 ms, runs of 1 ms leave time for
+// them.
+TEST_F(SelectionVariantTest, TheAutoBudgetGivesTheRunsTwiceTheFirstInit) {
+  Program* program = load({2, 4});
+  LoadOptions o = measuring();
+  o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
+  stub_->init_ms = 20;
+  stub_->slow_ms = 40;
+  {
+    auto m = program->load_method("forward", nullptr, o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const SelectionReport& r = m->delegate_info(0).selection;
+    ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+    EXPECT_TRUE(r.candidates[0].chosen);
+    EXPECT_GE(r.candidates[0].runs, 2);  // the race's two rounds, past the budget too
+    EXPECT_STREQ(r.candidates[1].options, "mode=fast");
+    EXPECT_FALSE(r.candidates[1].accepted);
+    EXPECT_EQ(r.candidates[1].init_ms, 0.0);  // not even initialised
+    EXPECT_EQ(std::string(r.candidates[1].reason).rfind("skipped (budget auto: ", 0), 0u)
+        << r.candidates[1].reason;
+    EXPECT_NE(std::string(r.candidates[1].reason).find("ms of runs spent, 2 x sel_var's init)"),
+              std::string::npos)
+        << r.candidates[1].reason;
+  }
+  stub_->init_ms = 150;
+  stub_->slow_ms = 1;
+  auto m = program->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const SelectionReport& r = m->delegate_info(0).selection;
+  ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+  EXPECT_TRUE(r.candidates[1].accepted) << r.candidates[1].reason;
+  EXPECT_GE(r.candidates[1].runs, 2);
+  EXPECT_TRUE(r.candidates[1].chosen) << r.summary;
 }
 
 // A variant needs a clear win: within 3% of the fastest so far, the value the load resolved

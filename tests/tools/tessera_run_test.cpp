@@ -309,6 +309,21 @@ TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
   RunResult bad = run(dir_ + "/cpu_backends.tsr --select fastest");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_CONTAINS(bad.err, "auto, fixed or measure");
+
+  // The budget: auto or a number of ms, nothing else.
+  RunResult budget_auto = run(dir_ +
+                              "/cpu_backends.tsr --json --iterations 1 --select measure "
+                              "--select-cache '' --select-budget-ms auto");
+  ASSERT_EQ(budget_auto.exit_code, 0) << budget_auto.err;
+  EXPECT_EQ(nlohmann::json::parse(budget_auto.out)["delegates"][0]["selection"]["mode"],
+            "measure");
+  for (const char* value : {"fast", "-5", "10ms", "inf"}) {
+    RunResult bad_budget =
+        run(dir_ + "/cpu_backends.tsr --select measure --select-budget-ms " + value);
+    EXPECT_NE(bad_budget.exit_code, 0) << value;
+    EXPECT_CONTAINS(bad_budget.err, std::string("--select-budget-ms: '") + value +
+                                        "' is neither auto nor a number of ms >= 0");
+  }
 }
 
 // A fixture machine (tests/backend/machines) that DeviceInfo reads through TESSERA_SYSFS_ROOT:

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -105,8 +106,9 @@ void RunOptionsCli::add_to(CLI::App& app) {
                  "With --select measure: the backends to try besides the program's "
                  "(comma-separated; default every available one)");
   app.add_option("--select-budget-ms", select_budget_ms,
-                 "With --select measure: time per delegate for trying candidates (default 300)")
-      ->check(CLI::Range(0.0, 1e9));
+                 "With --select measure: time per delegate for trying candidates, inits and "
+                 "runs, in ms; or auto (the default): the runs may take twice the first "
+                 "candidate's init, which is what a fixed load spends");
   app.add_option("--select-tolerance", select_tolerance,
                  "With --select measure: largest accepted output difference, relative to the "
                  "reference's max |value| (default 1e-4)")
@@ -196,7 +198,23 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
     Status st = state->load_.set_selection_candidates(select_candidates);
     if (!st.is_ok()) return st.with_prefix("--select-candidates");
   }
-  if (select_budget_ms >= 0) state->load_.selection_budget_ms = select_budget_ms;
+  if (select_budget_ms == "auto") {
+    state->load_.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
+  } else if (!select_budget_ms.empty()) {
+    double ms = 0;
+    size_t used = 0;
+    try {
+      ms = std::stod(select_budget_ms, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != select_budget_ms.size() || !(ms >= 0) || std::isinf(ms)) {
+      return Status::error(Error::InvalidArgument,
+                           "--select-budget-ms: '%s' is neither auto nor a number of ms >= 0",
+                           select_budget_ms.c_str());
+    }
+    state->load_.selection_budget_ms = ms;
+  }
   if (select_tolerance >= 0) state->load_.selection_tolerance = select_tolerance;
   state->load_.selection_lower_precision = select_lower_precision;
   if (has_select_cache) {

@@ -41,7 +41,7 @@ struct RunOptionsCli {
   std::string options_file, fallback, policy;
   std::string select;             // --select: auto, fixed or measure
   std::string select_candidates;  // --select-candidates: comma-separated backends
-  double select_budget_ms = -1;   // --select-budget-ms; < 0: the LoadOptions default
+  std::string select_budget_ms;   // --select-budget-ms: "auto" or ms; empty: the default
   double select_tolerance = -1;   // --select-tolerance; < 0: the LoadOptions default
   std::string select_cache;       // --select-cache: the selection cache directory ("" disables)
   bool has_select_cache = false;
