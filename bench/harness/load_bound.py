@@ -1,0 +1,113 @@
+"""Issue 13's bound on the first, measuring load, for two builds of tessera-run side by side.
+
+For each model and thread count, `--reps` rounds of three loads, the order rotating: the default
+program measuring with BEFORE's tessera-run, measuring with AFTER's (each from an empty selection
+cache), and AFTER's fixed load (`--select fixed`, the program's own backends). Each load is a
+process of its own, `--warmup 0 --iterations 1`, stdout to a file (a pipe makes the load sampler
+wait). The bound of a measuring load is 3 x the fixed load + the candidates' inits that load
+reported (every candidate and variant of every delegate it measured, and the whole-method check's
+re-inits), as bench/harness/harness.py's --load-reps computes it; the medians of each kind are
+compared.
+
+The programs and fixtures are the harness's (build-bench/harness/<model>/<model>.default.tsr,
+build-bench/harness/fixtures/<model>/input.npy): run bench/harness/run.sh once first.
+
+Usage: /usr/bin/python3 bench/harness/load_bound.py --before OLD/tessera-run --after NEW/tessera-run
+       [--models a,b] [--threads 1,2] [--reps 3] [--json-out FILE]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MODELS = ("squeezenet1_1,shufflenet_v2_x1_0,mnasnet0_5,efficientnet_b0,regnet_y_400mf,"
+          "mobilenet_v3_small,googlenet,densenet121,resnext50_32x4d,mobilenet_v2,resnet18,"
+          "transformer")
+
+
+def load(exe, program, input_npy, threads, fixed, cache, out_path):
+    """One load: its load_ms, its candidates' inits, and how many candidates the budget cut."""
+    argv = [exe, program, "--option", f"onednn.num_threads={threads}", "--option",
+            f"xnnpack.num_threads={threads}", "--input", f"0={input_npy}", "--dim", "batch=1",
+            "--warmup", "0", "--iterations", "1", "--json"]
+    argv += ["--select", "fixed"] if fixed else ["--select-cache", cache]
+    with open(out_path, "w") as out:
+        subprocess.run(argv, stdout=out, stderr=subprocess.DEVNULL, check=True)
+    j = json.load(open(out_path))
+    sels = [d.get("selection") or {} for d in j.get("delegates", [])]
+    measured = [s for s in sels if not s.get("cached")]
+    candidates = [c for s in measured for c in s.get("candidates") or []]
+    inits = sum(c.get("init_ms") or 0 for c in candidates)
+    methods = [s["method"] for s in measured if s.get("method")]
+    inits += (methods[0].get("reinit_ms") or 0) if methods else 0
+    cut = sum(1 for c in candidates if (c.get("reason") or "").startswith("skipped (budget"))
+    return j["load_ms"], inits, cut
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--before", required=True, help="tessera-run of the build to compare with")
+    p.add_argument("--after", required=True, help="tessera-run of the build measured")
+    p.add_argument("--models", default=MODELS)
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--pause", type=float, default=0.3, help="seconds between loads")
+    p.add_argument("--work-dir", default=os.path.join(ROOT, "build-bench", "harness"))
+    p.add_argument("--json-out")
+    args = p.parse_args()
+
+    rows = []
+    scratch = tempfile.mkdtemp(prefix="tessera-load-bound-")
+    cache = os.path.join(scratch, "cache")
+    out_path = os.path.join(scratch, "load.json")
+    for model in args.models.split(","):
+        program = os.path.join(args.work_dir, model, f"{model}.default.tsr")
+        input_npy = os.path.join(args.work_dir, "fixtures", model, "input.npy")
+        for threads in (int(t) for t in args.threads.split(",")):
+            kinds = [("before", args.before, False), ("after", args.after, False),
+                     ("fixed", args.after, True)]
+            got = {k: {"load_ms": [], "inits_ms": [], "budget_cut": []} for k, _, _ in kinds}
+            for rep in range(args.reps):
+                for kind, exe, fixed in kinds[rep % 3:] + kinds[:rep % 3]:
+                    shutil.rmtree(cache, ignore_errors=True)
+                    ms, inits, cut = load(exe, program, input_npy, threads, fixed, cache, out_path)
+                    got[kind]["load_ms"].append(ms)
+                    got[kind]["inits_ms"].append(inits)
+                    got[kind]["budget_cut"].append(cut)
+                    time.sleep(args.pause)
+            med = {k: {f: statistics.median(v) for f, v in got[k].items()} for k in got}
+            fixed_ms = med["fixed"]["load_ms"]
+            row = {"model": model, "threads": threads, "loads": got, "median": med}
+            for kind in ("before", "after"):
+                bound = 3 * fixed_ms + med[kind]["inits_ms"]
+                row[f"{kind}_bound_ms"] = bound
+                row[f"{kind}_over_bound"] = med[kind]["load_ms"] / bound
+            rows.append(row)
+            print(f"{model} {threads}t: fixed {fixed_ms:.0f} ms; measuring before "
+                  f"{med['before']['load_ms']:.0f} ms ({row['before_over_bound']:.2f} x its bound, "
+                  f"{med['before']['budget_cut']:.0f} cut), after {med['after']['load_ms']:.0f} ms "
+                  f"({row['after_over_bound']:.2f} x, {med['after']['budget_cut']:.0f} cut)",
+                  flush=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+    for kind in ("before", "after"):
+        over = [r for r in rows if r[f"{kind}_over_bound"] > 1.0]
+        print(f"{kind}: over the bound in {len(over)} of {len(rows)} rows" +
+              (": " + ", ".join(f"{r['model']} {r['threads']}t {r[f'{kind}_over_bound']:.2f}"
+                                for r in over) if over else ""))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                       "command": " ".join(["bench/harness/load_bound.py"] + sys.argv[1:]),
+                       "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
