@@ -440,13 +440,12 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     return runs_budget_ms >= 0 && spent - inits_ms >= runs_budget_ms;
   };
   auto skipped_for_budget = [&](SelectionCandidate* c) {
-    set_text(c->reason, sizeof c->reason,
-             auto_budget ? string_format("skipped (budget auto: %.0f ms of runs spent, %g x %s's "
-                                         "init)",
-                                         runs_budget_ms, LoadOptions::kAutoBudgetRunsPerInit,
-                                         first_init.c_str())
-                         : string_format("skipped (budget: %.0f ms spent)",
-                                         options.selection_budget_ms));
+    const std::string why =
+        auto_budget ? string_format("skipped (budget auto: %.0f ms of runs spent, %g x %s's init)",
+                                    runs_budget_ms, LoadOptions::kAutoBudgetRunsPerInit,
+                                    first_init.c_str())
+                    : string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms);
+    set_text(c->reason, sizeof c->reason, why);
   };
   auto next_candidate = [&](const std::string& backend) -> SelectionCandidate* {
     if (report.num_candidates == SelectionReport::kMaxCandidates) return nullptr;
