@@ -441,10 +441,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   };
   auto skipped_for_budget = [&](SelectionCandidate* c) {
     const std::string why =
-        auto_budget ? string_format("skipped (budget auto: %.0f ms of runs spent, %g x %s's init)",
-                                    runs_budget_ms, LoadOptions::kAutoBudgetRunsPerInit,
-                                    first_init.c_str())
-                    : string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms);
+        auto_budget
+            ? string_format("skipped (budget auto: %.0f ms of runs spent, %g x %s's init)",
+                            runs_budget_ms, LoadOptions::kAutoBudgetRunsPerInit, first_init.c_str())
+            : string_format("skipped (budget: %.0f ms spent)", options.selection_budget_ms);
     set_text(c->reason, sizeof c->reason, why);
   };
   auto next_candidate = [&](const std::string& backend) -> SelectionCandidate* {
@@ -785,10 +785,9 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   key.add("policy",
           string_format("%s threads=%u yield_workers=%d", policy_name(s->policy->effective),
                         s->policy->unloaded_threads, s->policy->unloaded_yield_workers ? 1 : 0));
-  const std::string budget =
-      options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto
-          ? std::string("auto")
-          : string_format("%.17g", options.selection_budget_ms);
+  const std::string budget = options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto
+                                 ? std::string("auto")
+                                 : string_format("%.17g", options.selection_budget_ms);
   key.add("selection", string_format("tolerance=%.17g budget_ms=%s lower_precision=%d",
                                      options.selection_tolerance, budget.c_str(),
                                      options.selection_lower_precision ? 1 : 0));

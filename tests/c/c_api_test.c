@@ -876,7 +876,8 @@ static void test_selection(void) {
                TESSERA_ERROR_INVALID_ARGUMENT, "selection budget");
   /* Negative: only the auto value. */
   EXPECT_ERROR(tessera_load_options_set_selection_budget_ms(options, -2),
-               TESSERA_ERROR_INVALID_ARGUMENT, "selection budget -2 ms must be a finite number >= 0, or auto (-1)");
+               TESSERA_ERROR_INVALID_ARGUMENT,
+               "selection budget -2 ms must be a finite number >= 0, or auto (-1)");
   EXPECT_OK(tessera_load_options_set_selection_budget_ms(options, TESSERA_SELECTION_BUDGET_AUTO));
   EXPECT_ERROR(tessera_load_options_set_selection_cache_dir(NULL, ""),
                TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");

@@ -315,8 +315,7 @@ TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
                               "/cpu_backends.tsr --json --iterations 1 --select measure "
                               "--select-cache '' --select-budget-ms auto");
   ASSERT_EQ(budget_auto.exit_code, 0) << budget_auto.err;
-  EXPECT_EQ(nlohmann::json::parse(budget_auto.out)["delegates"][0]["selection"]["mode"],
-            "measure");
+  EXPECT_EQ(nlohmann::json::parse(budget_auto.out)["delegates"][0]["selection"]["mode"], "measure");
   for (const char* value : {"fast", "-5", "10ms", "inf"}) {
     RunResult bad_budget =
         run(dir_ + "/cpu_backends.tsr --select measure --select-budget-ms " + value);
