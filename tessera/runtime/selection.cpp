@@ -733,6 +733,12 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
 
   if (chosen >= 0) report.candidates[chosen].chosen = true;
   write_selection_summary(&report);
+  if (auto_budget && runs_budget_ms >= 0) {  // what the budget was derived as
+    const std::string with_budget =
+        string_format("%s; budget auto: %.0f ms of runs (%g x %s's init)", report.summary,
+                      runs_budget_ms, LoadOptions::kAutoBudgetRunsPerInit, first_init.c_str());
+    set_text(report.summary, sizeof report.summary, with_budget);
+  }
   return chosen;
 }
 

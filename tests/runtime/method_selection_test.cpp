@@ -107,6 +107,12 @@ class WholeMethodSelectionTest : public ::testing::Test {
   Result<Method> load(const LoadOptions& o) {
     return loaded_.program->load_method("forward", nullptr, o);
   }
+  // A measuring load under the auto budget.
+  Result<Method> load_with_auto_budget() {
+    LoadOptions o = options(Selection::Measure);
+    o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
+    return load(o);
+  }
   static const UniformAssignment* uniform(const MethodSelection& m, const char* backend) {
     for (size_t i = 0; i < m.num_uniform; ++i) {
       if (std::strcmp(m.uniform[i].backend, backend) == 0) return &m.uniform[i];
@@ -252,9 +258,7 @@ TEST_F(WholeMethodSelectionTest, AnExhaustedBudgetCutsTheCheckAndSaysSo) {
 // nothing: the mix gets its one timed run and the uniform assignments are skipped, saying so.
 TEST_F(WholeMethodSelectionTest, TheAutoBudgetCutsTheCheckWhenTheInitsTookNoTime) {
   g_switch_penalty_ms = 20;
-  LoadOptions o = options(Selection::Measure);
-  o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
-  auto m = load(o);
+  auto m = load_with_auto_budget();
   ASSERT_TRUE(m.ok()) << m.status().message();
   const MethodSelection& ms = m->delegate_info(0).selection.method;
   EXPECT_TRUE(ms.checked);
@@ -280,9 +284,7 @@ TEST_F(WholeMethodSelectionTest, TheAutoBudgetTimesTheCheckAfterSlowInits) {
   };
   a_->on_init = slow_init;
   b_->on_init = slow_init;
-  LoadOptions o = options(Selection::Measure);
-  o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
-  auto m = load(o);
+  auto m = load_with_auto_budget();
   ASSERT_TRUE(m.ok()) << m.status().message();
   const MethodSelection& ms = m->delegate_info(0).selection.method;
   EXPECT_TRUE(ms.checked);

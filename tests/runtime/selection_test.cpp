@@ -771,6 +771,10 @@ TEST_F(SelectionVariantTest, TheAutoBudgetGivesTheRunsTwiceTheFirstInit) {
     EXPECT_NE(std::string(r.candidates[1].reason).find("ms of runs spent, 2 x sel_var's init)"),
               std::string::npos)
         << r.candidates[1].reason;
+    // The summary says what the budget was derived as.
+    EXPECT_NE(std::string(r.summary).find("; budget auto: "), std::string::npos) << r.summary;
+    EXPECT_NE(std::string(r.summary).find("ms of runs (2 x sel_var's init)"), std::string::npos)
+        << r.summary;
   }
   stub_->init_ms = 150;
   stub_->slow_ms = 1;
