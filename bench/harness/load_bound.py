@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from harness import candidates_init_ms  # bench/harness/harness.py, beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MODELS = ("squeezenet1_1,shufflenet_v2_x1_0,mnasnet0_5,efficientnet_b0,regnet_y_400mf,"
@@ -42,14 +44,10 @@ def load(exe, program, input_npy, threads, fixed, cache, out_path):
     with open(out_path, "w") as out:
         subprocess.run(argv, stdout=out, stderr=subprocess.DEVNULL, check=True)
     j = json.load(open(out_path))
-    sels = [d.get("selection") or {} for d in j.get("delegates", [])]
-    measured = [s for s in sels if not s.get("cached")]
-    candidates = [c for s in measured for c in s.get("candidates") or []]
-    inits = sum(c.get("init_ms") or 0 for c in candidates)
-    methods = [s["method"] for s in measured if s.get("method")]
-    inits += (methods[0].get("reinit_ms") or 0) if methods else 0
+    candidates = [c for d in j.get("delegates", [])
+                  for c in (d.get("selection") or {}).get("candidates") or []]
     cut = sum(1 for c in candidates if (c.get("reason") or "").startswith("skipped (budget"))
-    return j["load_ms"], inits, cut
+    return j["load_ms"], candidates_init_ms(j), cut
 
 
 def main():

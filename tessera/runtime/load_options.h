@@ -133,6 +133,7 @@ struct LoadOptions {
   static constexpr double kSelectionBudgetAuto = -1.0;
   static constexpr double kAutoBudgetRunsPerInit = 2.0;
   double selection_budget_ms = kSelectionBudgetAuto;
+  bool selection_budget_is_auto() const { return selection_budget_ms == kSelectionBudgetAuto; }
   /// InvalidArgument unless the value is a finite number >= 0 (the budget:
   /// kSelectionBudgetAuto too): what load_method checks of the two fields above, for front
   /// ends that check a value when it is given.

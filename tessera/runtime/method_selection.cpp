@@ -192,7 +192,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   // The check's budget: set, its inits and runs together; auto, its runs (the time outside its
   // re-inits), kAutoBudgetRunsPerInit x what a fixed load spends on the method's delegates (the
   // first init each delegate's measurement made: the program's own backend's).
-  const bool auto_budget = options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto;
+  const bool auto_budget = options.selection_budget_is_auto();
   double runs_budget_ms = 0;
   if (auto_budget) {
     for (uint32_t k = 0; k < n; ++k) {

@@ -430,7 +430,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   const Clock::time_point start = Clock::now();
   // The budget: set, the whole measurement's; auto, the runs' (the time outside the candidates'
   // inits), known once the first candidate initialised (see LoadOptions::selection_budget_ms).
-  const bool auto_budget = options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto;
+  const bool auto_budget = options.selection_budget_is_auto();
   double inits_ms = 0;         // the candidates' inits so far
   double runs_budget_ms = -1;  // auto: kAutoBudgetRunsPerInit x the first init
   std::string first_init;      // auto: whose init that was
@@ -791,7 +791,7 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   key.add("policy",
           string_format("%s threads=%u yield_workers=%d", policy_name(s->policy->effective),
                         s->policy->unloaded_threads, s->policy->unloaded_yield_workers ? 1 : 0));
-  const std::string budget = options.selection_budget_ms == LoadOptions::kSelectionBudgetAuto
+  const std::string budget = options.selection_budget_is_auto()
                                  ? std::string("auto")
                                  : string_format("%.17g", options.selection_budget_ms);
   key.add("selection", string_format("tolerance=%.17g budget_ms=%s lower_precision=%d",

@@ -85,7 +85,7 @@ class SelectionTest : public ::testing::Test {
     o.selection = Selection::Measure;
     o.selection_cache_dir = "";  // nothing remembered (selection_cache_test covers the cache)
     // A set budget: the stubs initialise in no time, which would leave the runs none under the
-    // auto budget (SelectionAutoBudgetTest covers that one).
+    // auto budget (SelectionVariantTest.TheAutoBudgetGivesTheRunsTwiceTheFirstInit covers it).
     o.selection_budget_ms = 5000;
     EXPECT_TRUE(o.set_selection_candidates(candidates).is_ok());
     return o;
