@@ -226,6 +226,13 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
     return out[i].error.is_ok() && !timers[i].disturbed_throughout() &&
            timers[i].attempts() >= (contenders[i].on_calling_thread ? 1 : 2);
   };
+  // Runs this long (the first, cold one of each: ResNet-18's, GoogLeNet's, DenseNet-121's and
+  // ResNeXt-50's at one thread, 12-48 ms steady) ran within 1-5 % of each other whether their
+  // backend or the other had run just before, both ways round; the untimed runs were a quarter
+  // of ResNeXt-50's measuring load (docs/performance.md, twentieth session).
+  const bool rewarm = std::any_of(contenders.begin(), contenders.end(), [](const Contender& c) {
+    return c.first_run_ms < kLongFirstRunMs;
+  });
   const size_t first = last_ran >= 0 ? static_cast<size_t>(last_ran) : 0;
   for (size_t round = 0;; ++round) {
     bool any = false;
@@ -235,7 +242,7 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
       any = true;
       // Its caches as its own last run left them (past the budget too: its timed runs
       // would otherwise be the only cold ones).
-      if (last_ran != static_cast<int>(i)) {
+      if (rewarm && last_ran != static_cast<int>(i)) {
         park_candidate_pools(names);
         const Status st = contenders[i].run();
         last_ran = static_cast<int>(i);
@@ -392,6 +399,7 @@ void KeptCandidate::reset() {
   candidate = -1;
   options.reset();
   derived.reset();
+  first_run_ms = 0;
 }
 
 Status apply_selected_options(std::string_view backend, const char* text,
@@ -469,7 +477,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        ctx.set_delegate_id(info->id);
                        return k->backend->execute(ctx, k->handle, args);
                      },
-                     k->backend->runs_on_calling_thread()};
+                     k->backend->runs_on_calling_thread(), k->first_run_ms};
   };
   Outputs reference;
   bool have_reference = false;
@@ -504,7 +512,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     out->derived = std::move(derived);
     fill_inputs(method, ins, args);
     park_candidate_pools(names);
+    const double run_start = clocks.wall_ms();
     const Status st = contender(out).run();
+    out->first_run_ms = clocks.wall_ms() - run_start;
     std::string why;
     if (!st.is_ok()) {
       why = string_format("execute failed: %s", st.message());
@@ -530,6 +540,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     kept->candidate = from->candidate;
     kept->options = std::move(from->options);
     kept->derived = std::move(from->derived);
+    kept->first_run_ms = from->first_run_ms;
     from->handle = nullptr;  // kept's now
     from->reset();
   };

@@ -511,6 +511,38 @@ TEST_F(SelectionTest, BackendsRaceUntilOneIsSlowerInEveryRun) {
   EXPECT_EQ(candidate(*info, "sel_fast")->runs, 3);
 }
 
+// Through the selection: the first run after init is what decides. Runs of 25 ms: each stub
+// runs its warm-up and its timed runs only (no untimed run before any); runs of 2 ms: the
+// untimed runs are back.
+TEST_F(SelectionTest, LongRunsRaceWithoutUntimedRuns) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  for (double ms : {25.0, 2.0}) {
+    int fast = 0, slow = 0;
+    auto counted = [](int* calls, double run_ms) {
+      return [calls, run_ms](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
+        ++*calls;
+        spend(run_ms, run_ms);
+        return copy_input(args);
+      };
+    };
+    stubs_["sel_slow"]->on_execute = counted(&slow, ms * 1.1);
+    stubs_["sel_fast"]->on_execute = counted(&fast, ms);
+    const DelegateInfo* info = measure("sel_fast", 50000, "sel_fast");
+    ASSERT_NE(info, nullptr);
+    const int fast_runs = candidate(*info, "sel_fast")->runs;
+    const int slow_runs = candidate(*info, "sel_slow")->runs;
+    EXPECT_EQ(fast_runs, 3) << ms;
+    EXPECT_EQ(slow_runs, 3) << ms;
+    if (ms >= internal::kLongFirstRunMs) {
+      EXPECT_EQ(fast, 1 + fast_runs);
+      EXPECT_EQ(slow, 1 + slow_runs);
+    } else {
+      EXPECT_GT(fast + slow, 2 + fast_runs + slow_runs);  // untimed runs between
+    }
+  }
+  internal::set_selection_clocks({});
+}
+
 // The race itself: rounds rotate, each timed run follows an untimed one of the same contender
 // unless it ran last, a failed run (timed or not) leaves the race with its error, the budget
 // ends it after a round from the second on.
@@ -556,6 +588,40 @@ TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
   for (const internal::RaceResult& x : cut) {
     EXPECT_TRUE(x.error.is_ok());
     EXPECT_EQ(x.runs, 2);
+  }
+  internal::set_selection_clocks({});
+}
+
+// Contenders whose first (cold) runs all took kLongFirstRunMs or more are timed without the
+// untimed run before each: with two, every other timed run of each follows the other's run. One
+// first run below it, or one not known, keeps the untimed runs for all.
+TEST(SelectionRace, LongRunsAreTimedWithoutAnUntimedRunBefore) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  std::vector<int> order;
+  auto runner = [&order](int id, double ms, double first_run_ms) {
+    return internal::Contender{[&order, id, ms]() {
+                                 order.push_back(id);
+                                 spend(ms, ms);
+                                 return Status::ok();
+                               },
+                               true, first_run_ms};
+  };
+  const double at = internal::kLongFirstRunMs;
+  const std::vector<internal::RaceResult> r =
+      internal::race({runner(0, 30.0, at), runner(1, 33.0, at * 3)}, 3, 3,
+                     internal::selection_clocks(), {}, [] { return false; }, 1);
+  // Round 0 from 1 (it ran last), round 1 from 0, round 2 from 1: a timed run each, no more.
+  EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(r[0].runs, 3);
+  EXPECT_EQ(r[1].runs, 3);
+  EXPECT_NEAR(r[0].median_ms, 30.0, 1e-9);
+  EXPECT_NEAR(r[1].median_ms, 33.0, 1e-9);
+
+  for (double short_first : {at - 0.5, 0.0}) {
+    order.clear();
+    internal::race({runner(0, 30.0, short_first), runner(1, 33.0, at * 3)}, 3, 3,
+                   internal::selection_clocks(), {}, [] { return false; }, 1);
+    EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1, 1, 0, 0})) << short_first;
   }
   internal::set_selection_clocks({});
 }
