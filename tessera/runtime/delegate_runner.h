@@ -63,7 +63,6 @@ struct KeptCandidate {
   int candidate = -1;                        // its index in DelegateInfo::selection
   std::unique_ptr<ResolvedOptions> options;  // what it was initialised with
   std::unique_ptr<DerivedValues> derived;    // what its init reported
-  double first_run_ms = 0;                   // its first run after init (cold), wall time
 };
 
 /// Picks the backend for delegate instruction `ins` (retarget, fallback chain), resolves its
@@ -196,7 +195,6 @@ class RunTimer {
 struct Contender {
   std::function<Status()> run;
   bool on_calling_thread = false;  // BackendInterface::runs_on_calling_thread()
-  double first_run_ms = 0;  // its first run after init, cold (0: not known), see race()
 };
 
 /// What race() measured of one contender.
@@ -216,9 +214,9 @@ struct RaceResult {
 /// runs no longer decides. Each timed run follows an untimed one of the same contender (unless
 /// its own run was the last, as `last_ran`, an index or -1, says of the first), so that it
 /// finds the caches as a delegate run over and over does, not as another candidate left them.
-/// Where every contender's first run took kLongFirstRunMs or more, there is no untimed run:
-/// refilling the caches is then a few percent of a run, and the rotation gives each the same
-/// share of runs after another's (with two: every other one).
+/// From the second round on, where the quickest timed run of every contender still racing took
+/// kLongRunMs or more, there is no untimed run: refilling the caches is then a few percent of a
+/// run, and the rotation gives each about the same share of timed runs after another's.
 /// The first round starts with `last_ran` when given. After each round, on undisturbed runs only
 /// (RunTimer), a contender leaves the race when it is clearly slower than the fastest so far
 /// (clearly_slower: `stopped`), or when both have `min_runs` and its quickest run is slower than
@@ -227,7 +225,7 @@ struct RaceResult {
 /// timed again, up to `min_runs` more attempts). A failed run takes its contender out with the
 /// error. The race ends when none is left or `budget_spent` says so after a round from the
 /// second on (so each has two timed runs: one can be an outlier).
-constexpr double kLongFirstRunMs = 20.0;
+constexpr double kLongRunMs = 10.0;
 std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_runs, int max_runs,
                              RunClocks clocks, const std::vector<std::string>& names,
                              const std::function<bool()>& budget_spent, int last_ran);

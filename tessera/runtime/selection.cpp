@@ -226,13 +226,14 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
     return out[i].error.is_ok() && !timers[i].disturbed_throughout() &&
            timers[i].attempts() >= (contenders[i].on_calling_thread ? 1 : 2);
   };
-  // Runs this long (the first, cold one of each: ResNet-18's, GoogLeNet's, DenseNet-121's and
-  // ResNeXt-50's at one thread, 12-48 ms steady) ran within 1-5 % of each other whether their
-  // backend or the other had run just before, both ways round; the untimed runs were a quarter
-  // of ResNeXt-50's measuring load (docs/performance.md, twentieth session).
-  const bool rewarm = std::any_of(contenders.begin(), contenders.end(), [](const Contender& c) {
-    return c.first_run_ms < kLongFirstRunMs;
-  });
+  // Whether a timed run follows an untimed one (see below): not once every contender still
+  // racing has timed runs of kLongRunMs or more. Runs that long (ResNet-18, GoogLeNet,
+  // DenseNet-121 and ResNeXt-50 at one thread, 12-65 ms) took a median 1.1 % longer right after
+  // the other backend's run than right after their own (52 pairs, 35 within 3 %), and the
+  // untimed runs were about a seventh of ResNeXt-50's measuring load (docs/performance.md,
+  // twentieth session). Judged on timed runs, not on the first after init: at two threads on a
+  // busy machine that one took 76-290 ms for SqueezeNet's 3 ms runs.
+  bool rewarm = true;
   const size_t first = last_ran >= 0 ? static_cast<size_t>(last_ran) : 0;
   for (size_t round = 0;; ++round) {
     bool any = false;
@@ -283,6 +284,12 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
       }
       if (!others && static_cast<int>(lead.size()) >= min_runs)
         done[static_cast<size_t>(leader)] = 1;
+    }
+    rewarm = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (!running(i)) continue;
+      const std::vector<double> kept = timers[i].kept();
+      if (kept.empty() || kept.front() < kLongRunMs) rewarm = true;
     }
     // After a whole round, and not before the second: each has two timed runs (one run alone
     // can be an outlier that would decide, see clearly_slower).
@@ -399,7 +406,6 @@ void KeptCandidate::reset() {
   candidate = -1;
   options.reset();
   derived.reset();
-  first_run_ms = 0;
 }
 
 Status apply_selected_options(std::string_view backend, const char* text,
@@ -477,7 +483,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        ctx.set_delegate_id(info->id);
                        return k->backend->execute(ctx, k->handle, args);
                      },
-                     k->backend->runs_on_calling_thread(), k->first_run_ms};
+                     k->backend->runs_on_calling_thread()};
   };
   Outputs reference;
   bool have_reference = false;
@@ -512,9 +518,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     out->derived = std::move(derived);
     fill_inputs(method, ins, args);
     park_candidate_pools(names);
-    const double run_start = clocks.wall_ms();
     const Status st = contender(out).run();
-    out->first_run_ms = clocks.wall_ms() - run_start;
     std::string why;
     if (!st.is_ok()) {
       why = string_format("execute failed: %s", st.message());
@@ -540,7 +544,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     kept->candidate = from->candidate;
     kept->options = std::move(from->options);
     kept->derived = std::move(from->derived);
-    kept->first_run_ms = from->first_run_ms;
     from->handle = nullptr;  // kept's now
     from->reset();
   };

@@ -511,9 +511,10 @@ TEST_F(SelectionTest, BackendsRaceUntilOneIsSlowerInEveryRun) {
   EXPECT_EQ(candidate(*info, "sel_fast")->runs, 3);
 }
 
-// Through the selection: the first run after init is what decides. Runs of 25 ms: each stub
-// runs its warm-up and its timed runs only (no untimed run before any); runs of 2 ms: the
-// untimed runs are back.
+// Through the selection, counting each stub's runs: its warm-up after init, one untimed run in
+// round 0 for sel_slow (the program's backend, so initialised and run first), and then, with
+// runs of 25 ms, timed runs only; with runs of 2 ms an untimed run before every timed one that
+// follows the other's (one more each).
 TEST_F(SelectionTest, LongRunsRaceWithoutUntimedRuns) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   for (double ms : {25.0, 2.0}) {
@@ -533,11 +534,12 @@ TEST_F(SelectionTest, LongRunsRaceWithoutUntimedRuns) {
     const int slow_runs = candidate(*info, "sel_slow")->runs;
     EXPECT_EQ(fast_runs, 3) << ms;
     EXPECT_EQ(slow_runs, 3) << ms;
-    if (ms >= internal::kLongFirstRunMs) {
+    if (ms >= internal::kLongRunMs) {
       EXPECT_EQ(fast, 1 + fast_runs);
-      EXPECT_EQ(slow, 1 + slow_runs);
+      EXPECT_EQ(slow, 2 + slow_runs);
     } else {
-      EXPECT_GT(fast + slow, 2 + fast_runs + slow_runs);  // untimed runs between
+      EXPECT_EQ(fast, 2 + fast_runs);
+      EXPECT_EQ(slow, 3 + slow_runs);
     }
   }
   internal::set_selection_clocks({});
@@ -592,37 +594,35 @@ TEST(SelectionRace, RoundsRotateAndAFailureLeavesTheRace) {
   internal::set_selection_clocks({});
 }
 
-// Contenders whose first (cold) runs all took kLongFirstRunMs or more are timed without the
-// untimed run before each: with two, every other timed run of each follows the other's run. One
-// first run below it, or one not known, keeps the untimed runs for all.
+// From the second round on, contenders whose timed runs all took kLongRunMs or more are timed
+// without the untimed run before each; one contender with a quicker run keeps them for all.
 TEST(SelectionRace, LongRunsAreTimedWithoutAnUntimedRunBefore) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   std::vector<int> order;
-  auto runner = [&order](int id, double ms, double first_run_ms) {
+  auto runner = [&order](int id, double ms) {
     return internal::Contender{[&order, id, ms]() {
                                  order.push_back(id);
                                  spend(ms, ms);
                                  return Status::ok();
                                },
-                               true, first_run_ms};
+                               true};
   };
-  const double at = internal::kLongFirstRunMs;
+  const double at = internal::kLongRunMs;
   const std::vector<internal::RaceResult> r =
-      internal::race({runner(0, 30.0, at), runner(1, 33.0, at * 3)}, 3, 3,
-                     internal::selection_clocks(), {}, [] { return false; }, 1);
-  // Round 0 from 1 (it ran last), round 1 from 0, round 2 from 1: a timed run each, no more.
-  EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 1, 1, 0}));
+      internal::race({runner(0, at + 0.5), runner(1, at * 1.1)}, 3, 3, internal::selection_clocks(),
+                     {}, [] { return false; }, 1);
+  // Round 0 from 1 (it ran last): 1, then 0's untimed run and its timed one. Round 1 from 0 (it
+  // ran last), round 2 from 1 (likewise): a timed run each, no more.
+  EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1, 0}));
   EXPECT_EQ(r[0].runs, 3);
   EXPECT_EQ(r[1].runs, 3);
-  EXPECT_NEAR(r[0].median_ms, 30.0, 1e-9);
-  EXPECT_NEAR(r[1].median_ms, 33.0, 1e-9);
+  EXPECT_NEAR(r[0].median_ms, at + 0.5, 1e-9);
 
-  for (double short_first : {at - 0.5, 0.0}) {
-    order.clear();
-    internal::race({runner(0, 30.0, short_first), runner(1, 33.0, at * 3)}, 3, 3,
-                   internal::selection_clocks(), {}, [] { return false; }, 1);
-    EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1, 1, 0, 0})) << short_first;
-  }
+  // 0's runs just below: untimed runs throughout, for 1 too.
+  order.clear();
+  internal::race({runner(0, at - 0.5), runner(1, at * 1.1)}, 3, 3, internal::selection_clocks(),
+                 {}, [] { return false; }, 1);
+  EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1, 1, 0, 0}));
   internal::set_selection_clocks({});
 }
 
