@@ -242,8 +242,10 @@ TEST_F(SelectionTest, CandidatesHearOfThePoolsOfTheOtherDelegatesOnly) {
                         BackendInitContext& ctx, FreeableBuffer*,
                         Span<const CompileSpec>) -> Result<DelegateHandle*> {
       std::string peers;
-      for (std::string_view p : ctx.cpu_pool_peers())
-        peers += (peers.empty() ? "" : ",") + std::string(p);
+      for (std::string_view p : ctx.cpu_pool_peers()) {
+        if (!peers.empty()) peers += ',';
+        peers.append(p);  // not "," + std::string(p): GCC 12 warns (-Wrestrict, false positive)
+      }
       inits.push_back({name, std::string(ctx.delegate_id()), peers});
       return to_handle(&handle_target);
     };
