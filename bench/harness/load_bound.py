@@ -35,6 +35,19 @@ MODELS = ("squeezenet1_1,shufflenet_v2_x1_0,mnasnet0_5,efficientnet_b0,regnet_y_
           "transformer")
 
 
+def env_for(exe):
+    """The environment to run `exe` in: beside a harness snapshot of the libraries (harness.py's
+    bin/), LD_LIBRARY_PATH names that directory. The tools find libtessera through a RUNPATH into
+    the build tree, so without it a snapshot's tessera-run runs the build tree's library and
+    backends: before the twentieth session, a "before" here ran the "after" build's selection."""
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.abspath(exe))
+    if any(f.startswith("libtessera.so.") for f in os.listdir(here)):
+        env["LD_LIBRARY_PATH"] = here + (":" + env["LD_LIBRARY_PATH"]
+                                         if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
 def load(exe, program, input_npy, threads, fixed, cache, out_path):
     """One load: its load_ms, its candidates' inits, and how many candidates the budget cut."""
     argv = [exe, program, "--option", f"onednn.num_threads={threads}", "--option",
@@ -42,7 +55,7 @@ def load(exe, program, input_npy, threads, fixed, cache, out_path):
             "--warmup", "0", "--iterations", "1", "--json"]
     argv += ["--select", "fixed"] if fixed else ["--select-cache", cache]
     with open(out_path, "w") as out:
-        subprocess.run(argv, stdout=out, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(argv, stdout=out, stderr=subprocess.DEVNULL, check=True, env=env_for(exe))
     j = json.load(open(out_path))
     candidates = [c for d in j.get("delegates", [])
                   for c in (d.get("selection") or {}).get("candidates") or []]
