@@ -1,11 +1,14 @@
 #include "tessera/backends/xnnpack/xnnpack_backend.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <xnnpack.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -19,6 +22,7 @@
 #include "tessera/backends/xnnpack/options.h"
 #include "tessera/backends/xnnpack/subgraph_builder.h"
 #include "tessera/backends/xnnpack/supports.h"
+#include "tessera/core/chunk_pool.h"
 #include "tessera/core/large_buffer.h"
 #include "tessera/core/log.h"
 #include "tessera/ir/schema.h"
@@ -58,8 +62,10 @@ constexpr OptionSpec kSchema[] = {
 
 // XNNPACK's memory: its aligned allocations (packed weights, runtime workspaces) from
 // large_buffer_threshold() on are LargeBuffers, mapped for huge pages (ResNet-18's packed
-// weights are written at init, one page fault per 2 MiB instead of per 4 KiB); the rest comes
-// from the heap as with XNNPACK's own allocator.
+// weights are written at init, one page fault per 2 MiB instead of per 4 KiB); from 64 KiB to
+// 1 MiB, aligned or not (most packed weights, the indirection buffers its setup reallocates),
+// they share the huge-page chunks of a ChunkPool; the rest comes from the heap as with XNNPACK's
+// own allocator.
 struct LargeAllocations {
   std::mutex mu;
   std::unordered_map<void*, LargeBuffer> buffers;
@@ -68,14 +74,32 @@ LargeAllocations& large_allocations() {
   static auto* all = new LargeAllocations();  // never destroyed: frees may come at exit
   return *all;
 }
+ChunkPool& chunk_pool() {
+  static auto* pool = new ChunkPool();  // never destroyed, as large_allocations()
+  return *pool;
+}
+// XNNPACK's unaligned allocations get the alignment malloc gives.
+constexpr size_t kMallocAlignment = alignof(std::max_align_t);
 void* xnn_alloc(void*, size_t size) {
-  return std::malloc(size);
+  void* p = chunk_pool().allocate(size, kMallocAlignment);
+  return p != nullptr ? p : std::malloc(size);
 }
 void* xnn_realloc(void*, void* pointer, size_t size) {
-  return std::realloc(pointer, size);
+  ChunkPool& pool = chunk_pool();
+  const size_t pooled = pointer != nullptr ? pool.size_of(pointer) : 0;
+  void* moved = pool.allocate(size, kMallocAlignment);
+  if (pooled == 0 && moved == nullptr) return std::realloc(pointer, size);  // the heap's alone
+  if (moved == nullptr) moved = std::malloc(size);
+  if (moved == nullptr) return nullptr;  // as realloc: `pointer` stays valid
+  if (pointer != nullptr) {
+    const size_t had = pooled != 0 ? pooled : malloc_usable_size(pointer);
+    std::memcpy(moved, pointer, had < size ? had : size);
+    if (!pool.free(pointer)) std::free(pointer);
+  }
+  return moved;
 }
 void xnn_free(void*, void* pointer) {
-  std::free(pointer);
+  if (!chunk_pool().free(pointer)) std::free(pointer);
 }
 void* xnn_aligned_alloc(void*, size_t alignment, size_t size) {
   if (size >= large_buffer_threshold()) {
@@ -91,13 +115,14 @@ void* xnn_aligned_alloc(void*, size_t alignment, size_t size) {
     }
     return p;
   }
+  if (void* p = chunk_pool().allocate(size, alignment)) return p;
   // aligned_alloc wants a size that is a multiple of an alignment of at least a pointer's.
   const size_t align = alignment < sizeof(void*) ? sizeof(void*) : alignment;
   const size_t rounded = (size + align - 1) / align * align;
   return rounded < size ? nullptr : std::aligned_alloc(align, rounded == 0 ? align : rounded);
 }
 void xnn_aligned_free(void*, void* pointer) {
-  if (pointer == nullptr) return;
+  if (pointer == nullptr || chunk_pool().free(pointer)) return;
   LargeBuffer large;
   {
     LargeAllocations& all = large_allocations();
@@ -124,6 +149,10 @@ Result<bool> read_bool(const BackendInitContext& context, const OptionKey<bool>&
 }
 
 }  // namespace
+
+size_t internal::pooled_chunks() {
+  return chunk_pool().chunks();
+}
 
 bool XnnpackBackend::is_available() const {
   return initialize_once() == xnn_status_success;

@@ -63,4 +63,9 @@ struct DelegateSummary {
 };
 DelegateSummary summarize_delegate(const DelegateHandle* handle);
 
+namespace internal {
+/// Tests: the chunks XNNPACK's mid-size buffers take now (tessera/core/chunk_pool.h).
+size_t pooled_chunks();
+}  // namespace internal
+
 }  // namespace tessera::xnnpack

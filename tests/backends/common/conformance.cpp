@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tessera/backend/registry.h"
+#include "tessera/core/chunk_pool.h"
 #include "tessera/core/large_buffer.h"
 #include "tests/backends/common/support_matrix.h"
 
@@ -15,17 +16,31 @@ namespace {
 
 // TESSERA_TEST_LARGE_BUFFER_THRESHOLD=N: LargeBuffers from N bytes on are mapped (1: every
 // one), so that the suite runs the backends' huge-page path on its small tensors too.
+// TESSERA_TEST_CHUNK_POOL_MIN_BYTES=N: ChunkPools take buffers from N bytes on (1: every one
+// below the threshold), so that the suite runs XNNPACK's small buffers through its pool.
 class LargeBufferThreshold : public ::testing::Environment {
  public:
   void SetUp() override {
-    const char* v = std::getenv("TESSERA_TEST_LARGE_BUFFER_THRESHOLD");
-    if (v == nullptr || *v == '\0') return;
+    size_t n = 0;
+    if (read("TESSERA_TEST_LARGE_BUFFER_THRESHOLD", &n)) internal::set_large_buffer_threshold(n);
+    if (read("TESSERA_TEST_CHUNK_POOL_MIN_BYTES", &n)) internal::set_chunk_pool_min_bytes(n);
+  }
+  void TearDown() override {
+    internal::set_large_buffer_threshold(0);
+    internal::set_chunk_pool_min_bytes(0);
+  }
+
+ private:
+  static bool read(const char* name, size_t* out) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return false;
     char* end = nullptr;
     const unsigned long long n = std::strtoull(v, &end, 10);
-    ASSERT_TRUE(*end == '\0' && n > 0) << "TESSERA_TEST_LARGE_BUFFER_THRESHOLD: " << v;
-    internal::set_large_buffer_threshold(static_cast<size_t>(n));
+    EXPECT_TRUE(*end == '\0' && n > 0) << name << ": " << v;
+    if (*end != '\0' || n == 0) return false;
+    *out = static_cast<size_t>(n);
+    return true;
   }
-  void TearDown() override { internal::set_large_buffer_threshold(0); }
 };
 ::testing::Environment* const kLargeBufferThreshold =
     ::testing::AddGlobalTestEnvironment(new LargeBufferThreshold);
