@@ -610,9 +610,9 @@ TEST(SelectionRace, LongRunsAreTimedWithoutAnUntimedRunBefore) {
                                true};
   };
   const double at = internal::kLongRunMs;
-  const std::vector<internal::RaceResult> r =
-      internal::race({runner(0, at + 0.5), runner(1, at * 1.1)}, 3, 3, internal::selection_clocks(),
-                     {}, [] { return false; }, 1);
+  const std::vector<internal::RaceResult> r = internal::race(
+      {runner(0, at + 0.5), runner(1, at * 1.1)}, 3, 3, internal::selection_clocks(), {},
+      [] { return false; }, 1);
   // Round 0 from 1 (it ran last): 1, then 0's untimed run and its timed one. Round 1 from 0 (it
   // ran last), round 2 from 1 (likewise): a timed run each, no more.
   EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1, 0}));
@@ -622,8 +622,9 @@ TEST(SelectionRace, LongRunsAreTimedWithoutAnUntimedRunBefore) {
 
   // 0's runs just below: untimed runs throughout, for 1 too.
   order.clear();
-  internal::race({runner(0, at - 0.5), runner(1, at * 1.1)}, 3, 3, internal::selection_clocks(),
-                 {}, [] { return false; }, 1);
+  internal::race(
+      {runner(0, at - 0.5), runner(1, at * 1.1)}, 3, 3, internal::selection_clocks(), {},
+      [] { return false; }, 1);
   EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1, 1, 0, 0}));
   internal::set_selection_clocks({});
 }
