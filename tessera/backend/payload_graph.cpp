@@ -64,6 +64,16 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
           return invalid(context, x.status().with_prefix("value " + std::to_string(i) + " dim " +
                                                          std::to_string(k)));
         }
+        // The verifier bounded the tensor's size by the dims' bounds, evaluated at the symbols'
+        // upper bounds; an expression can exceed its bound at other values (or with the
+        // method's symbol above the graph's own bound), so each dim is held to its bound here.
+        if (*x > dim->value()) {
+          return invalid(context, Status::error(Error::InvalidProgram,
+                                                "value %u dim %u is %lld with these dim values, "
+                                                "above its bound %lld",
+                                                i, k, static_cast<long long>(*x),
+                                                static_cast<long long>(dim->value())));
+        }
         dims.d[k] = *x;
       } else {
         dims.d[k] = dim->value();

@@ -97,5 +97,45 @@ TEST(FuzzRegression, ArithmeticOutputOverlappingItsInputIsInvalid) {
   EXPECT_TRUE(refused_as_invalid("regression-output-overlaps-input", "shares arena bytes"));
 }
 
+// A delegate payload whose symbolic dim evaluated, at the dim values the load gave, to far above
+// the bound the verifier had checked the tensor's size with (7.9e18 in a dim bounded much
+// lower): the portable backend's init multiplied the dims (UBSan: signed integer overflow in
+// Tensor::numel). PayloadGraph::make now holds every evaluated dim to its bound.
+TEST(FuzzRegression, PayloadDimAboveItsBoundIsInvalidAtLoad) {
+  const std::vector<uint8_t> bytes =
+      testing::read_fuzz_input("program_load", "regression-payload-dim-above-its-bound");
+  ASSERT_FALSE(bytes.empty());
+  testing::AlignedBuffer buffer(bytes);
+  BufferDataLoader loader(buffer.data(), buffer.size());
+  Result<Program> program = Program::load(&loader);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  // As the fuzz target loads it: every delegate on the portable backend, each symbol at its
+  // upper bound.
+  LoadOptions options;
+  for (const char* backend : {"xnnpack", "onednn", "opencl", "armnn"}) {
+    ASSERT_TRUE(options.add_retarget(backend, "portable").is_ok());
+  }
+  ASSERT_TRUE(options.set_fallback("portable").is_ok());
+  bool refused = false;
+  for (size_t m = 0; m < program->num_methods(); ++m) {
+    Result<std::string_view> name = program->method_name(m);
+    ASSERT_TRUE(name.ok());
+    LoadOptions with_dims = options;
+    const fb::Method* method = program->find_method(*name);
+    if (method != nullptr && method->symbols() != nullptr) {
+      for (const fb::Symbol* symbol : *method->symbols()) {
+        (void)with_dims.set_dim(symbol->name()->string_view(), symbol->max());
+      }
+    }
+    Result<Method> loaded = program->load_method(*name, nullptr, with_dims);
+    if (loaded.ok()) continue;
+    EXPECT_EQ(loaded.error(), Error::InvalidProgram) << loaded.status().message();
+    EXPECT_NE(std::string(loaded.status().message()).find("above its bound"), std::string::npos)
+        << loaded.status().message();
+    refused = true;
+  }
+  EXPECT_TRUE(refused);
+}
+
 }  // namespace
 }  // namespace tessera
