@@ -98,8 +98,8 @@ TEST(FuzzRegression, ArithmeticOutputOverlappingItsInputIsInvalid) {
 }
 
 // A delegate payload whose symbolic dim evaluated, at the dim values the load gave, to far above
-// the bound the verifier had checked the tensor's size with (7.9e18 in a dim bounded much
-// lower): the portable backend's init multiplied the dims (UBSan: signed integer overflow in
+// the bound the verifier had checked the tensor's size with (7.9e18 in a dim bounded by
+// 4): the portable backend's init multiplied the dims (UBSan: signed integer overflow in
 // Tensor::numel). PayloadGraph::make now holds every evaluated dim to its bound.
 TEST(FuzzRegression, PayloadDimAboveItsBoundIsInvalidAtLoad) {
   const std::vector<uint8_t> bytes =
