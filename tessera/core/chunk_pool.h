@@ -3,9 +3,9 @@
 // LargeBuffer maps buffers of 2 MiB and more for huge pages; below that, each buffer came from
 // the heap, where glibc maps every one from 128 KiB on by itself: fresh 4 KiB pages, one page fault
 // each at the first write. XNNPACK's packed weights and indirection buffers are mostly 64 KiB to
-// 1 MiB: SqueezeNet 1.1 took about 1,900 such faults in a load and its first run, MobileNetV2
-// 2,400, and on a KVM guest here a fault costs about 10 us (docs/performance.md, twentieth
-// session). Packed into chunks, they take one fault per 2 MiB where huge pages are on.
+// 1 MiB; packed into chunks, they take one fault per 2 MiB where huge pages are on. A load and
+// first run of SqueezeNet 1.1 on XNNPACK then took 1,390 fewer faults, MobileNetV2 1,670, and
+// on a KVM guest here a fault costs about 10 us (docs/performance.md, twentieth session).
 #pragma once
 
 #include <cstddef>
