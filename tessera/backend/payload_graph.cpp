@@ -69,8 +69,8 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
         // method's symbol above the graph's own bound), so each dim is held to its bound here.
         if (*x > dim->value()) {
           return invalid(context, Status::error(Error::InvalidProgram,
-                                                "value %u dim %u = %lld, above its bound %lld",
-                                                i, k, static_cast<long long>(*x),
+                                                "value %u dim %u = %lld, above its bound %lld", i,
+                                                k, static_cast<long long>(*x),
                                                 static_cast<long long>(dim->value())));
         }
         dims.d[k] = *x;
