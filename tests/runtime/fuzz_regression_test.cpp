@@ -17,14 +17,28 @@
 namespace tessera {
 namespace {
 
-// Loads regression input `name` of the program_load corpus: Program::load must refuse it with
-// InvalidProgram and a message containing `needle`.
+// Regression input `name` of the program_load corpus, given to Program::load from an aligned
+// buffer that lives as long as the program (`found` false when the input is missing).
+struct RegressionInput {
+  explicit RegressionInput(const char* name)
+      : bytes(testing::read_fuzz_input("program_load", name)),
+        buffer(bytes),
+        loader(buffer.data(), buffer.size()),
+        program(Program::load(&loader)) {}
+  bool found() const { return !bytes.empty(); }
+
+  std::vector<uint8_t> bytes;
+  testing::AlignedBuffer buffer;
+  BufferDataLoader loader;
+  Result<Program> program;
+};
+
+// Loads regression input `name`: Program::load must refuse it with InvalidProgram and a message
+// containing `needle`.
 ::testing::AssertionResult refused_as_invalid(const char* name, const char* needle) {
-  const std::vector<uint8_t> bytes = testing::read_fuzz_input("program_load", name);
-  if (bytes.empty()) return ::testing::AssertionFailure() << "no input " << name;
-  testing::AlignedBuffer buffer(bytes);
-  BufferDataLoader loader(buffer.data(), buffer.size());
-  Result<Program> program = Program::load(&loader);
+  const RegressionInput input(name);
+  if (!input.found()) return ::testing::AssertionFailure() << "no input " << name;
+  const Result<Program>& program = input.program;
   if (program.ok()) return ::testing::AssertionFailure() << name << " loaded";
   if (program.error() != Error::InvalidProgram ||
       std::string(program.status().message()).find(needle) == std::string::npos) {
@@ -37,12 +51,9 @@ namespace {
 // A method whose instruction chain is absent (the FlatBuffers field left out, not empty): the
 // loader dereferenced the missing vector (UBSan: reference binding to null pointer).
 TEST(FuzzRegression, MethodWithoutChainLoadsAsAnEmptyMethod) {
-  const std::vector<uint8_t> bytes =
-      testing::read_fuzz_input("program_load", "regression-method-without-chain");
-  ASSERT_FALSE(bytes.empty());
-  testing::AlignedBuffer buffer(bytes);
-  BufferDataLoader loader(buffer.data(), buffer.size());
-  Result<Program> program = Program::load(&loader);
+  RegressionInput input("regression-method-without-chain");
+  ASSERT_TRUE(input.found());
+  Result<Program>& program = input.program;
   ASSERT_TRUE(program.ok()) << program.status().message();
   ASSERT_EQ(program->num_methods(), 1u);
   Result<std::string_view> name = program->method_name(0);
@@ -102,12 +113,9 @@ TEST(FuzzRegression, ArithmeticOutputOverlappingItsInputIsInvalid) {
 // 4): the portable backend's init multiplied the dims (UBSan: signed integer overflow in
 // Tensor::numel). PayloadGraph::make now holds every evaluated dim to its bound.
 TEST(FuzzRegression, PayloadDimAboveItsBoundIsInvalidAtLoad) {
-  const std::vector<uint8_t> bytes =
-      testing::read_fuzz_input("program_load", "regression-payload-dim-above-its-bound");
-  ASSERT_FALSE(bytes.empty());
-  testing::AlignedBuffer buffer(bytes);
-  BufferDataLoader loader(buffer.data(), buffer.size());
-  Result<Program> program = Program::load(&loader);
+  RegressionInput input("regression-payload-dim-above-its-bound");
+  ASSERT_TRUE(input.found());
+  Result<Program>& program = input.program;
   ASSERT_TRUE(program.ok()) << program.status().message();
   // As the fuzz target loads it: every delegate on the portable backend, each symbol at its
   // upper bound.

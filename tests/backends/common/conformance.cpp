@@ -36,10 +36,10 @@ class LargeBufferThreshold : public ::testing::Environment {
     if (v == nullptr || *v == '\0') return false;
     char* end = nullptr;
     const unsigned long long n = std::strtoull(v, &end, 10);
-    EXPECT_TRUE(*end == '\0' && n > 0) << name << ": " << v;
-    if (*end != '\0' || n == 0) return false;
-    *out = static_cast<size_t>(n);
-    return true;
+    const bool valid = *end == '\0' && n > 0;
+    EXPECT_TRUE(valid) << name << ": " << v;
+    if (valid) *out = static_cast<size_t>(n);
+    return valid;
   }
 };
 ::testing::Environment* const kLargeBufferThreshold =

@@ -14,9 +14,15 @@ namespace {
 using backend_testing::conv_case;
 using backend_testing::ConvCfg;
 
-TEST(XnnpackMemory, MidSizeBuffersShareHugePageChunksAndGoWithTheDelegate) {
-  // As in a release build, under AddressSanitizer too: chunks are mapped.
-  tessera::internal::set_large_buffer_threshold(ChunkPool::kChunkBytes);
+class XnnpackMemory : public ::testing::Test {
+ protected:
+  // As in a release build, under AddressSanitizer too: chunks are mapped. Restored even when an
+  // assertion ends the test early.
+  void SetUp() override { tessera::internal::set_large_buffer_threshold(ChunkPool::kChunkBytes); }
+  void TearDown() override { tessera::internal::set_large_buffer_threshold(0); }
+};
+
+TEST_F(XnnpackMemory, MidSizeBuffersShareHugePageChunksAndGoWithTheDelegate) {
   Result<BackendInterface*> backend = get_backend(kBackendName);
   ASSERT_TRUE(backend.ok() && (*backend)->is_available());  // XNNPACK initialised before
   const size_t before = internal::pooled_chunks();
@@ -37,7 +43,6 @@ TEST(XnnpackMemory, MidSizeBuffersShareHugePageChunksAndGoWithTheDelegate) {
     EXPECT_TRUE(close(got, *want));
   }
   EXPECT_EQ(internal::pooled_chunks(), before);
-  tessera::internal::set_large_buffer_threshold(0);
 }
 
 }  // namespace
