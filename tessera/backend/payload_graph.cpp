@@ -59,19 +59,13 @@ Result<PayloadGraph> PayloadGraph::make(const BackendInitContext& context,
       const fb::Dim* dim = v->dims()->Get(k);
       if (dim->expr() != nullptr && dim->expr()->size() > 0) {
         out.symbolic = true;
-        Result<int64_t> x = ir::eval_dim(dim, symbols);
-        if (!x.ok()) {
-          return invalid(context, x.status().with_prefix("value " + std::to_string(i) + " dim " +
-                                                         std::to_string(k)));
-        }
         // The verifier bounded the tensor's size by the dims' bounds, evaluated at the symbols'
         // upper bounds; an expression can exceed its bound at other values (or with the
         // method's symbol above the graph's own bound), so each dim is held to its bound here.
-        if (*x > dim->value()) {
-          return invalid(context, Status::error(Error::InvalidProgram,
-                                                "value %u dim %u = %lld, above its bound %lld", i,
-                                                k, static_cast<long long>(*x),
-                                                static_cast<long long>(dim->value())));
+        Result<int64_t> x = ir::eval_dim_within_bound(dim, symbols);
+        if (!x.ok()) {
+          return invalid(context, x.status().with_prefix("value " + std::to_string(i) + " dim " +
+                                                         std::to_string(k)));
         }
         dims.d[k] = *x;
       } else {

@@ -79,4 +79,13 @@ Result<int64_t> eval_dim(const fb::Dim* dim, Span<const int64_t> symbols) {
   return stack[0];
 }
 
+Result<int64_t> eval_dim_within_bound(const fb::Dim* dim, Span<const int64_t> symbols) {
+  TESSERA_ASSIGN_OR_RETURN(int64_t x, eval_dim(dim, symbols));
+  if (x > dim->value()) {
+    return Status::error(Error::InvalidProgram, "evaluates to %lld, above its bound %lld",
+                         static_cast<long long>(x), static_cast<long long>(dim->value()));
+  }
+  return x;
+}
+
 }  // namespace tessera::ir

@@ -17,4 +17,9 @@ inline constexpr size_t kMaxShapeExprTerms = 64;
 /// Evaluating with every symbol at its upper bound must not exceed the dim's stored `value`.
 Result<int64_t> eval_dim(const fb::Dim* dim, Span<const int64_t> symbols);
 
+/// eval_dim, and the value held to the dim's stored bound (`value`): the verifier checks a dim
+/// at the symbols' upper bounds, and an expression can exceed its bound at other values.
+/// Error (InvalidProgram) "evaluates to X, above its bound B"; callers prefix which dim it is.
+Result<int64_t> eval_dim_within_bound(const fb::Dim* dim, Span<const int64_t> symbols);
+
 }  // namespace tessera::ir

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "tessera/core/heap_allocator.h"
 #include "tessera/ir/schema.h"
@@ -64,13 +65,12 @@ Status make_value(const fb::Value* v, const Program& program, Span<const int64_t
   const uint32_t rank = count(v->dims());
   for (uint32_t d = 0; d < rank; ++d) {
     const fb::Dim* dim = v->dims()->Get(d);
-    TESSERA_ASSIGN_OR_RETURN(sizes[d], ir::eval_dim(dim, symbols));
-    if (sizes[d] > dim->value()) {
-      return Status::error(Error::InvalidProgram,
-                           "value '%s' dim %u is %lld, above the bound %lld it was planned for",
-                           v->name() ? v->name()->c_str() : "?", d, static_cast<long long>(sizes[d]),
-                           static_cast<long long>(dim->value()));
+    Result<int64_t> x = ir::eval_dim_within_bound(dim, symbols);
+    if (!x.ok()) {
+      return x.status().with_prefix(std::string("value '") + (v->name() ? v->name()->c_str() : "?") +
+                                    "' dim " + std::to_string(d));
     }
+    sizes[d] = *x;
   }
   void* data = nullptr;
   if (v->constant() >= 0) {

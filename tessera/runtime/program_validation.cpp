@@ -86,12 +86,8 @@ Status validate_values(const flatbuffers::Vector<flatbuffers::Offset<fb::Value>>
         return invalid(where, "value %u dim %u is negative (%lld)", i, d,
                        static_cast<long long>(dim->value()));
       }
-      auto r = ir::eval_dim(dim, symbol_upper);
+      auto r = ir::eval_dim_within_bound(dim, symbol_upper);
       if (!r.ok()) return invalid(where, "value %u dim %u: %s", i, d, r.status().message());
-      if (*r > dim->value()) {
-        return invalid(where, "value %u dim %u evaluates to %lld above its bound %lld", i, d,
-                       static_cast<long long>(*r), static_cast<long long>(dim->value()));
-      }
     }
     uint32_t order = count(v->dim_order());
     if (order != 0) {

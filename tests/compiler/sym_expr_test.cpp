@@ -76,6 +76,32 @@ TEST(SymExpr, LoweredFormEvaluatesLikeTheExpression) {
   }
 }
 
+// A lowered dim holds its bound: 100 - batch is bounded by 99 for batch in [1, 8], and
+// exceeds it only below the symbol's range, which eval_dim_within_bound refuses.
+TEST(SymExpr, EvaluatedDimIsHeldToItsBound) {
+  ir::Dim d = (SymExpr(100) - SymExpr::symbol(0)).to_dim({{"batch", 1, 8}});
+  ASSERT_EQ(d.value, 99);
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<fb::ShapeTerm> terms;
+  for (const ir::ShapeTerm& t : d.expr) terms.emplace_back(t.op, t.value);
+  b.Finish(fb::CreateDim(b, d.value, b.CreateVectorOfStructs(terms)));
+  const fb::Dim* dim = flatbuffers::GetRoot<fb::Dim>(b.GetBufferPointer());
+  std::vector<int64_t> symbols = {1};
+  EXPECT_EQ(ir::eval_dim_within_bound(dim, symbols).value(), 99);
+  symbols = {0};
+  EXPECT_EQ(ir::eval_dim(dim, symbols).value(), 100);
+  auto r = ir::eval_dim_within_bound(dim, symbols);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Error::InvalidProgram);
+  EXPECT_STREQ(r.status().message(), "evaluates to 100, above its bound 99");
+  // Errors of the evaluation itself pass through unchanged.
+  symbols = {};
+  r = ir::eval_dim_within_bound(dim, symbols);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("names symbol 0"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(SymExpr, Printing) {
   std::vector<ir::Symbol> syms = {{"batch", 1, 8}};
   EXPECT_EQ((SymExpr::symbol(0) * SymExpr(16)).to_string(&syms), "batch*16");
