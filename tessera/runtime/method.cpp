@@ -67,8 +67,9 @@ Status make_value(const fb::Value* v, const Program& program, Span<const int64_t
     const fb::Dim* dim = v->dims()->Get(d);
     Result<int64_t> x = ir::eval_dim_within_bound(dim, symbols);
     if (!x.ok()) {
-      return x.status().with_prefix(std::string("value '") + (v->name() ? v->name()->c_str() : "?") +
-                                    "' dim " + std::to_string(d));
+      return x.status().with_prefix(std::string("value '") +
+                                    (v->name() ? v->name()->c_str() : "?") + "' dim " +
+                                    std::to_string(d));
     }
     sizes[d] = *x;
   }
