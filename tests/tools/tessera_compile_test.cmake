@@ -2,7 +2,7 @@
 # string(JSON)), --dim names checked against the model's symbolic dims; and tessera-run's log line
 # during a oneDNN Winograd load.
 # Variables: TOOL, PYTHON, MODELS_SCRIPT (writes relu.onnx: x = float32[batch, 8], and conv.onnx),
-# WORK_DIR, RUN_TOOL (tessera-run, or empty).
+# WORK_DIR, RUN_TOOL (tessera-run, or empty), ARCH (the target's CMAKE_SYSTEM_PROCESSOR).
 file(MAKE_DIRECTORY ${WORK_DIR})
 execute_process(COMMAND ${PYTHON} ${MODELS_SCRIPT} ${WORK_DIR} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -91,6 +91,30 @@ expect_json_error(misspelt_dim 1 InvalidArgument
 run(unknown_dim 1 ${m}/relu.onnx -o ${m}/x.tsr --dim batch=1:4 --dim seq=1:8)
 expect_contains(unknown_dim "${err}" "--dim 'seq' names no symbolic dim of the model's inputs (its symbolic dims: 'batch')\n")
 message(STATUS "unknown_dim: ok")
+
+# Without --backends, each delegate gets the first backend of the compiler's preference that takes
+# it, and lists the others as candidates for selection: on x86 oneDNN, then XNNPACK; elsewhere
+# XNNPACK first.
+execute_process(COMMAND ${TOOL} --list-backends OUTPUT_VARIABLE listed)
+if(listed MATCHES "onednn" AND listed MATCHES "xnnpack")
+  run(default_preference 0 ${m}/conv.onnx -o ${m}/conv_default.tsr --json -q)
+  json_get(backend "${out}" delegates 0 backend)
+  json_get(first "${out}" delegates 0 candidates 0)
+  json_get(second "${out}" delegates 0 candidates 1)
+  if(ARCH MATCHES "^(x86_64|AMD64|i[3-6]86)$")
+    set(want onednn)
+    set(other xnnpack)
+  else()
+    set(want xnnpack)
+    set(other onednn)
+  endif()
+  if(NOT backend STREQUAL want OR NOT first STREQUAL want OR NOT second STREQUAL other)
+    message(FATAL_ERROR "default_preference: on ${ARCH} want ${want}, then ${other}: ${out}")
+  endif()
+  message(STATUS "default_preference: ok (${ARCH}: ${want}, then ${other})")
+else()
+  message(STATUS "default_preference: skipped (needs both onednn and xnnpack)")
+endif()
 
 # A load step that can take seconds says so and where its result is cached: oneDNN's Winograd
 # weight transform (skipped without the oneDNN backend or its Winograd kernels, avx512_core).

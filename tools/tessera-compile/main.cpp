@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
                "TESSERA_BACKEND_PATH), one a line, and exit");
   app.add_option("--backends", backends_text,
                  "delegate backends in order of preference, comma-separated; 'portable' alone "
-                 "means kernels only (default: xnnpack, then onednn, then any other CPU backend, then "
+                 "means kernels only (default: onednn, then xnnpack on x86, xnnpack first elsewhere; then "
+                 "any other CPU backend, then "
                  "portable; the program is then selectable: tessera-run measures which backend "
                  "runs each delegate fastest once per machine, see --select; naming backends pins "
                  "them)");
