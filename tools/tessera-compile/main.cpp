@@ -81,9 +81,9 @@ int main(int argc, char** argv) {
                "TESSERA_BACKEND_PATH), one a line, and exit");
   app.add_option("--backends", backends_text,
                  "delegate backends in order of preference, comma-separated; 'portable' alone "
-                 "means kernels only (default: onednn, then xnnpack on x86, xnnpack first elsewhere; then "
-                 "any other CPU backend, then "
-                 "portable; the program is then selectable: tessera-run measures which backend "
+                 "means kernels only (default: onednn, then xnnpack on x86, xnnpack first "
+                 "elsewhere; then any other CPU backend, then portable; the program is then "
+                 "selectable: tessera-run measures which backend "
                  "runs each delegate fastest once per machine, see --select; naming backends pins "
                  "them)");
   app.add_option("--dim", dims, "bounds of a symbolic dim: NAME=MIN:MAX (e.g. batch=1:8)");
