@@ -11,9 +11,25 @@
 
 namespace tessera {
 
+/// What tells one state of a file apart from another without reading it: the file (device and
+/// inode), its size, and the times of its last change (content and status, in nanoseconds).
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t modified_ns = 0;
+  int64_t changed_ns = 0;
+};
+
 class DataLoader {
  public:
   virtual ~DataLoader() = default;
+  /// The identity of the file data() comes from, as it is now; false where the bytes are not a
+  /// file's (the default: a caller's buffer) or the file cannot be examined.
+  virtual bool file_identity(FileIdentity* out) const {
+    (void)out;
+    return false;
+  }
   /// The whole file.
   virtual Span<const uint8_t> data() const = 0;
   /// A hint that nothing reads `range` (inside data()) for now: a backend has its own copy of
@@ -49,6 +65,8 @@ class MmapDataLoader final : public DataLoader {
   /// read-only private mapping): its resident size shrinks, and a later read maps the page
   /// again from the file (the page cache, normally). Ranges outside the mapping are ignored.
   void release(Span<const uint8_t> range) const override;
+  /// fstat of the file the mapping was made from (the loader keeps it open).
+  bool file_identity(FileIdentity* out) const override;
   /// pread from the file the mapping was made from (the loader keeps it open): the kernel copies
   /// from the page cache, and no page of the mapping is touched. Reading a mapped page costs a
   /// page fault the first time, several times a copy's price in a virtual machine (8.9 MB hashed:

@@ -129,6 +129,15 @@ RunClocks selection_clocks();
 /// ones). Not for use while a load is measuring in another thread.
 void set_selection_clocks(RunClocks clocks);
 
+/// How many times a load has hashed a whole program for its selection key (the rest read the
+/// hash from the selection cache's memo of that file). Tests.
+uint64_t program_hashes_computed();
+
+/// Tests: a program file's hash is remembered only when the file last changed at least
+/// `age_ms` before it was hashed (default 2000: a change within the same timestamp tick would
+/// otherwise go unseen). Returns the previous value.
+int64_t set_program_hash_memo_min_age_ms(int64_t age_ms);
+
 /// The timed runs of one candidate (or of one whole-method assignment). A run during which the
 /// calling thread was off its CPU noticeably (another process took the CPU, or the host took
 /// the virtual CPU) is disturbed: it is left out of the median and another run is timed in its

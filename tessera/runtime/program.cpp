@@ -110,6 +110,10 @@ bool Program::read(size_t offset, Span<uint8_t> out) const {
   return loader_->read(offset, out);
 }
 
+bool Program::file_identity(FileIdentity* out) const {
+  return loader_->file_identity(out);
+}
+
 Result<Method> Program::load_method(std::string_view name, MemoryManager* memory) const {
   return load_method(name, memory, LoadOptions());
 }

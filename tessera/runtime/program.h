@@ -57,6 +57,9 @@ class Program {
   /// Copies bytes() from `offset` on into `out` without mapping them, where the loader can
   /// (DataLoader::read); false where it cannot: then read bytes().
   bool read(size_t offset, Span<uint8_t> out) const;
+  /// The identity of the file the program was loaded from, as it is now
+  /// (DataLoader::file_identity); false for a program in a caller's buffer.
+  bool file_identity(FileIdentity* out) const;
   /// The verified FlatBuffer root (for tools and backends that read the IR; they include
   /// tessera/ir/schema.h).
   const fb::Program* flatbuffer() const { return program_; }

@@ -758,6 +758,87 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
 
 namespace {
 
+std::atomic<uint64_t> g_program_hashes{0};
+std::atomic<int64_t> g_memo_min_age_ms{2000};
+
+// The whole program's bytes, hashed.
+uint64_t hash_program_bytes(const Program& program) {
+  g_program_hashes.fetch_add(1);
+  // In 256 KiB pieces, copied from the file into one buffer where the loader can (nothing of
+  // the mapping is touched: each mapped page read costs a page fault, and MnasNet's 8.9 MB
+  // took 5 ms mapped against 1.3 ms copied on a KVM guest). Else read in place, each piece
+  // released after it is read: hashing a mapped program would otherwise make every weight
+  // resident before any backend has packed them (ResNeXt-50: 100 MB more at the load's peak).
+  // The hash is the same either way.
+  constexpr size_t kPiece = size_t{256} << 10;
+  const Span<const uint8_t> all = program.bytes();
+  std::vector<uint8_t> buffer;
+  bool copy = true;
+  uint64_t h = 0;
+  for (size_t at = 0; at < all.size(); at += kPiece) {
+    const Span<const uint8_t> piece(all.data() + at, std::min(kPiece, all.size() - at));
+    if (copy) {
+      buffer.resize(piece.size());
+      copy = program.read(at, Span<uint8_t>(buffer.data(), piece.size()));
+    }
+    if (copy) {
+      h = hash64(buffer.data(), piece.size(), h);
+    } else {
+      h = hash64(piece.data(), piece.size(), h);
+      program.release(piece);
+    }
+  }
+  return hash64(&h, sizeof h, all.size());
+}
+
+// The program's hash for the selection key. Hashing reads the whole file (ResNeXt-50's 100 MB:
+// about 13 ms of a 90 ms load from the cache on a KVM guest), so for a program loaded from a
+// file the hash is remembered in the selection cache directory, in an integrity-checked file
+// named by the file's identity (device, inode, size, modification and status-change times). Any
+// write to the file changes its status-change time, which no caller can set back. A file that
+// changed within the last g_memo_min_age_ms is hashed but not remembered: a second change within
+// the same timestamp tick would leave the identity as it was.
+uint64_t program_hash(const Program& program, const std::string& dir) {
+  FileIdentity id;
+  if (dir.empty() || !program.file_identity(&id)) return hash_program_bytes(program);
+  uint64_t name = fnv1a64(&id.device, sizeof id.device);
+  name = fnv1a64(&id.inode, sizeof id.inode, name);
+  name = fnv1a64(&id.size, sizeof id.size, name);
+  name = fnv1a64(&id.modified_ns, sizeof id.modified_ns, name);
+  name = fnv1a64(&id.changed_ns, sizeof id.changed_ns, name);
+  IntegrityKey key{};
+  std::memcpy(key.magic, "TSPHASH1", sizeof key.magic);
+  key.content = name;
+  const std::string path =
+      dir + string_format("/%016llx.tphash", static_cast<unsigned long long>(name));
+  Result<std::vector<uint8_t>> memo = read_integrity_file(path, key);
+  if (memo.ok() && memo->size() == sizeof(uint64_t)) {
+    uint64_t h;
+    std::memcpy(&h, memo->data(), sizeof h);
+    return h;
+  }
+  if (!memo.ok() && memo.error() != Error::NotFound) {
+    TESSERA_LOG_INFO("program hash memo '%s' unusable (%s): hashing the program", path.c_str(),
+                     memo.status().message());
+  }
+  const uint64_t h = hash_program_bytes(program);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t now_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  const int64_t last_change_ns = std::max(id.modified_ns, id.changed_ns);
+  if (now_ns - last_change_ns >= g_memo_min_age_ms.load() * 1000000) {
+    std::vector<uint8_t> payload(sizeof h);
+    std::memcpy(payload.data(), &h, sizeof h);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    Status st = write_integrity_file(path, key, payload);
+    if (!st.is_ok()) {
+      TESSERA_LOG_INFO("program hash not remembered: %s", st.message());
+    }
+  }
+  return h;
+}
+
 // Everything a remembered choice depends on besides the machine (see SelectionKey).
 SelectionKey selection_key(const Program& program, const fb::Method* method, const fb::Delegate* d,
                            std::string_view requested, Span<const CompileSpec> specs,
@@ -766,31 +847,7 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   SelectionKey key;
   key.set_device(s->device != nullptr ? *s->device : DeviceInfo::get());
   if (!s->has_program_hash) {
-    // In 256 KiB pieces, copied from the file into one buffer where the loader can (nothing of
-    // the mapping is touched: each mapped page read costs a page fault, and MnasNet's 8.9 MB
-    // took 5 ms mapped against 1.3 ms copied on a KVM guest). Else read in place, each piece
-    // released after it is read: hashing a mapped program would otherwise make every weight
-    // resident before any backend has packed them (ResNeXt-50: 100 MB more at the load's peak).
-    // The hash is the same either way.
-    constexpr size_t kPiece = size_t{256} << 10;
-    const Span<const uint8_t> all = program.bytes();
-    std::vector<uint8_t> buffer;
-    bool copy = true;
-    uint64_t h = 0;
-    for (size_t at = 0; at < all.size(); at += kPiece) {
-      const Span<const uint8_t> piece(all.data() + at, std::min(kPiece, all.size() - at));
-      if (copy) {
-        buffer.resize(piece.size());
-        copy = program.read(at, Span<uint8_t>(buffer.data(), piece.size()));
-      }
-      if (copy) {
-        h = hash64(buffer.data(), piece.size(), h);
-      } else {
-        h = hash64(piece.data(), piece.size(), h);
-        program.release(piece);
-      }
-    }
-    s->program_hash = hash64(&h, sizeof h, all.size());
+    s->program_hash = program_hash(program, selection_cache_dir(options.selection_cache_dir));
     s->has_program_hash = true;
   }
   key.add("program", s->program_hash);
@@ -846,6 +903,14 @@ void say_fixed(DelegateInfo* info, const std::string& why) {
 }
 
 }  // namespace
+
+uint64_t program_hashes_computed() {
+  return g_program_hashes.load();
+}
+
+int64_t set_program_hash_memo_min_age_ms(int64_t age_ms) {
+  return g_memo_min_age_ms.exchange(age_ms);
+}
 
 int select_backend(const Program& program, const fb::Method* method, const fb::Instruction* ins,
                    const fb::Delegate* d, std::string_view requested, Span<const CompileSpec> specs,

@@ -28,6 +28,7 @@
 #include "tessera/backend/testing/stub_backend.h"
 #include "tessera/core/log.h"
 #include "tessera/runtime/data_loader.h"
+#include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
@@ -262,6 +263,107 @@ TEST_F(SelectionCacheTest, AFileAndABufferOfTheSameProgramShareTheRememberedChoi
   EXPECT_STREQ(second.backend, first.backend);
   EXPECT_EQ(entries().size(), 1u);
   EXPECT_EQ(slow_->init_count(), 1);  // measured once, by the first load
+  std::remove(path.c_str());
+}
+
+// A program loaded from a file is hashed once for its selection key: the hash is remembered in
+// the cache directory under the file's identity (a .tphash file), and read back by the next
+// load of the same file. A rewritten file, a broken memo or a file that changed too recently to
+// be told apart from a change in the same timestamp tick is hashed again; a program in a
+// caller's buffer is hashed at every load.
+TEST_F(SelectionCacheTest, AProgramFileIsHashedOnceUntilItChanges) {
+  const int64_t age_before = internal::set_program_hash_memo_min_age_ms(0);
+  const std::string path = dir_ + "-memo.tsr";
+  ir::ProgramBuilder pb = selectable_program({2, 4});
+  std::vector<uint8_t> filler(size_t{300} << 10);
+  for (size_t i = 0; i < filler.size(); ++i) filler[i] = static_cast<uint8_t>(i * 13 + (i >> 9));
+  pb.add_constant(filler.data(), filler.size());
+  ASSERT_TRUE(pb.write(path).is_ok());
+  auto memos = [&] {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().extension() == ".tphash") out.push_back(e.path());
+    }
+    return out;
+  };
+  // Writes `b` over the file until its identity differs from the one before (a write within the
+  // same timestamp tick would keep it: the case the memo's minimum age guards against, set to
+  // zero here).
+  auto rewrite = [&](const ir::ProgramBuilder& b) {
+    auto identity = [&] {
+      FileIdentity id;
+      auto loader = MmapDataLoader::from(path.c_str());
+      EXPECT_TRUE(loader.ok() && loader->file_identity(&id));
+      return id;
+    };
+    const FileIdentity before = identity();
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_TRUE(b.write(path).is_ok());
+      const FileIdentity now = identity();
+      if (now.inode != before.inode || now.modified_ns != before.modified_ns ||
+          now.changed_ns != before.changed_ns) {
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    FAIL() << "the file's identity did not change";
+  };
+  // Each load maps the file anew, as a new process would.
+  auto load_file = [&](const LoadOptions& o) {
+    auto loader = MmapDataLoader::from(path.c_str());
+    EXPECT_TRUE(loader.ok()) << loader.status().message();
+    auto program = Program::load(&*loader);
+    EXPECT_TRUE(program.ok()) << program.status().message();
+    return load_info(&*program, o);
+  };
+
+  uint64_t hashes = internal::program_hashes_computed();
+  const DelegateInfo first = load_file(auto_options());
+  EXPECT_FALSE(first.selection.cached);
+  EXPECT_EQ(internal::program_hashes_computed(), hashes + 1);
+  ASSERT_EQ(memos().size(), 1u);
+
+  const DelegateInfo second = load_file(auto_options());
+  EXPECT_TRUE(second.selection.cached);
+  EXPECT_EQ(internal::program_hashes_computed(), hashes + 1);  // read from the memo
+
+  // A broken memo: hashed again (the same hash: the choice is still found) and rewritten.
+  fs::resize_file(memos()[0], 20);
+  const DelegateInfo third = load_file(auto_options());
+  EXPECT_TRUE(third.selection.cached);
+  EXPECT_EQ(internal::program_hashes_computed(), hashes + 2);
+  EXPECT_TRUE(load_file(auto_options()).selection.cached);
+  EXPECT_EQ(internal::program_hashes_computed(), hashes + 2);
+
+  // Rewritten with other constants: a new identity, hashed, a new key, measured.
+  filler[7] ^= 0xff;
+  ir::ProgramBuilder changed = selectable_program({2, 4});
+  changed.add_constant(filler.data(), filler.size());
+  rewrite(changed);
+  const DelegateInfo fourth = load_file(auto_options());
+  EXPECT_FALSE(fourth.selection.cached);
+  EXPECT_EQ(internal::program_hashes_computed(), hashes + 3);
+  EXPECT_EQ(memos().size(), 2u);
+  EXPECT_EQ(entries().size(), 2u);
+
+  // Changed moments ago (as every file of this test was; the default age is two seconds):
+  // hashed at each load, never remembered.
+  internal::set_program_hash_memo_min_age_ms(3600 * 1000);
+  rewrite(pb);
+  EXPECT_TRUE(load_file(auto_options()).selection.cached);  // the first program's choice
+  EXPECT_TRUE(load_file(auto_options()).selection.cached);
+  EXPECT_EQ(internal::program_hashes_computed(), hashes + 5);
+  EXPECT_EQ(memos().size(), 2u);
+  internal::set_program_hash_memo_min_age_ms(0);
+
+  // A program in a buffer has no file to name: hashed at every load, no memo.
+  hashes = internal::program_hashes_computed();
+  EXPECT_TRUE(load_info(load(pb), auto_options()).selection.cached);
+  EXPECT_TRUE(load_info(load(pb), auto_options()).selection.cached);
+  EXPECT_EQ(internal::program_hashes_computed(), hashes + 2);
+  EXPECT_EQ(memos().size(), 2u);
+  EXPECT_EQ(warnings(), "");
+  internal::set_program_hash_memo_min_age_ms(age_before);
   std::remove(path.c_str());
 }
 
