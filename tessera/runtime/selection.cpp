@@ -801,11 +801,8 @@ uint64_t hash_program_bytes(const Program& program) {
 uint64_t program_hash(const Program& program, const std::string& dir) {
   FileIdentity id;
   if (dir.empty() || !program.file_identity(&id)) return hash_program_bytes(program);
-  uint64_t name = fnv1a64(&id.device, sizeof id.device);
-  name = fnv1a64(&id.inode, sizeof id.inode, name);
-  name = fnv1a64(&id.size, sizeof id.size, name);
-  name = fnv1a64(&id.modified_ns, sizeof id.modified_ns, name);
-  name = fnv1a64(&id.changed_ns, sizeof id.changed_ns, name);
+  static_assert(sizeof(FileIdentity) == 5 * sizeof(uint64_t), "FileIdentity has no padding");
+  const uint64_t name = fnv1a64(&id, sizeof id);
   IntegrityKey key{};
   std::memcpy(key.magic, "TSPHASH1", sizeof key.magic);
   key.content = name;
@@ -839,15 +836,17 @@ uint64_t program_hash(const Program& program, const std::string& dir) {
   return h;
 }
 
-// Everything a remembered choice depends on besides the machine (see SelectionKey).
+// Everything a remembered choice depends on besides the machine (see SelectionKey). `dir` is
+// the selection cache directory (selection_cache_dir of the options), where the program's hash
+// is remembered.
 SelectionKey selection_key(const Program& program, const fb::Method* method, const fb::Delegate* d,
                            std::string_view requested, Span<const CompileSpec> specs,
-                           const LoadOptions& options, MethodState* s,
+                           const LoadOptions& options, const std::string& dir, MethodState* s,
                            Span<const SymbolValue> symbols, const std::vector<std::string>& names) {
   SelectionKey key;
   key.set_device(s->device != nullptr ? *s->device : DeviceInfo::get());
   if (!s->has_program_hash) {
-    s->program_hash = program_hash(program, selection_cache_dir(options.selection_cache_dir));
+    s->program_hash = program_hash(program, dir);
     s->has_program_hash = true;
   }
   key.add("program", s->program_hash);
@@ -945,7 +944,7 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
   }
   const std::vector<std::string> names = candidate_names(d, requested, options);
   const SelectionKey key =
-      selection_key(program, method, d, requested, specs, options, s, symbols, names);
+      selection_key(program, method, d, requested, specs, options, dir, s, symbols, names);
   const std::string path = selection_cache_path(dir, key);
   // Held while measuring and writing: a second process or thread loading the same delegate
   // waits, then reads what the first wrote instead of measuring again.
@@ -1058,7 +1057,7 @@ void remember_selection(const Program& program, const fb::Method* method, const 
   }
   const std::vector<std::string> names = candidate_names(d, requested, options);
   const SelectionKey key =
-      selection_key(program, method, d, requested, {specs.data(), specs.size()}, options, s,
+      selection_key(program, method, d, requested, {specs.data(), specs.size()}, options, dir, s,
                     {symbols.data(), symbols.size()}, names);
   const std::string path = selection_cache_path(dir, key);
   SelectionLock lock(path);
