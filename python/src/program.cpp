@@ -544,9 +544,9 @@ void set_fallback(py::handle fallback, LoadConfig* config) {
 std::unique_ptr<PyMethod> load_method(
     PyProgram& p, const std::string& name, py::handle options, py::handle delegate_options,
     py::handle dims, py::handle retarget, py::handle fallback, py::handle policy, bool lenient,
-    py::handle selection, py::handle selection_cache_dir, py::handle selection_tolerance,
-    py::handle selection_budget_ms, bool selection_lower_precision, py::handle startup_backend,
-    py::handle on_execute_failure) {
+    py::handle selection, py::handle selection_cache_dir, py::handle selection_cache_max_kb,
+    py::handle selection_tolerance, py::handle selection_budget_ms, bool selection_lower_precision,
+    py::handle startup_backend, py::handle on_execute_failure) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -595,6 +595,24 @@ std::unique_ptr<PyMethod> load_method(
                      type_name(selection_cache_dir));
     config->selection_cache_dir = selection_cache_dir.cast<std::string>();
     config->load.selection_cache_dir = config->selection_cache_dir.c_str();
+  }
+  if (!selection_cache_max_kb.is_none()) {
+    if (!py::isinstance<py::int_>(selection_cache_max_kb) ||
+        py::isinstance<py::bool_>(selection_cache_max_kb)) {
+      argument_error("selection_cache_max_kb must be an int (KiB; 0: no bound), not a " +
+                     type_name(selection_cache_max_kb));
+    }
+    int64_t kb = 0;
+    try {
+      kb = selection_cache_max_kb.cast<int64_t>();
+    } catch (const py::cast_error&) {  // beyond int64
+      check(Status::error(Error::InvalidArgument,
+                          "selection cache bound %s KiB must be 0 (none) to %lld KiB",
+                          py::repr(selection_cache_max_kb).cast<std::string>().c_str(),
+                          static_cast<long long>(LoadOptions::kSelectionCacheMaxKbLimit)));
+    }
+    check(LoadOptions::check_selection_cache_max_kb(kb));
+    config->load.selection_cache_max_kb = kb;
   }
   // A number (int or float, not bool), checked as load_method checks it.
   auto number = [](py::handle value, const char* what) {
@@ -891,12 +909,14 @@ may be called any number of times, from any thread.)doc")
           [](PyProgram& p, py::handle name, py::object options, py::object delegate_options,
              py::object dims, py::object retarget, py::object fallback, py::object policy,
              py::handle lenient, py::object selection, py::object selection_cache_dir,
-             py::object selection_tolerance, py::object selection_budget_ms,
+             py::object selection_cache_max_kb, py::object selection_tolerance,
+             py::object selection_budget_ms,
              py::handle selection_lower_precision, py::object startup_backend,
              py::object on_execute_failure) {
             return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
                                fallback, policy, bool_arg(lenient, "lenient"), selection,
-                               selection_cache_dir, selection_tolerance, selection_budget_ms,
+                               selection_cache_dir, selection_cache_max_kb, selection_tolerance,
+                               selection_budget_ms,
                                bool_arg(selection_lower_precision, "selection_lower_precision"),
                                startup_backend, on_execute_failure);
           },
@@ -905,6 +925,7 @@ may be called any number of times, from any thread.)doc")
           py::arg("retarget") = py::none(), py::arg("fallback") = py::none(),
           py::arg("policy") = py::none(), py::arg("lenient") = py::bool_(false),
           py::arg("selection") = py::none(), py::arg("selection_cache_dir") = py::none(),
+          py::arg("selection_cache_max_kb") = py::none(),
           py::arg("selection_tolerance") = py::none(), py::arg("selection_budget_ms") = py::none(),
           py::arg("selection_lower_precision") = py::bool_(false),
           py::arg("startup_backend") = py::none(), py::arg("on_execute_failure") = py::none(),
@@ -922,6 +943,8 @@ selection: "auto" (default), "fixed" or "measure": how each delegate's backend i
     program compiled without backends is measured once per machine and remembered).
 selection_cache_dir: where measured choices are remembered (default ~/.cache/tessera/selection
     or $XDG_CACHE_HOME's); "" disables it.
+selection_cache_max_kb: size bound of that directory's entries in KiB (default 16384; 0: none):
+    after a load writes an entry, the least recently used are removed until they fit.
 selection_tolerance: a measured candidate whose outputs differ from the reference's by more than
     this times the reference's max |value| is rejected (default 1e-4).
 selection_budget_ms: time one delegate's measurement may spend, inits and runs, before option

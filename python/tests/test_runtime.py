@@ -446,6 +446,15 @@ def test_selection_arguments_are_checked(add_program):
         program.load_method(selection_budget_ms=-1)
     with pytest.raises(tessera.ArgumentError, match="selection_lower_precision must be a bool"):
         program.load_method(selection_lower_precision=1)
+    with pytest.raises(tessera.ArgumentError, match="selection_cache_max_kb must be an int"):
+        program.load_method(selection_cache_max_kb=1.5)
+    with pytest.raises(tessera.ArgumentError, match="selection_cache_max_kb must be an int"):
+        program.load_method(selection_cache_max_kb=True)
+    with pytest.raises(tessera.ArgumentError,
+                       match=r"selection cache bound -1 KiB must be 0 \(none\) to 1073741824 KiB"):
+        program.load_method(selection_cache_max_kb=-1)
+    with pytest.raises(tessera.ArgumentError, match=r"selection cache bound 1(0{30}) KiB"):
+        program.load_method(selection_cache_max_kb=10**30)
 
 
 def test_selection_budget_and_tolerance_reach_the_measurement(add_onnx, tmp_path):

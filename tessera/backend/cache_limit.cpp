@@ -16,6 +16,23 @@ void touch_cache_entry(const std::string& path) {
 }
 
 CacheTrim trim_cache_dir(const std::string& dir, std::string_view suffix, uint64_t max_bytes) {
+  return trim_cache_dir(dir, std::vector<std::string_view>{suffix}, max_bytes,
+                        [](const std::string& path) {
+                          // ENOENT: another process removed it first.
+                          return ::unlink(path.c_str()) == 0 || errno == ENOENT;
+                        });
+}
+
+CacheTrim trim_cache_dir(const std::string& dir, const std::vector<std::string_view>& suffixes,
+                         uint64_t max_bytes, const std::function<bool(const std::string&)>& remove) {
+  auto ends_in_one = [&suffixes](std::string_view name) {
+    for (std::string_view suffix : suffixes) {
+      if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+        return true;
+      }
+    }
+    return false;
+  };
   struct Entry {
     std::string path;
     uint64_t bytes;
@@ -27,9 +44,7 @@ CacheTrim trim_cache_dir(const std::string& dir, std::string_view suffix, uint64
   if (d == nullptr) return out;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
-    if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) {
-      continue;
-    }
+    if (!ends_in_one(name)) continue;
     std::string path = dir;
     if (path.empty() || path.back() != '/') path += '/';
     path += name;
@@ -47,7 +62,7 @@ CacheTrim trim_cache_dir(const std::string& dir, std::string_view suffix, uint64
   });
   for (const Entry& e : entries) {
     if (out.bytes_after <= max_bytes) break;
-    if (::unlink(e.path.c_str()) == 0 || errno == ENOENT) {  // ENOENT: another process did
+    if (remove(e.path)) {
       out.bytes_after -= e.bytes;
       ++out.removed;
     } else {

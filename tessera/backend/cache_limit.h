@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tessera {
 
@@ -26,5 +28,11 @@ struct CacheTrim {
 /// writers in progress never do), least recently used first, until their total size is at most
 /// `max_bytes`. Never fails: what it could not read or remove is counted in the result.
 CacheTrim trim_cache_dir(const std::string& dir, std::string_view suffix, uint64_t max_bytes);
+
+/// The same over the files ending in any of `suffixes`, each removed by `remove` (its path):
+/// true when it is gone (or was already), false when it stays (its bytes stay counted, as
+/// `failed`). A cache whose entries have companions (a lock file) removes them together there.
+CacheTrim trim_cache_dir(const std::string& dir, const std::vector<std::string_view>& suffixes,
+                         uint64_t max_bytes, const std::function<bool(const std::string&)>& remove);
 
 }  // namespace tessera

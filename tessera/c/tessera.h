@@ -279,6 +279,12 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection(tessera_load
  * $XDG_CACHE_HOME/tessera/selection, else $HOME/.cache/tessera/selection. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_cache_dir(
     tessera_load_options* options, const char* dir);
+/** Size bound of the selection cache's entries in KiB (default 16384; 0 = none): after a load
+ * writes an entry, the least recently used (written or read) are removed until the entries
+ * fit; one another load is using stays. InvalidArgument outside 0 to 2^30; nothing changes
+ * then. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_cache_max_kb(
+    tessera_load_options* options, int64_t max_kb);
 /** A measured candidate whose outputs differ from the reference's by more than `tolerance` times
  * the reference's max |value| is rejected (default 1e-4). InvalidArgument unless a finite
  * number >= 0; nothing changes then. */

@@ -720,6 +720,16 @@ tessera_status* tessera_load_options_set_selection_cache_dir(tessera_load_option
   });
 }
 
+tessera_status* tessera_load_options_set_selection_cache_max_kb(tessera_load_options* options,
+                                                                int64_t max_kb) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    TESSERA_RETURN_IF_ERROR(tessera::LoadOptions::check_selection_cache_max_kb(max_kb));
+    options->load.selection_cache_max_kb = max_kb;
+    return Status::ok();
+  });
+}
+
 tessera_status* tessera_load_options_set_selection_tolerance(tessera_load_options* options,
                                                              double tolerance) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {

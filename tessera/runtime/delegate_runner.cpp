@@ -124,7 +124,8 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
     if (!b.ok()) return b.status().with_prefix("selection candidates");
   }
   TESSERA_RETURN_IF_ERROR(LoadOptions::check_selection_tolerance(options.selection_tolerance));
-  return LoadOptions::check_selection_budget_ms(options.selection_budget_ms);
+  TESSERA_RETURN_IF_ERROR(LoadOptions::check_selection_budget_ms(options.selection_budget_ms));
+  return LoadOptions::check_selection_cache_max_kb(options.selection_cache_max_kb);
 }
 
 namespace {

@@ -215,6 +215,16 @@ Status LoadOptions::check_selection_budget_ms(double ms) {
   return Status::ok();
 }
 
+Status LoadOptions::check_selection_cache_max_kb(int64_t kb) {
+  if (kb < 0 || kb > kSelectionCacheMaxKbLimit) {
+    return Status::error(Error::InvalidArgument,
+                         "selection cache bound %lld KiB must be 0 (none) to %lld KiB",
+                         static_cast<long long>(kb),
+                         static_cast<long long>(kSelectionCacheMaxKbLimit));
+  }
+  return Status::ok();
+}
+
 bool LoadOptions::find_dim(std::string_view name, int64_t* value) const {
   for (size_t i = 0; i < num_dims_; ++i) {
     if (name == dims_[i].name) {

@@ -157,6 +157,16 @@ struct LoadOptions {
   /// measured again (Auto) or not remembered (Measure); the load does not fail for it.
   /// Borrowed: must outlive the load_method() call.
   const char* selection_cache_dir = nullptr;
+  /// Size bound of the selection cache directory's entries (the remembered choices, `.tsel`,
+  /// and the program hash memos, `.tphash`) in KiB; 0: none. After a load writes an entry, the
+  /// least recently used (written or read) are removed until the entries fit; an entry another
+  /// load is measuring or reading (its lock held) stays. Every load sharing the directory
+  /// applies its own bound when it writes.
+  static constexpr int64_t kSelectionCacheMaxKbDefault = 16384;
+  static constexpr int64_t kSelectionCacheMaxKbLimit = int64_t{1} << 30;  // 1 TiB
+  int64_t selection_cache_max_kb = kSelectionCacheMaxKbDefault;
+  /// InvalidArgument unless 0 <= kb <= kSelectionCacheMaxKbLimit.
+  static Status check_selection_cache_max_kb(int64_t kb);
 
   /// The machine the policy is decided on; null: this machine now (DeviceInfo::get() with its
   /// power, thermal and load state re-read). Tests and simulations pass a fixture's. Borrowed:

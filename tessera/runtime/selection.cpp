@@ -791,6 +791,23 @@ uint64_t hash_program_bytes(const Program& program) {
   return hash64(&h, sizeof h, all.size());
 }
 
+// After a load wrote into the selection cache directory: its entries back within the load's
+// bound (LoadOptions::selection_cache_max_kb).
+void trim_after_write(const std::string& dir, const LoadOptions& options) {
+  const CacheTrim trim = trim_selection_cache(dir, options.selection_cache_max_kb);
+  if (trim.removed > 0 || trim.failed > 0) {
+    TESSERA_LOG_INFO(
+        "selection cache '%s': %zu least recently used entr%s removed (%llu -> %llu bytes, bound "
+        "%lld KiB)%s",
+        dir.c_str(), trim.removed, trim.removed == 1 ? "y" : "ies",
+        static_cast<unsigned long long>(trim.bytes_before),
+        static_cast<unsigned long long>(trim.bytes_after),
+        static_cast<long long>(options.selection_cache_max_kb),
+        trim.failed > 0 ? string_format("; %zu in use or not removable, kept", trim.failed).c_str()
+                        : "");
+  }
+}
+
 // The program's hash for the selection key. Hashing reads the whole file (ResNeXt-50's 100 MB:
 // about 13 ms of a 90 ms load from the cache on a KVM guest), so for a program loaded from a
 // file the hash is remembered in the selection cache directory, in an integrity-checked file
@@ -798,7 +815,7 @@ uint64_t hash_program_bytes(const Program& program) {
 // write to the file changes its status-change time, which no caller can set back. A file that
 // changed within the last g_memo_min_age_ms is hashed but not remembered: a second change within
 // the same timestamp tick would leave the identity as it was.
-uint64_t program_hash(const Program& program, const std::string& dir) {
+uint64_t program_hash(const Program& program, const std::string& dir, const LoadOptions& options) {
   FileIdentity id;
   if (dir.empty() || !program.file_identity(&id)) return hash_program_bytes(program);
   static_assert(sizeof(FileIdentity) == 5 * sizeof(uint64_t), "FileIdentity has no padding");
@@ -812,6 +829,7 @@ uint64_t program_hash(const Program& program, const std::string& dir) {
   if (memo.ok() && memo->size() == sizeof(uint64_t)) {
     uint64_t h;
     std::memcpy(&h, memo->data(), sizeof h);
+    touch_cache_entry(path);  // used: the last the size bound removes
     return h;
   }
   if (!memo.ok() && memo.error() != Error::NotFound) {
@@ -831,6 +849,8 @@ uint64_t program_hash(const Program& program, const std::string& dir) {
     Status st = write_integrity_file(path, key, payload);
     if (!st.is_ok()) {
       TESSERA_LOG_INFO("program hash not remembered: %s", st.message());
+    } else {
+      trim_after_write(dir, options);
     }
   }
   return h;
@@ -846,7 +866,7 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   SelectionKey key;
   key.set_device(s->device != nullptr ? *s->device : DeviceInfo::get());
   if (!s->has_program_hash) {
-    s->program_hash = program_hash(program, dir);
+    s->program_hash = program_hash(program, dir, options);
     s->has_program_hash = true;
   }
   key.add("program", s->program_hash);
@@ -1035,6 +1055,8 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
     if (!st.is_ok()) {
       TESSERA_LOG_WARNING("delegate '%s': selection not remembered: %s", d->id()->c_str(),
                           st.message());
+    } else {
+      trim_after_write(dir, options);  // under the entry's lock: it stays
     }
   }
   return chosen;
@@ -1065,6 +1087,8 @@ void remember_selection(const Program& program, const fb::Method* method, const 
   if (!st.is_ok()) {
     TESSERA_LOG_WARNING("delegate '%s': whole-method selection not remembered: %s",
                         d->id()->c_str(), st.message());
+  } else {
+    trim_after_write(dir, options);  // under the entry's lock: it stays
   }
 }
 

@@ -257,7 +257,35 @@ Result<std::string> read_selection(const std::string& path, const SelectionKey& 
                                    SelectionReport* report) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<uint8_t> payload,
                            read_integrity_file(path, integrity_key(key)));
-  return decode_selection(payload.data(), payload.size(), report);
+  Result<std::string> chosen = decode_selection(payload.data(), payload.size(), report);
+  if (chosen.ok()) touch_cache_entry(path);  // used: the last the size bound removes
+  return chosen;
+}
+
+CacheTrim trim_selection_cache(const std::string& dir, int64_t max_kb) {
+  if (max_kb <= 0) return CacheTrim{};
+  auto remove = [](const std::string& path) {
+    auto unlink_path = [](const std::string& p) { return ::unlink(p.c_str()) == 0 || errno == ENOENT; };
+    if (path.size() < 5 || path.compare(path.size() - 5, 5, ".tsel") != 0) return unlink_path(path);
+    // Under its lock, taken without waiting: a load that holds it is measuring, writing or
+    // reading this entry, which then stays. The lock file goes with the entry (while held: a
+    // load that opened it before waits on a file no longer named, and measures again, as one
+    // that finds no entry does).
+    const std::string lock_path = path + ".lock";
+    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return false;
+    }
+    const bool gone = unlink_path(path);
+    if (fd >= 0) {
+      if (gone) ::unlink(lock_path.c_str());
+      ::flock(fd, LOCK_UN);
+      ::close(fd);
+    }
+    return gone;
+  };
+  return trim_cache_dir(dir, {".tsel", ".tphash"}, static_cast<uint64_t>(max_kb) << 10, remove);
 }
 
 Status write_selection(const std::string& dir, const std::string& path, const SelectionKey& key,

@@ -9,6 +9,8 @@
 // candidate with its median and why it was rejected) so a person can read it. Writers take an
 // exclusive lock on <file>.lock (flock) for the measurement and the write, so two processes (or
 // threads) loading the same program measure once; the second reads what the first wrote.
+// The directory's entries are kept within LoadOptions::selection_cache_max_kb
+// (trim_selection_cache, after each write), least recently used first.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/backend/cache_limit.h"
 #include "tessera/core/result.h"
 #include "tessera/core/status.h"
 #include "tessera/runtime/delegate_info.h"
@@ -81,6 +84,12 @@ Result<std::string> read_selection(const std::string& path, const SelectionKey& 
 /// Writes the entry atomically, creating `dir` (and its parents) first if needed.
 Status write_selection(const std::string& dir, const std::string& path, const SelectionKey& key,
                        const SelectionReport& report);
+
+/// Keeps `dir`'s entries (`.tsel` choices and `.tphash` program hash memos) within `max_kb`
+/// KiB (0: no bound), least recently used first (a read touches the entry it used). A choice
+/// goes with its lock file, and only when its lock is free: one another load holds (measuring,
+/// writing or reading it) stays, counted as `failed`. Never fails.
+CacheTrim trim_selection_cache(const std::string& dir, int64_t max_kb);
 
 /// An exclusive advisory lock on <path>.lock (flock), released on destruction. When the lock
 /// file cannot be created (read-only directory) `locked()` is false and `error()` says why; the

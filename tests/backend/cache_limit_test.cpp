@@ -92,5 +92,24 @@ TEST_F(CacheLimit, OnlyTheCachesEntriesCountAndNothingHappensUnderTheBound) {
   EXPECT_EQ(trim_cache_dir(dir_ + "/missing", ".entry", 0).removed, 0u);
 }
 
+TEST_F(CacheLimit, SeveralSuffixesCountAndWhatTheRemoverKeepsStaysCounted) {
+  add("a.one", 1000, 400);
+  add("b.two", 1000, 300);
+  add("c.one", 1000, 200);
+  add("d.other", 1000, 500);
+  std::vector<std::string> asked;
+  const CacheTrim trim = trim_cache_dir(dir_, {".one", ".two"}, 1000, [&](const std::string& p) {
+    asked.push_back(p.substr(p.rfind('/') + 1));
+    if (asked.back() == "a.one") return false;  // in use
+    return std::remove(p.c_str()) == 0;
+  });
+  EXPECT_EQ(asked, (std::vector<std::string>{"a.one", "b.two", "c.one"}));  // oldest first
+  EXPECT_EQ(trim.bytes_before, 3000u);
+  EXPECT_EQ(trim.bytes_after, 1000u);  // a.one's, kept
+  EXPECT_EQ(trim.removed, 2u);
+  EXPECT_EQ(trim.failed, 1u);
+  EXPECT_EQ(files(), (std::vector<std::string>{"a.one", "d.other"}));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -879,6 +879,15 @@ static void test_selection(void) {
                TESSERA_ERROR_INVALID_ARGUMENT,
                "selection budget -2 ms must be a finite number >= 0, or auto (-1)");
   EXPECT_OK(tessera_load_options_set_selection_budget_ms(options, TESSERA_SELECTION_BUDGET_AUTO));
+  EXPECT_ERROR(tessera_load_options_set_selection_cache_max_kb(options, -1),
+               TESSERA_ERROR_INVALID_ARGUMENT,
+               "selection cache bound -1 KiB must be 0 (none) to 1073741824 KiB");
+  EXPECT_ERROR(tessera_load_options_set_selection_cache_max_kb(options, ((int64_t)1 << 30) + 1),
+               TESSERA_ERROR_INVALID_ARGUMENT, "selection cache bound 1073741825 KiB");
+  EXPECT_ERROR(tessera_load_options_set_selection_cache_max_kb(NULL, 1),
+               TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
+  EXPECT_OK(tessera_load_options_set_selection_cache_max_kb(options, 0));
+  EXPECT_OK(tessera_load_options_set_selection_cache_max_kb(options, 64));
   EXPECT_ERROR(tessera_load_options_set_selection_cache_dir(NULL, ""),
                TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
   EXPECT_ERROR(tessera_load_options_set_selection_lower_precision(NULL, 1),

@@ -3,9 +3,12 @@
 // damaged, foreign or stale entries re-measure with a warning; concurrent loads (threads and
 // processes) measure once and leave one valid entry; an unusable directory is a warning.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -533,6 +536,109 @@ TEST_F(SelectionCacheTest, EachKeyFieldChangeIsAMiss) {
   clear_warnings();
   EXPECT_FALSE(load_info(program_, auto_options()).selection.cached);
   EXPECT_NE(warnings().find("unusable"), std::string::npos) << warnings();
+}
+
+// selection_cache_max_kb: after a load writes a choice, the least recently used (written or
+// read) go, each with its lock file, until the entries fit; 0 is no bound; a bad value fails
+// the load before anything is measured.
+TEST_F(SelectionCacheTest, TheSizeBoundRemovesTheLeastRecentlyUsedChoicesWithTheirLocks) {
+  Program* a = program_;
+  Program* b = load(selectable_program({4, 4}));
+  Program* c = load(selectable_program({6, 4}));
+  LoadOptions unbounded = auto_options();
+  unbounded.selection_cache_max_kb = 0;
+  ASSERT_FALSE(load_info(a, unbounded).selection.cached);
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry_a = entries()[0];
+  const uintmax_t size = fs::file_size(entry_a);
+  ASSERT_FALSE(load_info(b, unbounded).selection.cached);
+  ASSERT_EQ(entries().size(), 2u);
+  const fs::path entry_b = entries()[0] == entry_a ? entries()[1] : entries()[0];
+
+  // Room for two entries, not three (the three differ in size by a few bytes of their keys).
+  LoadOptions bounded = auto_options();
+  bounded.selection_cache_max_kb = static_cast<int64_t>((2 * size + 64 + 1023) / 1024);
+  ASSERT_GE(static_cast<uintmax_t>(bounded.selection_cache_max_kb) * 1024, 2 * size + 64);
+  ASSERT_LT(static_cast<uintmax_t>(bounded.selection_cache_max_kb) * 1024, 3 * size - 64);
+  // a read after b was written: b is the least recently used.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(load_info(a, bounded).selection.cached);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(load_info(c, bounded).selection.cached);
+  EXPECT_EQ(entries().size(), 2u);
+  EXPECT_TRUE(fs::exists(entry_a));
+  EXPECT_TRUE(fs::exists(fs::path(entry_a.string() + ".lock")));
+  EXPECT_FALSE(fs::exists(entry_b));
+  EXPECT_FALSE(fs::exists(fs::path(entry_b.string() + ".lock")));  // gone with its entry
+  EXPECT_TRUE(load_info(a, bounded).selection.cached);
+  EXPECT_FALSE(load_info(b, bounded).selection.cached);  // measured again, and remembered
+  EXPECT_EQ(entries().size(), 2u);  // c went: a was read after it was written
+  EXPECT_TRUE(fs::exists(entry_a));
+  EXPECT_TRUE(fs::exists(entry_b));
+
+  // No bound: nothing goes.
+  EXPECT_FALSE(load_info(c, unbounded).selection.cached);
+  EXPECT_TRUE(load_info(a, unbounded).selection.cached);
+  EXPECT_EQ(entries().size(), 3u);
+
+  LoadOptions bad = auto_options();
+  for (int64_t kb : {int64_t{-1}, LoadOptions::kSelectionCacheMaxKbLimit + 1}) {
+    bad.selection_cache_max_kb = kb;
+    auto m = a->load_method("forward", nullptr, bad);
+    ASSERT_FALSE(m.ok()) << kb;
+    EXPECT_EQ(m.status().code(), Error::InvalidArgument);
+    EXPECT_NE(std::string(m.status().message()).find("selection cache bound"), std::string::npos)
+        << m.status().message();
+  }
+  EXPECT_EQ(entries().size(), 3u);
+}
+
+// trim_selection_cache itself: program hash memos count and go like choices; a choice whose
+// lock another load holds stays, with its lock; other files are not the cache's.
+TEST(SelectionCacheTrim, AChoiceInUseStaysAndMemosCount) {
+  char tmpl[] = "/tmp/tessera_selection_trim_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto add = [&](const std::string& name, size_t bytes, long age_s) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << std::string(bytes, 'x');
+    timespec now;
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    timespec times[2] = {now, now};
+    times[0].tv_sec -= age_s;
+    times[1].tv_sec -= age_s;
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  };
+  add("0000000000000001.tsel", 3000, 500);
+  add("0000000000000001.tsel.lock", 0, 500);
+  add("0000000000000002.tphash", 100, 400);
+  add("0000000000000003.tsel", 3000, 300);
+  add("0000000000000003.tsel.lock", 0, 300);
+  add("0000000000000004.tsel", 3000, 10);
+  add("notes.txt", 9000, 900);
+  add("0000000000000005.tsel.tmp.1.0", 9000, 900);  // a writer in progress
+  {
+    internal::SelectionLock held(dir + "/0000000000000001.tsel");  // another load has it
+    ASSERT_TRUE(held.locked());
+    const CacheTrim trim = internal::trim_selection_cache(dir, 6);  // 6144 bytes
+    EXPECT_EQ(trim.bytes_before, 9100u);
+    EXPECT_EQ(trim.removed, 2u);  // the memo, then entry 3
+    EXPECT_EQ(trim.failed, 1u);   // entry 1, in use
+    EXPECT_EQ(trim.bytes_after, 6000u);
+  }
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{
+                      "0000000000000001.tsel", "0000000000000001.tsel.lock",
+                      "0000000000000004.tsel", "0000000000000005.tsel.tmp.1.0", "notes.txt"}));
+  EXPECT_EQ(internal::trim_selection_cache(dir, 0).removed, 0u);  // 0: no bound
+  const CacheTrim free_now = internal::trim_selection_cache(dir, 3);  // the lock is free now
+  EXPECT_EQ(free_now.removed, 1u);
+  EXPECT_FALSE(fs::exists(dir + "/0000000000000001.tsel"));
+  EXPECT_FALSE(fs::exists(dir + "/0000000000000001.tsel.lock"));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 TEST_F(SelectionCacheTest, DamagedEntriesMeasureAgainWithAWarning) {

@@ -323,6 +323,14 @@ TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
     EXPECT_CONTAINS(bad_budget.err, std::string("--select-budget-ms: '") + value +
                                         "' is neither auto nor a number of ms >= 0");
   }
+  // The cache's size bound: KiB from 0 (none).
+  for (const char* value : {"-1", "1073741825", "big"}) {
+    RunResult bad_bound = run(dir_ + "/cpu_backends.tsr --select-cache-max-kb " + value);
+    EXPECT_NE(bad_bound.exit_code, 0) << value;
+    EXPECT_CONTAINS(bad_bound.err, "--select-cache-max-kb");
+  }
+  RunResult bounded = run(dir_ + "/cpu_backends.tsr --json --iterations 1 --select-cache-max-kb 0");
+  EXPECT_EQ(bounded.exit_code, 0) << bounded.err;
 }
 
 // A fixture machine (tests/backend/machines) that DeviceInfo reads through TESSERA_SYSFS_ROOT:

@@ -121,6 +121,10 @@ void RunOptionsCli::add_to(CLI::App& app) {
                  "Directory of the selection cache (default $XDG_CACHE_HOME/tessera/selection, "
                  "else ~/.cache/tessera/selection); an empty value disables it")
       ->each([this](const std::string&) { has_select_cache = true; });
+  app.add_option("--select-cache-max-kb", select_cache_max_kb,
+                 "Size bound of the selection cache's entries in KiB (default 16384; 0: none): "
+                 "after a load writes one, the least recently used are removed until they fit")
+      ->check(CLI::Range(int64_t{0}, LoadOptions::kSelectionCacheMaxKbLimit));
   app.add_flag("--device-info", device_info,
                "Print what Tessera detects on this machine (with --json: as JSON) and exit");
 }
@@ -217,6 +221,7 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
   }
   if (select_tolerance >= 0) state->load_.selection_tolerance = select_tolerance;
   state->load_.selection_lower_precision = select_lower_precision;
+  if (select_cache_max_kb >= 0) state->load_.selection_cache_max_kb = select_cache_max_kb;
   if (has_select_cache) {
     state->selection_cache_dir_ = select_cache;
     state->load_.selection_cache_dir = state->selection_cache_dir_.c_str();
