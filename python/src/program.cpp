@@ -910,9 +910,8 @@ may be called any number of times, from any thread.)doc")
              py::object dims, py::object retarget, py::object fallback, py::object policy,
              py::handle lenient, py::object selection, py::object selection_cache_dir,
              py::object selection_cache_max_kb, py::object selection_tolerance,
-             py::object selection_budget_ms,
-             py::handle selection_lower_precision, py::object startup_backend,
-             py::object on_execute_failure) {
+             py::object selection_budget_ms, py::handle selection_lower_precision,
+             py::object startup_backend, py::object on_execute_failure) {
             return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
                                fallback, policy, bool_arg(lenient, "lenient"), selection,
                                selection_cache_dir, selection_cache_max_kb, selection_tolerance,

@@ -24,7 +24,8 @@ CacheTrim trim_cache_dir(const std::string& dir, std::string_view suffix, uint64
 }
 
 CacheTrim trim_cache_dir(const std::string& dir, const std::vector<std::string_view>& suffixes,
-                         uint64_t max_bytes, const std::function<bool(const std::string&)>& remove) {
+                         uint64_t max_bytes,
+                         const std::function<bool(const std::string&)>& remove) {
   auto ends_in_one = [&suffixes](std::string_view name) {
     for (std::string_view suffix : suffixes) {
       if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {

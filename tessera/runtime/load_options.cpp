@@ -217,10 +217,9 @@ Status LoadOptions::check_selection_budget_ms(double ms) {
 
 Status LoadOptions::check_selection_cache_max_kb(int64_t kb) {
   if (kb < 0 || kb > kSelectionCacheMaxKbLimit) {
-    return Status::error(Error::InvalidArgument,
-                         "selection cache bound %lld KiB must be 0 (none) to %lld KiB",
-                         static_cast<long long>(kb),
-                         static_cast<long long>(kSelectionCacheMaxKbLimit));
+    return Status::error(
+        Error::InvalidArgument, "selection cache bound %lld KiB must be 0 (none) to %lld KiB",
+        static_cast<long long>(kb), static_cast<long long>(kSelectionCacheMaxKbLimit));
   }
   return Status::ok();
 }

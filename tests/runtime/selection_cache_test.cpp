@@ -2,8 +2,8 @@
 // measured once, remembered, read back on the next load; missed when any key field changes;
 // damaged, foreign or stale entries re-measure with a warning; concurrent loads (threads and
 // processes) measure once and leave one valid entry; an unusable directory is a warning.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -572,7 +572,7 @@ TEST_F(SelectionCacheTest, TheSizeBoundRemovesTheLeastRecentlyUsedChoicesWithThe
   EXPECT_FALSE(fs::exists(fs::path(entry_b.string() + ".lock")));  // gone with its entry
   EXPECT_TRUE(load_info(a, bounded).selection.cached);
   EXPECT_FALSE(load_info(b, bounded).selection.cached);  // measured again, and remembered
-  EXPECT_EQ(entries().size(), 2u);  // c went: a was read after it was written
+  EXPECT_EQ(entries().size(), 2u);                       // c went: a was read after it was written
   EXPECT_TRUE(fs::exists(entry_a));
   EXPECT_TRUE(fs::exists(entry_b));
 
@@ -629,10 +629,10 @@ TEST(SelectionCacheTrim, AChoiceInUseStaysAndMemosCount) {
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{
-                      "0000000000000001.tsel", "0000000000000001.tsel.lock",
-                      "0000000000000004.tsel", "0000000000000005.tsel.tmp.1.0", "notes.txt"}));
-  EXPECT_EQ(internal::trim_selection_cache(dir, 0).removed, 0u);  // 0: no bound
+  EXPECT_EQ(left, (std::vector<std::string>{"0000000000000001.tsel", "0000000000000001.tsel.lock",
+                                            "0000000000000004.tsel",
+                                            "0000000000000005.tsel.tmp.1.0", "notes.txt"}));
+  EXPECT_EQ(internal::trim_selection_cache(dir, 0).removed, 0u);      // 0: no bound
   const CacheTrim free_now = internal::trim_selection_cache(dir, 3);  // the lock is free now
   EXPECT_EQ(free_now.removed, 1u);
   EXPECT_FALSE(fs::exists(dir + "/0000000000000001.tsel"));
