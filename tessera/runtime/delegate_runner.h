@@ -63,6 +63,8 @@ struct KeptCandidate {
   int candidate = -1;                        // its index in DelegateInfo::selection
   std::unique_ptr<ResolvedOptions> options;  // what it was initialised with
   std::unique_ptr<DerivedValues> derived;    // what its init reported
+  // A timed run right after its warm-up (see Contender::first_wall_ms); negative: none.
+  double first_wall_ms = -1, first_cpu_ms = -1;
 };
 
 /// Picks the backend for delegate instruction `ins` (retarget, fallback chain), resolves its
@@ -204,6 +206,10 @@ class RunTimer {
 struct Contender {
   std::function<Status()> run;
   bool on_calling_thread = false;  // BackendInterface::runs_on_calling_thread()
+  /// A timed run it made before the race, right after its own warm-up (so with its caches as
+  /// its own run left them): wall ms (negative: none) and the thread's CPU ms over it (negative:
+  /// not known). When every contender has one, race() counts them as its first round.
+  double first_wall_ms = -1, first_cpu_ms = -1;
 };
 
 /// What race() measured of one contender.
@@ -226,7 +232,10 @@ struct RaceResult {
 /// From the second round on, where the quickest timed run of every contender still racing took
 /// kLongRunMs or more, there is no untimed run: refilling the caches is then a few percent of a
 /// run, and the rotation gives each about the same share of timed runs after another's.
-/// The first round starts with `last_ran` when given. After each round, on undisturbed runs only
+/// The first round starts with `last_ran` when given; when every contender brought a timed run
+/// made right after its warm-up (Contender::first_wall_ms), those are the first round, and the
+/// race starts at the second (the untimed run that the first round's second contender would
+/// need is saved). After each round, on undisturbed runs only
 /// (RunTimer), a contender leaves the race when it is clearly slower than the fastest so far
 /// (clearly_slower: `stopped`), or when both have `min_runs` and its quickest run is slower than
 /// the fastest's slowest (`beaten`); the fastest leaves once nobody is left to race it and it

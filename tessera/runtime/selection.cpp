@@ -213,6 +213,15 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
   std::vector<RunTimer> timers;
   timers.reserve(n);
   for (const Contender& c : contenders) timers.emplace_back(max_runs, clocks, c.on_calling_thread);
+  // Timed runs made right after each one's warm-up, as the first round: all or none, so that
+  // every round has one run of each.
+  bool seeded = n > 0;
+  for (const Contender& c : contenders) seeded = seeded && c.first_wall_ms >= 0;
+  if (seeded) {
+    for (size_t i = 0; i < n; ++i)
+      timers[i].add(contenders[i].first_wall_ms, contenders[i].first_cpu_ms);
+  }
+  const size_t rounds_done = seeded ? 1 : 0;
   std::vector<RaceResult> out(n);
   std::vector<char> done(n, 0);  // the fastest, with nobody left to race
   auto running = [&](size_t i) {
@@ -233,7 +242,11 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
   // untimed runs were about a seventh of ResNeXt-50's measuring load (docs/performance.md,
   // twentieth session). Judged on timed runs, not on the first after init: at two threads on a
   // busy machine that one took 76-290 ms for SqueezeNet's 3 ms runs.
-  bool rewarm = true;
+  bool rewarm = !seeded;
+  for (size_t i = 0; seeded && i < n; ++i) {
+    const std::vector<double> kept = timers[i].kept();
+    if (kept.empty() || kept.front() < kLongRunMs) rewarm = true;
+  }
   const size_t first = last_ran >= 0 ? static_cast<size_t>(last_ran) : 0;
   for (size_t round = 0;; ++round) {
     bool any = false;
@@ -293,7 +306,7 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
     }
     // After a whole round, and not before the second: each has two timed runs (one run alone
     // can be an outlier that would decide, see clearly_slower).
-    if (round >= 1 && budget_spent()) break;
+    if (round + rounds_done >= 1 && budget_spent()) break;
   }
   for (size_t i = 0; i < n; ++i) {
     out[i].median_ms = timers[i].median();
@@ -406,6 +419,7 @@ void KeptCandidate::reset() {
   candidate = -1;
   options.reset();
   derived.reset();
+  first_wall_ms = first_cpu_ms = -1;
 }
 
 Status apply_selected_options(std::string_view backend, const char* text,
@@ -483,7 +497,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        ctx.set_delegate_id(info->id);
                        return k->backend->execute(ctx, k->handle, args);
                      },
-                     k->backend->runs_on_calling_thread()};
+                     k->backend->runs_on_calling_thread(), k->first_wall_ms, k->first_cpu_ms};
   };
   Outputs reference;
   bool have_reference = false;
@@ -491,9 +505,12 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   // Initialises `b` with `opts` into `out` and runs it once (the warm-up): the first to run gives
   // the reference outputs, the others are compared with them. False, with c's reason, when it
   // failed or differs (nothing stays initialised then).
+  // With `time_first` (the backends racing each other in step 2), an accepted candidate then
+  // makes its first timed run at once, its caches as its warm-up left them (race(): the first
+  // round).
   auto enter = [&](const std::string& name, BackendInterface* b, Span<const CompileSpec> use_specs,
                    std::unique_ptr<ResolvedOptions> opts, SelectionCandidate* c,
-                   KeptCandidate* out) {
+                   KeptCandidate* out, bool time_first) {
     auto derived = std::make_unique<DerivedValues>();
     bool fatal = false;
     const Clock::time_point init_start = Clock::now();
@@ -529,6 +546,20 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     } else {
       why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
                     options.selection_tolerance);
+    }
+    if (why.empty() && time_first) {
+      park_candidate_pools(names);
+      const double c0 = clocks.thread_cpu_ms ? clocks.thread_cpu_ms() : 0;
+      const double w0 = clocks.wall_ms();
+      const Status timed = contender(out).run();
+      const double w1 = clocks.wall_ms();
+      const double c1 = clocks.thread_cpu_ms ? clocks.thread_cpu_ms() : 0;
+      if (!timed.is_ok()) {
+        why = string_format("execute failed: %s", timed.message());
+      } else {
+        out->first_wall_ms = w1 - w0;
+        out->first_cpu_ms = clocks.thread_cpu_ms ? c1 - c0 : -1;
+      }
     }
     last_ran = why.empty() ? out : nullptr;
     if (why.empty()) return true;
@@ -612,7 +643,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       if (slot != nullptr) set_text(slot->options, sizeof slot->options, v.key + "=" + v.value);
     }
     e->changes.assign(e->variants.size(), 1);
-    if (enter(name, b, e->specs, std::make_unique<ResolvedOptions>(*e->resolved), c, &e->held)) {
+    if (enter(name, b, e->specs, std::make_unique<ResolvedOptions>(*e->resolved), c, &e->held,
+              true)) {
       e->derived = *e->held.derived;
       for (size_t k = 0; k < e->variants.size(); ++k) {
         e->changes[k] =
@@ -697,7 +729,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         continue;
       }
       KeptCandidate held;
-      if (!enter(e->name, e->backend, e->specs, std::move(trial), c, &held)) continue;
+      if (!enter(e->name, e->backend, e->specs, std::move(trial), c, &held, false)) continue;
       if (chosen < 0 || kept->handle == nullptr) {  // nothing to race against
         const std::vector<RaceResult> r =
             race(std::vector<Contender>{contender(&held)}, kRaceMinRuns, kRaceMaxRuns, clocks,

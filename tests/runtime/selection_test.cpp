@@ -304,14 +304,15 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
   auto m = program_->load_method("forward", nullptr, measuring("sel_fast,sel_picky"));
   ASSERT_TRUE(m.ok()) << m.status().message();
   // sel_picky has no pool (and cannot take the delegate): never asked. The program's backend
-  // runs first (the reference), then the other (its warm-up); then the two are timed in
-  // alternating rounds, each timed run after an untimed one of the same backend unless it ran
-  // last (so twice at each change), every run after parking too.
-  // The first round starts with the one that ran last. After three rounds the slower's quickest
-  // run (2 ms) is slower than the other's slowest (1.8): both stop.
+  // runs first (the reference) and is timed once at once, then the other likewise (its warm-up,
+  // its first timed run): the first round. Then the two are timed in alternating rounds, each
+  // timed run after an untimed one of the same backend unless it ran last (so twice at each
+  // change), every run after parking too. The second round starts with the one that ran last.
+  // After three rounds the slower's quickest run (2 ms) is slower than the other's slowest
+  // (1.8): both stop.
   std::vector<std::string> want;
-  for (const char* r : {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow", "sel_slow",
-                        "sel_fast", "sel_fast", "sel_fast", "sel_slow", "sel_slow"}) {
+  for (const char* r : {"sel_slow", "sel_slow", "sel_fast", "sel_fast", "sel_fast", "sel_slow",
+                        "sel_slow", "sel_slow", "sel_fast", "sel_fast"}) {
     want.insert(want.end(), {"park sel_slow", "park sel_fast", std::string("run ") + r});
   }
   EXPECT_EQ(events, want);
@@ -346,12 +347,13 @@ TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
                "reference; clearly slower: stopped after 2 timed runs");
   EXPECT_EQ(info.selection.candidates[0].runs, 2);
   EXPECT_EQ(info.selection.candidates[1].runs, 3);
-  // The reference run and the other's warm-up; the first round, from the one that ran last
-  // (timed at once), then the reference (an untimed run, then a timed one); the second round
-  // from the reference (it ran last: timed at once), then the other (untimed, timed); the
-  // other's third timed run. Then the chosen delegate's own runs (none here: loading only).
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow",
-                                         "sel_slow", "sel_fast", "sel_fast", "sel_fast"};
+  // The reference run and its first timed run, the other's warm-up and its first timed run (the
+  // first round); the second round from the one that ran last (timed at once), then the
+  // reference (an untimed run, then a timed one): it is clearly slower now; the other's third
+  // timed run after an untimed one. Then the chosen delegate's own runs (none here: loading
+  // only).
+  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast", "sel_fast",
+                                         "sel_slow", "sel_slow", "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(stubs_["sel_slow"]->init_count(), 1);  // both initialised once, at the same time
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);
@@ -373,8 +375,10 @@ TEST_F(SelectionTest, PastTheBudgetEachBackendGetsTwoTimedRuns) {
   o.selection_budget_ms = 0;  // listed candidates still get two timed runs each
   auto m = program_->load_method("forward", nullptr, o);
   ASSERT_TRUE(m.ok()) << m.status().message();
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow",
-                                         "sel_slow", "sel_slow", "sel_fast", "sel_fast"};
+  // Each: its warm-up, then a timed run (the first round); the second round: the one that ran
+  // last timed at once, the other after an untimed run. The budget ends the race there.
+  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast",
+                                         "sel_fast", "sel_slow", "sel_slow"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[0].runs, 2);
   EXPECT_EQ(m->delegate_info(0).selection.candidates[1].runs, 2);
@@ -409,8 +413,9 @@ TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
   stubs_["sel_fast"]->on_execute = [&fast_runs](BackendExecutionContext&, DelegateHandle*,
                                                 Span<EValue*> args) {
     ++fast_runs;
-    // Its warm-up is run 1; runs 2 to 4 are disturbed: its untimed and timed runs of the first
-    // round, and its timed run of the second (it ran last, so no untimed one before it).
+    // Its warm-up is run 1; runs 2 to 4 are disturbed: its timed run right after the warm-up
+    // (the first round), its timed run of the second round (it ran last, so no untimed one
+    // before it), and the untimed run before its timed one of the third.
     spend(fast_runs >= 2 && fast_runs <= 4 ? 11.0 : 1.0, 1.0);
     return copy_input(args);
   };
@@ -421,10 +426,10 @@ TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
   EXPECT_EQ(fast->runs, 3);
   EXPECT_EQ(fast->disturbed_runs, 2);
   EXPECT_DOUBLE_EQ(fast->median_ms, 1.0);
-  // The warm-up; two disturbed and three clean timed runs, and two untimed ones (rounds 1 and
-  // 3). Its disturbed runs (11 ms) did not make it "clearly slower" than the other (2 ms) after
-  // the first rounds: a candidate is only stopped on undisturbed runs.
-  EXPECT_EQ(fast_runs, 1 + 5 + 2);
+  // The warm-up; two disturbed and three clean timed runs, and one untimed one (round 3). Its
+  // disturbed runs (11 ms) did not make it "clearly slower" than the other (2 ms) after the
+  // first rounds: a candidate is only stopped on undisturbed runs.
+  EXPECT_EQ(fast_runs, 1 + 5 + 1);
   EXPECT_EQ(candidate(*info, "sel_slow")->disturbed_runs, 0);
   EXPECT_EQ(candidate(*info, "sel_slow")->runs, 3);
 }
@@ -441,7 +446,7 @@ TEST_F(SelectionTest, ASlowdownThatComesAndGoesSlowsBothContenders) {
     stubs_[name]->on_execute = [&runs, name, base](BackendExecutionContext&, DelegateHandle*,
                                                    Span<EValue*> args) {
       runs.push_back(name);
-      const double ms = runs.size() <= 6 ? 3 * base : base;  // the first six runs slowed 3x
+      const double ms = runs.size() <= 4 ? 3 * base : base;  // the first four runs slowed 3x
       spend(ms, ms);
       return copy_input(args);
     };
@@ -454,14 +459,16 @@ TEST_F(SelectionTest, ASlowdownThatComesAndGoesSlowsBothContenders) {
   ASSERT_NE(slow, nullptr);
   EXPECT_TRUE(fast->chosen);
   EXPECT_EQ(fast->disturbed_runs, 0);
-  // Both warm-ups, the first round and the reference's timed run of the second slowed: 6 and 6
-  // against 3 and 1 ms, clearly slower after the second round.
-  EXPECT_EQ(slow->runs, 2);
-  EXPECT_NEAR(slow->median_ms, 6.0, 1e-9);
+  // Both warm-ups and the first round (each one's timed run right after its warm-up) slowed: 6
+  // against 3 ms. After the second round 2 and 6 against 1 and 3 (no decision: one run never
+  // decides); after the third the reference's 2, 2 and 6 are clearly slower than 1, 1 and 3.
+  EXPECT_EQ(slow->runs, 3);
+  EXPECT_NEAR(slow->median_ms, 2.0, 1e-9);
   EXPECT_EQ(fast->runs, 3);
   EXPECT_NEAR(fast->median_ms, 1.0, 1e-9);  // 3, 1 and 1 ms
-  const std::vector<std::string> want = {"sel_slow", "sel_fast", "sel_fast", "sel_slow", "sel_slow",
-                                         "sel_slow", "sel_fast", "sel_fast", "sel_fast"};
+  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast",
+                                         "sel_fast", "sel_slow", "sel_slow", "sel_slow",
+                                         "sel_fast", "sel_fast"};
   EXPECT_EQ(runs, want);
   EXPECT_NE(std::string(info->selection.summary).find("measured: sel_fast"), std::string::npos)
       << info->selection.summary;
@@ -485,14 +492,14 @@ TEST_F(SelectionTest, BackendsRaceUntilOneIsSlowerInEveryRun) {
                "reference; slower in every run: stopped after 3 timed runs");
   EXPECT_STREQ(candidate(*info, "sel_fast")->reason, "");
 
-  // Overlapping runs against 2 ms: six rounds. Its timed runs are its calls 2, 4, 5, 7, 8 and
-  // 10 (1 is its warm-up; 3, 6 and 9 the untimed runs after the other's): 1.7 ms but for 4
-  // and 8, 2.05.
+  // Overlapping runs against 2 ms: six rounds. Its timed runs are its calls 2, 3, 5, 6, 8 and
+  // 9 (1 is its warm-up; 4 and 7 the untimed runs after the other's): 1.7 ms but for 3 and 8,
+  // 2.05.
   int n = 0;
   stubs_["sel_fast"]->on_execute = [&n](BackendExecutionContext&, DelegateHandle*,
                                         Span<EValue*> args) {
     ++n;
-    const double ms = n == 4 || n == 8 ? 2.05 : 1.7;
+    const double ms = n == 3 || n == 8 ? 2.05 : 1.7;
     spend(ms, ms);
     return copy_input(args);
   };
@@ -500,7 +507,7 @@ TEST_F(SelectionTest, BackendsRaceUntilOneIsSlowerInEveryRun) {
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(candidate(*info, "sel_fast")->runs, 6);
   EXPECT_EQ(candidate(*info, "sel_slow")->runs, 6);
-  EXPECT_EQ(n, 10);
+  EXPECT_EQ(n, 9);
   EXPECT_NEAR(candidate(*info, "sel_fast")->median_ms, 1.7, 1e-9);
   EXPECT_STREQ(candidate(*info, "sel_slow")->reason, "reference");
 
@@ -513,10 +520,9 @@ TEST_F(SelectionTest, BackendsRaceUntilOneIsSlowerInEveryRun) {
   EXPECT_EQ(candidate(*info, "sel_fast")->runs, 3);
 }
 
-// Through the selection, counting each stub's runs: its warm-up after init, one untimed run in
-// round 0 for sel_slow (the program's backend, so initialised and run first), and then, with
-// runs of 25 ms, timed runs only; with runs of 2 ms an untimed run before every timed one that
-// follows the other's (one more each).
+// Through the selection, counting each stub's runs: its warm-up after init (its first timed run
+// follows at once, the first round), and then, with runs of 25 ms, timed runs only; with runs
+// of 2 ms an untimed run before every timed one that follows the other's (one more each).
 TEST_F(SelectionTest, LongRunsRaceWithoutUntimedRuns) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   for (double ms : {25.0, 2.0}) {
@@ -538,10 +544,10 @@ TEST_F(SelectionTest, LongRunsRaceWithoutUntimedRuns) {
     EXPECT_EQ(slow_runs, 3) << ms;
     if (ms >= internal::kLongRunMs) {
       EXPECT_EQ(fast, 1 + fast_runs);
-      EXPECT_EQ(slow, 2 + slow_runs);
+      EXPECT_EQ(slow, 1 + slow_runs);
     } else {
       EXPECT_EQ(fast, 2 + fast_runs);
-      EXPECT_EQ(slow, 3 + slow_runs);
+      EXPECT_EQ(slow, 2 + slow_runs);
     }
   }
   internal::set_selection_clocks({});
@@ -626,6 +632,51 @@ TEST(SelectionRace, LongRunsAreTimedWithoutAnUntimedRunBefore) {
       {runner(0, at - 0.5), runner(1, at * 1.1)}, 3, 3, internal::selection_clocks(), {},
       [] { return false; }, 1);
   EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1, 1, 0, 0}));
+  internal::set_selection_clocks({});
+}
+
+// Timed runs the contenders bring (each made right after its own warm-up) are the first round:
+// the race starts at the second, with the one that ran last, and a spent budget ends it after
+// that round. Brought by some contenders only, they are not used: every round has one run of
+// each.
+TEST(SelectionRace, TimedRunsBroughtAlongAreTheFirstRound) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  std::vector<int> order;
+  auto runner = [&order](int id, double ms, double brought_ms) {
+    internal::Contender c{[&order, id, ms]() {
+                            order.push_back(id);
+                            spend(ms, ms);
+                            return Status::ok();
+                          },
+                          true};
+    c.first_wall_ms = brought_ms;
+    c.first_cpu_ms = brought_ms;
+    return c;
+  };
+  const double at = internal::kLongRunMs;
+  // Long runs: no untimed runs at all. 1 ran last: the second round starts with it.
+  std::vector<internal::RaceResult> r = internal::race(
+      {runner(0, at + 1, at + 1), runner(1, at + 2, at + 2)}, 3, 3, internal::selection_clocks(),
+      {}, [] { return true; }, 1);
+  EXPECT_EQ(order, (std::vector<int>{1, 0}));
+  EXPECT_EQ(r[0].runs, 2);
+  EXPECT_EQ(r[1].runs, 2);
+  EXPECT_NEAR(r[1].median_ms, at + 2, 1e-9);
+
+  // Short runs: the second contender of the round has an untimed run first.
+  order.clear();
+  r = internal::race({runner(0, 1.0, 1.0), runner(1, 1.1, 1.1)}, 3, 3,
+                     internal::selection_clocks(), {}, [] { return true; }, 1);
+  EXPECT_EQ(order, (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(r[0].runs, 2);
+
+  // Only one brought a run: ignored, the race has its usual first round.
+  order.clear();
+  r = internal::race({runner(0, 1.0, 1.0), runner(1, 1.1, -1)}, 3, 3,
+                     internal::selection_clocks(), {}, [] { return true; }, 1);
+  EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(r[0].runs, 2);
+  EXPECT_EQ(r[1].runs, 2);
   internal::set_selection_clocks({});
 }
 
