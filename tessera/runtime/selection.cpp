@@ -509,8 +509,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   // makes its first timed run at once, its caches as its warm-up left them (race(): the first
   // round).
   auto enter = [&](const std::string& name, BackendInterface* b, Span<const CompileSpec> use_specs,
-                   std::unique_ptr<ResolvedOptions> opts, SelectionCandidate* c,
-                   KeptCandidate* out, bool time_first) {
+                   std::unique_ptr<ResolvedOptions> opts, SelectionCandidate* c, KeptCandidate* out,
+                   bool time_first) {
     auto derived = std::make_unique<DerivedValues>();
     bool fatal = false;
     const Clock::time_point init_start = Clock::now();

@@ -665,15 +665,17 @@ TEST(SelectionRace, TimedRunsBroughtAlongAreTheFirstRound) {
 
   // Short runs: the second contender of the round has an untimed run first.
   order.clear();
-  r = internal::race({runner(0, 1.0, 1.0), runner(1, 1.1, 1.1)}, 3, 3,
-                     internal::selection_clocks(), {}, [] { return true; }, 1);
+  r = internal::race(
+      {runner(0, 1.0, 1.0), runner(1, 1.1, 1.1)}, 3, 3, internal::selection_clocks(), {},
+      [] { return true; }, 1);
   EXPECT_EQ(order, (std::vector<int>{1, 0, 0}));
   EXPECT_EQ(r[0].runs, 2);
 
   // Only one brought a run: ignored, the race has its usual first round.
   order.clear();
-  r = internal::race({runner(0, 1.0, 1.0), runner(1, 1.1, -1)}, 3, 3,
-                     internal::selection_clocks(), {}, [] { return true; }, 1);
+  r = internal::race(
+      {runner(0, 1.0, 1.0), runner(1, 1.1, -1)}, 3, 3, internal::selection_clocks(), {},
+      [] { return true; }, 1);
   EXPECT_EQ(order, (std::vector<int>{1, 0, 0, 0, 1, 1}));
   EXPECT_EQ(r[0].runs, 2);
   EXPECT_EQ(r[1].runs, 2);
