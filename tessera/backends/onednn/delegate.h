@@ -74,6 +74,7 @@ class Delegate {
   size_t copy_free_concats = 0;   // Concats whose parts were written in place in the output
   size_t channels_last_grouped_convs = 0;  // grouped Convs kept in their input's acdb
   size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
+  size_t nchw_input_convs = 0;  // first-layer Convs reading NCHW, 16 channels out (no reorder)
   size_t fused_depthwise_convs = 0;        // 1x1 + depthwise Convs run as one primitive
   size_t blocked_concat_chains = 0;        // DenseNet chains laid out aBcd16b
   size_t single_thread_steps = 0;  // steps too small to split, created and run on one thread

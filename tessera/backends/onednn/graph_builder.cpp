@@ -809,11 +809,25 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   // channels-last, RegNetY-400MF went from 8.4 to 7.8 ms at 1 thread and 5.0 to 4.5 at 2,
   // ResNeXt-50 65.6 to 63.9 at 1 (docs/performance.md, "Grouped convolutions").
   memory::format_tag keep = memory::format_tag::undef;
+  // A first-layer Conv (at most 4 input channels, read as the method's NCHW input is) that
+  // writes 16 channels: oneDNN 2.6's jit kernel reads NCHW and writes aBcd16b, which with 16
+  // channels is the same bytes as channels-last. Left to choose, it reordered the whole input to
+  // channels-last for brgconv first: MnasNet's and MobileNetV3-Small's 1x3x224x224 input, 0.04 ms
+  // of a 1.2 and 0.9 ms run at 1 thread; the two steps took 0.11 ms, the jit kernel alone 0.06
+  // (docs/performance.md, twenty-second session). `nchw_in`: src abcd, dst aBcd16b, and the
+  // output is seen as channels-last.
+  bool nchw_in = false;
   if (dx.size() == 4) {
     TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
     const memory::desc& xd = xm.get_desc();
     if (group > 1 && group != dx[1] && xd == memory::desc(dx, act_, memory::format_tag::acdb)) {
       keep = memory::format_tag::acdb;
+    } else if (group == 1 && dx[1] <= 4 && dy[1] == 16 && act_ == dt::f32 && add_node < 0 &&
+               alg == algorithm::convolution_direct && !view_.value(y).graph_output &&
+               xd == memory::desc(dx, act_, memory::format_tag::abcd) &&
+               !shares_winograd_concat_layout(y)) {
+      keep = memory::format_tag::abcd;
+      nchw_in = true;
     } else if (group == 1 && win.kernel[0] == 1 && win.kernel[1] == 1 &&
                xd == memory::desc(dx, act_, memory::format_tag::aBcd16b)) {
       // Likewise a 1x1 Conv reading a channel-blocked tensor (a DenseNet chain, a SqueezeNet
@@ -824,21 +838,38 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   }
   auto make_pd = [&](const memory::desc& dst_md) {
     auto create = [&](bool in_kept_layout) {
+      const memory::format_tag keep_dst = nchw_in ? memory::format_tag::aBcd16b : keep;
       dnnl::convolution_forward::desc desc(
           dnnl::prop_kind::forward_inference, alg,
           in_kept_layout ? memory::desc(dx, act_, keep) : any(dx, act_), any(wdims, act_), bias_md,
-          in_kept_layout ? memory::desc(dy, act_, keep) : dst_md, strides, dilation, pad_l, pad_r);
+          in_kept_layout ? memory::desc(dy, act_, keep_dst) : dst_md, strides, dilation, pad_l,
+          pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr(&ops), options_.engine);
     };
     if (keep == memory::format_tag::undef || dst_md.data.format_kind != dnnl_format_kind_any) {
       return create(false);
     }
-    dnnl::convolution_forward::primitive_desc p = create(true);
-    if (std::string_view(p.impl_info_str()).substr(0, 3) == "ref") {
-      keep = memory::format_tag::undef;  // no optimised kernel for it in that layout
+    dnnl::convolution_forward::primitive_desc p;
+    try {
+      p = create(true);
+    } catch (const dnnl::error&) {
+      if (!nchw_in) throw;
+      keep = memory::format_tag::undef;  // no kernel takes this post-op in that layout
+      nchw_in = false;
       return create(false);
     }
-    ++(keep == memory::format_tag::acdb ? d_.channels_last_grouped_convs : d_.blocked_1x1_convs);
+    // No optimised kernel for it in that layout (for NCHW in, only the jit one saves the time).
+    const std::string_view impl = p.impl_info_str();
+    if (impl.substr(0, 3) == "ref" || (nchw_in && impl.substr(0, 4) != "jit:")) {
+      keep = memory::format_tag::undef;
+      nchw_in = false;
+      return create(false);
+    }
+    if (nchw_in) {
+      ++d_.nchw_input_convs;
+    } else {
+      ++(keep == memory::format_tag::acdb ? d_.channels_last_grouped_convs : d_.blocked_1x1_convs);
+    }
     return p;
   };
   dnnl::convolution_forward::primitive_desc pd;
@@ -919,6 +950,11 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     std::snprintf(s.silu_name.data(), s.silu_name.size(), "silu:%.*s",
                   static_cast<int>(mul.name().size()), mul.name().data());
     ++d_.host_silus;
+  }
+  if (nchw_in) {
+    // aBcd16b with 16 channels, seen as the channels-last tensor it also is.
+    dst = wrap(memory::desc(dy, act_, memory::format_tag::acdb), dst.get_data_handle(),
+               arg_of(dst));
   }
   if (add_node >= 0) {
     done_[static_cast<size_t>(add_node)] = true;

@@ -370,6 +370,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.concat_layout_convs = d->concat_layout_convs;
   s.single_thread_steps = d->single_thread_steps;
   s.blocked_1x1_convs = d->blocked_1x1_convs;
+  s.nchw_input_convs = d->nchw_input_convs;
   s.fused_depthwise_convs = d->fused_depthwise_convs;
   s.blocked_concat_chains = d->blocked_concat_chains;
   s.channels_last_grouped_convs = d->channels_last_grouped_convs;

@@ -528,6 +528,52 @@ ConvCfg depthwise3x3(int64_t batch, int64_t channels, int64_t hw, int64_t stride
   return dw;
 }
 
+// A first-layer Conv (3 input channels, the graph's row-major input) writing 16 channels reads
+// its input as it is where oneDNN has a jit kernel for NCHW in and aBcd16b out (the same bytes
+// as channels-last with 16 channels), with no reorder of the input first; the depthwise and 1x1
+// Convs after it read its output as channels-last. 32 channels out (aBcd16b is then not
+// channels-last) keep the reorder. On a CPU without that kernel both reorder; all stay exact.
+TEST(OnednnConv, AFirstLayerConvToSixteenChannelsReadsTheNchwInputAsItIs) {
+  for (int64_t out : {16, 32}) {
+    for (int64_t batch : {1, 2}) {
+      GraphCase g;
+      g.seed = 48;
+      const int x = g.input({batch, 3, 24, 24});
+      ConvCfg stem{batch, 3, 24, 24, out, 3, 3};
+      stem.sh = stem.sw = 2;
+      stem.pt = stem.pl = stem.pb = stem.pr = 1;
+      stem.act = fb::Activation::Relu;
+      const int y = add_conv(g, x, stem);
+      ConvCfg dw = depthwise3x3(batch, out, 12, 1);
+      dw.act = fb::Activation::Clip;
+      const int d = add_conv(g, y, dw);
+      g.output(add_conv(g, d, ConvCfg{batch, out, 12, 12, 8, 1, 1}));
+      EXPECT_TRUE(matches_portable(g)) << out << " " << batch;
+      Session s;
+      ASSERT_TRUE(s.init(g).is_ok());
+      const DelegateSummary sum = summarize_delegate(s.handle());
+      ASSERT_FALSE(sum.steps.empty());
+      if (out == 32) {
+        EXPECT_EQ(sum.nchw_input_convs, 0u);
+        continue;
+      }
+      if (sum.nchw_input_convs == 1) {
+        EXPECT_EQ(sum.steps[0].find("conv:"), 0u) << sum.steps[0];  // no reorder before it
+        EXPECT_NE(sum.steps[0].find("jit:"), std::string::npos) << sum.steps[0];
+        // Nothing converts its output for the depthwise Conv either.
+        ASSERT_GT(sum.steps.size(), 1u);
+        EXPECT_EQ(sum.steps[1].find("conv:"), 0u) << sum.steps[1];
+      } else {
+        EXPECT_EQ(sum.steps[0].find("reorder:"), 0u) << sum.steps[0];
+      }
+      std::vector<Floats> in = random_inputs(g, 9), first, again;
+      ASSERT_TRUE(s.run(in, &first).is_ok());
+      ASSERT_TRUE(s.run(in, &again).is_ok());
+      EXPECT_EQ(first, again);
+    }
+  }
+}
+
 /// An inverted-residual block's first half and its projection (MobileNetV2's second block), on
 /// a channels-last input as in the model: 3x3 to 16 -> 1x1 to 96 (ReLU6) -> 3x3 depthwise,
 /// stride `stride` (ReLU6) -> 1x1 to 24.
