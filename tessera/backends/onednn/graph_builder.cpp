@@ -953,8 +953,8 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   }
   if (nchw_in) {
     // aBcd16b with 16 channels, seen as the channels-last tensor it also is.
-    dst = wrap(memory::desc(dy, act_, memory::format_tag::acdb), dst.get_data_handle(),
-               arg_of(dst));
+    dst =
+        wrap(memory::desc(dy, act_, memory::format_tag::acdb), dst.get_data_handle(), arg_of(dst));
   }
   if (add_node >= 0) {
     done_[static_cast<size_t>(add_node)] = true;
