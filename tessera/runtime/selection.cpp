@@ -781,8 +781,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           best->backend, best->options[0] ? " [" : "", best->options, best->options[0] ? "]" : "",
           c->median_ms, now, runs.c_str(), before);
       if (inflated && !wins && replaces_fastest(c->median_ms, now, true)) {
-        why += string_format("; not taken: %s read %.3gx its earlier median here",
-                             best->backend, now / before);
+        why += string_format("; not taken: %s read %.3gx its earlier median here", best->backend,
+                             now / before);
       }
       set_text(c->reason, sizeof c->reason, why);
       if (wins) {

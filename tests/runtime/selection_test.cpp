@@ -990,8 +990,7 @@ TEST_F(SelectionVariantTest, AVariantDoesNotWinAgainstAnInflatedReadingOfTheFast
       EXPECT_FALSE(r.candidates[1].chosen);
       EXPECT_NEAR(r.candidates[0].median_ms, 2.0, 1e-9);  // its own race's figure stays
       EXPECT_NE(why.find("2.4 against 5 ms"), std::string::npos) << why;
-      EXPECT_NE(why.find("not taken: sel_var read 2.5x its earlier median here"),
-                std::string::npos)
+      EXPECT_NE(why.find("not taken: sel_var read 2.5x its earlier median here"), std::string::npos)
           << why;
     } else {
       EXPECT_TRUE(r.candidates[1].chosen) << why;
