@@ -15,12 +15,12 @@ void touch_cache_entry(const std::string& path) {
   (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
 }
 
+bool remove_cache_entry(const std::string& path) {
+  return ::unlink(path.c_str()) == 0 || errno == ENOENT;  // ENOENT: another process did
+}
+
 CacheTrim trim_cache_dir(const std::string& dir, std::string_view suffix, uint64_t max_bytes) {
-  return trim_cache_dir(dir, std::vector<std::string_view>{suffix}, max_bytes,
-                        [](const std::string& path) {
-                          // ENOENT: another process removed it first.
-                          return ::unlink(path.c_str()) == 0 || errno == ENOENT;
-                        });
+  return trim_cache_dir(dir, std::vector<std::string_view>{suffix}, max_bytes, remove_cache_entry);
 }
 
 CacheTrim trim_cache_dir(const std::string& dir, const std::vector<std::string_view>& suffixes,

@@ -17,6 +17,10 @@ namespace tessera {
 /// entry is then only older than it should be.
 void touch_cache_entry(const std::string& path);
 
+/// Removes the entry at `path`: true when it is gone, including when another process removed it
+/// first.
+bool remove_cache_entry(const std::string& path);
+
 struct CacheTrim {
   uint64_t bytes_before = 0;  // of the entries counted
   uint64_t bytes_after = 0;

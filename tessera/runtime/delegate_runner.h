@@ -158,12 +158,23 @@ class RunTimer {
   /// Times one call of `run` (Status()); a failed run is not recorded, and its error returned.
   template <class Run>
   Status time(Run&& run) {
-    const double c0 = cpu_ms();
-    const double w0 = clocks_.wall_ms();
+    double wall = 0, cpu = 0;
+    Status st = time_once(clocks_, run, &wall, &cpu);
+    if (st.is_ok()) add(wall, cpu);
+    return st;
+  }
+  /// One call of `run` on `clocks`: its wall ms, and the thread's CPU ms over it (negative
+  /// without a CPU clock).
+  template <class Run>
+  static Status time_once(RunClocks clocks, Run&& run, double* wall_ms, double* cpu_ms) {
+    auto cpu = [&clocks] { return clocks.thread_cpu_ms ? clocks.thread_cpu_ms() : 0.0; };
+    const double c0 = cpu();
+    const double w0 = clocks.wall_ms();
     Status st = run();
-    const double w1 = clocks_.wall_ms();
-    const double c1 = cpu_ms();
-    if (st.is_ok()) add(w1 - w0, clocks_.thread_cpu_ms ? c1 - c0 : -1);
+    const double w1 = clocks.wall_ms();
+    const double c1 = cpu();
+    *wall_ms = w1 - w0;
+    *cpu_ms = clocks.thread_cpu_ms ? c1 - c0 : -1;
     return st;
   }
 

@@ -245,11 +245,17 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
   // untimed runs were about a seventh of ResNeXt-50's measuring load (docs/performance.md,
   // twentieth session). Judged on timed runs, not on the first after init: at two threads on a
   // busy machine that one took 76-290 ms for SqueezeNet's 3 ms runs.
-  bool rewarm = !seeded;
-  for (size_t i = 0; seeded && i < n; ++i) {
-    const std::vector<double> kept = timers[i].kept();
-    if (kept.empty() || kept.front() < kLongRunMs) rewarm = true;
-  }
+  // Whether some contender still racing has no timed run yet or a quickest one below
+  // kLongRunMs.
+  auto short_runs = [&]() {
+    for (size_t i = 0; i < n; ++i) {
+      if (!running(i)) continue;
+      const std::vector<double> kept = timers[i].kept();
+      if (kept.empty() || kept.front() < kLongRunMs) return true;
+    }
+    return false;
+  };
+  bool rewarm = !seeded || short_runs();
   const size_t first = last_ran >= 0 ? static_cast<size_t>(last_ran) : 0;
   for (size_t round = 0;; ++round) {
     bool any = false;
@@ -301,12 +307,7 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
       if (!others && static_cast<int>(lead.size()) >= min_runs)
         done[static_cast<size_t>(leader)] = 1;
     }
-    rewarm = false;
-    for (size_t i = 0; i < n; ++i) {
-      if (!running(i)) continue;
-      const std::vector<double> kept = timers[i].kept();
-      if (kept.empty() || kept.front() < kLongRunMs) rewarm = true;
-    }
+    rewarm = short_runs();
     // After a whole round, and not before the second: each has two timed runs (one run alone
     // can be an outlier that would decide, see clearly_slower).
     if (round + rounds_done >= 1 && budget_spent()) break;
@@ -552,16 +553,13 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     }
     if (why.empty() && time_first) {
       park_candidate_pools(names);
-      const double c0 = clocks.thread_cpu_ms ? clocks.thread_cpu_ms() : 0;
-      const double w0 = clocks.wall_ms();
-      const Status timed = contender(out).run();
-      const double w1 = clocks.wall_ms();
-      const double c1 = clocks.thread_cpu_ms ? clocks.thread_cpu_ms() : 0;
+      double wall = 0, cpu = 0;
+      const Status timed = RunTimer::time_once(clocks, contender(out).run, &wall, &cpu);
       if (!timed.is_ok()) {
         why = string_format("execute failed: %s", timed.message());
       } else {
-        out->first_wall_ms = w1 - w0;
-        out->first_cpu_ms = clocks.thread_cpu_ms ? c1 - c0 : -1;
+        out->first_wall_ms = wall;
+        out->first_cpu_ms = cpu;
       }
     }
     last_ran = why.empty() ? out : nullptr;

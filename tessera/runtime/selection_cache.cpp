@@ -265,10 +265,9 @@ Result<std::string> read_selection(const std::string& path, const SelectionKey& 
 CacheTrim trim_selection_cache(const std::string& dir, int64_t max_kb) {
   if (max_kb <= 0) return CacheTrim{};
   auto remove = [](const std::string& path) {
-    auto unlink_path = [](const std::string& p) {
-      return ::unlink(p.c_str()) == 0 || errno == ENOENT;
-    };
-    if (path.size() < 5 || path.compare(path.size() - 5, 5, ".tsel") != 0) return unlink_path(path);
+    if (path.size() < 5 || path.compare(path.size() - 5, 5, ".tsel") != 0) {
+      return remove_cache_entry(path);
+    }
     // Under its lock, taken without waiting: a load that holds it is measuring, writing or
     // reading this entry, which then stays. The lock file goes with the entry (while held: a
     // load that opened it before waits on a file no longer named, and measures again, as one
@@ -279,7 +278,7 @@ CacheTrim trim_selection_cache(const std::string& dir, int64_t max_kb) {
       ::close(fd);
       return false;
     }
-    const bool gone = unlink_path(path);
+    const bool gone = remove_cache_entry(path);
     if (fd >= 0) {
       if (gone) ::unlink(lock_path.c_str());
       ::flock(fd, LOCK_UN);

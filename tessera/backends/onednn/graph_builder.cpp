@@ -814,9 +814,9 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   // channels is the same bytes as channels-last. Left to choose, it reordered the whole input to
   // channels-last for brgconv first: MnasNet's and MobileNetV3-Small's 1x3x224x224 input, 0.04 ms
   // of a 1.2 and 0.9 ms run at 1 thread; the two steps took 0.11 ms, the jit kernel alone 0.06
-  // (docs/performance.md, twenty-second session). `nchw_in`: src abcd, dst aBcd16b, and the
+  // (docs/performance.md, twenty-second session). Kept as abcd: src abcd, dst aBcd16b, and the
   // output is seen as channels-last.
-  bool nchw_in = false;
+  auto nchw_in = [&keep] { return keep == memory::format_tag::abcd; };
   if (dx.size() == 4) {
     TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
     const memory::desc& xd = xm.get_desc();
@@ -827,7 +827,6 @@ Status Builder::lower_conv(const NodeView& n, int index) {
                xd == memory::desc(dx, act_, memory::format_tag::abcd) &&
                !shares_winograd_concat_layout(y)) {
       keep = memory::format_tag::abcd;
-      nchw_in = true;
     } else if (group == 1 && win.kernel[0] == 1 && win.kernel[1] == 1 &&
                xd == memory::desc(dx, act_, memory::format_tag::aBcd16b)) {
       // Likewise a 1x1 Conv reading a channel-blocked tensor (a DenseNet chain, a SqueezeNet
@@ -838,7 +837,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   }
   auto make_pd = [&](const memory::desc& dst_md) {
     auto create = [&](bool in_kept_layout) {
-      const memory::format_tag keep_dst = nchw_in ? memory::format_tag::aBcd16b : keep;
+      const memory::format_tag keep_dst = nchw_in() ? memory::format_tag::aBcd16b : keep;
       dnnl::convolution_forward::desc desc(
           dnnl::prop_kind::forward_inference, alg,
           in_kept_layout ? memory::desc(dx, act_, keep) : any(dx, act_), any(wdims, act_), bias_md,
@@ -853,19 +852,17 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     try {
       p = create(true);
     } catch (const dnnl::error&) {
-      if (!nchw_in) throw;
+      if (!nchw_in()) throw;
       keep = memory::format_tag::undef;  // no kernel takes this post-op in that layout
-      nchw_in = false;
       return create(false);
     }
     // No optimised kernel for it in that layout (for NCHW in, only the jit one saves the time).
     const std::string_view impl = p.impl_info_str();
-    if (impl.substr(0, 3) == "ref" || (nchw_in && impl.substr(0, 4) != "jit:")) {
+    if (impl.substr(0, 3) == "ref" || (nchw_in() && impl.substr(0, 4) != "jit:")) {
       keep = memory::format_tag::undef;
-      nchw_in = false;
       return create(false);
     }
-    if (nchw_in) {
+    if (nchw_in()) {
       ++d_.nchw_input_convs;
     } else {
       ++(keep == memory::format_tag::acdb ? d_.channels_last_grouped_convs : d_.blocked_1x1_convs);
@@ -951,7 +948,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
                   static_cast<int>(mul.name().size()), mul.name().data());
     ++d_.host_silus;
   }
-  if (nchw_in) {
+  if (nchw_in()) {
     // aBcd16b with 16 channels, seen as the channels-last tensor it also is.
     dst =
         wrap(memory::desc(dy, act_, memory::format_tag::acdb), dst.get_data_handle(), arg_of(dst));
