@@ -781,8 +781,12 @@ Status Planner::gemm() {
     const std::string N = param("N", n);
     line("float v = out0[gid];");
     if (add_c) {
-      line("v += " + float_literal(beta) + " * in0[(gid / " + N + ") * " + param("CSM", csm) +
-           " + (gid % " + N + ") * " + param("CSN", csn) + "];");
+      // One parameter per statement: the operands of + are unsequenced, and the parameter list
+      // (so the kernel's text, and every cache key made from it) must not depend on the compiler.
+      const std::string CSM = param("CSM", csm);
+      const std::string CSN = param("CSN", csn);
+      line("v += " + float_literal(beta) + " * in0[(gid / " + N + ") * " + CSM + " + (gid % " + N +
+           ") * " + CSN + "];");
     }
     store();
     return Status::ok();
@@ -811,7 +815,9 @@ Status Planner::gemm() {
   }
   std::string v = float_literal(alpha) + " * acc";
   if (has_c && beta != 0.0f) {
-    v += " + " + float_literal(beta) + " * in2[mm * " + param("CSM", csm) + " + nn * " + param("CSN", csn) + "]";
+    const std::string CSM = param("CSM", csm);  // in this order, whatever the compiler (above)
+    const std::string CSN = param("CSN", csn);
+    v += " + " + float_literal(beta) + " * in2[mm * " + CSM + " + nn * " + CSN + "]";
   }
   line("float v = " + v + ";");
   store();

@@ -3,9 +3,12 @@
 // auto derived and reported; gemm = clblast in a build without CLBlast is a clear init error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "harness.h"
+#include "tessera/backends/opencl/codegen.h"
 #include "tessera/backends/opencl/delegate.h"
 #include "tessera/backends/opencl/options.h"
 #include "tests/backends/common/conv_cases.h"
@@ -125,6 +128,41 @@ TEST(OpenClGemm, ClblastWithoutItIsAnInitError) {
   const Status st = s.init(g, with(load));
   EXPECT_EQ(st.code(), Error::NotSupported);
   EXPECT_NE(std::string(st.message()).find("no CLBlast"), std::string::npos) << st.message();
+}
+
+// A Gemm with C reads C's two strides as parameters. Their order is the kernel's argument list,
+// so part of its text and of every cache key made from that text (PoCL's kernel cache, the
+// program cache): it must be the order the generator names them in, not the order a compiler
+// happens to evaluate the operands of one expression (GCC built them the other way round from
+// clang, so a GCC-built library never found a clang-built one's kernels in PoCL's cache).
+TEST(OpenClGemm, CsStridesAreParametersInOneOrderWhateverTheCompiler) {
+  GraphCase g;
+  const int a = g.input({3, 20});
+  const int b = g.constant({11, 20});
+  const int c = g.constant({3, 11});
+  const int y = g.tensor({3, 11});
+  ir::Node& n = g.node(fb::OpType::Gemm, {a, b, c}, y);
+  n.attrs.push_back(ir::Attr::make_int("transB", 1));
+  n.attrs.push_back(ir::Attr::make_float("beta", 0.5f));
+  g.output(y);
+  const std::vector<uint8_t> bytes = ir::encode_graph(g.graph);
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(bytes.data());
+  const std::vector<Dims> shapes = stored_shapes(*graph);
+  for (GemmImpl impl : {GemmImpl::Generated, GemmImpl::Clblast}) {
+    NodePlan plan;
+    ASSERT_TRUE(plan_node(*graph, 0, Span<const Dims>(shapes.data(), shapes.size()), &plan,
+                          nullptr, impl)
+                    .is_ok());
+    std::vector<std::string> names;
+    for (const auto& p : plan.kernel.params) names.push_back(p.first);
+    const auto csm = std::find(names.begin(), names.end(), "CSM");
+    const auto csn = std::find(names.begin(), names.end(), "CSN");
+    ASSERT_NE(csm, names.end()) << (impl == GemmImpl::Clblast ? "clblast" : "generated");
+    ASSERT_NE(csn, names.end());
+    EXPECT_EQ(csn - csm, 1) << (impl == GemmImpl::Clblast ? "clblast" : "generated");
+    const std::string text = kernel_source(plan.kernel, /*specialize=*/false);
+    EXPECT_LT(text.find("const int P_CSM"), text.find("const int P_CSN")) << text;
+  }
 }
 
 }  // namespace
