@@ -860,10 +860,13 @@ Status Planner::matmul() {
   line("const int mm = t_ % " + M + "; t_ /= " + M + ";");
   line("int oa = 0, ob = 0;");
   for (int d = rank - 1; d >= 0; --d) {
+    // One parameter per statement (see gemm above: the order of a function's arguments is
+    // unspecified, and the parameter list is part of the kernel's text).
     const std::string bd = param(string_format("bd%d", d), batch.d[d]);
+    const std::string sad = param(string_format("sa%d", d), sa[d]);
+    const std::string sbd = param(string_format("sb%d", d), sb[d]);
     line(string_format("{ const int i = t_ %% %s; t_ /= %s; oa += i * %s; ob += i * %s; }", bd.c_str(),
-                bd.c_str(), param(string_format("sa%d", d), sa[d]).c_str(),
-                param(string_format("sb%d", d), sb[d]).c_str()));
+                       bd.c_str(), sad.c_str(), sbd.c_str()));
   }
   line("const __global float* ap = in0 + oa + mm * " + K + ";");
   line("const __global float* bp = in1 + ob + nn;");

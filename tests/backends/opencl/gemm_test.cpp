@@ -165,5 +165,23 @@ TEST(OpenClGemm, CsStridesAreParametersInOneOrderWhateverTheCompiler) {
   }
 }
 
+// The same for a batched MatMul's batch dims: per dim its size, then A's stride, then B's.
+TEST(OpenClGemm, BatchStridesAreParametersInOneOrderWhateverTheCompiler) {
+  GraphCase g;
+  const int a = g.input({2, 3, 4, 5});
+  const int b = g.input({2, 1, 5, 6});
+  const int y = g.tensor({2, 3, 4, 6});
+  g.node(fb::OpType::MatMul, {a, b}, y);
+  g.output(y);
+  const std::vector<uint8_t> bytes = ir::encode_graph(g.graph);
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(bytes.data());
+  const std::vector<Dims> shapes = stored_shapes(*graph);
+  NodePlan plan;
+  ASSERT_TRUE(plan_node(*graph, 0, Span<const Dims>(shapes.data(), shapes.size()), &plan).is_ok());
+  std::string names;
+  for (const auto& p : plan.kernel.params) names += p.first + " ";
+  EXPECT_EQ(names, "N M K bd1 sa1 sb1 bd0 sa0 sb0 total ");
+}
+
 }  // namespace
 }  // namespace tessera::opencl::testing
