@@ -16,11 +16,13 @@ target_compile_features(tessera_runtime PUBLIC cxx_std_20)
 
 # Public headers: everything an application or a backend author includes. Left out: headers
 # that need the generated FlatBuffers code or another library (ir/, kernels/, compiler/,
-# backends/, backend/graph_payload.h, backend/payload_graph.h) and the registry's internals.
+# backends/, backend/graph_payload.h, backend/payload_graph.h), the registry's internals and
+# core/sanitizers.h (how Tessera's own sources tell a sanitizer build).
 file(GLOB _tessera_public_headers RELATIVE ${CMAKE_SOURCE_DIR}
      ${CMAKE_SOURCE_DIR}/tessera/core/*.h ${CMAKE_SOURCE_DIR}/tessera/backend/*.h)
 list(REMOVE_ITEM _tessera_public_headers tessera/backend/graph_payload.h
-     tessera/backend/payload_graph.h tessera/backend/backend_entry.h tessera/backend/device_probe.h)
+     tessera/backend/payload_graph.h tessera/backend/backend_entry.h tessera/backend/device_probe.h
+     tessera/core/sanitizers.h)
 list(APPEND _tessera_public_headers
      tessera/runtime/data_loader.h tessera/runtime/delegate_info.h tessera/runtime/load_options.h
      tessera/runtime/method.h tessera/runtime/on_execute_failure.h tessera/runtime/program.h

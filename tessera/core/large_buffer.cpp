@@ -7,19 +7,15 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "tessera/core/sanitizers.h"
+
 namespace tessera {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-#if defined(__SANITIZE_ADDRESS__)
+#if TESSERA_ASAN
 constexpr size_t kDefaultThreshold = SIZE_MAX;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr size_t kDefaultThreshold = SIZE_MAX;
-#else
-constexpr size_t kDefaultThreshold = kHugePage;
-#endif
 #else
 constexpr size_t kDefaultThreshold = kHugePage;
 #endif

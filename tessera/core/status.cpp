@@ -23,11 +23,15 @@ Status Status::error(Error code, const char* format, ...) {
 
 Status Status::with_prefix(std::string_view prefix) const {
   Status s(code_);
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no -Wformat-truncation
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-truncation"  // truncating a long message is intended
+#endif
   std::snprintf(s.message_, kMaxMessage, "%.*s: %s", static_cast<int>(prefix.size()),
                 prefix.data(), message_);
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
   return s;
 }
 

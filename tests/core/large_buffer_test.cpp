@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tessera/core/heap_allocator.h"
+#include "tessera/core/sanitizers.h"
 
 namespace tessera {
 namespace {
@@ -136,7 +137,7 @@ TEST_F(LargeBufferTest, BadRequestsGiveAnEmptyBuffer) {
 
 TEST_F(LargeBufferTest, TheDefaultThresholdIs2MiBOrNeverUnderAddressSanitizer) {
   internal::set_large_buffer_threshold(0);
-#if defined(__SANITIZE_ADDRESS__)
+#if TESSERA_ASAN
   EXPECT_EQ(large_buffer_threshold(), SIZE_MAX);
 #else
   EXPECT_TRUE(large_buffer_threshold() == 2 * kMiB || large_buffer_threshold() == SIZE_MAX);

@@ -11,14 +11,8 @@
 // interceptor off, LeakSanitizer still scans stacks and static TLS; only dynamic TLS blocks of
 // dlopen'd libraries go unscanned.
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TESSERA_RUN_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TESSERA_RUN_ASAN 1
-#endif
-#endif
+#include "tessera/core/sanitizers.h"
 
-#if defined(TESSERA_RUN_ASAN)
+#if TESSERA_ASAN
 extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0"; }
 #endif

@@ -9,8 +9,9 @@
 #include "harness.h"
 #include "tessera/backend/options_map.h"
 #include "tessera/backends/xnnpack/options.h"
+#include "tessera/core/sanitizers.h"
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(__GLIBC__)
+#if !TESSERA_ASAN && !TESSERA_TSAN && defined(__GLIBC__)
 #define TESSERA_COUNT_ALLOCATIONS 1
 
 namespace {
