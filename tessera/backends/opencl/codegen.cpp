@@ -865,8 +865,8 @@ Status Planner::matmul() {
     const std::string bd = param(string_format("bd%d", d), batch.d[d]);
     const std::string sad = param(string_format("sa%d", d), sa[d]);
     const std::string sbd = param(string_format("sb%d", d), sb[d]);
-    line(string_format("{ const int i = t_ %% %s; t_ /= %s; oa += i * %s; ob += i * %s; }", bd.c_str(),
-                       bd.c_str(), sad.c_str(), sbd.c_str()));
+    line(string_format("{ const int i = t_ %% %s; t_ /= %s; oa += i * %s; ob += i * %s; }",
+                       bd.c_str(), bd.c_str(), sad.c_str(), sbd.c_str()));
   }
   line("const __global float* ap = in0 + oa + mm * " + K + ";");
   line("const __global float* bp = in1 + ob + nn;");

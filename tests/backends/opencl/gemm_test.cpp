@@ -150,9 +150,9 @@ TEST(OpenClGemm, CsStridesAreParametersInOneOrderWhateverTheCompiler) {
   const std::vector<Dims> shapes = stored_shapes(*graph);
   for (GemmImpl impl : {GemmImpl::Generated, GemmImpl::Clblast}) {
     NodePlan plan;
-    ASSERT_TRUE(plan_node(*graph, 0, Span<const Dims>(shapes.data(), shapes.size()), &plan,
-                          nullptr, impl)
-                    .is_ok());
+    ASSERT_TRUE(
+        plan_node(*graph, 0, Span<const Dims>(shapes.data(), shapes.size()), &plan, nullptr, impl)
+            .is_ok());
     std::vector<std::string> names;
     for (const auto& p : plan.kernel.params) names.push_back(p.first);
     const auto csm = std::find(names.begin(), names.end(), "CSM");
