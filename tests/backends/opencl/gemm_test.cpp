@@ -135,6 +135,18 @@ TEST(OpenClGemm, ClblastWithoutItIsAnInitError) {
 // program cache): it must be the order the generator names them in, not the order a compiler
 // happens to evaluate the operands of one expression (GCC built them the other way round from
 // clang, so a GCC-built library never found a clang-built one's kernels in PoCL's cache).
+// The plan of `g`'s first node, as the backend makes it at init.
+NodePlan plan_first_node(const GraphCase& g, GemmImpl impl = GemmImpl::Generated) {
+  const std::vector<uint8_t> bytes = ir::encode_graph(g.graph);
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(bytes.data());
+  const std::vector<Dims> shapes = stored_shapes(*graph);
+  NodePlan plan;
+  const Status st =
+      plan_node(*graph, 0, Span<const Dims>(shapes.data(), shapes.size()), &plan, nullptr, impl);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return plan;
+}
+
 TEST(OpenClGemm, CsStridesAreParametersInOneOrderWhateverTheCompiler) {
   GraphCase g;
   const int a = g.input({3, 20});
@@ -145,21 +157,16 @@ TEST(OpenClGemm, CsStridesAreParametersInOneOrderWhateverTheCompiler) {
   n.attrs.push_back(ir::Attr::make_int("transB", 1));
   n.attrs.push_back(ir::Attr::make_float("beta", 0.5f));
   g.output(y);
-  const std::vector<uint8_t> bytes = ir::encode_graph(g.graph);
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(bytes.data());
-  const std::vector<Dims> shapes = stored_shapes(*graph);
   for (GemmImpl impl : {GemmImpl::Generated, GemmImpl::Clblast}) {
-    NodePlan plan;
-    ASSERT_TRUE(
-        plan_node(*graph, 0, Span<const Dims>(shapes.data(), shapes.size()), &plan, nullptr, impl)
-            .is_ok());
+    SCOPED_TRACE(impl == GemmImpl::Clblast ? "gemm = clblast" : "gemm = generated");
+    const NodePlan plan = plan_first_node(g, impl);
     std::vector<std::string> names;
     for (const auto& p : plan.kernel.params) names.push_back(p.first);
     const auto csm = std::find(names.begin(), names.end(), "CSM");
     const auto csn = std::find(names.begin(), names.end(), "CSN");
-    ASSERT_NE(csm, names.end()) << (impl == GemmImpl::Clblast ? "clblast" : "generated");
+    ASSERT_NE(csm, names.end());
     ASSERT_NE(csn, names.end());
-    EXPECT_EQ(csn - csm, 1) << (impl == GemmImpl::Clblast ? "clblast" : "generated");
+    EXPECT_EQ(csn - csm, 1);
     const std::string text = kernel_source(plan.kernel, /*specialize=*/false);
     EXPECT_LT(text.find("const int P_CSM"), text.find("const int P_CSN")) << text;
   }
@@ -173,13 +180,8 @@ TEST(OpenClGemm, BatchStridesAreParametersInOneOrderWhateverTheCompiler) {
   const int y = g.tensor({2, 3, 4, 6});
   g.node(fb::OpType::MatMul, {a, b}, y);
   g.output(y);
-  const std::vector<uint8_t> bytes = ir::encode_graph(g.graph);
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(bytes.data());
-  const std::vector<Dims> shapes = stored_shapes(*graph);
-  NodePlan plan;
-  ASSERT_TRUE(plan_node(*graph, 0, Span<const Dims>(shapes.data(), shapes.size()), &plan).is_ok());
   std::string names;
-  for (const auto& p : plan.kernel.params) names += p.first + " ";
+  for (const auto& p : plan_first_node(g).kernel.params) names += p.first + " ";
   EXPECT_EQ(names, "N M K bd1 sa1 sb1 bd0 sa0 sb0 total ");
 }
 
