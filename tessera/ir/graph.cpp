@@ -61,8 +61,12 @@ std::vector<uint8_t> encode_graph(const Graph& graph) {
   std::vector<flatbuffers::Offset<fb::Node>> nodes;
   nodes.reserve(graph.nodes.size());
   for (const Node& n : graph.nodes) nodes.push_back(serialize_node(b, n));
-  auto g = fb::CreateGraph(b, symbols, values, b.CreateVector(nodes), b.CreateVector(graph.inputs),
-                           b.CreateVector(graph.outputs));
+  // One builder call per statement: two in one expression run in an unspecified order (GCC and
+  // clang differ), and the encoded bytes with it. (GCC's order, so that its bytes stay.)
+  auto outputs = b.CreateVector(graph.outputs);
+  auto inputs = b.CreateVector(graph.inputs);
+  auto nodes_off = b.CreateVector(nodes);
+  auto g = fb::CreateGraph(b, symbols, values, nodes_off, inputs, outputs);
   b.Finish(g);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -135,7 +135,12 @@ flatbuffers::Offset<fb::Method> serialize_method(flatbuffers::FlatBufferBuilder&
   for (const DelegateDesc& d : m.delegates) {
     std::vector<flatbuffers::Offset<fb::CompileSpec>> specs;
     for (const CompileSpecDesc& s : d.compile_specs) {
-      specs.push_back(fb::CreateCompileSpec(b, b.CreateString(s.key), b.CreateString(s.value)));
+      // One builder call per statement (here and below): the order of two calls in one
+      // expression is unspecified, GCC and clang differ, and the bytes would differ with it.
+      // (The order is the one GCC chose, so that programs it wrote keep their bytes.)
+      auto value = b.CreateString(s.value);
+      auto key = b.CreateString(s.key);
+      specs.push_back(fb::CreateCompileSpec(b, key, value));
     }
     auto id = b.CreateString(d.id);
     auto backend = b.CreateString(d.backend);
@@ -144,21 +149,23 @@ flatbuffers::Offset<fb::Method> serialize_method(flatbuffers::FlatBufferBuilder&
     auto payload = b.CreateVector(d.payload);
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> candidates;
     if (!d.candidates.empty()) candidates = b.CreateVectorOfStrings(d.candidates);
-    delegates.push_back(
-        fb::CreateDelegate(b, id, backend, payload, b.CreateVector(specs), candidates));
+    auto specs_off = b.CreateVector(specs);
+    delegates.push_back(fb::CreateDelegate(b, id, backend, payload, specs_off, candidates));
   }
   std::vector<flatbuffers::Offset<fb::Instruction>> chain;
   for (const InstructionDesc& ins : m.chain) {
     if (ins.kind == fb::InstructionKind::Kernel) {
-      chain.push_back(fb::CreateInstruction(b, ins.kind, serialize_node(b, ins.node), -1));
+      auto node = serialize_node(b, ins.node);
+      chain.push_back(fb::CreateInstruction(b, ins.kind, node, -1));
     } else {
       // An out-of-range index is written as is (Program::load rejects it); tests rely on that.
       static const DelegateDesc kNone;
       const DelegateDesc& d = ins.delegate >= 0 && ins.delegate < static_cast<int>(m.delegates.size())
                                   ? m.delegates[ins.delegate]
                                   : kNone;
-      chain.push_back(fb::CreateInstruction(b, ins.kind, 0, ins.delegate, b.CreateVector(d.inputs),
-                                            b.CreateVector(d.outputs)));
+      auto outputs = b.CreateVector(d.outputs);
+      auto inputs = b.CreateVector(d.inputs);
+      chain.push_back(fb::CreateInstruction(b, ins.kind, 0, ins.delegate, inputs, outputs));
     }
   }
   auto name = b.CreateString(m.name);
