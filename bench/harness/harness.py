@@ -11,6 +11,14 @@ Design
 - Rounds: every round runs every (engine, threads) pair once, in an order rotated from round to
   round, so machine noise (a shared, loaded machine) hits all engines alike.
   Per engine: median = median of the per-round medians, min/max = over all timed runs.
+- One-thread rounds on one CPU (--pin, default auto): in each round every engine at 1 thread
+  runs pinned to the same CPU, the CPU rotating over the usable ones from round to round (the
+  first pass, where tessera-default measures, on the first of them). On these 2-vCPU guests one
+  vCPU ran 20-25 % slower than the other for minutes at a time (docs/performance.md, seventeenth
+  and twenty-fourth sessions), so an unpinned 1-thread process landed on a fast or a slow one by
+  chance and the ratio of two engines moved with it. Pinned, Tessera sees one usable CPU (its
+  policy and selection key say so; each engine at 1 thread is told num_threads=1 anyway).
+  Engines at 2 or more threads are not pinned.
 - Peak RSS: of each engine's own process (/usr/bin/time's %M: the child's ru_maxrss), which
   includes the interpreter for ORT (node) and PyTorch (python); the workers also report their RSS
   before loading the model (the interpreter and library alone). For Tessera, the peak and the
@@ -65,6 +73,25 @@ def with_rss(argv, rss_file):
     if os.path.exists(TIME):
         return [TIME, "-f", "%M", "-o", rss_file] + argv
     return argv
+
+
+def pin_tree(pid, cpus):
+    """Every thread of `pid` and of its descendants (the workers run under /usr/bin/time) on
+    `cpus`."""
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except FileNotFoundError:
+            continue
+        for tid in tids:
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            except (ProcessLookupError, FileNotFoundError):
+                pass
 
 
 def wait_child(proc, rss_file):
@@ -190,7 +217,9 @@ class Worker:
             raise RuntimeError(f"{self.name}: {msg['error']}")
         return msg
 
-    def run(self, warmup, iterations):
+    def run(self, warmup, iterations, cpus=None):
+        if cpus is not None:
+            pin_tree(self.proc.pid, cpus)
         self.proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup,
                                           "iterations": iterations}) + "\n")
         times = self._read()["times_ms"]
@@ -244,7 +273,7 @@ class TesseraEngine:
         self.policy_reasons = []
         self.delegate_threads = []
 
-    def run(self, warmup, iterations, write_output=False):
+    def run(self, warmup, iterations, write_output=False, cpus=None):
         argv = [self.run_exe, self.program, "--input", f"0={self.input_npy}", "--dim", "batch=1",
                 "--warmup", str(warmup), "--iterations", str(iterations), "--json"]
         for o in self.options:
@@ -257,7 +286,9 @@ class TesseraEngine:
         if os.path.exists(rss_file):
             os.remove(rss_file)
         proc = subprocess.Popen(with_rss(argv, rss_file), stdout=subprocess.PIPE, stderr=err,
-                                text=True)
+                                text=True,
+                                preexec_fn=None if cpus is None else
+                                (lambda: os.sched_setaffinity(0, cpus)))
         out = proc.stdout.read()
         rc, rss = wait_child(proc, rss_file)
         if rc != 0:
@@ -461,9 +492,19 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
     # For tessera-default this is the load that measures the candidates, once: it gets the same
     # pause before it as every engine in the rounds.
     estimate = {}
+    usable = sorted(os.sched_getaffinity(0))
+
+    def cpus_for(e, rnd):
+        """--pin auto: an engine at 1 thread on the round's CPU (round -1: the first pass)."""
+        if args.pin == "off" or e.threads != 1 or len(usable) < 2:
+            return None
+        return {usable[max(rnd, 0) % len(usable)]}
+
     for e in engines:
         time.sleep(args.pause)
-        r = e.run(0, 1, write_output=True) if isinstance(e, TesseraEngine) else e.run(0, 1)
+        cpus = cpus_for(e, -1)
+        r = (e.run(0, 1, write_output=True, cpus=cpus) if isinstance(e, TesseraEngine)
+             else e.run(0, 1, cpus=cpus))
         estimate[id(e)] = r["median"]
 
     def plan(e):
@@ -475,6 +516,7 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         return warm, iters
 
     results = {id(e): [] for e in engines}
+    pinned_cpu = {id(e): [] for e in engines}  # per round: the CPU, or None
     loadavg = []
     for rnd in range(args.rounds):
         loadavg.append(os.getloadavg()[0])
@@ -483,7 +525,9 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         order = engines[shift:] + engines[:shift]
         for e in order:
             warm, iters = plan(e)
-            r = e.run(warm, iters)
+            cpus = cpus_for(e, rnd)
+            r = e.run(warm, iters, cpus=cpus)
+            pinned_cpu[id(e)].append(None if cpus is None else min(cpus))
             r["iterations"], r["warmup"] = iters, warm
             results[id(e)].append(r)
             # The running median of this engine refines the plan of later rounds.
@@ -528,6 +572,7 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             "median_ms": statistics.median(r["median"] for r in rs),
             "min_ms": min(r["min"] for r in rs), "max_ms": max(r["max"] for r in rs),
             "round_medians_ms": [r["median"] for r in rs],
+            "round_cpus": pinned_cpu[id(e)],  # the CPU each round was pinned to (None: not)
             "iterations_per_round": [r["iterations"] for r in rs],
             "timed_runs": sum(r["iterations"] for r in rs),
             "rounds": len(rs),
@@ -631,6 +676,9 @@ def main():
                         "budget/iterations gets fewer timed runs (at least --min-iterations)")
     p.add_argument("--min-iterations", type=int, default=5)
     p.add_argument("--pause", type=float, default=0.2, help="seconds between engines")
+    p.add_argument("--pin", choices=("auto", "off"), default="auto",
+                   help="auto: in each round, every engine at 1 thread pinned to the same CPU, "
+                        "the CPU rotating from round to round (see Design); off: none pinned")
     p.add_argument("--backends", default="xnnpack,onednn",
                    help="Tessera delegate backends to time, those of them that are built "
                         "('all': every one, e.g. opencl on PoCL's CPU device)")
@@ -721,7 +769,7 @@ def main():
            "settings": {"iterations": args.iterations, "warmup": args.warmup,
                         "rounds": args.rounds, "threads": args.threads,
                         "engine_budget_s": args.engine_budget,
-                        "min_iterations": args.min_iterations},
+                        "min_iterations": args.min_iterations, "pin": args.pin},
            "tessera_backends": backends, "tessera_backends_built": built, "roofline": roof, "models": [],
            "tessera_build": {"dir": build_dir, "git_head": git_rev, "binary_mtimes": snap}}
     json_out = args.json_out or os.path.join(work_dir, "results.json")
