@@ -984,7 +984,19 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
   kept->reset();
   const bool is_auto = options.selection == Selection::Auto;
   const bool selectable = d->candidates() != nullptr && d->candidates()->size() >= 2;
-  if (options.selection == Selection::Fixed || (is_auto && !selectable)) return -1;
+  if (options.selection == Selection::Fixed) return -1;
+  if (is_auto && !selectable) {
+    // Nothing to choose between: the report says why (it said nothing before, and a delegate
+    // that was never measured looked like one whose measurement was lost).
+    say_fixed(info, d->candidates() == nullptr || d->candidates()->size() == 0
+                        ? std::string("the program records no other backend for it "
+                                      "(compiled with --backends, or no other backend takes "
+                                      "every node)")
+                        : string_format("only '%s' takes every node of it (the one backend the "
+                                        "compiler recorded)",
+                                        d->candidates()->Get(0)->c_str()));
+    return -1;
+  }
   auto measure = [&]() {
     return measure_candidates(program, method, ins, d, requested, specs, options, pools, s, symbols,
                               args, info, kept);

@@ -474,7 +474,22 @@ TEST_F(SelectionCacheTest, APinnedDelegateOrADisabledCacheRunsTheProgramsBackend
   DelegateInfo info = load_info(pinned, auto_options());
   EXPECT_STREQ(info.backend, "sc_slow");
   EXPECT_STREQ(info.selection.mode, "fixed");
+  EXPECT_STREQ(info.selection.summary,
+               "fixed: the program records no other backend for it (compiled with --backends, "
+               "or no other backend takes every node)");
   EXPECT_TRUE(entries().empty());
+
+  // One candidate recorded (no other backend takes every node): nothing to measure either.
+  ir::ProgramBuilder one = testing::delegate_chain_program({"sc_slow"});
+  one.methods()[0].delegates[0].candidates = {"sc_slow"};
+  info = load_info(load(one), auto_options());
+  EXPECT_STREQ(info.backend, "sc_slow");
+  EXPECT_STREQ(info.selection.mode, "fixed");
+  EXPECT_STREQ(info.selection.summary,
+               "fixed: only 'sc_slow' takes every node of it (the one backend the compiler "
+               "recorded)");
+  EXPECT_TRUE(entries().empty());
+  EXPECT_EQ(fast_->init_count(), 0);
 
   LoadOptions disabled = auto_options();
   disabled.selection_cache_dir = "";

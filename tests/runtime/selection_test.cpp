@@ -183,7 +183,12 @@ TEST_F(SelectionTest, FixedAndAutoRunTheProgramsBackendWithoutMeasuring) {
     EXPECT_STREQ(m->delegate_info(0).backend, "sel_slow");
     EXPECT_STREQ(m->delegate_info(0).selection.mode, "fixed");
     EXPECT_EQ(m->delegate_info(0).selection.num_candidates, 0u);
-    EXPECT_STREQ(m->delegate_info(0).selection.summary, "");
+    // Fixed: as asked, nothing to say. Auto: why nothing was measured (a pinned delegate).
+    EXPECT_STREQ(m->delegate_info(0).selection.summary,
+                 mode == Selection::Fixed ? ""
+                                          : "fixed: the program records no other backend for "
+                                            "it (compiled with --backends, or no other backend "
+                                            "takes every node)");
   }
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 0);
 }

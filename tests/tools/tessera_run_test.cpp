@@ -132,6 +132,9 @@ TEST_F(TesseraRun, JsonReport) {
   EXPECT_EQ(d["nodes"], 1);
   EXPECT_TRUE(d["reason"].is_string());
   EXPECT_EQ(d["selection"]["mode"], "fixed");
+  // Why it was not measured (selection auto, the default: one backend recorded, none to choose).
+  EXPECT_CONTAINS(d["selection"]["summary"].get<std::string>(),
+                  "fixed: the program records no other backend for it");
   EXPECT_EQ(d["selection"]["cached"], false);
   EXPECT_TRUE(d["selection"]["candidates"].is_array());
   EXPECT_EQ(d["options"][0],
@@ -284,6 +287,7 @@ TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
   for (const auto& d : report["delegates"]) {
     const auto& sel = d["selection"];
     EXPECT_EQ(sel["mode"], "measure");
+    EXPECT_CONTAINS(sel["summary"].get<std::string>(), d["backend"].get<std::string>());
     EXPECT_EQ(sel["cached"], false);
     // Each backend as resolved (options {}), and option values tried on top of it.
     std::set<std::string> plain;

@@ -494,6 +494,7 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                          {"execute_fallback_reason", d.execute_fallback_reason},
                          {"selection",
                           {{"mode", d.selection.mode},
+                           {"summary", d.selection.summary},
                            {"cached", d.selection.cached},
                            {"disturbed_measurements", d.selection.disturbed_measurements},
                            {"candidates", std::move(candidates)},
