@@ -105,6 +105,57 @@ TEST(OnednnSlice, Rejected) {
   EXPECT_NE(rejection(wrong).find("output shape does not match"), std::string::npos);
 }
 
+// ShuffleNetV2's unit: a Concat into a channel shuffle, its output split into halves by two
+// Slices, the second half convolved, then Concat and shuffle again. The shuffle writes
+// channels-last and the Slices keep it, so nothing is reordered between them and the
+// convolutions (before, each shuffle wrote row-major, and each block's convolution began with a
+// reorder of its half back to channels-last: 16 of ShuffleNetV2's 135 steps).
+TEST(OnednnSlice, ShuffleNetHalvesStayChannelsLast) {
+  GraphCase g;
+  g.seed = 77;
+  const int x = g.input({1, 16, 7, 7});
+  auto conv1x1 = [&](int in, int64_t cin, int64_t cout, const char* name) {
+    const int y = g.tensor({1, cout, 7, 7});
+    ir::Node& n = g.node(Op::Conv, {in, g.constant({cout, cin, 1, 1}), g.constant({cout})}, y);
+    n.activation = fb::Activation::Relu;
+    n.name = name;
+    return y;
+  };
+  auto concat_shuffle = [&](int a, int b, const char* name) {
+    const int cat = g.tensor({1, 32, 7, 7});
+    g.node(Op::Concat, {a, b}, cat).attrs = {ir::Attr::make_int("axis", 1)};
+    const int y = g.tensor({1, 32, 7, 7});
+    ir::Node& n = g.node(Op::ChannelShuffle, {cat}, y);
+    n.attrs = {ir::Attr::make_int("group", 2)};
+    n.name = name;
+    return y;
+  };
+  auto half = [&](int in, int64_t start, const char* name) {
+    const int y = g.tensor({1, 16, 7, 7});
+    ir::Node& n = g.node(Op::Slice, {in}, y);
+    n.attrs = {ir::Attr::make_ints("starts", {start}), ir::Attr::make_ints("ends", {start + 16}),
+               ir::Attr::make_ints("axes", {1})};
+    n.name = name;
+    return y;
+  };
+  const int s1 = concat_shuffle(conv1x1(x, 16, 16, "a"), conv1x1(x, 16, 16, "b"), "shuffle1");
+  const int x1 = half(s1, 0, "slice1");
+  const int x2 = half(s1, 16, "slice2");
+  g.output(concat_shuffle(x1, conv1x1(x2, 16, 16, "c"), "shuffle2"));
+  EXPECT_TRUE(matches_portable(g));
+  Session s;
+  ASSERT_TRUE(s.init(g).is_ok());
+  const DelegateSummary sum = summarize_delegate(s.handle());
+  std::string steps;
+  int unnamed_reorders = 0;
+  for (const std::string& step : sum.steps) {
+    steps += step + "\n";
+    if (step.rfind("reorder:reorder ", 0) == 0) ++unnamed_reorders;
+  }
+  // At most the graph input's, into the first convolutions' layout.
+  EXPECT_LE(unnamed_reorders, 1) << steps;
+}
+
 // ---- Split -------------------------------------------------------------------------------------
 
 GraphCase split_case(const std::vector<int64_t>& x, int64_t axis, const std::vector<int64_t>& sizes,
