@@ -1638,7 +1638,6 @@ Status Builder::lower_transpose(const NodeView& n) {
   return Status::ok();
 }
 
-
 // ChannelShuffle with `group` g: output channel j*g + i is input channel i*(C/g) + j. An input
 // in a strided layout (plain or channels-last, as the producer left it) is one reorder into a
 // row-major output, between two views of the channel axis as [C/g, g]: the input's read with
@@ -1813,10 +1812,12 @@ Status Builder::lower_slice(const NodeView& n) {
   {
     TESSERA_ASSIGN_OR_RETURN(memory m, get(x));
     const memory::desc& md = m.get_desc();
-    const bool unit = std::all_of(spec.step.begin(), spec.step.end(), [](int64_t k) { return k == 1; });
-    if (unit && dx.size() == 4 && md.data_type() == act_ && !vals_[static_cast<size_t>(x)].constant) {
-      for (const memory::format_tag tag : {memory::format_tag::acdb, memory::format_tag::aBcd16b,
-                                           memory::format_tag::aBcd8b}) {
+    const bool unit =
+        std::all_of(spec.step.begin(), spec.step.end(), [](int64_t k) { return k == 1; });
+    if (unit && dx.size() == 4 && md.data_type() == act_ &&
+        !vals_[static_cast<size_t>(x)].constant) {
+      for (const memory::format_tag tag :
+           {memory::format_tag::acdb, memory::format_tag::aBcd16b, memory::format_tag::aBcd8b}) {
         if (md != memory::desc(dx, act_, tag)) continue;
         const memory::desc sub = md.submemory_desc(spec.size, spec.start, /*allow_empty=*/true);
         if (sub.is_zero()) break;  // a window across a channel block: as below
