@@ -470,30 +470,28 @@ TEST_F(SelectionCacheTest, MeasureAlwaysMeasuresAndRemembers) {
 }
 
 TEST_F(SelectionCacheTest, APinnedDelegateOrADisabledCacheRunsTheProgramsBackend) {
-  Program* pinned = load(testing::delegate_chain_program({"sc_slow"}));
-  DelegateInfo info = load_info(pinned, auto_options());
-  EXPECT_STREQ(info.backend, "sc_slow");
-  EXPECT_STREQ(info.selection.mode, "fixed");
-  EXPECT_STREQ(info.selection.summary,
+  // Loaded with selection auto: the program's backend, not measured, and the summary says why.
+  auto expect_fixed = [&](Program* program, const char* why) {
+    const DelegateInfo info = load_info(program, auto_options());
+    EXPECT_STREQ(info.backend, "sc_slow");
+    EXPECT_STREQ(info.selection.mode, "fixed");
+    EXPECT_STREQ(info.selection.summary, why);
+    EXPECT_TRUE(entries().empty());
+  };
+  expect_fixed(load(testing::delegate_chain_program({"sc_slow"})),
                "fixed: the program records no other backend for it (compiled with --backends, "
                "or no other backend takes every node)");
-  EXPECT_TRUE(entries().empty());
-
   // One candidate recorded (no other backend takes every node): nothing to measure either.
   ir::ProgramBuilder one = testing::delegate_chain_program({"sc_slow"});
   one.methods()[0].delegates[0].candidates = {"sc_slow"};
-  info = load_info(load(one), auto_options());
-  EXPECT_STREQ(info.backend, "sc_slow");
-  EXPECT_STREQ(info.selection.mode, "fixed");
-  EXPECT_STREQ(info.selection.summary,
+  expect_fixed(load(one),
                "fixed: only 'sc_slow' takes every node of it (the one backend the compiler "
                "recorded)");
-  EXPECT_TRUE(entries().empty());
   EXPECT_EQ(fast_->init_count(), 0);
 
   LoadOptions disabled = auto_options();
   disabled.selection_cache_dir = "";
-  info = load_info(program_, disabled);
+  DelegateInfo info = load_info(program_, disabled);
   EXPECT_STREQ(info.backend, "sc_slow");
   EXPECT_STREQ(info.selection.mode, "fixed");
   EXPECT_NE(std::string(info.selection.summary).find("selection cache is disabled"),
