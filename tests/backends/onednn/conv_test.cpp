@@ -126,14 +126,10 @@ TEST(OnednnResidual, RepeatedRunsStayCorrect) {
 
 /// Runs `g` with onednn.`key`=`value` at load scope: results against the portable kernels (1e-4
 /// relative to the output's magnitude, random inputs from `seed`), and the delegate's summary.
-template <typename T>
-::testing::AssertionResult run_with_option(const GraphCase& g, OptionKey<T> key, T value,
-                                           uint32_t seed, DelegateSummary* summary) {
-  LoadBackendOptionsMap load;
-  ::testing::AssertionResult set = set_load_option(&load, key, value);
-  if (!set) return set;
+::testing::AssertionResult run_with_load(const GraphCase& g, LoadBackendOptionsMap* load,
+                                         uint32_t seed, DelegateSummary* summary) {
   RunOptions o;
-  o.load = &load;
+  o.load = load;
   const std::vector<Floats> inputs = random_inputs(g, seed);
   auto want = run_portable(g, inputs);
   auto got = run_onednn(g, inputs, o);
@@ -146,11 +142,27 @@ template <typename T>
   return close(*got, *want, 1e-4);
 }
 
-/// `g` with conv_algorithm=`algorithm` (see run_with_option).
+template <typename T>
+::testing::AssertionResult run_with_option(const GraphCase& g, OptionKey<T> key, T value,
+                                           uint32_t seed, DelegateSummary* summary) {
+  LoadBackendOptionsMap load;
+  ::testing::AssertionResult set = set_load_option(&load, key, value);
+  if (!set) return set;
+  return run_with_load(g, &load, seed, summary);
+}
+
+/// `g` with conv_algorithm=`algorithm` on a team of `threads` (see run_with_option).
 ::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
-                                              DelegateSummary* summary) {
-  return run_with_option(g, kConvAlgorithm, EnumValue{algorithm}, 11, summary) << "="
-                                                                                 << algorithm;
+                                              DelegateSummary* summary, int64_t threads = 1) {
+  BackendOptions<2> opts;
+  LoadBackendOptionsMap load;
+  if (!opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok() ||
+      !opts.set(kNumThreads, threads).is_ok() ||
+      !load.set_options(kBackendName, opts.view()).is_ok()) {
+    return ::testing::AssertionFailure() << "cannot set the options";
+  }
+  return run_with_load(g, &load, 11, summary) << "=" << algorithm << ", " << threads
+                                              << " thread(s)";
 }
 
 TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
@@ -162,6 +174,7 @@ TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
     ConvCfg cfg;
     bool kernel;  // oneDNN has a Winograd kernel for it: conv_algorithm=winograd uses it
     bool chosen;  // conv_algorithm=auto uses it too (>= 16 in, >= 32 out channels, >= 14x14 out)
+    bool chosen_at_2 = chosen;  // with 2 threads (below 28x28 out: >= 256 in channels)
   };
   std::vector<Case> cases = {
       {{1, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu},
@@ -177,7 +190,9 @@ TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
       {{1, 3, 9, 17, 33, 3, 3}, true, false},
       {{2, 16, 14, 15, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu},
        true,
-       true},
+       true,
+       false},
+      {{1, 256, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, true, true, true},
   };
   const bool kernels = winograd_kernels_available();
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -187,6 +202,10 @@ TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
     EXPECT_EQ(direct.winograd_convs, 0u) << "case " << i;
     EXPECT_TRUE(run_with_algorithm(g, "auto", &automatic)) << "case " << i;
     EXPECT_EQ(automatic.winograd_convs, kernels && cases[i].kernel && cases[i].chosen ? 1u : 0u)
+        << "case " << i;
+    EXPECT_TRUE(run_with_algorithm(g, "auto", &automatic, 2)) << "case " << i;
+    EXPECT_EQ(automatic.winograd_convs,
+              kernels && cases[i].kernel && cases[i].chosen_at_2 ? 1u : 0u)
         << "case " << i;
     if (!kernels) continue;
     EXPECT_TRUE(run_with_algorithm(g, "winograd", &winograd)) << "case " << i;
