@@ -14,8 +14,10 @@ namespace tessera {
 
 /// The version of the interface between libtessera and backend libraries (BackendInterface, the
 /// contexts, the registrar). Bumped when any of them changes incompatibly; a backend library
-/// built for another version is refused by load_backend_library.
-inline constexpr uint32_t kBackendAbiVersion = 1;
+/// built for another version is refused by load_backend_library. 2: BackendInterface gained
+/// virtual functions after 1 (variant_changes, park_idle_workers, runs_on_calling_thread,
+/// init_beside_other_backends), which moved its vtable.
+inline constexpr uint32_t kBackendAbiVersion = 2;
 
 /// The symbol every backend library exports (TESSERA_DEFINE_BACKEND_LIBRARY): a function
 /// returning the kBackendAbiVersion the library was built with.

@@ -55,6 +55,10 @@ bool BackendInterface::runs_on_calling_thread() const {
   return false;
 }
 
+bool BackendInterface::init_beside_other_backends() const {
+  return false;
+}
+
 void BackendInterface::park_idle_workers() const {}
 
 Status BackendInterface::set_option(BackendOptionContext&, Span<const BackendOption>) {

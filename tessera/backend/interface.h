@@ -145,6 +145,15 @@ class BackendInterface {
   /// spent off its CPU during a timed run as disturbance (see RunTimer). Default: false.
   virtual bool runs_on_calling_thread() const;
 
+  /// Whether init may run on one thread while another backend's init runs on another. Measured
+  /// selection then initialises two candidates of a delegate at once on a machine with two or
+  /// more usable CPUs (both must say so), the second on a thread of its own; the candidates run
+  /// one after the other afterwards, as before. A backend that says so promises that its init
+  /// takes no timings of its own (a tuner timing kernels would read the other init's work), that
+  /// whatever process-wide state it touches is thread-safe, and that it needs no method allocator
+  /// (the context's refuses every allocation on the second thread). Default: false.
+  virtual bool init_beside_other_backends() const;
+
   /// Sends this backend's idle CPU workers to sleep now if they busy-wait for more work after a
   /// run, so that another backend run next has the CPUs. Measured selection calls it before it
   /// runs a candidate of another backend. Safe from any thread at any time; it may wait for a

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1181,6 +1182,139 @@ TEST_F(SelectionVariantTest, AThreadPoolBackendAlsoTriesOneThread) {
   OptionLevel source;
   EXPECT_EQ(option_text(info, "num_threads", &source), "1");
   EXPECT_EQ(source, OptionLevel::Selection);
+}
+
+// Two candidates whose backends allow it (BackendInterface::init_beside_other_backends)
+// initialise at once on a machine with two usable CPUs: the first on the loading thread, the
+// second on a thread of its own, whose method allocator refuses. Each init here takes 60 ms.
+class SelectionInitTogetherTest : public ::testing::Test {
+ protected:
+  using Clock = std::chrono::steady_clock;
+  struct Init {
+    std::thread::id thread;
+    Clock::time_point start, end;
+    bool allocator_refused = false;
+  };
+  static constexpr const char* kNames[] = {"tog_a", "tog_b", "tog_c"};
+
+  void SetUp() override {
+    for (const char* name : kNames) {
+      auto* stub = new testing::StubBackend();
+      const std::string n = name;
+      stub->on_calling_thread = true;
+      stub->init_beside_others = n != "tog_c";  // tog_c initialises alone
+      stub->on_init = [this, n](BackendInitContext& ctx, FreeableBuffer*,
+                                Span<const CompileSpec>) -> Result<DelegateHandle*> {
+        Init rec;
+        rec.thread = std::this_thread::get_id();
+        rec.start = Clock::now();
+        rec.allocator_refused =
+            ctx.method_allocator() == nullptr || ctx.method_allocator()->allocate(16) == nullptr;
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        rec.end = Clock::now();
+        std::lock_guard<std::mutex> lock(mutex_);
+        inits_[n].push_back(rec);
+        if (n == failing_) return Status(Error::DelegateInvalidCompatibility, "no device today");
+        return to_handle(&token_);
+      };
+      ASSERT_TRUE(register_backend(name, std::unique_ptr<BackendInterface>(stub)).is_ok());
+    }
+    auto loaded = testing::load_built_program(testing::delegate_chain_program({"tog_a"}));
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    loaded_ = std::move(*loaded);
+    device_ = DeviceInfo::get();
+    device_.usable_cpus = 2;
+    device_.cpu_quota = 0;
+  }
+  void TearDown() override {
+    loaded_ = testing::LoadedProgram{};
+    for (const char* name : kNames) (void)unregister_backend(name);
+  }
+
+  // A measuring load of tog_a's program with `candidates` besides it; the method must load.
+  std::string measure(const char* candidates) {
+    LoadOptions o;
+    o.selection = Selection::Measure;
+    o.selection_cache_dir = "";
+    o.selection_budget_ms = 5000;
+    o.device_info = &device_;
+    EXPECT_TRUE(o.set_selection_candidates(candidates).is_ok());
+    auto m = loaded_.program->load_method("forward", nullptr, o);
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    if (!m.ok()) return "";
+    const DelegateInfo& info = m->delegate_info(0);
+    for (size_t i = 0; i < info.selection.num_candidates; ++i) {
+      const SelectionCandidate& c = info.selection.candidates[i];
+      if (std::string(c.backend) == failing_) {
+        EXPECT_FALSE(c.accepted);
+        EXPECT_STREQ(c.reason, "init failed: no device today");
+      } else {
+        EXPECT_TRUE(c.accepted) << c.backend << ": " << c.reason;
+        EXPECT_GE(c.init_ms, 55.0) << c.backend;  // its own init, not the pair's
+      }
+    }
+    // It runs, on a backend whose init succeeded.
+    EXPECT_NE(std::string(info.backend), failing_);
+    float x[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    const int64_t sizes[] = {2, 4};
+    EXPECT_TRUE(m->set_input(0, Tensor(ScalarType::Float32, sizes, x)).is_ok());
+    EXPECT_TRUE(m->execute().is_ok());
+    EXPECT_EQ(std::memcmp((*m->get_output(0))->data(), x, sizeof x), 0);
+    return info.selection.summary;
+  }
+  Init only(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EXPECT_EQ(inits_[name].size(), 1u) << name;
+    return inits_[name].empty() ? Init{} : inits_[name][0];
+  }
+  static bool overlap(const Init& a, const Init& b) { return a.start < b.end && b.start < a.end; }
+
+  testing::WallClockOnlySelection wall_clock_only_;
+  testing::LoadedProgram loaded_;
+  DeviceInfo device_;
+  std::mutex mutex_;
+  std::map<std::string, std::vector<Init>> inits_;
+  std::string failing_;  // the backend whose init fails
+  int token_ = 0;        // what every handle points at (destroy() leaves it)
+};
+
+TEST_F(SelectionInitTogetherTest, TwoInitialiseAtOnceOnTwoCpus) {
+  const std::string summary = measure("tog_b");
+  EXPECT_NE(summary.find("tog_a and tog_b initialised at once"), std::string::npos) << summary;
+  const Init a = only("tog_a"), b = only("tog_b");
+  EXPECT_TRUE(overlap(a, b));
+  EXPECT_EQ(a.thread, std::this_thread::get_id());
+  EXPECT_NE(b.thread, a.thread);
+  EXPECT_FALSE(a.allocator_refused);
+  EXPECT_TRUE(b.allocator_refused);
+}
+
+TEST_F(SelectionInitTogetherTest, OneAfterTheOtherOnOneCpu) {
+  device_.usable_cpus = 1;
+  const std::string summary = measure("tog_b");
+  EXPECT_EQ(summary.find("at once"), std::string::npos) << summary;
+  const Init a = only("tog_a"), b = only("tog_b");
+  EXPECT_FALSE(overlap(a, b));
+  EXPECT_EQ(a.thread, b.thread);
+  EXPECT_FALSE(b.allocator_refused);
+}
+
+TEST_F(SelectionInitTogetherTest, OnlyBackendsThatAllowItInitialiseTogether) {
+  // tog_c comes before tog_b, but does not allow it: tog_a pairs with tog_b, tog_c runs alone.
+  const std::string summary = measure("tog_c,tog_b");
+  EXPECT_NE(summary.find("tog_a and tog_b initialised at once"), std::string::npos) << summary;
+  const Init a = only("tog_a"), b = only("tog_b"), c = only("tog_c");
+  EXPECT_TRUE(overlap(a, b));
+  EXPECT_FALSE(overlap(c, a));
+  EXPECT_FALSE(overlap(c, b));
+  EXPECT_EQ(c.thread, std::this_thread::get_id());
+}
+
+TEST_F(SelectionInitTogetherTest, AFailedInitBesideTheOtherIsReported) {
+  failing_ = "tog_b";
+  const std::string summary = measure("tog_b");
+  EXPECT_NE(summary.find("tog_b rejected"), std::string::npos) << summary;
+  EXPECT_TRUE(overlap(only("tog_a"), only("tog_b")));
 }
 
 }  // namespace

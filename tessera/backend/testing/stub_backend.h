@@ -43,6 +43,7 @@ class StubBackend : public BackendInterface {
   std::atomic<const char*> why_unavailable{""};  // static strings only
   std::atomic<bool> cpu_thread_pool{false};      // what uses_cpu_thread_pool() answers
   std::atomic<bool> on_calling_thread{false};    // what runs_on_calling_thread() answers
+  std::atomic<bool> init_beside_others{false};   // what init_beside_other_backends() answers
   std::function<void()> on_park_idle_workers;    // called by park_idle_workers()
 
   bool is_available() const override { return available.load(); }
@@ -50,6 +51,7 @@ class StubBackend : public BackendInterface {
   Span<const OptionSpec> option_schema() const override { return schema_; }
   bool uses_cpu_thread_pool() const override { return cpu_thread_pool.load(); }
   bool runs_on_calling_thread() const override { return on_calling_thread.load(); }
+  bool init_beside_other_backends() const override { return init_beside_others.load(); }
   void park_idle_workers() const override {
     if (on_park_idle_workers) on_park_idle_workers();
   }
