@@ -162,6 +162,20 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
   return out;
 }
 
+// The CPU threads `b`'s delegate gets with `resolved`: its num_threads (the policy's at 0) for a
+// thread-pool backend that has one, else 1.
+uint32_t delegate_threads(const BackendInterface& b, const ResolvedOptions& resolved,
+                          const PolicyDecision& policy) {
+  const int i = resolved.find("num_threads");
+  if (!b.uses_cpu_thread_pool() || i < 0 ||
+      resolved.spec(static_cast<size_t>(i)).type != OptionType::Int) {
+    return 1;
+  }
+  const BackendOption& o = resolved.option(static_cast<size_t>(i));
+  const int64_t n = o.type() == OptionType::Int ? o.as_int() : 0;
+  return n > 0 ? static_cast<uint32_t>(n) : std::max<uint32_t>(1, policy.threads);
+}
+
 }  // namespace
 
 void fill_deterministic(Tensor* t, uint32_t seed) {
@@ -693,21 +707,26 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     }
     entrants.push_back(std::move(e));
   }
-  // The first two waiting whose backends allow it initialise at once on a machine with two or
-  // more usable CPUs: the first on this thread, the other on a thread of its own, with a method
-  // allocator that refuses (the method's is not shared between threads). Then each is run and
-  // timed as before, one after the other: no run overlaps an init. ResNeXt-50's oneDNN and
-  // XNNPACK inits took about 300 ms each, one after the other, of a 1.2 s measuring load.
+  // The first two waiting whose backends allow it initialise at once when their delegates'
+  // threads together fit the usable CPUs (two at one thread each on two): the first on this
+  // thread, the other on a thread of its own, with a method allocator that refuses (the
+  // method's is not shared between threads). Then each is run and timed as before, one after
+  // the other: no run overlaps an init. ResNeXt-50's oneDNN and XNNPACK inits took about 300 ms
+  // each, one after the other, of a 1.1 s measuring load at one thread. At two threads on two
+  // CPUs each init took about twice as long beside the other (SqueezeNet: oneDNN 66-75 ms
+  // against 36-42, XNNPACK 48-55 against 34-37): nothing gained there.
   std::string together;  // for the summary
   {
     Entrant* first = nullptr;
     Entrant* second = nullptr;
-    const bool cpus = (s->device != nullptr ? *s->device : DeviceInfo::get()).usable_cpus >= 2;
+    const uint32_t cpus = (s->device != nullptr ? *s->device : DeviceInfo::get()).usable_cpus;
     for (Entrant* e : waiting) {
-      if (!cpus || !e->backend->init_beside_other_backends()) continue;
+      if (!e->backend->init_beside_other_backends()) continue;
       if (first == nullptr) {
         first = e;
-      } else {
+      } else if (delegate_threads(*first->backend, *first->resolved, *s->policy) +
+                     delegate_threads(*e->backend, *e->resolved, *s->policy) <=
+                 cpus) {
         second = e;
         break;
       }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -1196,12 +1197,17 @@ class SelectionInitTogetherTest : public ::testing::Test {
     bool allocator_refused = false;
   };
   static constexpr const char* kNames[] = {"tog_a", "tog_b", "tog_c"};
+  // As XNNPACK's and oneDNN's: a thread pool of num_threads (0: the policy's).
+  static constexpr OptionSpec kSchema[] = {
+      OptionSpec::integer(OptionKey<int64_t>{"num_threads"}, 0, 0, 64, kInitScopes, "threads"),
+  };
 
   void SetUp() override {
     for (const char* name : kNames) {
-      auto* stub = new testing::StubBackend();
+      auto* stub = new testing::StubBackend(kSchema);
       const std::string n = name;
       stub->on_calling_thread = true;
+      stub->cpu_thread_pool = true;
       stub->init_beside_others = n != "tog_c";  // tog_c initialises alone
       stub->on_init = [this, n](BackendInitContext& ctx, FreeableBuffer*,
                                 Span<const CompileSpec>) -> Result<DelegateHandle*> {
@@ -1210,6 +1216,19 @@ class SelectionInitTogetherTest : public ::testing::Test {
         rec.start = Clock::now();
         rec.allocator_refused =
             ctx.method_allocator() == nullptr || ctx.method_allocator()->allocate(16) == nullptr;
+        {
+          // Where both are expected at once, each waits for the other to start (however late
+          // a loaded machine starts the thread): then they overlap whenever they run together.
+          std::unique_lock<std::mutex> lock(mutex_);
+          started_.push_back(n);
+          started_changed_.notify_all();
+          if (n == "tog_a" || n == "tog_b") {
+            started_changed_.wait_for(lock, std::chrono::seconds(10), [&] {
+              return !rendezvous_ || (std::count(started_.begin(), started_.end(), "tog_a") > 0 &&
+                                      std::count(started_.begin(), started_.end(), "tog_b") > 0);
+            });
+          }
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(60));
         rec.end = Clock::now();
         std::lock_guard<std::mutex> lock(mutex_);
@@ -1231,9 +1250,15 @@ class SelectionInitTogetherTest : public ::testing::Test {
     for (const char* name : kNames) (void)unregister_backend(name);
   }
 
-  // A measuring load of tog_a's program with `candidates` besides it; the method must load.
-  std::string measure(const char* candidates) {
+  // A measuring load of tog_a's program with `candidates` besides it, each backend on one
+  // thread unless `threads` says otherwise; the method must load.
+  std::string measure(const char* candidates, const LoadBackendOptionsMap* threads = nullptr) {
+    LoadBackendOptionsMap one;
+    for (const char* name : kNames) {
+      EXPECT_TRUE(one.set(name, OptionKey<int64_t>{"num_threads"}, int64_t{1}).is_ok());
+    }
     LoadOptions o;
+    o.backend_options = threads != nullptr ? threads : &one;
     o.selection = Selection::Measure;
     o.selection_cache_dir = "";
     o.selection_budget_ms = 5000;
@@ -1273,12 +1298,16 @@ class SelectionInitTogetherTest : public ::testing::Test {
   testing::LoadedProgram loaded_;
   DeviceInfo device_;
   std::mutex mutex_;
+  std::condition_variable started_changed_;
+  std::vector<std::string> started_;  // the inits begun, in order
+  bool rendezvous_ = false;           // tog_a and tog_b wait for each other's start (see SetUp)
   std::map<std::string, std::vector<Init>> inits_;
   std::string failing_;  // the backend whose init fails
   int token_ = 0;        // what every handle points at (destroy() leaves it)
 };
 
 TEST_F(SelectionInitTogetherTest, TwoInitialiseAtOnceOnTwoCpus) {
+  rendezvous_ = true;
   const std::string summary = measure("tog_b");
   EXPECT_NE(summary.find("tog_a and tog_b initialised at once"), std::string::npos) << summary;
   const Init a = only("tog_a"), b = only("tog_b");
@@ -1301,6 +1330,7 @@ TEST_F(SelectionInitTogetherTest, OneAfterTheOtherOnOneCpu) {
 
 TEST_F(SelectionInitTogetherTest, OnlyBackendsThatAllowItInitialiseTogether) {
   // tog_c comes before tog_b, but does not allow it: tog_a pairs with tog_b, tog_c runs alone.
+  rendezvous_ = true;
   const std::string summary = measure("tog_c,tog_b");
   EXPECT_NE(summary.find("tog_a and tog_b initialised at once"), std::string::npos) << summary;
   const Init a = only("tog_a"), b = only("tog_b"), c = only("tog_c");
@@ -1310,8 +1340,27 @@ TEST_F(SelectionInitTogetherTest, OnlyBackendsThatAllowItInitialiseTogether) {
   EXPECT_EQ(c.thread, std::this_thread::get_id());
 }
 
+TEST_F(SelectionInitTogetherTest, OnlyWhenTheirThreadsFitTheCpus) {
+  // tog_a's pool of 2 and tog_b's 1 are more than the 2 CPUs.
+  LoadBackendOptionsMap threads;
+  ASSERT_TRUE(threads.set("tog_a", OptionKey<int64_t>{"num_threads"}, int64_t{2}).is_ok());
+  ASSERT_TRUE(threads.set("tog_b", OptionKey<int64_t>{"num_threads"}, int64_t{1}).is_ok());
+  std::string summary = measure("tog_b", &threads);
+  EXPECT_EQ(summary.find("at once"), std::string::npos) << summary;
+  EXPECT_FALSE(overlap(only("tog_a"), only("tog_b")));
+  // On four CPUs they fit.
+  device_.usable_cpus = 4;
+  rendezvous_ = true;
+  inits_.clear();
+  started_.clear();
+  summary = measure("tog_b", &threads);
+  EXPECT_NE(summary.find("tog_a and tog_b initialised at once"), std::string::npos) << summary;
+  EXPECT_TRUE(overlap(only("tog_a"), only("tog_b")));
+}
+
 TEST_F(SelectionInitTogetherTest, AFailedInitBesideTheOtherIsReported) {
   failing_ = "tog_b";
+  rendezvous_ = true;
   const std::string summary = measure("tog_b");
   EXPECT_NE(summary.find("tog_b rejected"), std::string::npos) << summary;
   EXPECT_TRUE(overlap(only("tog_a"), only("tog_b")));
