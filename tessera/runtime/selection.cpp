@@ -647,10 +647,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
               e->entry, &e->held, true, pre)) {
       e->derived = *e->held.derived;
       for (size_t k = 0; k < e->variants.size(); ++k) {
-        e->changes[k] = e->backend->variant_changes(e->held.handle, e->variants[k].key,
-                                                    e->variants[k].value)
-                            ? 1
-                            : 0;
+        e->changes[k] =
+            e->backend->variant_changes(e->held.handle, e->variants[k].key, e->variants[k].value)
+                ? 1
+                : 0;
       }
     }
   };
@@ -744,9 +744,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         Entrant* e = pair[k];
         bool fatal = false;
         const Clock::time_point t = Clock::now();
-        pre[k].made.emplace(init_on(program, method, d, e->name, e->backend, e->specs, pools,
-                                    state, symbols, pre[k].options.get(), pre[k].derived.get(),
-                                    &fatal));
+        pre[k].made.emplace(init_on(program, method, d, e->name, e->backend, e->specs, pools, state,
+                                    symbols, pre[k].options.get(), pre[k].derived.get(), &fatal));
         pre[k].init_ms = ms_between(t, Clock::now());
       };
       const Clock::time_point t = Clock::now();

@@ -42,7 +42,8 @@ class OnednnBackend final : public BackendInterface {
   /// pool the team is 1 (threading.h).
   bool uses_cpu_thread_pool() const override;
   bool runs_on_calling_thread() const override { return true; }  // it joins its workers, busy
-  bool init_beside_other_backends() const override { return true; }  // primitives, reorders: no timing
+  // Its init: primitives and reorders: no timing, no method allocator.
+  bool init_beside_other_backends() const override { return true; }
   /// Applies primitive_cache_capacity at once. max_cpu_isa is stored by the framework and
   /// applied at the first init (a oneDNN setting can be made only once).
   Status set_option(BackendOptionContext& context, Span<const BackendOption> options) override;

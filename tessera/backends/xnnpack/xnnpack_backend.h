@@ -34,7 +34,8 @@ class XnnpackBackend final : public BackendInterface {
   /// delegates keeps this pool and runs oneDNN's on one thread (onednn/threading.h).
   bool uses_cpu_thread_pool() const override;
   bool runs_on_calling_thread() const override { return true; }  // it joins its workers, busy
-  bool init_beside_other_backends() const override { return true; }  // packing: no timing; pools locked
+  // Its init: weight packing: no timing, no method allocator; its pools are locked.
+  bool init_beside_other_backends() const override { return true; }
   /// Parks the workers of every pool of this backend (the process's and each Method's).
   void park_idle_workers() const override;
   /// A new global num_threads drops the shared pool: later loads create one of the new size;

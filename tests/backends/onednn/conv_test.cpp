@@ -161,8 +161,8 @@ template <typename T>
       !load.set_options(kBackendName, opts.view()).is_ok()) {
     return ::testing::AssertionFailure() << "cannot set the options";
   }
-  return run_with_load(g, &load, 11, summary) << "=" << algorithm << ", " << threads
-                                              << " thread(s)";
+  return run_with_load(g, &load, 11, summary)
+         << "=" << algorithm << ", " << threads << " thread(s)";
 }
 
 TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
