@@ -605,13 +605,14 @@ bool Builder::use_winograd(const DimVector& weights, const DimVector& out, int64
       // took 115-157 ms for each of them, and the load went from 90 to 250 ms. An application
       // that loads once and runs long asks for conv_algorithm=winograd.
       if (weights[1] < 16 || weights[0] < 32 || out[2] * out[3] < 14 * 14) return false;
-      // With two or more threads the 14x14 to 27x27 layers gain less: their 49-169 tiles are
-      // split between the threads, and below 256 input channels Winograd measured slower than
-      // direct (2 threads, in the model: GoogLeNet's 14x14 layers of 96-160 input channels 0.223
-      // against 0.423 ms, 0.408 against 0.476, 0.516 against 0.676; DenseNet-121's 14x14 128 ->
-      // 32 layers 1.26 against 1.41 ms for 24 of them) and ResNet-18's 256 -> 256 faster (0.42
-      // -0.51 against 0.55-0.62 ms).
-      if (options_.threads > 1 && out[2] * out[3] < 28 * 28 && weights[1] < 256) return false;
+      // With two or more threads the layers below 20x20 outputs gain less: their 49-100 tiles
+      // are split between the threads, and below 256 input channels Winograd measured slower
+      // than direct (2 threads, in the model: GoogLeNet's 14x14 layers of 96-160 input
+      // channels 0.223 against 0.423 ms, 0.408 against 0.476, 0.516 against 0.676; DenseNet-121's
+      // 14x14 128 -> 32 layers 1.26 against 1.41 ms for 24 of them), while ResNet-18's 14x14
+      // 256 -> 256 ones kept their gain (0.42-0.51 against 0.55-0.62 ms), and so did
+      // SqueezeNet's 27x27 32 -> 128 ones (direct for them too: the model 1.09x as slow).
+      if (options_.threads > 1 && out[2] * out[3] < 20 * 20 && weights[1] < 256) return false;
       return true;
   }
   return false;

@@ -55,7 +55,7 @@ constexpr OptionSpec kSchema[] = {
         "Winograd (F(2x2,3x3): 2.25x fewer multiplications, 1.1-1.7x faster on ResNet-18's "
         "layers here, rounding differs from direct by about 1e-6 relative) where it is faster "
         "and cheap to set up: from 16 input and 32 output channels and 14x14 outputs on (with 2 or "
-        "more threads, below 28x28 outputs only from 256 input channels), where oneDNN has a "
+        "more threads, below 20x20 outputs only from 256 input channels), where oneDNN has a "
         "Winograd kernel for the convolution (avx512_core; some paddings and shapes "
         "are outside its kernels); direct for the rest. winograd = Winograd for every such "
         "convolution oneDNN has a kernel for, whatever the channels and size (for applications "
@@ -259,8 +259,11 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
     context.report_derived("conv_algorithm",
                            (*delegate)->winograd_convs > 0 ? "winograd+direct" : "direct",
                            "auto: Winograd for %zu float32 3x3 convolution(s) with >= 16 input "
-                           "and 32 output channels and 14x14 outputs, direct elsewhere",
-                           (*delegate)->winograd_convs);
+                           "and 32 output channels and 14x14 outputs%s, direct elsewhere",
+                           (*delegate)->winograd_convs,
+                           team > 1 ? " (at 2 or more threads below 20x20 only from 256 input "
+                                      "channels)"
+                                    : "");
   }
   payload->free();
   return to_handle(std::move(delegate).value().release());

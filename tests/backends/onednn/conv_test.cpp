@@ -174,7 +174,7 @@ TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
     ConvCfg cfg;
     bool kernel;  // oneDNN has a Winograd kernel for it: conv_algorithm=winograd uses it
     bool chosen;  // conv_algorithm=auto uses it too (>= 16 in, >= 32 out channels, >= 14x14 out)
-    bool chosen_at_2 = chosen;  // with 2 threads (below 28x28 out: >= 256 in channels)
+    bool chosen_at_2 = chosen;  // with 2 threads (below 20x20 out: >= 256 in channels)
   };
   std::vector<Case> cases = {
       {{1, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, fb::Activation::Relu},
