@@ -343,6 +343,36 @@ std::string machine_env(const char* name) {
   return std::string("TESSERA_SYSFS_ROOT=") + TESSERA_MACHINES_DIR + "/" + name;
 }
 
+TEST_F(TesseraRun, XnnpackAndOnednnInitialiseTogetherWhenTheirThreadsFit) {
+  // On the two-CPU fixture machine: one thread each fits, two each do not. The real backends'
+  // inits side by side (under the sanitizers too), with outputs checked against the reference.
+  for (const int threads : {1, 2}) {
+    const std::string t = std::to_string(threads);
+    RunResult r = run(dir_ +
+                          "/cpu_backends.tsr --json --iterations 1 --select measure "
+                          "--select-cache '' --select-candidates xnnpack,onednn --option "
+                          "xnnpack.num_threads=" +
+                          t + " --option onednn.num_threads=" + t,
+                      machine_env("amd_vm"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto report = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(report["delegates"].empty());
+    for (const auto& d : report["delegates"]) {
+      const std::string summary = d["selection"]["summary"].get<std::string>();
+      EXPECT_EQ(summary.find("initialised at once") != std::string::npos, threads == 1)
+          << summary;
+      int accepted = 0;
+      for (const auto& c : d["selection"]["candidates"]) {
+        if (!c["options"].empty()) continue;
+        EXPECT_EQ(c["accepted"], true) << c.dump();
+        EXPECT_GT(c["init_ms"].get<double>(), 0.0) << c.dump();
+        ++accepted;
+      }
+      EXPECT_EQ(accepted, 2) << d.dump();
+    }
+  }
+}
+
 TEST_F(TesseraRun, AutoSelectionMeasuresOnceThenReadsTheSelectionCache) {
   const std::string cache = dir_ + "/selection-cache";
   std::system(("rm -rf " + cache).c_str());
