@@ -187,6 +187,23 @@ TEST_F(WholeMethodSelectionTest, ASwitchPenaltyMakesOneBackendRunTheWholeMethod)
   EXPECT_EQ(b_->init_count(), b_->destroy_count());
 }
 
+TEST_F(WholeMethodSelectionTest, TheRewrittenSummaryKeepsTheMeasurementsNotes) {
+  // The check rewrites the summary of each delegate whose choice it changes (the second's,
+  // from wm_b to wm_a): the notes after the candidates stay, here the inits made together (the
+  // fixture machine has two usable CPUs).
+  g_switch_penalty_ms = 20;
+  a_->init_beside_others = true;
+  b_->init_beside_others = true;
+  auto m = load(options(Selection::Measure));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  for (size_t k = 0; k < 2; ++k) {
+    const SelectionReport& r = m->delegate_info(k).selection;
+    EXPECT_STREQ(r.method.chosen, "wm_a");
+    EXPECT_NE(std::string(r.summary).find("initialised at once"), std::string::npos)
+        << r.summary;
+  }
+}
+
 TEST_F(WholeMethodSelectionTest, WithoutAPenaltyTheMixStays) {
   auto m = load(options(Selection::Measure));
   ASSERT_TRUE(m.ok()) << m.status().message();

@@ -1358,6 +1358,18 @@ TEST_F(SelectionInitTogetherTest, OnlyWhenTheirThreadsFitTheCpus) {
   EXPECT_TRUE(overlap(only("tog_a"), only("tog_b")));
 }
 
+TEST(SelectionSummaryNotes, FromTheirSeparatorOn) {
+  using internal::summary_notes;
+  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen), b 2 ms; c rejected"), "");
+  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen), b 2 ms; c rejected; a and b initialised "
+                          "at once; budget auto: 9 ms of runs (2 x a's init)"),
+            "; a and b initialised at once; budget auto: 9 ms of runs (2 x a's init)");
+  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen); budget auto: 9 ms of runs"),
+            "; budget auto: 9 ms of runs");
+  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen), b 2 ms; a and b initialised at once"),
+            "; a and b initialised at once");
+}
+
 TEST_F(SelectionInitTogetherTest, AFailedInitBesideTheOtherIsReported) {
   failing_ = "tog_b";
   rendezvous_ = true;
