@@ -201,8 +201,8 @@ void park_candidate_pools(const std::vector<std::string>& names) {
 
 std::string summary_notes(std::string_view summary) {
   size_t at = std::string_view::npos;
-  for (const std::string_view marker : {std::string_view(" initialised at once"),
-                                        std::string_view("; budget auto: ")}) {
+  for (const std::string_view marker :
+       {std::string_view(" initialised at once"), std::string_view("; budget auto: ")}) {
     size_t p = summary.find(marker);
     if (p != std::string_view::npos && marker.front() != ';') p = summary.rfind("; ", p);
     if (p != std::string_view::npos) at = std::min(at, p);

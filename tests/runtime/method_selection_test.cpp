@@ -199,8 +199,7 @@ TEST_F(WholeMethodSelectionTest, TheRewrittenSummaryKeepsTheMeasurementsNotes) {
   for (size_t k = 0; k < 2; ++k) {
     const SelectionReport& r = m->delegate_info(k).selection;
     EXPECT_STREQ(r.method.chosen, "wm_a");
-    EXPECT_NE(std::string(r.summary).find("initialised at once"), std::string::npos)
-        << r.summary;
+    EXPECT_NE(std::string(r.summary).find("initialised at once"), std::string::npos) << r.summary;
   }
 }
 
