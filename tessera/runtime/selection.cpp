@@ -136,6 +136,16 @@ struct Variant {
   std::string key, value;
 };
 
+// The index in `resolved` of the integer num_threads of a thread-pool backend; -1 without one.
+int thread_option(const BackendInterface& b, const ResolvedOptions& resolved) {
+  const int i = resolved.find("num_threads");
+  if (!b.uses_cpu_thread_pool() || i < 0 ||
+      resolved.spec(static_cast<size_t>(i)).type != OptionType::Int) {
+    return -1;
+  }
+  return i;
+}
+
 // The variants of `b` worth trying on top of `resolved`: its declared ones (those lowering
 // precision only when allowed) and num_threads=1 for a thread-pool backend the policy gives more
 // threads, each only for an option no scope set and whose resolved value differs.
@@ -153,10 +163,7 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
     if (v.lowers_precision && !options.selection_lower_precision) continue;
     if (applicable(v.key, v.value)) out.push_back({v.key, v.value});
   }
-  const int threads = resolved.find("num_threads");
-  if (b.uses_cpu_thread_pool() && policy.threads > 1 && threads >= 0 &&
-      resolved.spec(static_cast<size_t>(threads)).type == OptionType::Int &&
-      applicable("num_threads", "1")) {
+  if (thread_option(b, resolved) >= 0 && policy.threads > 1 && applicable("num_threads", "1")) {
     out.push_back({"num_threads", "1"});
   }
   return out;
@@ -166,13 +173,9 @@ std::vector<Variant> variants_for(const BackendInterface& b, const ResolvedOptio
 // thread-pool backend that has one, else 1.
 uint32_t delegate_threads(const BackendInterface& b, const ResolvedOptions& resolved,
                           const PolicyDecision& policy) {
-  const int i = resolved.find("num_threads");
-  if (!b.uses_cpu_thread_pool() || i < 0 ||
-      resolved.spec(static_cast<size_t>(i)).type != OptionType::Int) {
-    return 1;
-  }
-  const BackendOption& o = resolved.option(static_cast<size_t>(i));
-  const int64_t n = o.type() == OptionType::Int ? o.as_int() : 0;
+  const int i = thread_option(b, resolved);
+  if (i < 0) return 1;
+  const int64_t n = resolved.option(static_cast<size_t>(i)).as_int();
   return n > 0 ? static_cast<uint32_t>(n) : std::max<uint32_t>(1, policy.threads);
 }
 
@@ -553,39 +556,44 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   // With `time_first` (the backends racing each other in step 2), an accepted candidate then
   // makes its first timed run at once, its caches as its warm-up left them (race(): the first
   // round).
-  // With `pre`, the init was made already (its options and wall time are in it, the time of
-  // its phase in inits_ms).
+  // `b` initialised with `opts` on `state` (the method's, or the second thread's), timed.
+  auto init_timed = [&](const std::string& name, BackendInterface* b,
+                        Span<const CompileSpec> use_specs, std::unique_ptr<ResolvedOptions> opts,
+                        MethodState* state, PreInit* into) {
+    into->options = std::move(opts);
+    bool fatal = false;
+    const Clock::time_point start = Clock::now();
+    into->made.emplace(init_on(program, method, d, name, b, use_specs, pools, state, symbols,
+                               into->options.get(), into->derived.get(), &fatal));
+    into->init_ms = ms_between(start, Clock::now());
+  };
+  // With `pre`, the init was made already (the time of its phase is in inits_ms); else it is
+  // made here with `opts`.
   auto enter = [&](const std::string& name, BackendInterface* b, Span<const CompileSpec> use_specs,
                    std::unique_ptr<ResolvedOptions> opts, SelectionCandidate* c, KeptCandidate* out,
                    bool time_first, PreInit* pre) {
-    std::unique_ptr<DerivedValues> derived;
-    std::optional<Result<DelegateHandle*>> made;
-    if (pre != nullptr) {
-      opts = std::move(pre->options);
-      derived = std::move(pre->derived);
-      made.emplace(std::move(*pre->made));
-      c->init_ms = pre->init_ms;
-    } else {
-      derived = std::make_unique<DerivedValues>();
-      bool fatal = false;
-      const Clock::time_point init_start = Clock::now();
-      made.emplace(init_on(program, method, d, name, b, use_specs, pools, s, symbols, opts.get(),
-                           derived.get(), &fatal));
-      c->init_ms = ms_between(init_start, Clock::now());
-      inits_ms += c->init_ms;
+    PreInit here;
+    if (pre == nullptr) {
+      init_timed(name, b, use_specs, std::move(opts), s, &here);
+      inits_ms += here.init_ms;
+      pre = &here;
     }
-    if (auto_budget && runs_budget_ms < 0 && made->ok()) {
+    std::unique_ptr<DerivedValues> derived = std::move(pre->derived);
+    const Result<DelegateHandle*>& made = *pre->made;
+    opts = std::move(pre->options);
+    c->init_ms = pre->init_ms;
+    if (auto_budget && runs_budget_ms < 0 && made.ok()) {
       runs_budget_ms = LoadOptions::kAutoBudgetRunsPerInit * c->init_ms;
       first_init = name;
     }
-    if (!made->ok()) {
+    if (!made.ok()) {
       set_text(c->reason, sizeof c->reason,
-               string_format("init failed: %s", made->status().message()));
+               string_format("init failed: %s", made.status().message()));
       return false;
     }
     out->reset();
     out->backend = b;
-    out->handle = **made;
+    out->handle = *made;
     out->candidate = index_of(c);
     out->options = std::move(opts);
     out->derived = std::move(derived);
@@ -654,8 +662,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   };
   std::vector<std::unique_ptr<Entrant>> entrants;
   auto enter_entrant = [&](Entrant* e, PreInit* pre) {
-    if (enter(e->name, e->backend, e->specs, std::make_unique<ResolvedOptions>(*e->resolved),
-              e->entry, &e->held, true, pre)) {
+    if (enter(e->name, e->backend, e->specs,
+              pre != nullptr ? nullptr : std::make_unique<ResolvedOptions>(*e->resolved), e->entry,
+              &e->held, true, pre)) {
       e->derived = *e->held.derived;
       for (size_t k = 0; k < e->variants.size(); ++k) {
         e->changes[k] =
@@ -745,19 +754,13 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     PreInit pre[2];
     if (second != nullptr) {
       Entrant* const pair[2] = {first, second};
-      for (int k = 0; k < 2; ++k) {
-        pre[k].options = std::make_unique<ResolvedOptions>(*pair[k]->resolved);
-      }
       MethodState beside = *s;
       HeapMemoryAllocator refuses(size_t{64} << 10, /*limit=*/0);
       beside.allocator = &refuses;
       auto init = [&](int k, MethodState* state) {
         Entrant* e = pair[k];
-        bool fatal = false;
-        const Clock::time_point t = Clock::now();
-        pre[k].made.emplace(init_on(program, method, d, e->name, e->backend, e->specs, pools, state,
-                                    symbols, pre[k].options.get(), pre[k].derived.get(), &fatal));
-        pre[k].init_ms = ms_between(t, Clock::now());
+        init_timed(e->name, e->backend, e->specs, std::make_unique<ResolvedOptions>(*e->resolved),
+                   state, &pre[k]);
       };
       const Clock::time_point t = Clock::now();
       {
