@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -147,6 +148,71 @@ TEST_F(TesseraRun, JsonReport) {
   RunResult warm = run(dir_ + "/delegate.tsr --json --warmup 2");
   ASSERT_EQ(warm.exit_code, 0) << warm.err;
   EXPECT_EQ(parse_one_line(warm.out)["latency_ms"]["cold"], false);
+}
+
+// --serve: the report, then one reply a command line; a bad command gets a specific error and
+// the next one is still served; "quit" ends it (what follows is not read), and so does the end
+// of input.
+TEST_F(TesseraRun, ServeAnswersRunCommandsUntilQuit) {
+  {
+    std::ofstream commands(dir_ + "/serve.txt");
+    commands << R"({"cmd": "run", "warmup": 1, "iterations": 3})" "\n"
+             << "not json\n"
+             << R"({"cmd": "run"})" "\n"
+             << R"({"cmd": "run", "iterations": 0})" "\n"
+             << R"({"cmd": "run", "iterations": 2.5})" "\n"
+             << R"({"cmd": "stop"})" "\n"
+             << "\n"
+             << R"({"cmd": "run", "iterations": 2})" "\n"
+             << R"({"cmd": "quit"})" "\n"
+             << R"({"cmd": "run", "iterations": 4})" "\n";
+  }
+  RunResult r = run(dir_ + "/delegate.tsr --json --serve < " + dir_ + "/serve.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<nlohmann::json> lines;
+  for (size_t at = 0; at < r.out.size();) {
+    size_t end = r.out.find('\n', at);
+    ASSERT_NE(end, std::string::npos) << r.out;
+    lines.push_back(nlohmann::json::parse(r.out.substr(at, end - at)));
+    at = end + 1;
+  }
+  ASSERT_EQ(lines.size(), 8u) << r.out;
+  EXPECT_EQ(lines[0]["serving"], true);
+  EXPECT_EQ(lines[0]["latency_ms"]["iterations"], 1);
+  ASSERT_EQ(lines[1]["times_ms"].size(), 3u);
+  for (const auto& t : lines[1]["times_ms"]) EXPECT_GT(t.get<double>(), 0.0);
+  EXPECT_CONTAINS(lines[2]["error"]["message"].get<std::string>(), "command on line 2: ");
+  EXPECT_EQ(lines[2]["error"]["code"], "InvalidArgument");
+  EXPECT_CONTAINS(lines[3]["error"]["message"].get<std::string>(),
+                  "command on line 3: \"iterations\" is required");
+  EXPECT_CONTAINS(lines[4]["error"]["message"].get<std::string>(),
+                  "\"iterations\" must be at least 1");
+  EXPECT_CONTAINS(lines[5]["error"]["message"].get<std::string>(),
+                  "\"iterations\" must be an integer from 0 to 1000000, not 2.5");
+  EXPECT_CONTAINS(lines[6]["error"]["message"].get<std::string>(),
+                  "unknown command \"stop\" (known: run, quit)");
+  EXPECT_EQ(lines[7]["times_ms"].size(), 2u);
+
+  // The end of input ends it as "quit" does.
+  RunResult eof = run(dir_ + "/delegate.tsr --json --serve < /dev/null");
+  ASSERT_EQ(eof.exit_code, 0) << eof.err;
+  EXPECT_EQ(parse_one_line(eof.out)["serving"], true);
+}
+
+// --serve answers in JSON lines and returns no profile or trace of its runs: asked otherwise, a
+// usage error before anything loads.
+TEST_F(TesseraRun, ServeRefusesTextOutputProfileAndTrace) {
+  RunResult text = run(dir_ + "/delegate.tsr --serve < /dev/null");
+  EXPECT_EQ(text.exit_code, 2);
+  EXPECT_CONTAINS(text.err, "--serve needs --json");
+  EXPECT_EQ(text.out, "");
+  RunResult profile = run(dir_ + "/delegate.tsr --json --serve --profile < /dev/null");
+  EXPECT_EQ(profile.exit_code, 2);
+  EXPECT_CONTAINS(parse_one_line(profile.out)["error"]["message"].get<std::string>(),
+                  "--serve cannot be combined with --profile or --trace");
+  RunResult trace =
+      run(dir_ + "/delegate.tsr --json --serve --trace " + dir_ + "/t.json < /dev/null");
+  EXPECT_EQ(trace.exit_code, 2);
 }
 
 // One iteration with no warm-up (the default) times a cold run, and the report says so.

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -200,6 +201,84 @@ void print_backends(const InstalledBackends& installed, bool json) {
   }
 }
 
+// One --serve command line: {"cmd": "run", "warmup": W, "iterations": N} or {"cmd": "quit"}.
+struct ServeCommand {
+  bool quit = false;
+  int warmup = 0, iterations = 0;
+};
+
+// A non-negative integer field of a command, at most `max`; absent gives `fallback` (or an error
+// when fallback < 0).
+Result<int> serve_count(const Json& command, const char* key, int fallback, int max) {
+  auto it = command.find(key);
+  if (it == command.end()) {
+    if (fallback >= 0) return fallback;
+    return Status::error(Error::InvalidArgument, "\"%s\" is required", key);
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > max) {
+    return Status::error(Error::InvalidArgument, "\"%s\" must be an integer from 0 to %d, not %s",
+                         key, max, it->dump().c_str());
+  }
+  return static_cast<int>(it->get<int64_t>());
+}
+
+Result<ServeCommand> parse_serve_command(const std::string& line) {
+  Result<Json> parsed = parse_json(line);
+  if (!parsed.ok()) return Status::error(Error::InvalidArgument, "%s", parsed.status().message());
+  const Json& command = *parsed;
+  if (!command.is_object() || !command.contains("cmd") || !command["cmd"].is_string()) {
+    return Status::error(Error::InvalidArgument,
+                         "a command is a JSON object with a string \"cmd\" (\"run\" or \"quit\")");
+  }
+  const std::string cmd = command["cmd"];
+  ServeCommand out;
+  if (cmd == "quit") {
+    out.quit = true;
+    return out;
+  }
+  if (cmd != "run") {
+    return Status::error(Error::InvalidArgument, "unknown command \"%s\" (known: run, quit)",
+                         cmd.c_str());
+  }
+  Result<int> warmup = serve_count(command, "warmup", 0, 1000000);
+  if (!warmup.ok()) return warmup.status();
+  Result<int> iterations = serve_count(command, "iterations", -1, 1000000);
+  if (!iterations.ok()) return iterations.status();
+  if (*iterations < 1) {
+    return Status::error(Error::InvalidArgument, "\"iterations\" must be at least 1");
+  }
+  out.warmup = *warmup;
+  out.iterations = *iterations;
+  return out;
+}
+
+// --serve: answers the commands on stdin until "quit" or the end of input (exit status 0). An
+// execute that fails ends it with the error reply and exit status 1: the method's state is not
+// known to be usable after it.
+template <typename TimedRuns>
+int serve_commands(TimedRuns& timed_runs) {
+  std::string line;
+  size_t line_number = 0;
+  while (std::getline(std::cin, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Result<ServeCommand> command = parse_serve_command(line);
+    if (!command.ok()) {
+      print_json(error_json(error_name(command.status().code()),
+                            "command on line " + std::to_string(line_number) + ": " +
+                                command.status().message()));
+      continue;
+    }
+    if (command->quit) return 0;
+    std::vector<double> times;
+    if (Status st = timed_runs(command->warmup, command->iterations, &times); !st.is_ok()) {
+      return report_error(st, "execute", /*json=*/true);
+    }
+    print_json(Json{{"times_ms", times}});
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Run a Tessera program"};
   std::string program_path, method_name = "forward", output_dir;
@@ -241,6 +320,13 @@ int run(int argc, char** argv) {
                  "Load a backend library (libtessera_<name>.so, or your own) before anything "
                  "else; repeatable. The libraries installed beside libtessera are loaded at "
                  "start, and TESSERA_BACKEND_PATH lists more directories to load them all from");
+  bool serve = false;
+  app.add_flag("--serve", serve,
+               "After the report (--json), keep the method loaded and answer commands on stdin, "
+               "one JSON object a line: {\"cmd\": \"run\", \"warmup\": W, \"iterations\": N} "
+               "prints {\"times_ms\": [...]} (one entry per timed run); {\"cmd\": \"quit\"} or "
+               "the end of input exits. A bad command gets {\"error\": ...} and the next is read. "
+               "For benchmark harnesses that alternate engines without reloading");
   bool list_backends = false;
   app.add_flag("--list-backends", list_backends,
                "List the backends: each one's availability on this machine and the library it "
@@ -293,6 +379,12 @@ int run(int argc, char** argv) {
     if (!report.ok()) return fail(report.status(), "--device-info");
     print_json(*report);
     return 0;
+  }
+  if (serve && (!json || profile || !trace_path.empty())) {
+    const char* message = !json ? "--serve needs --json (the report and the replies are JSON lines)"
+                                : "--serve cannot be combined with --profile or --trace";
+    std::fprintf(stderr, "tessera-run: %s\n", message);
+    return report_usage_error(message, json);
   }
   if (program_path.empty()) {
     const char* message =
@@ -393,28 +485,32 @@ int run(int argc, char** argv) {
     if (Status st = method->set_input(i, t); !st.is_ok()) return fail(st, "input");
   }
 
-  // Run.
-  for (int i = 0; i < warmup; ++i) {
-    if (Status st = method->execute(options_state.execute_options()); !st.is_ok()) return fail(st, "execute");
-  }
-  std::vector<double> times;
-  times.reserve(static_cast<size_t>(iterations));
+  // Run: `warmup` untimed executions, then `count` timed ones appended to `out`.
   std::vector<ProfileEvent> profile_storage(profile ? 8192 : 0);
   ProfileBuffer profile_buffer(Span<ProfileEvent>(profile_storage.data(), profile_storage.size()));
   std::vector<ProfileRow> profile_rows;
   size_t profile_dropped = 0;
-  for (int i = 0; i < iterations; ++i) {
-    profile_buffer.clear();
-    auto t0 = std::chrono::steady_clock::now();
-    Status st = method->execute(options_state.execute_options(), profile ? &profile_buffer : nullptr);
-    auto t1 = std::chrono::steady_clock::now();
-    if (!st.is_ok()) return fail(st, "execute");
-    times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    if (profile) {
-      accumulate(profile_buffer, &profile_rows);
-      profile_dropped += profile_buffer.dropped();
+  auto timed_runs = [&](int untimed, int count, std::vector<double>* out) -> Status {
+    for (int i = 0; i < untimed; ++i) {
+      TESSERA_RETURN_IF_ERROR(method->execute(options_state.execute_options()));
     }
-  }
+    out->reserve(out->size() + static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      profile_buffer.clear();
+      auto t0 = std::chrono::steady_clock::now();
+      Status st = method->execute(options_state.execute_options(), profile ? &profile_buffer : nullptr);
+      auto t1 = std::chrono::steady_clock::now();
+      TESSERA_RETURN_IF_ERROR(st);
+      out->push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      if (profile) {
+        accumulate(profile_buffer, &profile_rows);
+        profile_dropped += profile_buffer.dropped();
+      }
+    }
+    return Status::ok();
+  };
+  std::vector<double> times;
+  if (Status st = timed_runs(warmup, iterations, &times); !st.is_ok()) return fail(st, "execute");
   size_t trace_events = 0;
   if (!trace_path.empty()) {
     Result<std::vector<TraceEvent>> events = Trace::stop();
@@ -484,7 +580,9 @@ int run(int argc, char** argv) {
       report["profile_events_dropped"] = profile_dropped;
     }
     if (!trace_path.empty()) report["trace"] = {{"file", trace_path}, {"events", trace_events}};
+    if (serve) report["serving"] = true;
     print_json(report);
+    if (serve) return serve_commands(timed_runs);
   } else {
     std::printf("program  %s\nmethod   %s (%zu instructions, arena %zu bytes)\nload     %.3f ms\n",
                 program_path.c_str(), method_name.c_str(), method->num_instructions(),
