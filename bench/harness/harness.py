@@ -11,6 +11,15 @@ Design
 - Rounds: every round runs every (engine, threads) pair once, in an order rotated from round to
   round, so machine noise (a shared, loaded machine) hits all engines alike.
   Per engine: median = median of the per-round medians, min/max = over all timed runs.
+- Bursts within a round (--interleave K, default 5): Tessera's engines and ORT take turns in
+  bursts of K timed runs (each after --burst-warmup untimed runs and a --burst-pause), the order
+  rotating each burst; Tessera's engines are then `tessera-run --serve`, one process per round
+  that loads once and answers the bursts. On the 2-vCPU AMD guest the medians of consecutive
+  25 ms bursts of one ORT process correlate (0.63 one burst apart, 0.15 twenty apart; blocks of
+  20 bursts ranged 4.94-6.08 ms for MobileNetV2 at 1 thread): a slow stretch lasts longer than a
+  burst but shorter than an engine's whole round, so whole-round turns let it fall on one
+  engine. PyTorch, the portable kernels and engines --engine-budget slows run on their own
+  after the bursts. --interleave 0: every engine's round in one go, as before.
 - One-thread rounds on one CPU (--pin, default auto): in each round every engine at 1 thread
   runs pinned to the same CPU, the CPU rotating over the usable ones from round to round (the
   first pass, where tessera-default measures, on the first of them). On these 2-vCPU guests one
@@ -226,6 +235,18 @@ class Worker:
         return {"median": statistics.median(times), "min": min(times), "max": max(times),
                 "times": times}
 
+    def start(self, cpus=None):
+        if cpus is not None:
+            pin_tree(self.proc.pid, cpus)
+
+    def burst(self, warmup, iterations):
+        self.proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup,
+                                          "iterations": iterations}) + "\n")
+        return self._read()["times_ms"]
+
+    def stop(self):
+        pass
+
     def close(self):
         self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
         self.proc.stdin.close()
@@ -273,31 +294,66 @@ class TesseraEngine:
         self.policy_reasons = []
         self.delegate_threads = []
 
-    def run(self, warmup, iterations, write_output=False, cpus=None):
+    def _argv(self, warmup, iterations, extra=()):
         argv = [self.run_exe, self.program, "--input", f"0={self.input_npy}", "--dim", "batch=1",
                 "--warmup", str(warmup), "--iterations", str(iterations), "--json"]
         for o in self.options:
             argv += ["--option", o]
-        argv += self.extra_args
-        if write_output:
-            argv += ["--output-dir", self.out_dir]
-        err = tempfile.TemporaryFile()
-        rss_file = os.path.join(self.out_dir, "rss")
-        if os.path.exists(rss_file):
-            os.remove(rss_file)
-        proc = subprocess.Popen(with_rss(argv, rss_file), stdout=subprocess.PIPE, stderr=err,
-                                text=True,
+        return argv + self.extra_args + list(extra)
+
+    def _spawn(self, argv, cpus, stdin=None):
+        self.err = tempfile.TemporaryFile()
+        self.rss_file = os.path.join(self.out_dir, "rss")
+        if os.path.exists(self.rss_file):
+            os.remove(self.rss_file)
+        return subprocess.Popen(with_rss(argv, self.rss_file), stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=self.err, text=True, bufsize=1,
                                 preexec_fn=None if cpus is None else
                                 (lambda: os.sched_setaffinity(0, cpus)))
-        out = proc.stdout.read()
-        rc, rss = wait_child(proc, rss_file)
+
+    def _reap(self, proc, argv):
+        rc, rss = wait_child(proc, self.rss_file)
         if rc != 0:
-            err.seek(0)
+            self.err.seek(0)
             raise RuntimeError(f"{self.name}: {' '.join(argv)} exited {rc}: "
-                               f"{err.read().decode()[-2000:]}")
+                               f"{self.err.read().decode()[-2000:]}")
         self.peak_rss_kb = max(self.peak_rss_kb, rss)
         self.rss_kb.append(rss)
-        r = json.loads(out)
+
+    def run(self, warmup, iterations, write_output=False, cpus=None):
+        argv = self._argv(warmup, iterations, ["--output-dir", self.out_dir] if write_output else [])
+        proc = self._spawn(argv, cpus)
+        out = proc.stdout.read()
+        self._reap(proc, argv)
+        return self._record(json.loads(out))
+
+    # --interleave: one `tessera-run --serve` process per round, which loads (its report is the
+    # round's load and thread counts), then answers bursts of runs until stop().
+    def start(self, cpus=None):
+        self.serve_argv = self._argv(0, 1, ["--serve"])
+        self.proc = self._spawn(self.serve_argv, cpus, stdin=subprocess.PIPE)
+        line = self.proc.stdout.readline()
+        if not line:
+            self._reap(self.proc, self.serve_argv)  # raises with its stderr
+            raise RuntimeError(f"{self.name}: tessera-run --serve printed nothing")
+        self._record(json.loads(line))
+
+    def burst(self, warmup, iterations):
+        self.proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup,
+                                          "iterations": iterations}) + "\n")
+        reply = json.loads(self.proc.stdout.readline() or "{}")
+        if "times_ms" not in reply:
+            raise RuntimeError(f"{self.name}: tessera-run --serve: {reply.get('error', 'no reply')}")
+        return reply["times_ms"]
+
+    def stop(self):
+        self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+        self.proc.stdin.close()
+        self.proc.stdout.read()
+        self._reap(self.proc, self.serve_argv)
+
+    def _record(self, r):
+        """Keeps what a report says of its load; returns its latency."""
         self.load_ms.append(r["load_ms"])
         self.init_ms.append(candidates_init_ms(r))
         self.delegates = [{"id": d["id"], "backend": d["backend"], "nodes": d["nodes"],
@@ -515,6 +571,40 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         warm = args.warmup if iters == args.iterations else max(1, args.warmup * iters // args.iterations)
         return warm, iters
 
+    def interleaved(e):
+        """--interleave: Tessera's engines and ORT, when their plan is the full count (PyTorch,
+        the portable kernels and engines slowed by --engine-budget run on their own)."""
+        return ((e.name.startswith("tessera") and e.backend != "portable") or
+                e.name == "onnxruntime") and plan(e)[1] == args.iterations
+
+    def run_interleaved(together, rnd):
+        """One round of `together` in bursts of --interleave timed runs, the engines taking
+        turns (order rotated each burst), each burst after --burst-warmup untimed runs and a
+        --burst-pause. Returns each engine's round result."""
+        for e in together:
+            time.sleep(args.pause)
+            e.start(cpus_for(e, rnd))
+        times = {id(e): [] for e in together}
+        warm = {id(e): plan(e)[0] for e in together}
+        left = {id(e): plan(e)[1] for e in together}
+        b = 0
+        while any(left.values()):
+            turn = together[b % len(together):] + together[:b % len(together)]
+            for e in turn:
+                n = min(args.interleave, left[id(e)])
+                if n == 0:
+                    continue
+                time.sleep(args.burst_pause)
+                times[id(e)] += e.burst(warm[id(e)] + args.burst_warmup, n)
+                warm[id(e)] = 0
+                left[id(e)] -= n
+            b += 1
+        for e in together:
+            e.stop()
+        return {e: {"median": statistics.median(times[id(e)]), "min": min(times[id(e)]),
+                    "max": max(times[id(e)]), "iterations": len(times[id(e)]),
+                    "warmup": plan(e)[0], "bursts": b} for e in together}
+
     results = {id(e): [] for e in engines}
     pinned_cpu = {id(e): [] for e in engines}  # per round: the CPU, or None
     loadavg = []
@@ -523,7 +613,15 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         t_round = time.time()
         shift = rnd % len(engines)
         order = engines[shift:] + engines[:shift]
+        together = [e for e in order if interleaved(e)] if args.interleave > 0 else []
+        if together:
+            for e, r in run_interleaved(together, rnd).items():
+                pinned_cpu[id(e)].append(None if cpus_for(e, rnd) is None else min(cpus_for(e, rnd)))
+                results[id(e)].append(r)
+                estimate[id(e)] = statistics.median(x["median"] for x in results[id(e)])
         for e in order:
+            if e in together:
+                continue
             warm, iters = plan(e)
             cpus = cpus_for(e, rnd)
             r = e.run(warm, iters, cpus=cpus)
@@ -676,6 +774,15 @@ def main():
                         "budget/iterations gets fewer timed runs (at least --min-iterations)")
     p.add_argument("--min-iterations", type=int, default=5)
     p.add_argument("--pause", type=float, default=0.2, help="seconds between engines")
+    p.add_argument("--interleave", type=int, default=5,
+                   help="timed runs per burst: in each round Tessera's engines and ORT take turns "
+                        "in bursts of this many runs, so a slow stretch of the host reaches all "
+                        "of them (see Design); 0: each engine's runs of a round in one go")
+    p.add_argument("--burst-warmup", type=int, default=1,
+                   help="untimed runs before each burst (the other engines' bursts evicted the "
+                        "caches)")
+    p.add_argument("--burst-pause", type=float, default=0.1,
+                   help="seconds before each burst (the last engine's spinning threads go idle)")
     p.add_argument("--pin", choices=("auto", "off"), default="auto",
                    help="auto: in each round, every engine at 1 thread pinned to the same CPU, "
                         "the CPU rotating from round to round (see Design); off: none pinned")
