@@ -12,9 +12,9 @@ Design
   round, so machine noise (a shared, loaded machine) hits all engines alike.
   Per engine: median = median of the per-round medians, min/max = over all timed runs.
 - Bursts within a round (--interleave K, default 5): Tessera's engines and ORT take turns in
-  bursts of K timed runs (each after --burst-warmup untimed runs and a --burst-pause), the order
-  rotating each burst; Tessera's engines are then `tessera-run --serve`, one process per round
-  that loads once and answers the bursts. On the 2-vCPU AMD guest the medians of consecutive
+  bursts of K timed runs (each after a --burst-pause and at least --burst-warmup-ms of untimed
+  runs), the order rotating each burst; Tessera's engines are then `tessera-run --serve`, one
+  process per round that loads once and answers the bursts. On the 2-vCPU AMD guest the medians of consecutive
   25 ms bursts of one ORT process correlate (0.63 one burst apart, 0.15 twenty apart; blocks of
   20 bursts ranged 4.94-6.08 ms for MobileNetV2 at 1 thread): a slow stretch lasts longer than a
   burst but shorter than an engine's whole round, so whole-round turns let it fall on one
@@ -47,6 +47,7 @@ Usage: bench/harness/run.sh [--models mobilenet_v2,resnet18] [--threads 1,2] [--
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import shutil
@@ -586,6 +587,11 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             e.start(cpus_for(e, rnd))
         times = {id(e): [] for e in together}
         warm = {id(e): plan(e)[0] for e in together}
+        # Untimed runs before each burst: at least --burst-warmup, and enough to fill
+        # --burst-warmup-ms at the engine's running median.
+        again = {id(e): max(args.burst_warmup,
+                            math.ceil(args.burst_warmup_ms / max(estimate[id(e)], 1e-3)))
+                 for e in together}
         left = {id(e): plan(e)[1] for e in together}
         b = 0
         while any(left.values()):
@@ -595,7 +601,7 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
                 if n == 0:
                     continue
                 time.sleep(args.burst_pause)
-                times[id(e)] += e.burst(warm[id(e)] + args.burst_warmup, n)
+                times[id(e)] += e.burst(warm[id(e)] + again[id(e)], n)
                 warm[id(e)] = 0
                 left[id(e)] -= n
             b += 1
@@ -779,8 +785,12 @@ def main():
                         "in bursts of this many runs, so a slow stretch of the host reaches all "
                         "of them (see Design); 0: each engine's runs of a round in one go")
     p.add_argument("--burst-warmup", type=int, default=1,
-                   help="untimed runs before each burst (the other engines' bursts evicted the "
-                        "caches)")
+                   help="untimed runs before each burst, at least (the other engines' bursts "
+                        "evicted the caches, and the CPU idled through the pause)")
+    p.add_argument("--burst-warmup-ms", type=float, default=10.0,
+                   help="and at least this many milliseconds of them, at the engine's running "
+                        "median (MnasNet at 1 thread: one untimed 2 ms run left the first two "
+                        "timed runs of a burst 5-10 %% slower, five did not)")
     p.add_argument("--burst-pause", type=float, default=0.1,
                    help="seconds before each burst (the last engine's spinning threads go idle)")
     p.add_argument("--pin", choices=("auto", "off"), default="auto",
