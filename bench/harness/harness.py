@@ -886,7 +886,10 @@ def main():
            "settings": {"iterations": args.iterations, "warmup": args.warmup,
                         "rounds": args.rounds, "threads": args.threads,
                         "engine_budget_s": args.engine_budget,
-                        "min_iterations": args.min_iterations, "pin": args.pin},
+                        "min_iterations": args.min_iterations, "pin": args.pin,
+                        "interleave": args.interleave, "burst_warmup": args.burst_warmup,
+                        "burst_warmup_ms": args.burst_warmup_ms,
+                        "burst_pause_s": args.burst_pause},
            "tessera_backends": backends, "tessera_backends_built": built, "roofline": roof, "models": [],
            "tessera_build": {"dir": build_dir, "git_head": git_rev, "binary_mtimes": snap}}
     json_out = args.json_out or os.path.join(work_dir, "results.json")

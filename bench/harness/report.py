@@ -45,6 +45,11 @@ def markdown(res):
                  f"{', '.join(map(str, s['threads']))}; load average "
                  f"{' / '.join(f'{x:.1f}' for x in res['machine']['loadavg_start'])} at start, "
                  f"{' / '.join(f'{x:.1f}' for x in res['machine'].get('loadavg_end', []))} at end.")
+    if s.get("interleave"):
+        lines.append(f"Within each round Tessera's engines and ONNX Runtime took turns in bursts "
+                     f"of {s['interleave']} timed runs, each after a {s['burst_pause_s']:g} s "
+                     f"pause and at least {s['burst_warmup']} untimed run(s) lasting "
+                     f"{s['burst_warmup_ms']:g} ms or more; PyTorch ran on its own.")
     lines.append("")
     lines.append(f"Roofline: peak {roof['peak_gflops']:.1f} GFLOP/s on one core "
                  f"({roof['peak_bits']}-bit FMA, {roof['accumulators']} accumulators; by thread CPU "
