@@ -156,16 +156,17 @@ TEST_F(TesseraRun, JsonReport) {
 TEST_F(TesseraRun, ServeAnswersRunCommandsUntilQuit) {
   {
     std::ofstream commands(dir_ + "/serve.txt");
-    commands << R"({"cmd": "run", "warmup": 1, "iterations": 3})" "\n"
-             << "not json\n"
-             << R"({"cmd": "run"})" "\n"
-             << R"({"cmd": "run", "iterations": 0})" "\n"
-             << R"({"cmd": "run", "iterations": 2.5})" "\n"
-             << R"({"cmd": "stop"})" "\n"
-             << "\n"
-             << R"({"cmd": "run", "iterations": 2})" "\n"
-             << R"({"cmd": "quit"})" "\n"
-             << R"({"cmd": "run", "iterations": 4})" "\n";
+    commands << R"({"cmd": "run", "warmup": 1, "iterations": 3}
+not json
+{"cmd": "run"}
+{"cmd": "run", "iterations": 0}
+{"cmd": "run", "iterations": 2.5}
+{"cmd": "stop"}
+
+{"cmd": "run", "iterations": 2}
+{"cmd": "quit"}
+{"cmd": "run", "iterations": 4}
+)";
   }
   RunResult r = run(dir_ + "/delegate.tsr --json --serve < " + dir_ + "/serve.txt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
