@@ -264,9 +264,9 @@ int serve_commands(TimedRuns& timed_runs) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Result<ServeCommand> command = parse_serve_command(line);
     if (!command.ok()) {
-      print_json(error_json(error_name(command.status().code()),
-                            "command on line " + std::to_string(line_number) + ": " +
-                                command.status().message()));
+      print_json(error_json(
+          error_name(command.status().code()),
+          "command on line " + std::to_string(line_number) + ": " + command.status().message()));
       continue;
     }
     if (command->quit) return 0;
@@ -498,7 +498,8 @@ int run(int argc, char** argv) {
     for (int i = 0; i < count; ++i) {
       profile_buffer.clear();
       auto t0 = std::chrono::steady_clock::now();
-      Status st = method->execute(options_state.execute_options(), profile ? &profile_buffer : nullptr);
+      Status st =
+          method->execute(options_state.execute_options(), profile ? &profile_buffer : nullptr);
       auto t1 = std::chrono::steady_clock::now();
       TESSERA_RETURN_IF_ERROR(st);
       out->push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
