@@ -79,6 +79,12 @@ struct SelectionReport {
   /// rejected (outputs differ ...)". Under fixed: empty, or why auto did not measure
   /// ("fixed: the selection cache is disabled ...").
   char summary[320] = {};
+  /// What the measurement adds after the candidates in `summary`, each from its "; ": "; onednn
+  /// and xnnpack initialised at once", "; budget auto: 792 ms of runs (2 x onednn's init)".
+  /// Kept apart so that a rewrite of the summary from the candidates (the whole-method check)
+  /// keeps them; empty when there are none, and for a cached selection written before they
+  /// were kept (its summary has them).
+  char notes[160] = {};
   /// The whole-method check (measured loads of methods with two or more delegates); a cached
   /// selection carries the one it was made with.
   MethodSelection method;

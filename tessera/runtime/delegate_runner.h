@@ -289,13 +289,8 @@ int select_backend(const Program& program, const fb::Method* method, const fb::I
                    KeptCandidate* kept);
 
 /// Rewrites report->summary ("measured: onednn 2.1 ms (chosen), xnnpack 3.0 ms; portable
-/// rejected") from its candidates.
+/// rejected") from its candidates, then its notes.
 void write_selection_summary(SelectionReport* report);
-
-/// The notes a measurement appended to `summary` after its candidates ("; onednn and xnnpack
-/// initialised at once", "; budget auto: ..."), from their "; " on; empty when there are none.
-/// The whole-method check keeps them when it rewrites the rest.
-std::string summary_notes(std::string_view summary);
 
 /// Writes `report` (a selection the whole-method check changed) to the selection cache entry of
 /// delegate `d`, under the key select_backend used. Nothing when the cache is disabled; a failed

@@ -408,9 +408,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
                                result.chosen, own.empty() ? "" : "; alone: ", own.c_str()));
       }
       for (size_t i = 0; i < r.num_candidates; ++i) r.candidates[i].chosen = int(i) == e;
-      const std::string notes = summary_notes(r.summary);
-      write_selection_summary(&r);
-      set_text(r.summary, sizeof r.summary, r.summary + notes);
+      write_selection_summary(&r);  // the candidates' text again, then the same notes
       const size_t len = std::strlen(info->reason);
       std::snprintf(info->reason + len, sizeof info->reason - len, "%swhole method: %s",
                     len ? "; " : "", result.reason);

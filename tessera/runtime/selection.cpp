@@ -202,17 +202,6 @@ void park_candidate_pools(const std::vector<std::string>& names) {
   }
 }
 
-std::string summary_notes(std::string_view summary) {
-  size_t at = std::string_view::npos;
-  for (const std::string_view marker :
-       {std::string_view(" initialised at once"), std::string_view("; budget auto: ")}) {
-    size_t p = summary.find(marker);
-    if (p != std::string_view::npos && marker.front() != ';') p = summary.rfind("; ", p);
-    if (p != std::string_view::npos) at = std::min(at, p);
-  }
-  return at == std::string_view::npos ? std::string() : std::string(summary.substr(at));
-}
-
 void write_selection_summary(SelectionReport* report) {
   // Accepted ones by speed, then the others with why.
   std::vector<const SelectionCandidate*> accepted, rest;
@@ -237,7 +226,7 @@ void write_selection_summary(SelectionReport* report) {
         rest[i]->options, rest[i]->options[0] ? "]" : "",
         std::strncmp(rest[i]->reason, "skipped", 7) == 0 ? rest[i]->reason : "rejected");
   }
-  set_text(report->summary, sizeof report->summary, summary);
+  set_text(report->summary, sizeof report->summary, summary + report->notes);
 }
 
 std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_runs, int max_runs,
@@ -917,16 +906,13 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   }
 
   if (chosen >= 0) report.candidates[chosen].chosen = true;
-  write_selection_summary(&report);
-  if (!together.empty()) {
-    set_text(report.summary, sizeof report.summary, report.summary + together);
-  }
+  std::string notes = together;
   if (auto_budget && runs_budget_ms >= 0) {  // what the budget was derived as
-    const std::string with_budget =
-        string_format("%s; budget auto: %.0f ms of runs (%g x %s's init)", report.summary,
-                      runs_budget_ms, LoadOptions::kAutoBudgetRunsPerInit, first_init.c_str());
-    set_text(report.summary, sizeof report.summary, with_budget);
+    notes += string_format("; budget auto: %.0f ms of runs (%g x %s's init)", runs_budget_ms,
+                           LoadOptions::kAutoBudgetRunsPerInit, first_init.c_str());
   }
+  set_text(report.notes, sizeof report.notes, notes);
+  write_selection_summary(&report);
   return chosen;
 }
 

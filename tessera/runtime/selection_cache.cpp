@@ -97,6 +97,7 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
   j["device"] = key.device_text();
   j["key"] = key.text();
   j["summary"] = report.summary;
+  if (report.notes[0] != '\0') j["notes"] = report.notes;
   j["disturbed_measurements"] = report.disturbed_measurements;
   nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
   for (size_t i = 0; i < report.num_candidates; ++i) {
@@ -160,6 +161,11 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
   out.cached = true;
   out.disturbed_measurements = static_cast<int>(disturbed_measurements->get<int64_t>());
   copy_text(out.summary, sizeof out.summary, summary->get_ref<const std::string&>());
+  // The summary's notes on their own (absent: none, or an entry from before they were kept).
+  if (const auto notes = j.find("notes"); notes != j.end()) {
+    if (!notes->is_string()) return bad("'notes' is not a string");
+    copy_text(out.notes, sizeof out.notes, notes->get_ref<const std::string&>());
+  }
   std::string chosen;
   for (const nlohmann::json& c : *candidates) {
     if (!c.is_object()) return bad("a candidate is not an object");

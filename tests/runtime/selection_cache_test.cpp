@@ -230,6 +230,10 @@ TEST_F(SelectionCacheTest, AutoMeasuresOnceThenReadsTheRememberedChoice) {
   EXPECT_TRUE(second.selection.candidates[1].chosen);
   EXPECT_GT(second.selection.candidates[0].median_ms, second.selection.candidates[1].median_ms);
   EXPECT_STREQ(second.selection.summary, first.selection.summary);
+  // The measurement's notes (the budget it derived) are kept on their own too.
+  EXPECT_NE(std::string(first.selection.notes).find("; budget auto: "), std::string::npos)
+      << first.selection.notes;
+  EXPECT_STREQ(second.selection.notes, first.selection.notes);
   EXPECT_EQ(slow_->init_count(), 1);  // nothing measured again
   EXPECT_EQ(fast_->init_count(), 2);
   EXPECT_EQ(warnings(), "");
@@ -857,6 +861,10 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "\"method\": {\"mixed_ms\": 1, "
       "\"mixed_runs\": 5, \"uniform\": [{\"backend\": \"a\"}], \"chosen\": \"a\", \"reason\": "
       "\"\", \"budget_cut\": false, \"reinit_ms\": 0}}",
+      // Notes that are not a string.
+      "{\"version\": 3, \"summary\": \"s\", \"notes\": 7, \"disturbed_measurements\": 0, "
+      "\"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"disturbed_runs\": 0, "
+      "\"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
   };
   for (const char* text : bad) {
     Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(text),
@@ -881,6 +889,17 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
   EXPECT_EQ(report.disturbed_measurements, 1);
   EXPECT_EQ(report.candidates[0].init_ms, 2.5);
   EXPECT_FALSE(report.method.checked);
+  EXPECT_STREQ(report.notes, "");  // none kept (an entry written before they were)
+
+  const char* with_notes =
+      "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen); budget auto: 4 ms of runs\", "
+      "\"notes\": \"; budget auto: 4 ms of runs\", \"disturbed_measurements\": 0, "
+      "\"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 5, \"disturbed_runs\": 0, "
+      "\"init_ms\": 2, \"accepted\": true, \"chosen\": true, \"reason\": \"reference\"}]}";
+  r = internal::decode_selection(reinterpret_cast<const uint8_t*>(with_notes),
+                                 std::strlen(with_notes), &report);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_STREQ(report.notes, "; budget auto: 4 ms of runs");
 }
 
 TEST(SelectionCacheFormat, TheDefaultDirectoryFollowsXdgThenHome) {

@@ -1358,16 +1358,30 @@ TEST_F(SelectionInitTogetherTest, OnlyWhenTheirThreadsFitTheCpus) {
   EXPECT_TRUE(overlap(only("tog_a"), only("tog_b")));
 }
 
-TEST(SelectionSummaryNotes, FromTheirSeparatorOn) {
-  using internal::summary_notes;
-  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen), b 2 ms; c rejected"), "");
-  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen), b 2 ms; c rejected; a and b initialised "
-                          "at once; budget auto: 9 ms of runs (2 x a's init)"),
-            "; a and b initialised at once; budget auto: 9 ms of runs (2 x a's init)");
-  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen); budget auto: 9 ms of runs"),
-            "; budget auto: 9 ms of runs");
-  EXPECT_EQ(summary_notes("measured: a 1 ms (chosen), b 2 ms; a and b initialised at once"),
-            "; a and b initialised at once");
+// The summary is the candidates' text, then the notes; written again from the candidates (as
+// the whole-method check does when it changes a choice), it keeps the same notes.
+TEST(SelectionSummary, CandidatesThenNotes) {
+  SelectionReport r;
+  r.num_candidates = 3;
+  std::snprintf(r.candidates[0].backend, sizeof r.candidates[0].backend, "a");
+  r.candidates[0].accepted = true;
+  r.candidates[0].median_ms = 2;
+  std::snprintf(r.candidates[1].backend, sizeof r.candidates[1].backend, "b");
+  r.candidates[1].accepted = true;
+  r.candidates[1].median_ms = 1;
+  r.candidates[1].chosen = true;
+  std::snprintf(r.candidates[2].backend, sizeof r.candidates[2].backend, "c");
+  std::snprintf(r.candidates[2].reason, sizeof r.candidates[2].reason, "outputs differ");
+  internal::write_selection_summary(&r);
+  EXPECT_STREQ(r.summary, "measured: b 1 ms (chosen), a 2 ms; c rejected");
+  std::snprintf(r.notes, sizeof r.notes, "%s",
+                "; a and b initialised at once; budget auto: 9 ms of runs (2 x a's init)");
+  r.candidates[1].chosen = false;
+  r.candidates[0].chosen = true;
+  internal::write_selection_summary(&r);
+  EXPECT_STREQ(r.summary,
+               "measured: b 1 ms, a 2 ms (chosen); c rejected; a and b initialised at once; "
+               "budget auto: 9 ms of runs (2 x a's init)");
 }
 
 TEST_F(SelectionInitTogetherTest, AFailedInitBesideTheOtherIsReported) {
