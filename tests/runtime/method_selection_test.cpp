@@ -201,8 +201,8 @@ TEST_F(WholeMethodSelectionTest, TheRewrittenSummaryKeepsTheMeasurementsNotes) {
     EXPECT_STREQ(r.method.chosen, "wm_a");
     // The program's backend for the delegate first, then the other.
     const std::string own = m->delegate_info(k).requested_backend;
-    EXPECT_EQ(r.notes, "; " + own + " and " + (own == "wm_a" ? "wm_b" : "wm_a") +
-                           " initialised at once");
+    EXPECT_EQ(r.notes,
+              "; " + own + " and " + (own == "wm_a" ? "wm_b" : "wm_a") + " initialised at once");
     const std::string summary = r.summary;
     ASSERT_GT(summary.size(), std::strlen(r.notes)) << summary;
     EXPECT_EQ(summary.substr(summary.size() - std::strlen(r.notes)), r.notes) << summary;
