@@ -14,11 +14,11 @@ Design
 - Bursts within a round (--interleave K, default 5): Tessera's engines and ORT take turns in
   bursts of K timed runs (each after a --burst-pause and at least --burst-warmup-ms of untimed
   runs), the order rotating each burst; Tessera's engines are then `tessera-run --serve`, one
-  process per round that loads once and answers the bursts. On the 2-vCPU AMD guest the medians of consecutive
-  25 ms bursts of one ORT process correlate (0.63 one burst apart, 0.15 twenty apart; blocks of
-  20 bursts ranged 4.94-6.08 ms for MobileNetV2 at 1 thread): a slow stretch lasts longer than a
-  burst but shorter than an engine's whole round, so whole-round turns let it fall on one
-  engine. PyTorch, the portable kernels and engines --engine-budget slows run on their own
+  process per round that loads once and answers the bursts. On the 2-vCPU AMD guest the
+  medians of consecutive 25 ms bursts of one ORT process correlate (0.63 one burst apart, 0.15
+  twenty apart; blocks of 20 bursts ranged 4.94-6.08 ms for MobileNetV2 at 1 thread): a slow
+  stretch lasts longer than a burst but shorter than an engine's whole round, so whole-round
+  turns let it fall on one engine. PyTorch, the portable kernels and engines --engine-budget slows run on their own
   after the bursts. --interleave 0: every engine's round in one go, as before.
 - One-thread rounds on one CPU (--pin, default auto): in each round every engine at 1 thread
   runs pinned to the same CPU, the CPU rotating over the usable ones from round to round (the
@@ -202,6 +202,33 @@ def export_fixtures(models, fixtures_dir):
 # Engines
 
 
+# The worker protocol, one JSON object a line, spoken by ort_worker.js, torch_worker.py and
+# `tessera-run --json --serve`.
+
+def read_reply(proc, name, err):
+    """The next line from `proc` as JSON; raises with its stderr (`err`) if it ended, or with
+    the error it answered."""
+    line = proc.stdout.readline()
+    if not line:
+        err.seek(0)
+        raise RuntimeError(f"{name}: the process ended: {err.read().decode()[-2000:]}")
+    msg = json.loads(line)
+    if "error" in msg:
+        raise RuntimeError(f"{name}: {msg['error']}")
+    return msg
+
+
+def ask_runs(proc, name, err, warmup, iterations):
+    """`warmup` untimed and `iterations` timed runs; returns the timed runs' milliseconds."""
+    proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup, "iterations": iterations}) + "\n")
+    return read_reply(proc, name, err)["times_ms"]
+
+
+def send_quit(proc):
+    proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+    proc.stdin.close()
+
+
 class Worker:
     """A long-lived ORT or PyTorch process answering JSON commands."""
 
@@ -214,43 +241,28 @@ class Worker:
             os.remove(self.rss_file)
         self.proc = subprocess.Popen(with_rss(argv, self.rss_file), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, text=True, bufsize=1)
-        self.ready = self._read()
+        self.ready = read_reply(self.proc, self.name, self.err)
         self.peak_rss_kb = None
 
-    def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            self.err.seek(0)
-            raise RuntimeError(f"{self.name}: worker died: {self.err.read().decode()[-2000:]}")
-        msg = json.loads(line)
-        if "error" in msg:
-            raise RuntimeError(f"{self.name}: {msg['error']}")
-        return msg
-
     def run(self, warmup, iterations, cpus=None):
-        if cpus is not None:
-            pin_tree(self.proc.pid, cpus)
-        self.proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup,
-                                          "iterations": iterations}) + "\n")
-        times = self._read()["times_ms"]
+        self.start(cpus)
+        times = self.burst(warmup, iterations)
         return {"median": statistics.median(times), "min": min(times), "max": max(times),
                 "times": times}
 
+    # --interleave: the worker lives through the run; a round only pins it.
     def start(self, cpus=None):
         if cpus is not None:
             pin_tree(self.proc.pid, cpus)
 
     def burst(self, warmup, iterations):
-        self.proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup,
-                                          "iterations": iterations}) + "\n")
-        return self._read()["times_ms"]
+        return ask_runs(self.proc, self.name, self.err, warmup, iterations)
 
     def stop(self):
         pass
 
     def close(self):
-        self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
-        self.proc.stdin.close()
+        send_quit(self.proc)
         rc, self.peak_rss_kb = wait_child(self.proc, self.rss_file)
         if rc != 0:
             raise RuntimeError(f"{self.name}: exited {rc}")
@@ -333,23 +345,13 @@ class TesseraEngine:
     def start(self, cpus=None):
         self.serve_argv = self._argv(0, 1, ["--serve"])
         self.proc = self._spawn(self.serve_argv, cpus, stdin=subprocess.PIPE)
-        line = self.proc.stdout.readline()
-        if not line:
-            self._reap(self.proc, self.serve_argv)  # raises with its stderr
-            raise RuntimeError(f"{self.name}: tessera-run --serve printed nothing")
-        self._record(json.loads(line))
+        self._record(read_reply(self.proc, self.name, self.err))
 
     def burst(self, warmup, iterations):
-        self.proc.stdin.write(json.dumps({"cmd": "run", "warmup": warmup,
-                                          "iterations": iterations}) + "\n")
-        reply = json.loads(self.proc.stdout.readline() or "{}")
-        if "times_ms" not in reply:
-            raise RuntimeError(f"{self.name}: tessera-run --serve: {reply.get('error', 'no reply')}")
-        return reply["times_ms"]
+        return ask_runs(self.proc, self.name, self.err, warmup, iterations)
 
     def stop(self):
-        self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
-        self.proc.stdin.close()
+        send_quit(self.proc)
         self.proc.stdout.read()
         self._reap(self.proc, self.serve_argv)
 
@@ -580,8 +582,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
 
     def run_interleaved(together, rnd):
         """One round of `together` in bursts of --interleave timed runs, the engines taking
-        turns (order rotated each burst), each burst after --burst-warmup untimed runs and a
-        --burst-pause. Returns each engine's round result."""
+        turns (order rotated each burst), each burst after a --burst-pause and its untimed runs
+        (--burst-warmup, --burst-warmup-ms). Returns each engine's round result."""
         for e in together:
             time.sleep(args.pause)
             e.start(cpus_for(e, rnd))
@@ -613,6 +615,13 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
 
     results = {id(e): [] for e in engines}
     pinned_cpu = {id(e): [] for e in engines}  # per round: the CPU, or None
+
+    def keep(e, r, cpus):
+        pinned_cpu[id(e)].append(None if cpus is None else min(cpus))
+        results[id(e)].append(r)
+        # The running median of this engine refines the plan of later rounds.
+        estimate[id(e)] = statistics.median(x["median"] for x in results[id(e)])
+
     loadavg = []
     for rnd in range(args.rounds):
         loadavg.append(os.getloadavg()[0])
@@ -622,20 +631,15 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         together = [e for e in order if interleaved(e)] if args.interleave > 0 else []
         if together:
             for e, r in run_interleaved(together, rnd).items():
-                pinned_cpu[id(e)].append(None if cpus_for(e, rnd) is None else min(cpus_for(e, rnd)))
-                results[id(e)].append(r)
-                estimate[id(e)] = statistics.median(x["median"] for x in results[id(e)])
+                keep(e, r, cpus_for(e, rnd))
         for e in order:
             if e in together:
                 continue
             warm, iters = plan(e)
             cpus = cpus_for(e, rnd)
             r = e.run(warm, iters, cpus=cpus)
-            pinned_cpu[id(e)].append(None if cpus is None else min(cpus))
             r["iterations"], r["warmup"] = iters, warm
-            results[id(e)].append(r)
-            # The running median of this engine refines the plan of later rounds.
-            estimate[id(e)] = statistics.median(x["median"] for x in results[id(e)])
+            keep(e, r, cpus)
             time.sleep(args.pause)  # lets spinning worker threads of the last engine go idle
         log(f"{model}: round {rnd + 1}/{args.rounds} in {time.time() - t_round:.1f}s: " +
             ", ".join(f"{e.name}/{e.threads}t {results[id(e)][-1]['median']:.2f}"
