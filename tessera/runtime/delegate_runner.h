@@ -250,8 +250,9 @@ struct RaceResult {
 /// (RunTimer), a contender leaves the race when it is clearly slower than the fastest so far
 /// (clearly_slower: `stopped`), or when both have `min_runs` and its quickest run is slower than
 /// the fastest's slowest (`beaten`); the fastest leaves once nobody is left to race it and it
-/// has `min_runs`. Otherwise each goes on to `max_runs` undisturbed runs (disturbed ones are
-/// timed again, up to `min_runs` more attempts). A failed run takes its contender out with the
+/// has two undisturbed runs (a lone contender, that raced nobody, `min_runs`). Otherwise each
+/// goes on to `max_runs` undisturbed runs (disturbed ones are timed again, up to `min_runs` more
+/// attempts). A failed run takes its contender out with the
 /// error. The race ends when none is left or `budget_spent` says so after a round from the
 /// second on (so each has two timed runs: one can be an outlier).
 constexpr double kLongRunMs = 10.0;

@@ -328,7 +328,8 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
 // Every backend that ran is timed in rounds, one timed run each (after an untimed one, unless it
 // ran last), the order rotating: the program's backend (the reference) and the other alternate.
 // Once one is clearly slower than the fastest (the quicker of its two runs above 1.25x; one run
-// never decides), it stops, and the other goes on to its three timed runs.
+// never decides), it stops, and so does the other, with two timed runs: alone, it would race
+// nobody.
 TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
   std::vector<std::string> runs;
   for (const char* name : {"sel_slow", "sel_fast"}) {
@@ -353,14 +354,13 @@ TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
   EXPECT_STREQ(info.selection.candidates[0].reason,
                "reference; clearly slower: stopped after 2 timed runs");
   EXPECT_EQ(info.selection.candidates[0].runs, 2);
-  EXPECT_EQ(info.selection.candidates[1].runs, 3);
+  EXPECT_EQ(info.selection.candidates[1].runs, 2);
   // The reference run and its first timed run, the other's warm-up and its first timed run (the
   // first round); the second round from the one that ran last (timed at once), then the
-  // reference (an untimed run, then a timed one): it is clearly slower now; the other's third
-  // timed run after an untimed one. Then the chosen delegate's own runs (none here: loading
-  // only).
-  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast", "sel_fast",
-                                         "sel_slow", "sel_slow", "sel_fast", "sel_fast"};
+  // reference (an untimed run, then a timed one): it is clearly slower now, and the race is
+  // over. Then the chosen delegate's own runs (none here: loading only).
+  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast",
+                                         "sel_fast", "sel_slow", "sel_slow"};
   EXPECT_EQ(runs, want);
   EXPECT_EQ(stubs_["sel_slow"]->init_count(), 1);  // both initialised once, at the same time
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);
@@ -430,13 +430,14 @@ TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
   ASSERT_NE(info, nullptr);
   const SelectionCandidate* fast = candidate(*info, "sel_fast");
   ASSERT_NE(fast, nullptr);
-  EXPECT_EQ(fast->runs, 3);
+  EXPECT_EQ(fast->runs, 2);
   EXPECT_EQ(fast->disturbed_runs, 2);
   EXPECT_DOUBLE_EQ(fast->median_ms, 1.0);
-  // The warm-up; two disturbed and three clean timed runs, and one untimed one (round 3). Its
+  // The warm-up; two disturbed and two clean timed runs, and one untimed one (round 3). Its
   // disturbed runs (11 ms) did not make it "clearly slower" than the other (2 ms) after the
-  // first rounds: a candidate is only stopped on undisturbed runs.
-  EXPECT_EQ(fast_runs, 1 + 5 + 1);
+  // first rounds: a candidate is only stopped on undisturbed runs. Its first clean run stopped
+  // the other (clearly slower); its second is the one more it needs for a figure of two runs.
+  EXPECT_EQ(fast_runs, 1 + 4 + 1);
   EXPECT_EQ(candidate(*info, "sel_slow")->disturbed_runs, 0);
   EXPECT_EQ(candidate(*info, "sel_slow")->runs, 3);
 }
@@ -519,12 +520,13 @@ TEST_F(SelectionTest, BackendsRaceUntilOneIsSlowerInEveryRun) {
   EXPECT_STREQ(candidate(*info, "sel_slow")->reason, "reference");
 
   // 1.54x apart: the slower stops after the second round (clearly slower; one round never
-  // decides).
+  // decides), and so does the fastest: a run of it alone would decide nothing.
   stubs_["sel_fast"]->on_execute = steady(1.3);
   info = measure("sel_fast", 5000, "sel_fast");
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(candidate(*info, "sel_slow")->runs, 2);
-  EXPECT_EQ(candidate(*info, "sel_fast")->runs, 3);
+  EXPECT_EQ(candidate(*info, "sel_fast")->runs, 2);
+  EXPECT_NEAR(candidate(*info, "sel_fast")->median_ms, 1.3, 1e-9);
 }
 
 // Through the selection, counting each stub's runs: its warm-up after init (its first timed run
@@ -715,15 +717,17 @@ TEST(SelectionRace, AClearlySlowerContenderStopsOnceItsRunsCanBeJudged) {
       // up to min_runs more attempts than the runs wanted.
       EXPECT_FALSE(r[1].stopped);
       EXPECT_EQ(r[1].disturbed, 6);
+      EXPECT_EQ(r[0].runs, 3);
     } else {
-      // Judged after its second timed run (round 1), and stopped.
+      // Judged after its second timed run (round 1), and stopped. The other, with nobody left
+      // to race, is not timed on alone.
       EXPECT_TRUE(r[1].stopped);
       EXPECT_EQ(r[1].runs, 2);
       // Round 0 starts with it (it ran last): timed at once; round 1, after the other, an
       // untimed run and a timed one.
       EXPECT_EQ(slow_runs, 3);
+      EXPECT_EQ(r[0].runs, 2);
     }
-    EXPECT_EQ(r[0].runs, 3);
   }
   internal::set_selection_clocks({});
 }
