@@ -390,7 +390,12 @@ def time_loads(e, pinned, reps, pause, work):
     (the order rotating): tessera-default measuring (an empty selection cache), tessera-default
     from that cache, the default program with `--select fixed` (its own backends, no cache), and
     `pinned`'s program (the backend the selection chose, pinned at compile time). Each a process
-    of its own, output to a file. Returns per-load lists and their medians."""
+    of its own, output to a file. Returns per-load lists, their medians and the ratios of the
+    medians, and `paired`: the same ratios per round (each load against the others of its own
+    round, seconds apart), their median over the rounds. On a host whose speed changes for
+    seconds at a time, a ratio of medians can compare a fast stretch with a slow one (ShuffleNetV2's
+    fixed loads once read 24, 25, 25, 33, 32 ms and its cached ones 25, 26, 35, 31, 33: 1.25x
+    by medians, 1.04x paired)."""
     os.makedirs(work, exist_ok=True)
     # Rotated as three units: the cached load reads what the measuring one just wrote.
     units = [["measuring", "cached"], ["fixed"], ["chosen_fixed"]]
@@ -429,13 +434,21 @@ def time_loads(e, pinned, reps, pause, work):
     med = {k: statistics.median(v) for k, v in got.items()}
     med["candidates_init"] = statistics.median(init)
     bound = 3 * med["fixed"] + med["candidates_init"]
+    paired = {
+        "measuring_over_bound": statistics.median(
+            m / (3 * f + i) for m, f, i in zip(got["measuring"], got["fixed"], init)),
+        "cached_over_fixed": statistics.median(
+            c / f for c, f in zip(got["cached"], got["fixed"])),
+        "cached_over_chosen_fixed": statistics.median(
+            c / f for c, f in zip(got["cached"], got["chosen_fixed"]))}
     return {"reps": reps, "pinned_engine": pinned.name,
             "load_ms": got, "candidates_init_ms": init, "cached_measured_again": measured_again,
             "median_ms": med,
             "measuring_bound_ms": bound,
             "measuring_over_bound": med["measuring"] / bound,
             "cached_over_fixed": med["cached"] / med["fixed"],
-            "cached_over_chosen_fixed": med["cached"] / med["chosen_fixed"]}
+            "cached_over_chosen_fixed": med["cached"] / med["chosen_fixed"],
+            "paired": paired}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -666,7 +679,9 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
                 f"{lt['median_ms']['measuring']:.0f}, cached {lt['median_ms']['cached']:.0f}, "
                 f"fixed {lt['median_ms']['fixed']:.0f}, {pinned.name} "
                 f"{lt['median_ms']['chosen_fixed']:.0f} ms; measuring / bound "
-                f"{lt['measuring_over_bound']:.2f}, cached / fixed {lt['cached_over_fixed']:.2f}")
+                f"{lt['measuring_over_bound']:.2f} (paired "
+                f"{lt['paired']['measuring_over_bound']:.2f}), cached / fixed "
+                f"{lt['cached_over_fixed']:.2f} (paired {lt['paired']['cached_over_fixed']:.2f})")
 
     ref = np.fromfile(os.path.join(mdir, "out.torch.t1.bin"), dtype=np.float32)
     fixture_ref = np.load(os.path.join(fx, "output.npy")).astype(np.float32).ravel()

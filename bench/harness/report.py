@@ -128,7 +128,12 @@ def markdown(res):
                 f"({md['chosen_fixed']:.0f} ms)"
                 + (f"; {lt['cached_measured_again']} of the {lt['reps']} loads from the cache "
                    "measured again instead" if lt.get("cached_measured_again") else "")
-                + ".")
+                + "."
+                + (f" Paired (the median over rounds of each round's own ratio): measuring / "
+                   f"bound {lt['paired']['measuring_over_bound']:.2f}x, cached / fixed "
+                   f"{lt['paired']['cached_over_fixed']:.2f}x, cached / "
+                   f"{lt['pinned_engine']} {lt['paired']['cached_over_chosen_fixed']:.2f}x."
+                   if lt.get("paired") else ""))
             lines.append("")
         # Rounds of tessera-default whose load derived fewer threads than the row's count.
         for r in sorted(m["rows"], key=lambda r: r["threads"]):
