@@ -193,6 +193,7 @@ class Builder {
   std::vector<SegmentInfo> segments_;
   std::vector<bool> split_before_;
   std::vector<int> node_segment_;
+  std::vector<int> node_pos_;  // each node's place among its segment's nodes (dry pass)
   std::vector<int> segment_runtime_;  // runtime index of each non-empty segment
   std::vector<int> graph_inputs_, graph_outputs_;
   int current_ = -1;
@@ -487,6 +488,7 @@ Status Builder::walk(bool emit) {
   } else {
     split_before_.assign(nodes_.size(), false);
     node_segment_.assign(nodes_.size(), 0);
+    node_pos_.assign(nodes_.size(), 0);
     begin_segment();
     for (int i : graph_inputs_) {
       ValueState& v = values_[static_cast<size_t>(i)];
@@ -531,10 +533,16 @@ Status Builder::walk(bool emit) {
       }
     }
     node_segment_[i] = current_;
-    ++segments_[static_cast<size_t>(current_)].num_nodes;
+    node_pos_[i] = static_cast<int>(segments_[static_cast<size_t>(current_)].num_nodes++);
     ValueState& out = values_[static_cast<size_t>(output_value(nodes_[i]))];
     out.layout = output_layout(i);
     out.segment = current_;
+    // What the node writes lives in the delegate's arena (place_buffers), where buffers share
+    // memory node by node, not in the runtime's workspace: this XNNPACK (Debian's, 2022) gives
+    // every internal value memory of its own there. ResNeXt-50's single runtime held a 50 MB
+    // workspace, all first touched by the first run. A constant pad stays internal, so that
+    // XNNPACK can still fold it into the convolution or pooling after it.
+    if (plans_[i].kind != OpKind::ConstantPad) natural_buffer(output_value(nodes_[i]));
   }
   if (emit) {
     if (!segments_.empty()) TESSERA_RETURN_IF_ERROR(emit_close(current_));
@@ -602,41 +610,73 @@ Status Builder::finish_plan() {
   return Status::ok();
 }
 
-// The buffers share one arena wherever their lifetimes do not overlap. A buffer lives from the
-// first step that writes it (an input stage: before every step) to the last that reads it (an
-// output stage: after every step); the steps run in order, one at a time. DenseNet-121 has 58
-// concatenations between runtimes, and with a buffer each its XNNPACK delegate held 270 MB.
+// The buffers share one arena wherever their lifetimes do not overlap. Time runs over the steps
+// in order, one at a time, and inside a runtime's step over its nodes, one slot each. A buffer
+// lives from the first slot that writes it (an input stage: before every step) to the last that
+// reads it (an output stage: after every step). A runtime's imports live through its whole step;
+// a value its nodes write, from the node writing it to the last node of that runtime reading it
+// (later readers are other steps). DenseNet-121 has 58 concatenations between runtimes, and with
+// a buffer each its XNNPACK delegate held 270 MB.
 Status Builder::place_buffers() {
   const size_t n = d_.buffers.size();
-  const int end = static_cast<int>(d_.steps.size());
+  const size_t num_steps = d_.steps.size();
+  std::vector<int> invoke_step(segments_.size(), -1);  // Step::runtime is still the segment here
+  std::vector<int> base = {0}, slots;  // each step's first slot and its number of slots
+  for (size_t k = 0; k < num_steps; ++k) {
+    const Step& st = d_.steps[k];
+    int count = 1;
+    if (st.kind == Step::Kind::Invoke) {
+      invoke_step[static_cast<size_t>(st.runtime)] = static_cast<int>(k);
+      count = std::max(1, static_cast<int>(segments_[static_cast<size_t>(st.runtime)].num_nodes));
+    }
+    slots.push_back(count);
+    base.push_back(base.back() + count);
+  }
+  const int end = base.back();
   std::vector<int> first(n, end + 1), last(n, -2);
-  auto live = [&](int b, int step) {
+  auto live = [&](int b, int at) {
     if (b < 0) return;
-    first[static_cast<size_t>(b)] = std::min(first[static_cast<size_t>(b)], step);
-    last[static_cast<size_t>(b)] = std::max(last[static_cast<size_t>(b)], step);
+    first[static_cast<size_t>(b)] = std::min(first[static_cast<size_t>(b)], at);
+    last[static_cast<size_t>(b)] = std::max(last[static_cast<size_t>(b)], at);
   };
   for (const InputStage& st : d_.inputs) live(st.buffer, -1);
   for (const OutputStage& st : d_.outputs) live(st.buffer, end);
-  std::vector<int> invoke_step(segments_.size(), -1);  // Step::runtime is still the segment here
-  for (int k = 0; k < end; ++k) {
-    const Step& st = d_.steps[static_cast<size_t>(k)];
+  for (size_t k = 0; k < num_steps; ++k) {
+    const Step& st = d_.steps[k];
+    const int at = base[k];
     switch (st.kind) {
       case Step::Kind::Invoke:
-        invoke_step[static_cast<size_t>(st.runtime)] = k;
-        for (int b : segments_[static_cast<size_t>(st.runtime)].imports) live(b, k);
+        for (int b : segments_[static_cast<size_t>(st.runtime)].imports) {
+          live(b, at);
+          live(b, at + slots[k] - 1);
+        }
         break;
       case Step::Kind::Convert:
-        live(st.src, k);
-        live(st.dst, k);
+        live(st.src, at);
+        live(st.dst, at);
         break;
       case Step::Kind::Concat:
-        for (size_t q = 0; q < st.num_parts; ++q) live(d_.concat_parts[st.first_part + q].src, k);
-        live(st.dst, k);
+        for (size_t q = 0; q < st.num_parts; ++q) live(d_.concat_parts[st.first_part + q].src, at);
+        live(st.dst, at);
         break;
     }
   }
-  for (const ValueState& v : values_) {  // written by the runtime of the segment producing it
-    if (v.exported && v.segment >= 0) live(v.buffer, invoke_step[static_cast<size_t>(v.segment)]);
+  // Inside each runtime: the node writing a value, and its readers there.
+  std::vector<Request> requests;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (plans_[i].kind == OpKind::Concat) continue;
+    const int seg = node_segment_[i];
+    const int k = invoke_step[static_cast<size_t>(seg)];
+    if (k < 0) continue;
+    const int at = base[static_cast<size_t>(k)] + node_pos_[i];
+    const ValueState& out = values_[static_cast<size_t>(output_value(nodes_[i]))];
+    if (out.exported && out.segment == seg) live(out.buffer, at);
+    requests_of(i, &requests);
+    for (const Request& r : requests) {
+      const ValueState& v = values_[static_cast<size_t>(r.value)];
+      if (!r.constant && v.exported && v.segment == seg && is_free(v, r.layout, r.rank))
+        live(v.buffer, at);
+    }
   }
   // Placed by the compiler's planner (largest first, lowest offset that fits), as oneDNN's
   // activation arena is.

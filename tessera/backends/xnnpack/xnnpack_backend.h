@@ -56,7 +56,7 @@ struct DelegateSummary {
   size_t runtimes = 0;         // XNNPACK runtimes (1 unless a layout change forced a split)
   size_t conversions = 0;      // layout conversions between runtimes
   size_t concats = 0;          // concatenation steps (no XNNPACK node for them here)
-  size_t buffer_bytes = 0;     // buffers between runtimes: the arena they share
+  size_t buffer_bytes = 0;     // the arena the delegate's buffers share (values, staging)
   size_t unshared_buffer_bytes = 0;  // the same buffers each in memory of its own
   uint32_t runtime_flags = 0;  // XNN_FLAG_* given to xnn_create_runtime_v2
   /// Its Method runs on more than one pool, so each execute ends by parking this pool's workers

@@ -217,6 +217,46 @@ TEST(XnnpackLayout, DenseBlockBuffersShareOneArena) {
   EXPECT_EQ(first, again);
 }
 
+TEST(XnnpackLayout, ValuesInsideARuntimeShareTheArenaNodeByNode) {
+  // Ten 3x3 Convs in one runtime, the fifth's output also read by a residual Add three Convs on:
+  // every value is in the delegate's arena (not XNNPACK's workspace, which gives each its own
+  // memory), and a value's memory is free again after the last node reading it, so the arena
+  // holds about three values' worth, not ten.
+  GraphCase c;
+  const int64_t ch = 8, hw = 12;
+  int v = c.input({1, ch, hw, hw});
+  int kept = -1;
+  for (int layer = 0; layer < 10; ++layer) {
+    v = conv(c, v, ch, ch, hw, hw, 1, 1, fb::Activation::Relu);
+    if (layer == 4) kept = v;
+    if (layer == 7) {
+      const int sum = c.tensor({1, ch, hw, hw});
+      c.node(Op::Add, {v, kept}, sum);
+      v = sum;
+    }
+  }
+  c.output(v);
+  const DelegateSummary s = expect_matches(c);
+  EXPECT_EQ(s.runtimes, 1u);
+  EXPECT_EQ(s.conversions, 0u);
+  const size_t value_bytes = static_cast<size_t>(ch * hw * hw) * sizeof(float);
+  EXPECT_GE(s.unshared_buffer_bytes, 10 * value_bytes);
+  EXPECT_GT(s.buffer_bytes, 0u);
+  EXPECT_LE(s.buffer_bytes, 4 * (value_bytes + 64))
+      << "arena " << s.buffer_bytes << " bytes, unshared " << s.unshared_buffer_bytes;
+
+  // Shared memory holds nothing from one execute to the next that a result depends on.
+  Session session;
+  ASSERT_TRUE(session.init(c).is_ok());
+  const std::vector<Floats> a = random_inputs(c, 5), b = random_inputs(c, 6);
+  std::vector<Floats> first, other, again;
+  ASSERT_TRUE(session.run(a, &first).is_ok());
+  ASSERT_TRUE(session.run(b, &other).is_ok());
+  ASSERT_TRUE(session.run(a, &again).is_ok());
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first, other);
+}
+
 TEST(XnnpackLayout, SymbolicBatch) {
   GraphCase c;
   const int batch = c.symbol("batch", 4, 3);
