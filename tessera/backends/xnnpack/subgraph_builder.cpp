@@ -193,7 +193,7 @@ class Builder {
   std::vector<SegmentInfo> segments_;
   std::vector<bool> split_before_;
   std::vector<int> node_segment_;
-  std::vector<int> node_pos_;  // each node's place among its segment's nodes (dry pass)
+  std::vector<int> node_pos_;         // each node's place among its segment's nodes (dry pass)
   std::vector<int> segment_runtime_;  // runtime index of each non-empty segment
   std::vector<int> graph_inputs_, graph_outputs_;
   int current_ = -1;
