@@ -37,6 +37,20 @@ DelegateSummary expect_matches(const GraphCase& c) {
   return s.summary();
 }
 
+// Executes of `c` with inputs a, b, then a again: the two of a give the same result and b's
+// another, so no buffer relies on what an earlier execute left in the shared arena.
+void expect_repeatable(const GraphCase& c) {
+  Session session;
+  ASSERT_TRUE(session.init(c).is_ok());
+  const std::vector<Floats> a = random_inputs(c, 1), b = random_inputs(c, 2);
+  std::vector<Floats> first, other, again;
+  ASSERT_TRUE(session.run(a, &first).is_ok());
+  ASSERT_TRUE(session.run(b, &other).is_ok());
+  ASSERT_TRUE(session.run(a, &again).is_ok());
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first, other);
+}
+
 TEST(XnnpackLayout, ConvNetStaysChannelsLast) {
   GraphCase c;
   int x = c.input({1, 3, 16, 16});
@@ -205,16 +219,7 @@ TEST(XnnpackLayout, DenseBlockBuffersShareOneArena) {
   EXPECT_LT(s.buffer_bytes, s.unshared_buffer_bytes)
       << "arena " << s.buffer_bytes << " bytes, unshared " << s.unshared_buffer_bytes;
 
-  // Executes again and again give the same result: no buffer relies on what an earlier
-  // execute left in the shared memory.
-  Session session;
-  ASSERT_TRUE(session.init(c).is_ok());
-  const std::vector<Floats> a = random_inputs(c, 1), b = random_inputs(c, 2);
-  std::vector<Floats> first, other, again;
-  ASSERT_TRUE(session.run(a, &first).is_ok());
-  ASSERT_TRUE(session.run(b, &other).is_ok());
-  ASSERT_TRUE(session.run(a, &again).is_ok());
-  EXPECT_EQ(first, again);
+  expect_repeatable(c);
 }
 
 TEST(XnnpackLayout, ValuesInsideARuntimeShareTheArenaNodeByNode) {
@@ -245,16 +250,7 @@ TEST(XnnpackLayout, ValuesInsideARuntimeShareTheArenaNodeByNode) {
   EXPECT_LE(s.buffer_bytes, 4 * (value_bytes + 64))
       << "arena " << s.buffer_bytes << " bytes, unshared " << s.unshared_buffer_bytes;
 
-  // Shared memory holds nothing from one execute to the next that a result depends on.
-  Session session;
-  ASSERT_TRUE(session.init(c).is_ok());
-  const std::vector<Floats> a = random_inputs(c, 5), b = random_inputs(c, 6);
-  std::vector<Floats> first, other, again;
-  ASSERT_TRUE(session.run(a, &first).is_ok());
-  ASSERT_TRUE(session.run(b, &other).is_ok());
-  ASSERT_TRUE(session.run(a, &again).is_ok());
-  EXPECT_EQ(first, again);
-  EXPECT_NE(first, other);
+  expect_repeatable(c);
 }
 
 TEST(XnnpackLayout, SymbolicBatch) {
