@@ -20,6 +20,11 @@ Design
   stretch lasts longer than a burst but shorter than an engine's whole round, so whole-round
   turns let it fall on one engine. PyTorch, the portable kernels and engines --engine-budget slows run on their own
   after the bursts. --interleave 0: every engine's round in one go, as before.
+- ORT's worker is a new process every round (--fresh-ort 1, the default), as Tessera's rounds
+  are: MobileNetV2 at one thread, eight fresh ORT processes pinned to one CPU (150 runs each
+  after 25 untimed) had medians from 5.10 to 6.17 ms (Tessera's, alternating with them, 4.17 to
+  4.98), so one ORT process for the whole run set every ratio of the run a few percent one way.
+  PyTorch's worker (a reference only, and slow to start) lives through the run.
 - One-thread rounds on one CPU (--pin, default auto): in each round every engine at 1 thread
   runs pinned to the same CPU, the CPU rotating over the usable ones from round to round (the
   first pass, where tessera-default measures, on the first of them). On these 2-vCPU guests one
@@ -230,28 +235,49 @@ def send_quit(proc):
 
 
 class Worker:
-    """A long-lived ORT or PyTorch process answering JSON commands."""
+    """An ORT or PyTorch process answering JSON commands: one for the whole run, or with
+    `fresh` a new one for every round (ORT with --fresh-ort), as each Tessera round is a process
+    of its own."""
 
-    def __init__(self, name, backend, threads, argv, output_bin):
+    def __init__(self, name, backend, threads, argv, output_bin, fresh=False):
         self.name, self.backend, self.threads = name, backend, threads
-        self.output_bin = output_bin
+        self.argv, self.output_bin, self.fresh = argv, output_bin, fresh
         self.err = tempfile.TemporaryFile()
         self.rss_file = output_bin + ".rss"
+        self.peak_rss_kb = None
+        self.processes = 0  # started so far
+        self.proc = None
+        self._spawn()
+
+    def _spawn(self):
         if os.path.exists(self.rss_file):
             os.remove(self.rss_file)
-        self.proc = subprocess.Popen(with_rss(argv, self.rss_file), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.err, text=True, bufsize=1)
-        self.ready = read_reply(self.proc, self.name, self.err)
-        self.peak_rss_kb = None
+        self.proc = subprocess.Popen(with_rss(self.argv, self.rss_file), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err, text=True, bufsize=1)
+        ready = read_reply(self.proc, self.name, self.err)
+        if self.processes == 0:
+            self.ready = ready  # the row's load and baseline RSS: the first process's
+        self.processes += 1
+
+    def _retire(self):
+        send_quit(self.proc)
+        rc, rss = wait_child(self.proc, self.rss_file)
+        self.proc = None
+        if rc != 0:
+            raise RuntimeError(f"{self.name}: exited {rc}")
+        self.peak_rss_kb = rss if self.peak_rss_kb is None else max(self.peak_rss_kb, rss)
 
     def run(self, warmup, iterations, cpus=None):
         self.start(cpus)
         times = self.burst(warmup, iterations)
+        self.stop()
         return {"median": statistics.median(times), "min": min(times), "max": max(times),
                 "times": times}
 
-    # --interleave: the worker lives through the run; a round only pins it.
+    # --interleave: a round pins the worker (started for it when fresh) and ends it when fresh.
     def start(self, cpus=None):
+        if self.proc is None:
+            self._spawn()
         if cpus is not None:
             pin_tree(self.proc.pid, cpus)
 
@@ -259,13 +285,12 @@ class Worker:
         return ask_runs(self.proc, self.name, self.err, warmup, iterations)
 
     def stop(self):
-        pass
+        if self.fresh:
+            self._retire()
 
     def close(self):
-        send_quit(self.proc)
-        rc, self.peak_rss_kb = wait_child(self.proc, self.rss_file)
-        if rc != 0:
-            raise RuntimeError(f"{self.name}: exited {rc}")
+        if self.proc is not None:
+            self._retire()
 
     def output(self):
         return np.fromfile(self.output_bin, dtype=np.float32)
@@ -553,7 +578,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
         engines.append(Worker("onnxruntime", "cpu", threads,
                               ["node", os.path.join(HERE, "ort_worker.js"), onnx_path, input_bin,
                                dims, str(threads), os.path.join(mdir, f"out.ort.t{threads}.bin")],
-                              os.path.join(mdir, f"out.ort.t{threads}.bin")))
+                              os.path.join(mdir, f"out.ort.t{threads}.bin"),
+                              fresh=args.fresh_ort))
         engines.append(Worker("pytorch", "eager", threads,
                               [PY, os.path.join(HERE, "torch_worker.py"), model, input_npy,
                                str(threads), os.path.join(mdir, f"out.torch.t{threads}.bin")],
@@ -799,6 +825,11 @@ def main():
                         "budget/iterations gets fewer timed runs (at least --min-iterations)")
     p.add_argument("--min-iterations", type=int, default=5)
     p.add_argument("--pause", type=float, default=0.2, help="seconds between engines")
+    p.add_argument("--fresh-ort", type=int, default=1,
+                   help="1 (default): a new ORT worker process for every round, as every Tessera "
+                        "round is a process of its own (its load timed), so that what one "
+                        "process's placement costs or gains is spread over the rounds on both "
+                        "sides; 0: one ORT worker per thread count for the whole run")
     p.add_argument("--interleave", type=int, default=5,
                    help="timed runs per burst: in each round Tessera's engines and ORT take turns "
                         "in bursts of this many runs, so a slow stretch of the host reaches all "
@@ -906,7 +937,8 @@ def main():
                         "rounds": args.rounds, "threads": args.threads,
                         "engine_budget_s": args.engine_budget,
                         "min_iterations": args.min_iterations, "pin": args.pin,
-                        "interleave": args.interleave, "burst_warmup": args.burst_warmup,
+                        "interleave": args.interleave, "fresh_ort": bool(args.fresh_ort),
+                        "burst_warmup": args.burst_warmup,
                         "burst_warmup_ms": args.burst_warmup_ms,
                         "burst_pause_s": args.burst_pause},
            "tessera_backends": backends, "tessera_backends_built": built, "roofline": roof, "models": [],

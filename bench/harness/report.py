@@ -50,6 +50,8 @@ def markdown(res):
                      f"of {s['interleave']} timed runs, each after a {s['burst_pause_s']:g} s "
                      f"pause and at least {s['burst_warmup']} untimed run(s) lasting "
                      f"{s['burst_warmup_ms']:g} ms or more; PyTorch ran on its own.")
+    if s.get("fresh_ort"):
+        lines.append("ONNX Runtime's worker was a new process every round, as Tessera's are.")
     lines.append("")
     lines.append(f"Roofline: peak {roof['peak_gflops']:.1f} GFLOP/s on one core "
                  f"({roof['peak_bits']}-bit FMA, {roof['accumulators']} accumulators; by thread CPU "
