@@ -1011,6 +1011,34 @@ TEST_F(SelectionVariantTest, AVariantDoesNotWinAgainstAnInflatedReadingOfTheFast
   internal::set_selection_clocks({});
 }
 
+// Less inflated: the configuration chosen so far reads 2 ms in its own race and 2.6 beside a
+// variant that reads 2.2. The variant beats the 2.6 but not the earlier 2 ms: it is not taken
+// (a choice the cache keeps must win both races), and the report says why.
+TEST_F(SelectionVariantTest, AVariantMustBeatTheFastestsEarlierFigureToo) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  bool variant_ran = false;
+  stub_->on_execute = [&variant_ran](BackendExecutionContext& ctx, DelegateHandle*,
+                                     Span<EValue*> args) {
+    const bool fast = ctx.get(kMode)->name == "fast";
+    variant_ran = variant_ran || fast;
+    const double ms = fast ? 2.2 : (variant_ran ? 2.6 : 2.0);
+    spend(ms, ms);
+    return copy_input(args);
+  };
+  Program* program = load({2, 4});
+  auto m = program->load_method("forward", nullptr, measuring());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const SelectionReport& r = m->delegate_info(0).selection;
+  ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+  const std::string why = r.candidates[1].reason;
+  EXPECT_TRUE(r.candidates[0].chosen) << why;
+  EXPECT_FALSE(r.candidates[1].chosen);
+  EXPECT_NEAR(r.candidates[1].median_ms, 2.2, 1e-9);
+  EXPECT_NE(why.find("2.2 against 2.6 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find("not taken: not 3% faster than its earlier 2 ms"), std::string::npos) << why;
+  internal::set_selection_clocks({});
+}
+
 TEST_F(SelectionVariantTest, AVariantTheBackendAlreadyDerivedIsNotMeasuredAgain) {
   stub_->derives_fast = true;
   Program* program = load({2, 4});
