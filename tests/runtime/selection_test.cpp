@@ -834,6 +834,20 @@ class SelectionVariantTest : public ::testing::Test {
     loaded_ = std::move(*loaded);
     return loaded_.program.get();
   }
+  /// The stub's runs on the fake clocks: `variant_ms` for the variant (mode=fast); the other
+  /// configuration `alone_ms` until the variant first ran, `beside_ms` from then on (its reading
+  /// beside the variant).
+  void time_variant_race(double alone_ms, double beside_ms, double variant_ms) {
+    variant_ran_ = false;
+    stub_->on_execute = [this, alone_ms, beside_ms, variant_ms](
+                            BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
+      const bool fast = ctx.get(kMode)->name == "fast";
+      variant_ran_ = variant_ran_ || fast;
+      const double ms = fast ? variant_ms : (variant_ran_ ? beside_ms : alone_ms);
+      spend(ms, ms);
+      return copy_input(args);
+    };
+  }
   static LoadOptions measuring() {
     LoadOptions o;
     o.selection = Selection::Measure;
@@ -851,6 +865,7 @@ class SelectionVariantTest : public ::testing::Test {
   }
   testing::WallClockOnlySelection wall_clock_only_;  // the stubs sleep
   VariantStub* stub_ = nullptr;
+  bool variant_ran_ = false;  // see time_variant_race
   testing::LoadedProgram loaded_;
 };
 
@@ -979,15 +994,7 @@ TEST_F(SelectionVariantTest, VariantsRaceTheFastestAndKeepTheirPlaceInTheReport)
 TEST_F(SelectionVariantTest, AVariantDoesNotWinAgainstAnInflatedReadingOfTheFastest) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   for (double fast_ms : {2.4, 1.5}) {
-    bool variant_ran = false;
-    stub_->on_execute = [&variant_ran, fast_ms](BackendExecutionContext& ctx, DelegateHandle*,
-                                                Span<EValue*> args) {
-      const bool fast = ctx.get(kMode)->name == "fast";
-      variant_ran = variant_ran || fast;
-      const double ms = fast ? fast_ms : (variant_ran ? 5.0 : 2.0);
-      spend(ms, ms);
-      return copy_input(args);
-    };
+    time_variant_race(2.0, 5.0, fast_ms);
     Program* program = load({2, 4});
     auto m = program->load_method("forward", nullptr, measuring());
     ASSERT_TRUE(m.ok()) << m.status().message();
@@ -1016,15 +1023,7 @@ TEST_F(SelectionVariantTest, AVariantDoesNotWinAgainstAnInflatedReadingOfTheFast
 // (a choice the cache keeps must win both races), and the report says why.
 TEST_F(SelectionVariantTest, AVariantMustBeatTheFastestsEarlierFigureToo) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
-  bool variant_ran = false;
-  stub_->on_execute = [&variant_ran](BackendExecutionContext& ctx, DelegateHandle*,
-                                     Span<EValue*> args) {
-    const bool fast = ctx.get(kMode)->name == "fast";
-    variant_ran = variant_ran || fast;
-    const double ms = fast ? 2.2 : (variant_ran ? 2.6 : 2.0);
-    spend(ms, ms);
-    return copy_input(args);
-  };
+  time_variant_race(2.0, 2.6, 2.2);
   Program* program = load({2, 4});
   auto m = program->load_method("forward", nullptr, measuring());
   ASSERT_TRUE(m.ok()) << m.status().message();
