@@ -252,9 +252,9 @@ struct RaceResult {
 /// the fastest's slowest (`beaten`); the fastest leaves once nobody is left to race it and it
 /// has two undisturbed runs (a lone contender, that raced nobody, `min_runs`). Otherwise each
 /// goes on to `max_runs` undisturbed runs (disturbed ones are timed again, up to `min_runs` more
-/// attempts). A failed run takes its contender out with the
-/// error. The race ends when none is left or `budget_spent` says so after a round from the
-/// second on (so each has two timed runs: one can be an outlier).
+/// attempts). A failed run takes its contender out with the error. The race ends when none is
+/// left or `budget_spent` says so after a round from the second on (so each has two timed runs:
+/// one can be an outlier).
 constexpr double kLongRunMs = 10.0;
 std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_runs, int max_runs,
                              RunClocks clocks, const std::vector<std::string>& names,

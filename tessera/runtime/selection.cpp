@@ -312,11 +312,8 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
     if (leader >= 0) {
       const std::vector<double> lead = timers[static_cast<size_t>(leader)].kept();
       bool others = false;
-      bool rivals = false;  // it raced others (a lone contender's runs are its only figure)
       for (size_t i = 0; i < n; ++i) {
-        if (static_cast<int>(i) == leader) continue;
-        rivals = true;
-        if (!running(i)) continue;
+        if (static_cast<int>(i) == leader || !running(i)) continue;
         const std::vector<double> kept = timers[i].kept();
         if (clean(i) && clearly_slower(kept, leader_ms)) {
           out[i].stopped = true;
@@ -331,7 +328,7 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
       // nothing (at one thread on ResNeXt-50 the third was 54 ms of the measuring load): two
       // give its figure, as they do a clearly slower one's. Alone from the start, its runs are
       // all there is: min_runs.
-      const int leader_runs = rivals ? std::min(2, min_runs) : min_runs;
+      const int leader_runs = n > 1 ? std::min(2, min_runs) : min_runs;
       if (!others && static_cast<int>(lead.size()) >= leader_runs)
         done[static_cast<size_t>(leader)] = 1;
     }
@@ -911,7 +908,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         why += inflated
                    ? string_format("; not taken: %s read %.3gx its earlier median here",
                                    best->backend, now / before)
-                   : string_format("; not taken: not 3%% faster than its earlier %.3g ms", before);
+                   : string_format("; not taken: not %.0f%% faster than its earlier %.3g ms",
+                                   (1 - kVariantMargin) * 100, before);
       }
       set_text(c->reason, sizeof c->reason, why);
       if (wins) {
