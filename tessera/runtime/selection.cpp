@@ -905,11 +905,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           best->backend, best->options[0] ? " [" : "", best->options, best->options[0] ? "]" : "",
           c->median_ms, now, runs.c_str(), before);
       if (beats_now && !beats_before) {
-        why += inflated
-                   ? string_format("; not taken: %s read %.3gx its earlier median here",
-                                   best->backend, now / before)
-                   : string_format("; not taken: not %.0f%% faster than its earlier %.3g ms",
-                                   (1 - kVariantMargin) * 100, before);
+        why += inflated ? string_format("; not taken: %s read %.3gx its earlier median here",
+                                        best->backend, now / before)
+                        : string_format("; not taken: not %.0f%% faster than its earlier %.3g ms",
+                                        (1 - kVariantMargin) * 100, before);
       }
       set_text(c->reason, sizeof c->reason, why);
       if (wins) {
