@@ -1,6 +1,6 @@
 // Delegate: one initialised oneDNN delegate (the DelegateHandle the backend hands out) and its
 // execute loop. Built by build_delegate() (graph_builder.h); every primitive, memory object,
-// argument array and the shared scratchpad exist after init, so execute() itself allocates
+// argument array and every step's scratchpad (in the arena) exist after init, so execute() itself allocates
 // nothing: it points the argument-bound memories at the caller's tensors and runs the steps
 // through the C API with prebuilt dnnl_exec_arg_t arrays (the C++ execute takes a
 // std::unordered_map).
@@ -66,10 +66,10 @@ class Delegate {
   // Buffers from large_buffer_threshold() on (weights, the arena), allocated here instead of by
   // oneDNN so that they are mapped for huge pages; memories point into them.
   std::vector<LargeBuffer> large_buffers;
-  dnnl::memory scratchpad;        // shared by all steps (scratchpad_mode::user)
-  dnnl::memory arena;             // activation buffers, lifetimes planned at init
+  dnnl::memory arena;             // activation buffers and scratchpads, lifetimes planned at init
   size_t arena_bytes = 0;         // its size
-  size_t activation_bytes = 0;    // what the buffers in it would take one by one
+  size_t activation_bytes = 0;    // what the activation buffers in it would take one by one
+  size_t scratchpad_bytes = 0;    // the largest step's scratchpad (in the arena at its step)
   size_t fused_sums = 0;          // residual adds fused as sum post-ops
   size_t copy_free_concats = 0;   // Concats whose parts were written in place in the output
   size_t channels_last_grouped_convs = 0;  // grouped Convs kept in their input's acdb

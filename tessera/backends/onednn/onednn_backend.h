@@ -92,8 +92,9 @@ struct DelegateSummary {
   size_t winograd_convs = 0;       // convolutions computed with Winograd (conv_algorithm)
   size_t weights_from_cache = 0;   // Winograd weights read from cache_dir
   size_t weights_cached = 0;       // Winograd weights written to cache_dir
-  size_t arena_bytes = 0;          // the shared activation arena
-  size_t activation_bytes = 0;     // what its buffers would take without sharing
+  size_t arena_bytes = 0;          // the shared arena: activations and steps' scratchpads
+  size_t activation_bytes = 0;     // what its activation buffers would take without sharing
+  size_t scratchpad_bytes = 0;     // the largest step's scratchpad (in the arena at its step)
   std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order
   std::vector<int> step_threads;   // each step's team: 1 when it runs on one thread, else 0
 };

@@ -292,6 +292,47 @@ TEST(OnednnConvAlgorithm, ResidualSumWithWinograd) {
   }
 }
 
+TEST(OnednnConvAlgorithm, StepScratchpadsLiveInTheArena) {
+  // Three Winograd convolutions in a row: each asks oneDNN for a user-mode scratchpad larger
+  // than any activation (its transformed tiles). Each lives in the activation arena at its own
+  // step only, so the arena holds the largest of them once, beside what is live at that step,
+  // and repeated runs stay exact (a scratchpad overwrites bytes other steps' activations use).
+  GraphCase g;
+  g.seed = 75;
+  ConvCfg c{1, 32, 28, 28, 32, 3, 3};
+  c.pt = c.pl = c.pb = c.pr = 1;
+  c.act = fb::Activation::Relu;
+  int v = g.input({1, 32, 28, 28});
+  for (int i = 0; i < 3; ++i) v = add_conv(g, v, c);
+  g.output(v);
+  const char* algorithm = winograd_kernels_available() ? "winograd" : "direct";
+  DelegateSummary sum;
+  EXPECT_TRUE(run_with_algorithm(g, algorithm, &sum));
+  // On every machine: the arena holds the largest scratchpad and never more than the
+  // activations one by one plus that scratchpad (the steps' scratchpads share bytes).
+  EXPECT_GE(sum.arena_bytes, sum.scratchpad_bytes);
+  EXPECT_LE(sum.arena_bytes, sum.activation_bytes + sum.scratchpad_bytes)
+      << sum.arena_bytes << " for " << sum.activation_bytes << " + " << sum.scratchpad_bytes;
+  if (winograd_kernels_available()) {
+    EXPECT_EQ(sum.winograd_convs, 3u);
+    EXPECT_GT(sum.scratchpad_bytes, size_t{32 * 28 * 28 * sizeof(float)});
+  }
+  // Three executes in one delegate: nothing a scratchpad leaves in the arena reaches a result.
+  BackendOptions<1> opts;
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok());
+  ASSERT_TRUE(load.set_options(kBackendName, opts.view()).is_ok());
+  RunOptions o;
+  o.load = &load;
+  o.repeat = 3;
+  const std::vector<Floats> inputs = random_inputs(g, 76);
+  auto want = run_portable(g, inputs);
+  ASSERT_TRUE(want.ok());
+  auto got = run_onednn(g, inputs, o);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(close(*got, *want, 1e-4));
+}
+
 // ---- Concat without copies
 // ------------------------------------------------------------------------------
 
