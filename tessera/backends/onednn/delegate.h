@@ -1,8 +1,8 @@
 // Delegate: one initialised oneDNN delegate (the DelegateHandle the backend hands out) and its
 // execute loop. Built by build_delegate() (graph_builder.h); every primitive, memory object,
-// argument array and every step's scratchpad (in the arena) exist after init, so execute() itself allocates
-// nothing: it points the argument-bound memories at the caller's tensors and runs the steps
-// through the C API with prebuilt dnnl_exec_arg_t arrays (the C++ execute takes a
+// argument array and every step's scratchpad (in the arena) exist after init, so execute() itself
+// allocates nothing: it points the argument-bound memories at the caller's tensors and runs the
+// steps through the C API with prebuilt dnnl_exec_arg_t arrays (the C++ execute takes a
 // std::unordered_map).
 #pragma once
 
