@@ -2051,9 +2051,9 @@ Status Builder::finish() {
 // step that touches it, and buffers whose lifetimes do not overlap share bytes (ir::plan_memory:
 // largest first, lowest offset that fits). Besides the memory it saves, a layer's output then
 // lands in bytes an earlier layer just used, still in cache, instead of in cold pages. A step's
-// user-mode scratchpad is in the arena too, live at that step only: it needs no memory of its
-// own, and its first use touches pages the activations warm (a separate scratchpad in small
-// pages cost GoogLeNet's first run 19 ms of page faults in its Winograd step's 7 MB).
+// user-mode scratchpad is in the arena too, live at that step only: it shares bytes with what
+// is not live there, in the arena's huge pages (one scratchpad of its own, in small pages, cost
+// GoogLeNet's first run 19 ms of page faults in the Winograd step that used most of its 15 MB).
 Status Builder::plan_arena() {
   const size_t nb = owned_.size();
   std::vector<int> first(nb, -1), last(nb, -1);
