@@ -2100,12 +2100,14 @@ Status Builder::plan_arena() {
     d_.scratchpad_bytes = std::max(d_.scratchpad_bytes, bytes);
   }
   if (items.empty()) return Status::ok();
-  const ir::MemoryPlan plan = ir::plan_memory(items, 64);
+  constexpr size_t kAlign = 64;  // every item's offset, and its size as plan_memory counts it
+  const ir::MemoryPlan plan = ir::plan_memory(items, kAlign);
   d_.arena =
       allocate(memory::desc({static_cast<int64_t>(plan.arena_size)}, dt::u8, memory::dims{1}));
   uint8_t* arena = static_cast<uint8_t*>(d_.arena.get_data_handle());
   d_.arena_bytes = plan.arena_size;
-  for (size_t j = 0; j < activations; ++j) d_.activation_bytes += (items[j].size + 63) / 64 * 64;
+  for (size_t j = 0; j < activations; ++j)
+    d_.activation_bytes += (items[j].size + kAlign - 1) / kAlign * kAlign;
   // New handles first (every view into a moved buffer moves with it), then apply them: moving
   // a buffer's owning memory frees its old allocation.
   std::vector<std::pair<memory, void*>> moves;

@@ -26,17 +26,23 @@ using backend_testing::ConvCfg;
 // ---- activation arena
 // ------------------------------------------------------------------------------
 
+/// `convs` 3x3 Convs with ReLU in a row, each `channels` in and out at `size` x `size` (padded).
+GraphCase conv_chain(uint32_t seed, int64_t channels, int64_t size, int convs) {
+  GraphCase g;
+  g.seed = seed;
+  ConvCfg c{1, channels, size, size, channels, 3, 3};
+  c.pt = c.pl = c.pb = c.pr = 1;
+  c.act = fb::Activation::Relu;
+  int v = g.input({1, channels, size, size});
+  for (int i = 0; i < convs; ++i) v = add_conv(g, v, c);
+  g.output(v);
+  return g;
+}
+
 TEST(OnednnArena, ChainSharesBuffersAndStaysExact) {
   // Six convolutions in a row: at most two activations are live at once, so the arena holds
   // about two of the six buffers, and results stay exact over repeated runs.
-  GraphCase g;
-  g.seed = 40;
-  ConvCfg c{1, 16, 12, 12, 16, 3, 3};
-  c.pt = c.pl = c.pb = c.pr = 1;
-  c.act = fb::Activation::Relu;
-  int v = g.input({1, 16, 12, 12});
-  for (int i = 0; i < 6; ++i) v = add_conv(g, v, c);
-  g.output(v);
+  const GraphCase g = conv_chain(40, 16, 12, 6);
   for (int run = 0; run < 2; ++run) EXPECT_TRUE(matches_portable(g)) << run;
   Session s;
   ASSERT_TRUE(s.init(g).is_ok());
@@ -125,11 +131,13 @@ TEST(OnednnResidual, RepeatedRunsStayCorrect) {
 // ----------------------------------------------------------
 
 /// Runs `g` with onednn.`key`=`value` at load scope: results against the portable kernels (1e-4
-/// relative to the output's magnitude, random inputs from `seed`), and the delegate's summary.
+/// relative to the output's magnitude, random inputs from `seed`; those of the last of `repeat`
+/// executes in one delegate), and the delegate's summary.
 ::testing::AssertionResult run_with_load(const GraphCase& g, LoadBackendOptionsMap* load,
-                                         uint32_t seed, DelegateSummary* summary) {
+                                         uint32_t seed, DelegateSummary* summary, int repeat = 1) {
   RunOptions o;
   o.load = load;
+  o.repeat = repeat;
   const std::vector<Floats> inputs = random_inputs(g, seed);
   auto want = run_portable(g, inputs);
   auto got = run_onednn(g, inputs, o);
@@ -151,9 +159,11 @@ template <typename T>
   return run_with_load(g, &load, seed, summary);
 }
 
-/// `g` with conv_algorithm=`algorithm` on a team of `threads` (see run_with_option).
+/// `g` with conv_algorithm=`algorithm` on a team of `threads`, `repeat` executes (see
+/// run_with_load).
 ::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
-                                              DelegateSummary* summary, int64_t threads = 1) {
+                                              DelegateSummary* summary, int64_t threads = 1,
+                                              int repeat = 1) {
   BackendOptions<2> opts;
   LoadBackendOptionsMap load;
   if (!opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok() ||
@@ -161,7 +171,7 @@ template <typename T>
       !load.set_options(kBackendName, opts.view()).is_ok()) {
     return ::testing::AssertionFailure() << "cannot set the options";
   }
-  return run_with_load(g, &load, 11, summary)
+  return run_with_load(g, &load, 11, summary, repeat)
          << "=" << algorithm << ", " << threads << " thread(s)";
 }
 
@@ -297,14 +307,7 @@ TEST(OnednnConvAlgorithm, StepScratchpadsLiveInTheArena) {
   // than any activation (its transformed tiles). Each lives in the activation arena at its own
   // step only, so the arena holds the largest of them once, beside what is live at that step,
   // and repeated runs stay exact (a scratchpad overwrites bytes other steps' activations use).
-  GraphCase g;
-  g.seed = 75;
-  ConvCfg c{1, 32, 28, 28, 32, 3, 3};
-  c.pt = c.pl = c.pb = c.pr = 1;
-  c.act = fb::Activation::Relu;
-  int v = g.input({1, 32, 28, 28});
-  for (int i = 0; i < 3; ++i) v = add_conv(g, v, c);
-  g.output(v);
+  const GraphCase g = conv_chain(75, 32, 28, 3);
   const char* algorithm = winograd_kernels_available() ? "winograd" : "direct";
   DelegateSummary sum;
   EXPECT_TRUE(run_with_algorithm(g, algorithm, &sum));
@@ -318,19 +321,8 @@ TEST(OnednnConvAlgorithm, StepScratchpadsLiveInTheArena) {
     EXPECT_GT(sum.scratchpad_bytes, size_t{32 * 28 * 28 * sizeof(float)});
   }
   // Three executes in one delegate: nothing a scratchpad leaves in the arena reaches a result.
-  BackendOptions<1> opts;
-  LoadBackendOptionsMap load;
-  ASSERT_TRUE(opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok());
-  ASSERT_TRUE(load.set_options(kBackendName, opts.view()).is_ok());
-  RunOptions o;
-  o.load = &load;
-  o.repeat = 3;
-  const std::vector<Floats> inputs = random_inputs(g, 76);
-  auto want = run_portable(g, inputs);
-  ASSERT_TRUE(want.ok());
-  auto got = run_onednn(g, inputs, o);
-  ASSERT_TRUE(got.ok()) << got.status().message();
-  EXPECT_TRUE(close(*got, *want, 1e-4));
+  DelegateSummary again;
+  EXPECT_TRUE(run_with_algorithm(g, algorithm, &again, 1, 3));
 }
 
 // ---- Concat without copies
