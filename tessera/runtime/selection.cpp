@@ -544,12 +544,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   Outputs reference;
   bool have_reference = false;
   const KeptCandidate* last_ran = nullptr;  // whose run was the last (its warm-up), if accepted
-  // Initialises `b` with `opts` into `out` and runs it once (the warm-up): the first to run gives
-  // the reference outputs, the others are compared with them. False, with c's reason, when it
-  // failed or differs (nothing stays initialised then).
-  // With `time_first` (the backends racing each other in step 2), an accepted candidate then
-  // makes its first timed run at once, its caches as its warm-up left them (race(): the first
-  // round).
   // `b` initialised with `opts` on `state` (the method's, or the second thread's), timed.
   auto init_timed = [&](const std::string& name, BackendInterface* b,
                         Span<const CompileSpec> use_specs, std::unique_ptr<ResolvedOptions> opts,
@@ -561,11 +555,13 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                                into->options.get(), into->derived.get(), &fatal));
     into->init_ms = ms_between(start, Clock::now());
   };
-  // With `pre`, the init was made already (the time of its phase is in inits_ms); else it is
-  // made here with `opts`.
-  auto enter = [&](const std::string& name, BackendInterface* b, Span<const CompileSpec> use_specs,
-                   std::unique_ptr<ResolvedOptions> opts, SelectionCandidate* c, KeptCandidate* out,
-                   bool time_first, PreInit* pre) {
+  // Its warm-up: `b` initialised with `opts` into `out` (with `pre`, the init was made already,
+  // the time of its phase in inits_ms; else it is made here) and run once, the first to run
+  // giving the reference outputs, the others compared with them. False, with c's reason, when
+  // it failed or differs (nothing stays initialised then).
+  auto warm = [&](const std::string& name, BackendInterface* b, Span<const CompileSpec> use_specs,
+                  std::unique_ptr<ResolvedOptions> opts, SelectionCandidate* c, KeptCandidate* out,
+                  PreInit* pre) {
     PreInit here;
     if (pre == nullptr) {
       init_timed(name, b, use_specs, std::move(opts), s, &here);
@@ -605,22 +601,30 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       why = compare(reference, copy_outputs(args, num_inputs), args, num_inputs,
                     options.selection_tolerance);
     }
-    if (why.empty() && time_first) {
-      park_candidate_pools(names);
-      double wall = 0, cpu = 0;
-      const Status timed = RunTimer::time_once(clocks, contender(out).run, &wall, &cpu);
-      if (!timed.is_ok()) {
-        why = string_format("execute failed: %s", timed.message());
-      } else {
-        out->first_wall_ms = wall;
-        out->first_cpu_ms = cpu;
-      }
-    }
     last_ran = why.empty() ? out : nullptr;
     if (why.empty()) return true;
     set_text(c->reason, sizeof c->reason, why);
     out->reset();
     return false;
+  };
+  // A warmed candidate's first timed run, at once, its caches as its warm-up left them (race():
+  // the first round, for the backends racing each other in step 2). False, with c's reason,
+  // when it failed (nothing stays initialised then).
+  auto time_first_run = [&](KeptCandidate* out, SelectionCandidate* c) {
+    park_candidate_pools(names);
+    double wall = 0, cpu = 0;
+    const Status timed = RunTimer::time_once(clocks, contender(out).run, &wall, &cpu);
+    if (!timed.is_ok()) {
+      last_ran = nullptr;
+      set_text(c->reason, sizeof c->reason,
+               string_format("execute failed: %s", timed.message()));
+      out->reset();
+      return false;
+    }
+    out->first_wall_ms = wall;
+    out->first_cpu_ms = cpu;
+    last_ran = out;
+    return true;
   };
   // `from` becomes the fastest so far, in place of what `kept` held.
   auto adopt = [&](KeptCandidate* from) {
@@ -655,18 +659,24 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     KeptCandidate held;  // initialised and accepted: in the race
   };
   std::vector<std::unique_ptr<Entrant>> entrants;
-  auto enter_entrant = [&](Entrant* e, PreInit* pre) {
-    if (enter(e->name, e->backend, e->specs,
-              pre != nullptr ? nullptr : std::make_unique<ResolvedOptions>(*e->resolved), e->entry,
-              &e->held, true, pre)) {
-      e->derived = *e->held.derived;
-      for (size_t k = 0; k < e->variants.size(); ++k) {
-        e->changes[k] =
-            e->backend->variant_changes(e->held.handle, e->variants[k].key, e->variants[k].value)
-                ? 1
-                : 0;
-      }
+  // An entrant's warm-up (warm), then its first timed run and what it derived (finish_entrant).
+  auto warm_entrant = [&](Entrant* e, PreInit* pre) {
+    return warm(e->name, e->backend, e->specs,
+                pre != nullptr ? nullptr : std::make_unique<ResolvedOptions>(*e->resolved),
+                e->entry, &e->held, pre);
+  };
+  auto finish_entrant = [&](Entrant* e) {
+    if (!time_first_run(&e->held, e->entry)) return;
+    e->derived = *e->held.derived;
+    for (size_t k = 0; k < e->variants.size(); ++k) {
+      e->changes[k] =
+          e->backend->variant_changes(e->held.handle, e->variants[k].key, e->variants[k].value)
+              ? 1
+              : 0;
     }
+  };
+  auto enter_entrant = [&](Entrant* e, PreInit* pre) {
+    if (warm_entrant(e, pre)) finish_entrant(e);
   };
   // Listed backends are each measured whatever the budget, so they enter after this loop, where
   // two of them may initialise at once; the others enter as they come (the budget may cut them).
@@ -725,10 +735,14 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   // threads together fit the usable CPUs (two at one thread each on two): the first on this
   // thread, the other on a thread of its own, with a method allocator that refuses (the
   // method's is not shared between threads). Then each is run and timed as before, one after
-  // the other: no run overlaps an init. ResNeXt-50's oneDNN and XNNPACK inits took about 300 ms
-  // each, one after the other, of a 1.1 s measuring load at one thread. At two threads on two
-  // CPUs each init took about twice as long beside the other (SqueezeNet: oneDNN 66-75 ms
+  // the other: no timed run overlaps an init. ResNeXt-50's oneDNN and XNNPACK inits took about
+  // 300 ms each, one after the other, of a 1.1 s measuring load at one thread. At two threads on
+  // two CPUs each init took about twice as long beside the other (SqueezeNet: oneDNN 66-75 ms
   // against 36-42, XNNPACK 48-55 against 34-37): nothing gained there.
+  // The first of the pair, when it is the first to enter, makes its warm-up (an untimed run,
+  // the reference) as soon as its own init is made, while the other may still be initialising;
+  // its first timed run waits for the other's init to end. (Only the first: a warm-up writes
+  // the delegate's outputs, and the reference must stay the program's own backend's.)
   std::string together;  // for the summary
   {
     Entrant* first = nullptr;
@@ -746,6 +760,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       }
     }
     PreInit pre[2];
+    const bool warm_early = second != nullptr && first == waiting.front();
+    bool first_warmed = false;  // with warm_early: its warm-up made and accepted
     if (second != nullptr) {
       Entrant* const pair[2] = {first, second};
       MethodState beside = *s;
@@ -757,15 +773,25 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                    state, &pre[k]);
       };
       const Clock::time_point t = Clock::now();
+      Clock::time_point own_end, other_end;
       {
-        std::jthread other([&] { init(1, &beside); });
+        std::jthread other([&] {
+          init(1, &beside);
+          other_end = Clock::now();
+        });
         init(0, s);
+        own_end = Clock::now();
+        if (warm_early) first_warmed = warm_entrant(first, &pre[0]);
       }  // joined
-      inits_ms += ms_between(t, Clock::now());
+      inits_ms += ms_between(t, std::max(own_end, other_end));
       together = string_format("; %s and %s initialised at once", first->name.c_str(),
                                second->name.c_str());
     }
     for (Entrant* e : waiting) {
+      if (warm_early && e == first) {
+        if (first_warmed) finish_entrant(e);
+        continue;
+      }
       enter_entrant(e, second == nullptr ? nullptr
                        : e == first      ? &pre[0]
                        : e == second     ? &pre[1]
@@ -848,7 +874,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         continue;
       }
       KeptCandidate held;
-      if (!enter(e->name, e->backend, e->specs, std::move(trial), c, &held, false, nullptr)) {
+      if (!warm(e->name, e->backend, e->specs, std::move(trial), c, &held, nullptr)) {
         continue;
       }
       if (chosen < 0 || kept->handle == nullptr) {  // nothing to race against

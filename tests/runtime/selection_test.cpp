@@ -1226,6 +1226,11 @@ class SelectionInitTogetherTest : public ::testing::Test {
     std::thread::id thread;
     Clock::time_point start, end;
     bool allocator_refused = false;
+    bool saw_a_run = false;  // with b_waits_for_a_run_: tog_a ran before this init ended
+  };
+  struct Run {
+    std::thread::id thread;
+    Clock::time_point start;
   };
   static constexpr const char* kNames[] = {"tog_a", "tog_b", "tog_c"};
   // As XNNPACK's and oneDNN's: a thread pool of num_threads (0: the policy's).
@@ -1261,11 +1266,33 @@ class SelectionInitTogetherTest : public ::testing::Test {
           }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        if (n == "tog_b" && b_waits_for_a_run_) {
+          // Ends once tog_a has run (its warm-up), or after 5 s.
+          std::unique_lock<std::mutex> lock(mutex_);
+          rec.saw_a_run = started_changed_.wait_for(lock, std::chrono::seconds(5), [&] {
+            return !runs_["tog_a"].empty();
+          });
+        }
         rec.end = Clock::now();
         std::lock_guard<std::mutex> lock(mutex_);
         inits_[n].push_back(rec);
         if (n == failing_) return Status(Error::DelegateInvalidCompatibility, "no device today");
         return to_handle(&token_);
+      };
+      stub->on_execute = [this, n](BackendExecutionContext&, DelegateHandle*,
+                                   Span<EValue*> args) {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          runs_[n].push_back({std::this_thread::get_id(), Clock::now()});
+          started_changed_.notify_all();
+        }
+        // As the stub's own execute: each input copied to its output.
+        const size_t half = args.size() / 2;
+        for (size_t i = 0; i < half; ++i) {
+          const Tensor& in = args[i]->to_tensor();
+          std::memcpy(args[half + i]->to_tensor().data(), in.data(), in.nbytes());
+        }
+        return Status::ok();
       };
       ASSERT_TRUE(register_backend(name, std::unique_ptr<BackendInterface>(stub)).is_ok());
     }
@@ -1332,7 +1359,9 @@ class SelectionInitTogetherTest : public ::testing::Test {
   std::condition_variable started_changed_;
   std::vector<std::string> started_;  // the inits begun, in order
   bool rendezvous_ = false;           // tog_a and tog_b wait for each other's start (see SetUp)
+  bool b_waits_for_a_run_ = false;    // tog_b's init ends only once tog_a has run (or after 5 s)
   std::map<std::string, std::vector<Init>> inits_;
+  std::map<std::string, std::vector<Run>> runs_;  // each backend's executes, in order
   std::string failing_;  // the backend whose init fails
   int token_ = 0;        // what every handle points at (destroy() leaves it)
 };
@@ -1347,6 +1376,48 @@ TEST_F(SelectionInitTogetherTest, TwoInitialiseAtOnceOnTwoCpus) {
   EXPECT_NE(b.thread, a.thread);
   EXPECT_FALSE(a.allocator_refused);
   EXPECT_TRUE(b.allocator_refused);
+}
+
+// The first of the pair (the program's own backend, the reference) makes its warm-up as soon as
+// its init ends, while the second still initialises, on the loading thread; its timed runs come
+// after the second's init, and the second's warm-up after that.
+TEST_F(SelectionInitTogetherTest, TheFirstWarmsUpWhileTheSecondInitialises) {
+  rendezvous_ = true;
+  b_waits_for_a_run_ = true;
+  const std::string summary = measure("tog_b");
+  EXPECT_NE(summary.find("tog_a and tog_b initialised at once"), std::string::npos) << summary;
+  const Init a = only("tog_a"), b = only("tog_b");
+  EXPECT_TRUE(b.saw_a_run);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::vector<Run>& ra = runs_["tog_a"];
+  const std::vector<Run>& rb = runs_["tog_b"];
+  // The warm-up, two timed runs and the execute after the load; tog_b's warm-up and two timed.
+  ASSERT_GE(ra.size(), 3u);
+  ASSERT_GE(rb.size(), 3u);
+  EXPECT_GE(ra[0].start, a.end);
+  EXPECT_LT(ra[0].start, b.end);  // beside tog_b's init
+  EXPECT_EQ(ra[0].thread, std::this_thread::get_id());
+  EXPECT_GE(ra[1].start, b.end);  // timed: not beside an init
+  EXPECT_GE(rb[0].start, ra[1].start);
+  EXPECT_EQ(rb[0].thread, std::this_thread::get_id());
+}
+
+// Where the first to enter is not one of the pair (tog_c's program: tog_c initialises alone,
+// then tog_a and tog_b at once), that one gives the reference and the pair's first warms up in
+// its turn, after both inits.
+TEST_F(SelectionInitTogetherTest, NoEarlyWarmUpWhenAnotherEntersFirst) {
+  auto loaded = testing::load_built_program(testing::delegate_chain_program({"tog_c"}));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  loaded_ = std::move(*loaded);
+  rendezvous_ = true;
+  const std::string summary = measure("tog_a,tog_b");
+  EXPECT_NE(summary.find("tog_a and tog_b initialised at once"), std::string::npos) << summary;
+  const Init b = only("tog_b");
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSERT_FALSE(runs_["tog_a"].empty());
+  ASSERT_FALSE(runs_["tog_c"].empty());
+  EXPECT_GE(runs_["tog_a"][0].start, b.end);
+  EXPECT_LT(runs_["tog_c"][0].start, runs_["tog_a"][0].start);
 }
 
 TEST_F(SelectionInitTogetherTest, OneAfterTheOtherOnOneCpu) {
