@@ -669,10 +669,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     if (!time_first_run(&e->held, e->entry)) return;
     e->derived = *e->held.derived;
     for (size_t k = 0; k < e->variants.size(); ++k) {
-      e->changes[k] =
-          e->backend->variant_changes(e->held.handle, e->variants[k].key, e->variants[k].value)
-              ? 1
-              : 0;
+      const Variant& v = e->variants[k];
+      e->changes[k] = e->backend->variant_changes(e->held.handle, v.key, v.value) ? 1 : 0;
     }
   };
   auto enter_entrant = [&](Entrant* e, PreInit* pre) {
