@@ -616,8 +616,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     const Status timed = RunTimer::time_once(clocks, contender(out).run, &wall, &cpu);
     if (!timed.is_ok()) {
       last_ran = nullptr;
-      set_text(c->reason, sizeof c->reason,
-               string_format("execute failed: %s", timed.message()));
+      set_text(c->reason, sizeof c->reason, string_format("execute failed: %s", timed.message()));
       out->reset();
       return false;
     }

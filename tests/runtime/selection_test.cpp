@@ -1269,9 +1269,8 @@ class SelectionInitTogetherTest : public ::testing::Test {
         if (n == "tog_b" && b_waits_for_a_run_) {
           // Ends once tog_a has run (its warm-up), or after 5 s.
           std::unique_lock<std::mutex> lock(mutex_);
-          rec.saw_a_run = started_changed_.wait_for(lock, std::chrono::seconds(5), [&] {
-            return !runs_["tog_a"].empty();
-          });
+          rec.saw_a_run = started_changed_.wait_for(lock, std::chrono::seconds(5),
+                                                    [&] { return !runs_["tog_a"].empty(); });
         }
         rec.end = Clock::now();
         std::lock_guard<std::mutex> lock(mutex_);
@@ -1279,8 +1278,7 @@ class SelectionInitTogetherTest : public ::testing::Test {
         if (n == failing_) return Status(Error::DelegateInvalidCompatibility, "no device today");
         return to_handle(&token_);
       };
-      stub->on_execute = [this, n](BackendExecutionContext&, DelegateHandle*,
-                                   Span<EValue*> args) {
+      stub->on_execute = [this, n](BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) {
         {
           std::lock_guard<std::mutex> lock(mutex_);
           runs_[n].push_back({std::this_thread::get_id(), Clock::now()});
