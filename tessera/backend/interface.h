@@ -150,9 +150,9 @@ class BackendInterface {
   /// more usable CPUs (both must say so), the second on a thread of its own; the first's warm-up
   /// (an untimed run) may start beside the second's init, and every timed run comes after both.
   /// A backend that says so promises that its init takes no timings of its own (a tuner timing
-  /// kernels would read the other's work), that whatever process-wide state its init and
-  /// execute touch is thread-safe, and that it needs no method allocator (the context's refuses
-  /// every allocation on the second thread). Default: false.
+  /// kernels would read the other's work), that whatever process-wide state its init, execute
+  /// and destroy touch is thread-safe, and that it needs no method allocator (the context's
+  /// refuses every allocation on the second thread). Default: false.
   virtual bool init_beside_other_backends() const;
 
   /// Sends this backend's idle CPU workers to sleep now if they busy-wait for more work after a
