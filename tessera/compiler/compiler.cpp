@@ -67,6 +67,20 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
                            "tensor '%s' has rank %zu; Tessera tensors have at most %d dims",
                            v.name.c_str(), v.dims.size(), kMaxDims);
     }
+    // The loader bounds a tensor's non-zero dims (at their upper bounds), in bytes, by
+    // kMaxArenaBytes, even where another dim is 0 and the tensor holds nothing.
+    if (v.kind != fb::ValueKind::Tensor) continue;
+    uint64_t bytes = element_size(v.dtype);
+    for (const ir::Dim& d : v.dims) {
+      if (d.value <= 0) continue;
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d.value), &bytes) ||
+          bytes > kMaxArenaBytes) {
+        return Status::error(Error::NotSupported,
+                             "tensor '%s': its non-zero dims need more than %llu bytes, the "
+                             "most a Tessera tensor may have",
+                             v.name.c_str(), static_cast<unsigned long long>(kMaxArenaBytes));
+      }
+    }
   }
   report.graph_nodes = static_cast<int>(ig.nodes.size());
   report.constants_bytes = pb.constants_bytes();

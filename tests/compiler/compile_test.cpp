@@ -230,5 +230,23 @@ TEST(Compile, RankAboveMaxDimsIsNotSupported) {
   EXPECT_STREQ(c.status().message(), "tensor 'x' has rank 9; Tessera tensors have at most 8 dims");
 }
 
+// Found by fuzz/onnx_compile (fuzz/corpus/onnx_compile/regression-empty-tensor-huge-dims): an
+// empty int64 initializer [1, 34359738240, 0, 0] (Gather's indices there, which gave an output
+// of the same dims): no elements, but the loader refuses a tensor whose non-zero dims are
+// 256 GiB, so the compiler must not write it.
+TEST(Compile, FuzzRegressionEmptyTensorWithHugeDimsIsNotSupported) {
+  OnnxBuilder b(13);
+  b.input("x", {int64_t{3}}, onnx::TensorProto::INT64);
+  b.ints("idx", {1, 34359738240, 0, 0}, {});
+  b.node("Gather", {"x", "idx"}, {"y"}).i("axis", 0);
+  b.output("y", {}, onnx::TensorProto::INT64);
+  auto c = compile_model(b);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error(), Error::NotSupported);
+  EXPECT_STREQ(c.status().message(),
+               "tensor 'idx': its non-zero dims need more than 68719476736 bytes, the most a "
+               "Tessera tensor may have");
+}
+
 }  // namespace
 }  // namespace tessera::compiler
