@@ -19,7 +19,7 @@ namespace tessera {
 
 struct TraceEvent {
   std::string name;      // "execute forward", "xnnpack#0", "Conv_3", ...
-  std::string category;  // "load", "init", "execute", "delegate", "kernel", "operator"
+  std::string category;  // "load", "init", "select", "execute", "delegate", "kernel", "operator"
   double start_us = 0;   // steady clock, microseconds since the trace started
   double dur_us = 0;
   uint32_t tid = 0;    // the recording thread (Linux thread id)

@@ -16,6 +16,7 @@
 #include "tessera/backend/resolved_options.h"
 #include "tessera/core/log.h"
 #include "tessera/core/string_format.h"
+#include "tessera/core/trace.h"
 #include "tessera/runtime/delegate_recovery.h"
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
@@ -109,9 +110,11 @@ const fb::Delegate* delegate_of(const fb::Method* m, const DelegateStep& step) {
 }
 
 // Median of up to kTimedRuns undisturbed executes (RunTimer) after a warm-up; fewer (at least
-// one) once the budget is `spent`.
+// one) once the budget is `spent`. In a running trace, one span named `label`.
 Status time_method(MethodState* s, const std::vector<std::string>& backends,
-                   const std::function<bool()>& spent, double* median, int* runs) {
+                   const std::function<bool()>& spent, std::string_view label, double* median,
+                   int* runs) {
+  const TraceSpan span("select", label, "the whole method: a warm-up and timed runs");
   park_candidate_pools(backends);
   TESSERA_RETURN_IF_ERROR(execute_steps(s, nullptr, nullptr));  // warm-up
   bool on_calling_thread = true;                                // every backend the method runs on
@@ -217,7 +220,8 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   std::string why;
   // Without a uniform assignment there is nothing to compare the mix with: no run.
   Status st = uniform.empty() ? Status::ok()
-                              : time_method(s, all, spent, &result.mixed_ms, &result.mixed_runs);
+                              : time_method(s, all, spent, "select method as chosen per delegate",
+                                            &result.mixed_ms, &result.mixed_runs);
   std::string best = "mixed";
   double best_ms = result.mixed_ms;
   std::vector<std::string> cut;
@@ -315,7 +319,7 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
         old[k] = installed(s->delegates[k]);
         install(&s->delegates[k], fresh[k]);
       }
-      st = time_method(s, all, spent, &u.ms, &u.runs);
+      st = time_method(s, all, spent, "select method on " + name, &u.ms, &u.runs);
       bool wins = st.is_ok() && replaces_fastest(u.ms, best_ms, true);
       if (!st.is_ok()) failure = string_format("execute failed: %s", st.message());
       // A winner's options and derived values move into the method allocator, which the

@@ -28,6 +28,7 @@
 #include "tessera/core/heap_allocator.h"
 #include "tessera/core/log.h"
 #include "tessera/core/string_format.h"
+#include "tessera/core/trace.h"
 #include "tessera/ir/schema.h"
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
@@ -488,6 +489,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        Span<const SymbolValue> symbols, Span<EValue*> args, DelegateInfo* info,
                        KeptCandidate* kept) {
   kept->reset();
+  const TraceSpan span("select", Trace::running() ? "select " + d->id()->str() : std::string(),
+                       "measuring the candidates");
   SelectionReport& report = info->selection;
   std::snprintf(report.mode, sizeof report.mode, "%s", "measure");
   const fb::Graph* graph = d->payload_nested_root();
@@ -532,9 +535,17 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   const bool listed = options.selection_candidates_size() > 0 ||
                       (d->candidates() != nullptr && d->candidates()->size() > 0);
 
-  // A run of the candidate `k` holds on the delegate's arguments (warm-up, untimed and timed).
+  // A run of the candidate `k` holds on the delegate's arguments (warm-up, untimed and timed),
+  // a span of its own in a running trace ("select BACKEND [OPTIONS]").
   auto contender = [&](KeptCandidate* k) {
-    return Contender{[k, info, args]() {
+    std::string label;
+    if (Trace::running() && k->candidate >= 0) {
+      const SelectionCandidate& c = report.candidates[k->candidate];
+      label = string_format("select %s%s%s%s", c.backend, c.options[0] ? " [" : "", c.options,
+                            c.options[0] ? "]" : "");
+    }
+    return Contender{[k, info, args, label]() {
+                       TraceSpan span("select", label, info->id);
                        BackendExecutionContext ctx(k->options.get());
                        ctx.set_delegate_id(info->id);
                        return k->backend->execute(ctx, k->handle, args);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/registry.h"
 #include "tessera/backend/testing/stub_backend.h"
+#include "tessera/core/trace.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
 #include "tessera/runtime/program.h"
@@ -185,6 +187,27 @@ TEST_F(WholeMethodSelectionTest, ASwitchPenaltyMakesOneBackendRunTheWholeMethod)
   m = Status::error(Error::InvalidArgument, "gone");
   EXPECT_EQ(a_->init_count(), a_->destroy_count());
   EXPECT_EQ(b_->init_count(), b_->destroy_count());
+}
+
+TEST_F(WholeMethodSelectionTest, ATraceShowsEachAssignmentTimed) {
+  g_switch_penalty_ms = 20;
+  ASSERT_TRUE(Trace::start().is_ok());
+  auto m = load(options(Selection::Measure));
+  Result<std::vector<TraceEvent>> events = Trace::stop();
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(events.ok());
+  std::map<std::string, int> spans;
+  for (const TraceEvent& e : *events) {
+    if (e.category == "select") ++spans[e.name];
+  }
+  // Each delegate's own measurement, then the mix and each uniform assignment once.
+  EXPECT_EQ(spans["select wm_a#0"], 1);
+  EXPECT_EQ(spans["select wm_b#0"], 1);
+  EXPECT_EQ(spans["select method as chosen per delegate"], 1);
+  EXPECT_EQ(spans["select method on wm_a"], 1);
+  EXPECT_EQ(spans["select method on wm_b"], 1);
+  EXPECT_GE(spans["select wm_a"], 2);  // a warm-up and timed runs
+  EXPECT_GE(spans["select wm_b"], 2);
 }
 
 TEST_F(WholeMethodSelectionTest, TheRewrittenSummaryKeepsTheMeasurementsNotes) {

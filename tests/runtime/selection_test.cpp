@@ -21,6 +21,7 @@
 #include "tessera/backend/registry.h"
 #include "tessera/backend/resolved_options.h"
 #include "tessera/backend/testing/stub_backend.h"
+#include "tessera/core/trace.h"
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/delegate_runner.h"
 #include "tessera/runtime/load_options.h"
@@ -174,6 +175,39 @@ TEST_F(SelectionTest, MeasureKeepsTheFastestCandidateThatMatches) {
   // The kept delegate goes with the Method.
   m = Status::error(Error::InvalidArgument, "gone");
   EXPECT_EQ(stubs_["sel_fast"]->destroy_count(), 1);
+}
+
+TEST_F(SelectionTest, ATraceShowsTheMeasurementAndEachCandidatesRuns) {
+  ASSERT_TRUE(Trace::start().is_ok());
+  const DelegateInfo* info = measure("sel_fast,sel_wrong", 5000, "sel_fast");
+  Result<std::vector<TraceEvent>> events = Trace::stop();
+  ASSERT_TRUE(events.ok());
+  ASSERT_NE(info, nullptr);
+  std::vector<const TraceEvent*> whole, runs;
+  for (const TraceEvent& e : *events) {
+    if (e.category != "select") continue;
+    (e.name == std::string("select ") + info->id ? whole : runs).push_back(&e);
+  }
+  // One span for the delegate's measurement, every candidate's runs inside it, on its thread.
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0]->detail, "measuring the candidates");
+  std::map<std::string, int> per_backend;
+  for (const TraceEvent* r : runs) {
+    EXPECT_EQ(r->detail, info->id) << r->name;
+    EXPECT_EQ(r->tid, whole[0]->tid) << r->name;
+    EXPECT_GE(r->start_us, whole[0]->start_us) << r->name;
+    EXPECT_LE(r->start_us + r->dur_us, whole[0]->start_us + whole[0]->dur_us + 1e-3) << r->name;
+    ++per_backend[r->name];
+  }
+  // Each candidate that ran: its warm-up and its timed runs at least (the untimed runs between
+  // the race's rounds besides). The wrong one ran once, its warm-up, and was rejected.
+  for (const char* backend : {"sel_slow", "sel_fast"}) {
+    const SelectionCandidate* c = candidate(*info, backend);
+    ASSERT_NE(c, nullptr);
+    EXPECT_GE(per_backend[std::string("select ") + backend], 1 + c->runs) << backend;
+  }
+  EXPECT_EQ(per_backend["select sel_wrong"], 1);
+  EXPECT_EQ(per_backend.size(), 3u);
 }
 
 TEST_F(SelectionTest, FixedAndAutoRunTheProgramsBackendWithoutMeasuring) {
