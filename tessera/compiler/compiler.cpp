@@ -9,6 +9,7 @@
 #include "tessera/core/tensor.h"
 #include "tessera/ir/op.h"
 #include "tessera/runtime/program.h"
+#include "tessera/runtime/program_validation.h"
 
 namespace tessera::compiler {
 namespace {
@@ -67,19 +68,17 @@ Result<CompiledProgram> compile_graph(ModelGraph graph, const CompileOptions& op
                            "tensor '%s' has rank %zu; Tessera tensors have at most %d dims",
                            v.name.c_str(), v.dims.size(), kMaxDims);
     }
-    // The loader bounds a tensor's non-zero dims (at their upper bounds), in bytes, by
-    // kMaxArenaBytes, even where another dim is 0 and the tensor holds nothing.
+    // The loader's bound on a tensor's size (at its dims' upper bounds), the same function:
+    // its non-zero dims count even where another dim is 0 and the tensor holds nothing.
     if (v.kind != fb::ValueKind::Tensor) continue;
-    uint64_t bytes = element_size(v.dtype);
-    for (const ir::Dim& d : v.dims) {
-      if (d.value <= 0) continue;
-      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d.value), &bytes) ||
-          bytes > kMaxArenaBytes) {
-        return Status::error(Error::NotSupported,
-                             "tensor '%s': its non-zero dims need more than %llu bytes, the "
-                             "most a Tessera tensor may have",
-                             v.name.c_str(), static_cast<unsigned long long>(kMaxArenaBytes));
-      }
+    int64_t dims[kMaxDims];
+    for (size_t d = 0; d < v.dims.size(); ++d) dims[d] = std::max<int64_t>(v.dims[d].value, 0);
+    uint64_t bytes = 0;
+    if (!internal::bounded_nbytes(v.dtype, Span<const int64_t>(dims, v.dims.size()), &bytes)) {
+      return Status::error(Error::NotSupported,
+                           "tensor '%s': its non-zero dims need more than %llu bytes, the most a "
+                           "Tessera tensor may have",
+                           v.name.c_str(), static_cast<unsigned long long>(kMaxArenaBytes));
     }
   }
   report.graph_nodes = static_cast<int>(ig.nodes.size());

@@ -251,12 +251,10 @@ Status check_outputs_disjoint(const flatbuffers::Vector<int32_t>* inputs,
 
 }  // namespace
 
-bool tensor_max_nbytes(const fb::Value* value, uint64_t* out) {
-  if (!is_valid_scalar_type(static_cast<int>(value->dtype()))) return false;
-  uint64_t n = element_size(static_cast<ScalarType>(value->dtype()));
+bool bounded_nbytes(ScalarType dtype, Span<const int64_t> dims, uint64_t* out) {
+  uint64_t n = element_size(dtype);
   uint64_t nonzero = n;
-  for (uint32_t d = 0; d < count(value->dims()); ++d) {
-    int64_t dv = value->dims()->Get(d)->value();
+  for (const int64_t dv : dims) {
     if (dv < 0) return false;
     if (dv != 0 && (__builtin_mul_overflow(nonzero, static_cast<uint64_t>(dv), &nonzero) ||
                     nonzero > kMaxArenaBytes)) {
@@ -266,6 +264,16 @@ bool tensor_max_nbytes(const fb::Value* value, uint64_t* out) {
   }
   *out = n;
   return true;
+}
+
+bool tensor_max_nbytes(const fb::Value* value, uint64_t* out) {
+  if (!is_valid_scalar_type(static_cast<int>(value->dtype()))) return false;
+  const uint32_t rank = count(value->dims());
+  if (rank > static_cast<uint32_t>(kMaxDims)) return false;
+  int64_t dims[kMaxDims];
+  for (uint32_t d = 0; d < rank; ++d) dims[d] = value->dims()->Get(d)->value();
+  return bounded_nbytes(static_cast<ScalarType>(value->dtype()), Span<const int64_t>(dims, rank),
+                        out);
 }
 
 Status validate_graph(const fb::Graph* graph, const fb::Program* program, const char* where) {
