@@ -221,6 +221,9 @@ struct Contender {
   /// its own run left them): wall ms (negative: none) and the thread's CPU ms over it (negative:
   /// not known). When every contender has one, race() counts them as its first round.
   double first_wall_ms = -1, first_cpu_ms = -1;
+  /// The backend whose run it is: its pool is not parked before its own runs
+  /// (park_candidate_pools). Null: every pool is parked.
+  const BackendInterface* backend = nullptr;
 };
 
 /// What race() measured of one contender.
@@ -304,10 +307,13 @@ void remember_selection(const Program& program, const fb::Method* method, const 
 void fill_deterministic(Tensor* t, uint32_t seed);
 
 /// Parks the idle workers of every backend in `names` that runs a CPU pool (BackendInterface::
-/// park_idle_workers): those a previous candidate left busy-waiting would otherwise take the
-/// CPUs of the one measured next (XNNPACK's spin for tens of milliseconds after a run), and a
-/// 2-thread candidate measured right after another backend's would look slower than it is.
-void park_candidate_pools(const std::vector<std::string>& names);
+/// park_idle_workers) but `next`, the one about to run: those a previous candidate left
+/// busy-waiting would otherwise take the CPUs of the one measured next (XNNPACK's spin for tens
+/// of milliseconds after a run, libgomp's for about 5 ms after each oneDNN run at two threads),
+/// and a 2-thread candidate measured right after another backend's would look slower than it
+/// is. `next`'s own workers stay as its last run left them, as they are for runs in a loop.
+void park_candidate_pools(const std::vector<std::string>& names,
+                          const BackendInterface* next = nullptr);
 
 /// Sets one option ("KEY=VALUE", a selection candidate's `options`) on `resolved`, with source
 /// Selection. Errors as parse_option_value, or OptionUnknownKey.

@@ -196,10 +196,10 @@ void fill_deterministic(Tensor* t, uint32_t seed) {
   }
 }
 
-void park_candidate_pools(const std::vector<std::string>& names) {
+void park_candidate_pools(const std::vector<std::string>& names, const BackendInterface* next) {
   for (const std::string& n : names) {
     Result<BackendInterface*> b = get_backend(n);
-    if (b.ok() && (*b)->uses_cpu_thread_pool()) (*b)->park_idle_workers();
+    if (b.ok() && *b != next && (*b)->uses_cpu_thread_pool()) (*b)->park_idle_workers();
   }
 }
 
@@ -287,7 +287,7 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
       // Its caches as its own last run left them (past the budget too: its timed runs
       // would otherwise be the only cold ones).
       if (rewarm && last_ran != static_cast<int>(i)) {
-        park_candidate_pools(names);
+        park_candidate_pools(names, contenders[i].backend);
         const Status st = contenders[i].run();
         last_ran = static_cast<int>(i);
         if (!st.is_ok()) {
@@ -295,7 +295,7 @@ std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_r
           continue;
         }
       }
-      park_candidate_pools(names);
+      park_candidate_pools(names, contenders[i].backend);
       const Status st = timers[i].time(contenders[i].run);
       last_ran = static_cast<int>(i);
       if (!st.is_ok()) out[i].error = st;
@@ -550,7 +550,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        ctx.set_delegate_id(info->id);
                        return k->backend->execute(ctx, k->handle, args);
                      },
-                     k->backend->runs_on_calling_thread(), k->first_wall_ms, k->first_cpu_ms};
+                     k->backend->runs_on_calling_thread(), k->first_wall_ms, k->first_cpu_ms,
+                     k->backend};
   };
   Outputs reference;
   bool have_reference = false;
@@ -599,7 +600,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     out->options = std::move(opts);
     out->derived = std::move(derived);
     fill_inputs(method, ins, args);
-    park_candidate_pools(names);
+    park_candidate_pools(names, out->backend);
     const Status st = contender(out).run();
     std::string why;
     if (!st.is_ok()) {
@@ -622,7 +623,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   // the first round, for the backends racing each other in step 2). False, with c's reason,
   // when it failed (nothing stays initialised then).
   auto time_first_run = [&](KeptCandidate* out, SelectionCandidate* c) {
-    park_candidate_pools(names);
+    park_candidate_pools(names, out->backend);
     double wall = 0, cpu = 0;
     const Status timed = RunTimer::time_once(clocks, contender(out).run, &wall, &cpu);
     if (!timed.is_ok()) {

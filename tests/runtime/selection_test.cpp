@@ -315,9 +315,9 @@ TEST_F(SelectionTest, CandidatesHearOfThePoolsOfTheOtherDelegatesOnly) {
   EXPECT_EQ(peers["sel_slow#1 on sel_fast"], "");
 }
 
-// Before each candidate runs, every candidate backend with a CPU pool is asked to park its
+// Before each candidate runs, every other candidate backend with a CPU pool is asked to park its
 // idle workers, so that workers a previous candidate left busy-waiting do not take the CPUs of
-// the one measured next.
+// the one measured next; its own stay as its last run left them (as in a loop of runs).
 double fake_wall_ms();
 double fake_cpu_ms();
 void spend(double wall_ms, double cpu_ms);
@@ -348,13 +348,15 @@ TEST_F(SelectionTest, PoolsAreParkedBeforeEachCandidateRuns) {
   // runs first (the reference) and is timed once at once, then the other likewise (its warm-up,
   // its first timed run): the first round. Then the two are timed in alternating rounds, each
   // timed run after an untimed one of the same backend unless it ran last (so twice at each
-  // change), every run after parking too. The second round starts with the one that ran last.
+  // change), every run after parking the other's pool. The second round starts with the one that
+  // ran last.
   // After three rounds the slower's quickest run (2 ms) is slower than the other's slowest
   // (1.8): both stop.
   std::vector<std::string> want;
   for (const char* r : {"sel_slow", "sel_slow", "sel_fast", "sel_fast", "sel_fast", "sel_slow",
                         "sel_slow", "sel_slow", "sel_fast", "sel_fast"}) {
-    want.insert(want.end(), {"park sel_slow", "park sel_fast", std::string("run ") + r});
+    const std::string other = std::string(r) == "sel_slow" ? "sel_fast" : "sel_slow";
+    want.insert(want.end(), {"park " + other, std::string("run ") + r});
   }
   EXPECT_EQ(events, want);
 }

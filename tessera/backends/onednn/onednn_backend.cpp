@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include <omp.h>
+
 #include "tessera/backend/context.h"
 #include "tessera/backend/device_info.h"
 #include "tessera/backend/graph_payload.h"
@@ -281,6 +283,11 @@ void OnednnBackend::destroy(DelegateHandle* handle) const {
 
 bool OnednnBackend::uses_cpu_thread_pool() const {
   return true;
+}
+
+void OnednnBackend::park_idle_workers() const {
+  // Inside a parallel region libgomp refuses (-1) and nothing changes: no team is idle then.
+  (void)omp_pause_resource_all(omp_pause_soft);
 }
 
 Status OnednnBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {

@@ -42,6 +42,12 @@ class OnednnBackend final : public BackendInterface {
   /// pool the team is 1 (threading.h).
   bool uses_cpu_thread_pool() const override;
   bool runs_on_calling_thread() const override { return true; }  // it joins its workers, busy
+  /// Ends the calling thread's OpenMP team (omp_pause_resource_all): libgomp's idle workers
+  /// busy-wait after each parallel region (about 5 ms on a 2-vCPU guest, GOMP_SPINCOUNT), which
+  /// took a CPU from an XNNPACK candidate measured next at two threads. The next run starts new
+  /// workers. Only the caller's team: libgomp keeps one per thread that starts parallel regions,
+  /// and measured selection runs every candidate on the loading thread.
+  void park_idle_workers() const override;
   // Its init: primitives and reorders: no timing, no method allocator.
   bool init_beside_other_backends() const override { return true; }
   /// Applies primitive_cache_capacity at once. max_cpu_isa is stored by the framework and

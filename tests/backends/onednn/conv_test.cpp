@@ -4,11 +4,14 @@
 // every backend shares are in tests/backends/common/conformance_test.cpp, instantiated here.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "harness.h"
 #include "tessera/backend/options.h"
+#include "tessera/backend/registry.h"
 #include "tessera/backends/onednn/options.h"
 #include "tessera/backends/onednn/silu.h"
 #include "tests/backends/common/conformance.h"
@@ -689,6 +692,48 @@ TEST(OnednnThreads, ALoadOnTwoThreadsStartsNoThread) {
   auto want = run_portable(g, inputs);
   ASSERT_TRUE(want.ok()) << want.status().message();
   EXPECT_TRUE(close(got, *want, 1e-4));
+}
+
+// park_idle_workers ends the idle OpenMP team a 2-thread run left (its workers busy-wait for the
+// next parallel region, which would take a CPU from another backend's candidate measured next);
+// the next run starts it again and computes the same.
+TEST(OnednnThreads, ParkingEndsTheIdleTeamAndTheNextRunStartsItAgain) {
+  GraphCase g;
+  g.seed = 43;
+  const int x = channels_last_input(g, 1, 64, 28);
+  const int a = add_conv(g, x, ConvCfg{1, 64, 28, 28, 128, 1, 1});
+  g.output(add_conv(g, a, ConvCfg{1, 128, 28, 28, 256, 1, 1}));
+  LoadBackendOptionsMap load;
+  ASSERT_TRUE(set_load_option(&load, kNumThreads, int64_t{2}));
+  RunOptions o;
+  o.load = &load;
+  Result<BackendInterface*> backend = get_backend("onednn");
+  ASSERT_TRUE(backend.ok());
+  (*backend)->park_idle_workers();  // none left by earlier tests of this process
+  Session s;
+  const Status init = s.init(g, o);
+  ASSERT_TRUE(init.is_ok()) << init.message();
+  const std::vector<Floats> inputs = random_inputs(g, 7);
+  auto want = run_portable(g, inputs);
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  // Workers leave a little after the pause returns: wait for the count, up to 5 s.
+  auto settles_at = [](int threads) {
+    for (int i = 0; i < 500 && process_threads() != threads; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return process_threads();
+  };
+  const int idle = process_threads();
+  ASSERT_GT(idle, 0);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<Floats> got;
+    const Status run = s.run(inputs, &got);
+    ASSERT_TRUE(run.is_ok()) << run.message();
+    EXPECT_TRUE(close(got, *want, 1e-4)) << "round " << round;
+    EXPECT_EQ(process_threads(), idle + 1) << "round " << round << ": the team's one worker";
+    (*backend)->park_idle_workers();
+    EXPECT_EQ(settles_at(idle), idle) << "round " << round;
+  }
 }
 
 // On one thread the expansion and the depthwise Conv run as one primitive where oneDNN has an
