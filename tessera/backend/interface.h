@@ -155,11 +155,12 @@ class BackendInterface {
   /// refuses every allocation on the second thread). Default: false.
   virtual bool init_beside_other_backends() const;
 
-  /// Sends this backend's idle CPU workers to sleep now if they busy-wait for more work after a
-  /// run, so that another backend run next has the CPUs. Measured selection calls it before it
-  /// runs a candidate of another backend. Safe from any thread at any time; it may wait for a
-  /// run in progress. Default: nothing (no pool, or workers that cannot be told, like
-  /// libgomp's).
+  /// Sends this backend's idle CPU workers to sleep (or ends them) now if they busy-wait for
+  /// more work after a run, so that another backend run next has the CPUs. Measured selection
+  /// calls it on the thread that runs the candidates, before it runs a candidate of another
+  /// backend (never before this backend's own runs). Safe from any thread at any time; it may
+  /// wait for a run in progress, and may reach only the calling thread's workers (an OpenMP
+  /// team belongs to the thread that started it: oneDNN's). Default: nothing (no pool).
   virtual void park_idle_workers() const;
 
   /// Hook called with global options after the framework validated them (Global scope, all of

@@ -249,11 +249,11 @@ struct RaceResult {
 /// The first round starts with `last_ran` when given; when every contender brought a timed run
 /// made right after its warm-up (Contender::first_wall_ms), those are the first round, and the
 /// race starts at the second (the untimed run that the first round's second contender would
-/// need is saved). After each round, on undisturbed runs only
+/// need is saved). After each timed run, on undisturbed runs only
 /// (RunTimer), a contender leaves the race when it is clearly slower than the fastest so far
 /// (clearly_slower: `stopped`), or when both have `min_runs` and its quickest run is slower than
-/// the fastest's slowest (`beaten`); the fastest leaves once nobody is left to race it and it
-/// has two undisturbed runs (a lone contender, that raced nobody, `min_runs`). Otherwise each
+/// the fastest's slowest (`beaten`); the fastest leaves once nobody is left to race it (its one
+/// undisturbed run is enough then; a lone contender, that raced nobody, `min_runs`). Otherwise each
 /// goes on to `max_runs` undisturbed runs (disturbed ones are timed again, up to `min_runs` more
 /// attempts). A failed run takes its contender out with the error. The race ends when none is
 /// left or `budget_spent` says so after a round from the second on (so each has two timed runs:
