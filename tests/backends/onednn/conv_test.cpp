@@ -664,17 +664,23 @@ int process_threads() {
   return ec ? -1 : n;
 }
 
+// Two 1x1 convolutions at 28x28 (64 -> 128 -> 256 channels): big enough for a team of two.
+GraphCase two_pointwise_convs(uint32_t seed) {
+  GraphCase g;
+  g.seed = seed;
+  const int x = channels_last_input(g, 1, 64, 28);
+  const int a = add_conv(g, x, ConvCfg{1, 64, 28, 28, 128, 1, 1});
+  g.output(add_conv(g, a, ConvCfg{1, 128, 28, 28, 256, 1, 1}));
+  return g;
+}
+
 // The load reorders weights on the calling thread alone: a parallel region at load would start
 // OpenMP's workers, and every JIT kernel made executable and every page unmapped after that
 // would interrupt their core too. The workers start at the first execute, and the results match.
 // (Winograd's weight transform is the exception: it is compute, and two threads load ResNet-18
 // faster. The convolutions here are not 3x3.)
 TEST(OnednnThreads, ALoadOnTwoThreadsStartsNoThread) {
-  GraphCase g;
-  g.seed = 41;
-  const int x = channels_last_input(g, 1, 64, 28);
-  const int a = add_conv(g, x, ConvCfg{1, 64, 28, 28, 128, 1, 1});
-  g.output(add_conv(g, a, ConvCfg{1, 128, 28, 28, 256, 1, 1}));
+  const GraphCase g = two_pointwise_convs(41);
   LoadBackendOptionsMap load;
   ASSERT_TRUE(set_load_option(&load, kNumThreads, int64_t{2}));
   RunOptions o;
@@ -698,11 +704,7 @@ TEST(OnednnThreads, ALoadOnTwoThreadsStartsNoThread) {
 // next parallel region, which would take a CPU from another backend's candidate measured next);
 // the next run starts it again and computes the same.
 TEST(OnednnThreads, ParkingEndsTheIdleTeamAndTheNextRunStartsItAgain) {
-  GraphCase g;
-  g.seed = 43;
-  const int x = channels_last_input(g, 1, 64, 28);
-  const int a = add_conv(g, x, ConvCfg{1, 64, 28, 28, 128, 1, 1});
-  g.output(add_conv(g, a, ConvCfg{1, 128, 28, 28, 256, 1, 1}));
+  const GraphCase g = two_pointwise_convs(43);
   LoadBackendOptionsMap load;
   ASSERT_TRUE(set_load_option(&load, kNumThreads, int64_t{2}));
   RunOptions o;
