@@ -4,7 +4,9 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include <dlfcn.h>
 #include <omp.h>
 
 #include "tessera/backend/context.h"
@@ -285,9 +287,32 @@ bool OnednnBackend::uses_cpu_thread_pool() const {
   return true;
 }
 
+namespace {
+
+using PauseAll = int (*)(omp_pause_resource_t);
+
+// omp_pause_resource_all of every OpenMP runtime loaded. Debian's libdnnl links libgomp; a clang
+// build of this library links LLVM's libomp beside it, which then also answers libdnnl's GOMP_*
+// calls (it implements that interface, and comes first in the lookup): whichever runs oneDNN's
+// team, each is told, and one without a team does nothing.
+std::vector<PauseAll> find_pause_all() {
+  std::vector<PauseAll> out;
+  for (const char* lib : {"libgomp.so.1", "libomp.so.5", "libiomp5.so"}) {
+    void* handle = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    auto* fn = reinterpret_cast<PauseAll>(dlsym(handle, "omp_pause_resource_all"));
+    dlclose(handle);  // the NOLOAD reference only: the library stays (libdnnl needs it)
+    if (fn != nullptr) out.push_back(fn);
+  }
+  return out;
+}
+
+}  // namespace
+
 void OnednnBackend::park_idle_workers() const {
-  // Inside a parallel region libgomp refuses (-1) and nothing changes: no team is idle then.
-  (void)omp_pause_resource_all(omp_pause_soft);
+  static const std::vector<PauseAll> pause_all = find_pause_all();
+  // Inside a parallel region a runtime refuses (-1) and nothing changes: no team is idle then.
+  for (PauseAll pause : pause_all) (void)pause(omp_pause_soft);
 }
 
 Status OnednnBackend::set_option(BackendOptionContext&, Span<const BackendOption> options) {

@@ -42,7 +42,8 @@ class OnednnBackend final : public BackendInterface {
   /// pool the team is 1 (threading.h).
   bool uses_cpu_thread_pool() const override;
   bool runs_on_calling_thread() const override { return true; }  // it joins its workers, busy
-  /// Ends the calling thread's OpenMP team (omp_pause_resource_all): libgomp's idle workers
+  /// Ends the calling thread's OpenMP team (omp_pause_resource_all of every OpenMP runtime
+  /// loaded, see onednn_backend.cpp): libgomp's idle workers
   /// busy-wait after each parallel region (about 5 ms on a 2-vCPU guest, GOMP_SPINCOUNT), which
   /// took a CPU from an XNNPACK candidate measured next at two threads. The next run starts new
   /// workers. Only the caller's team: libgomp keeps one per thread that starts parallel regions,
