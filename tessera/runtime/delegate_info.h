@@ -31,7 +31,7 @@ struct SelectionCandidate {
   bool chosen = false;
   /// Why it was rejected or skipped ("outputs differ: max |diff| 0.5 > 1e-4 x max |ref| 2");
   /// for an accepted candidate, empty, or "reference" for the one the others were compared to.
-  char reason[160] = {};
+  char reason[256] = {};
 };
 
 /// One backend for every delegate, timed by the whole-method check (MethodSelection).

@@ -877,10 +877,13 @@ class VariantStub : public testing::StubBackend {
                                Span<const CompileSpec> compile_specs) const override {
     if (derives_fast) context.report_derived("mode", "fast", "auto: the test says so");
     std::this_thread::sleep_for(std::chrono::milliseconds(init_ms));
+    if (context.get(kMode)->name == "fast")
+      std::this_thread::sleep_for(std::chrono::milliseconds(fast_init_extra_ms));
     return StubBackend::init(context, payload, compile_specs);
   }
   bool pool = false;
   int init_ms = 0;  // what each init sleeps
+  int fast_init_extra_ms = 0;  // what an init with mode=fast sleeps on top (a weight transform)
   bool derives_fast = false;
   int slow_ms = 3;             // what the slow configuration adds to each run
   bool low_is_slower = false;  // precision=low sleeps twice as long (no native support, say)
@@ -1104,6 +1107,40 @@ TEST_F(SelectionVariantTest, AVariantMustBeatTheFastestsEarlierFigureToo) {
   EXPECT_NEAR(r.candidates[1].median_ms, 2.2, 1e-9);
   EXPECT_NE(why.find("2.2 against 2.6 ms"), std::string::npos) << why;
   EXPECT_NE(why.find("not taken: not 3% faster than its earlier 2 ms"), std::string::npos) << why;
+  internal::set_selection_clocks({});
+}
+
+// A variant whose init takes longer must repay it within 100 runs, or every load from the
+// selection cache pays more than its runs save: mode=fast initialises 300 ms longer. Saving
+// 1 ms a run (10 against 11) repays it after 300 runs: not taken, and the report says why;
+// saving 5 ms a run (6 against 11), after 60: taken.
+TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  stub_->fast_init_extra_ms = 300;
+  for (double fast_ms : {10.0, 6.0}) {
+    time_variant_race(11.0, 11.0, fast_ms);
+    Program* program = load({2, 4});
+    auto m = program->load_method("forward", nullptr, measuring());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const SelectionReport& r = m->delegate_info(0).selection;
+    ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+    const std::string why = r.candidates[1].reason;
+    EXPECT_GE(r.candidates[1].init_ms, r.candidates[0].init_ms + 300) << r.summary;
+    EXPECT_TRUE(r.candidates[1].accepted) << why;
+    EXPECT_NEAR(r.candidates[1].median_ms, fast_ms, 1e-9);
+    if (fast_ms == 10.0) {
+      EXPECT_TRUE(r.candidates[0].chosen) << why;
+      EXPECT_FALSE(r.candidates[1].chosen);
+      EXPECT_NE(why.find("10 against 11 ms"), std::string::npos) << why;
+      EXPECT_NE(why.find("; not taken: its init took "), std::string::npos) << why;
+      EXPECT_NE(why.find(" runs (more than 100)"), std::string::npos) << why;
+      OptionLevel source;
+      EXPECT_EQ(option_text(m->delegate_info(0), "mode", &source), "slow");
+    } else {
+      EXPECT_TRUE(r.candidates[1].chosen) << why;
+      EXPECT_EQ(why.find("not taken"), std::string::npos) << why;
+    }
+  }
   internal::set_selection_clocks({});
 }
 
