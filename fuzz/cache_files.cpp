@@ -1,6 +1,6 @@
 // Fuzz target: the readers of the files the OpenCL backend persists, which share the integrity
 // layout of tessera/backend/integrity_file.h: a program cache entry (read_integrity_file with
-// the key program_cache_key gives) and a tuning file (load_tuning_file, whose records are parsed
+// the key program_cache_key gives, and read_integrity_file_into of the same file) and a tuning file (load_tuning_file, whose records are parsed
 // after the integrity checks). They read paths, so each input is written to a file first.
 //
 // The first input byte chooses the reader and how much of the 48-byte header the target repairs
@@ -111,6 +111,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!write_file(path, file)) std::abort();
     tessera::Result<std::vector<uint8_t>> entry = tessera::read_integrity_file(path, key);
     if (entry.ok() && entry->size() + tessera::kIntegrityHeaderSize != file.size()) std::abort();
+    // The same file read into memory of the payload's size (read_integrity_file_into, as
+    // oneDNN's weight cache reads): the same verdict and, when good, the same bytes.
+    std::vector<uint8_t> into(file.size() > tessera::kIntegrityHeaderSize
+                                  ? file.size() - tessera::kIntegrityHeaderSize
+                                  : 0);
+    const tessera::Status read = tessera::read_integrity_file_into(path, key, into.data(),
+                                                                   into.size());
+    if (read.is_ok() != entry.ok()) std::abort();
+    if (read.is_ok() && into != *entry) std::abort();
   }
   return 0;
 }

@@ -75,50 +75,40 @@ uint64_t hash64(const void* data, size_t size, uint64_t seed) {
   return mix(mix(h, tail), size);
 }
 
-Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const IntegrityKey& key) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+namespace {
+
+// An open file whose header matched the key (magic, version, device, content); the payload's
+// size and checksum are left to the reader.
+struct CheckedHeader {
+  std::FILE* file = nullptr;
+  uint64_t announced = 0;  // payload size in the header
+  uint64_t checksum = 0;   // payload checksum in the header
+  uint64_t on_disk = 0;    // payload bytes the file holds
+  ~CheckedHeader() {
+    if (file != nullptr) std::fclose(file);
+  }
+};
+
+Status open_checked(const std::string& path, const IntegrityKey& key, CheckedHeader* out) {
+  out->file = std::fopen(path.c_str(), "rb");
+  if (out->file == nullptr) {
     if (errno == ENOENT) return Status::error(Error::NotFound, "'%s' does not exist", path.c_str());
     return Status::error(Error::AccessFailed, "cannot read '%s': %s", path.c_str(),
                          std::strerror(errno));
   }
-  // The header, then the payload straight into the vector returned (transformed weights run to
-  // tens of megabytes: no chunked growth, no second copy).
-  uint8_t header[kIntegrityHeaderSize];
-  const size_t got = std::fread(header, 1, sizeof header, f);
+  uint8_t h[kIntegrityHeaderSize];
+  const size_t got = std::fread(h, 1, sizeof h, out->file);
   if (got < kIntegrityHeaderSize) {
-    std::fclose(f);
     return Status::error(Error::Truncated, "'%s' is truncated (%zu bytes, header needs %zu)",
                          path.c_str(), got, kIntegrityHeaderSize);
   }
   if (auto hook = g_read_hook.load()) hook(path.c_str(), g_read_hook_context.load());
   struct stat st;
-  if (::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    std::fclose(f);
+  if (::fstat(::fileno(out->file), &st) != 0 || !S_ISREG(st.st_mode)) {
     return Status::error(Error::AccessFailed, "cannot read '%s': not a regular file", path.c_str());
   }
   const uint64_t size_on_disk = static_cast<uint64_t>(st.st_size);
-  const uint64_t on_disk =
-      size_on_disk > kIntegrityHeaderSize ? size_on_disk - kIntegrityHeaderSize : 0;
-  std::vector<uint8_t> payload;
-  bool short_file = false;
-  if (std::memcmp(header, key.magic, 8) == 0) {
-    const uint64_t announced = get_u64(header + 32);
-    // Read one byte more than announced, to tell a longer file from an exact one. A size the
-    // file cannot hold is never allocated (a damaged header must not ask for gigabytes): it is
-    // left to the size check below.
-    if (announced > on_disk) {
-      short_file = true;
-    } else {
-      payload.resize(static_cast<size_t>(announced) + 1);
-    }
-  }
-  const size_t payload_bytes =
-      payload.empty() ? 0 : std::fread(payload.data(), 1, payload.size(), f);
-  const bool more = payload.empty() && !short_file && std::fgetc(f) != EOF;
-  std::fclose(f);
-  payload.resize(payload_bytes);
-  const uint8_t* h = header;
+  out->on_disk = size_on_disk > kIntegrityHeaderSize ? size_on_disk - kIntegrityHeaderSize : 0;
   if (std::memcmp(h, key.magic, 8) != 0) {
     return Status::error(Error::InvalidProgram, "'%s' is not a %.8s file (bad magic)", path.c_str(),
                          key.magic);
@@ -136,17 +126,54 @@ Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const 
     return Status::error(Error::DelegateInvalidCompatibility,
                          "'%s' was built from other kernel source or build options", path.c_str());
   }
-  const uint64_t size = get_u64(h + 32);
-  if (more || size != payload.size()) {
-    return Status::error(Error::Truncated, "'%s' holds %s payload bytes than its header's %llu",
-                         path.c_str(), more || payload.size() > size ? "more" : "fewer",
-                         static_cast<unsigned long long>(size));
+  out->announced = get_u64(h + 32);
+  out->checksum = get_u64(h + 40);
+  return Status::ok();
+}
+
+// Reads the payload of `h` into `dst` (room for h.announced bytes; nothing is read when the file
+// cannot hold them: a damaged header must not ask for gigabytes) and checks its size and
+// checksum.
+Status read_checked_payload(const std::string& path, CheckedHeader& h, uint8_t* dst) {
+  size_t got = 0;
+  bool more = false;
+  if (h.announced <= h.on_disk) {
+    got = std::fread(dst, 1, static_cast<size_t>(h.announced), h.file);
+    more = std::fgetc(h.file) != EOF;  // a longer file than announced
   }
-  if (hash64(payload.data(), payload.size()) != get_u64(h + 40)) {
+  if (more || got != h.announced) {
+    return Status::error(Error::Truncated, "'%s' holds %s payload bytes than its header's %llu",
+                         path.c_str(), more ? "more" : "fewer",
+                         static_cast<unsigned long long>(h.announced));
+  }
+  if (hash64(dst, got) != h.checksum) {
     return Status::error(Error::InvalidProgram, "'%s' is corrupted (checksum mismatch)",
                          path.c_str());
   }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const IntegrityKey& key) {
+  CheckedHeader h;
+  TESSERA_RETURN_IF_ERROR(open_checked(path, key, &h));
+  // Allocated only for what the file holds (read_checked_payload reads nothing otherwise).
+  std::vector<uint8_t> payload(h.announced <= h.on_disk ? static_cast<size_t>(h.announced) : 0);
+  TESSERA_RETURN_IF_ERROR(read_checked_payload(path, h, payload.data()));
   return payload;
+}
+
+Status read_integrity_file_into(const std::string& path, const IntegrityKey& key, void* dst,
+                                size_t size) {
+  CheckedHeader h;
+  TESSERA_RETURN_IF_ERROR(open_checked(path, key, &h));
+  if (h.announced != size) {
+    return Status::error(Error::DelegateInvalidCompatibility,
+                         "'%s' holds a %llu-byte payload, expected %zu", path.c_str(),
+                         static_cast<unsigned long long>(h.announced), size);
+  }
+  return read_checked_payload(path, h, static_cast<uint8_t*>(dst));
 }
 
 Status write_integrity_file(const std::string& path, const IntegrityKey& key,

@@ -48,6 +48,13 @@ struct IntegrityKey {
 /// version or checksum, AccessFailed for an unreadable file).
 Result<std::vector<uint8_t>> read_integrity_file(const std::string& path, const IntegrityKey& key);
 
+/// As read_integrity_file, the payload read straight into `dst` (`size` bytes: transformed
+/// weights into the memory they are used from, with no vector to fill and copy). A payload of
+/// another size is DelegateInvalidCompatibility and nothing is read. On any error `dst` may hold
+/// part of the file: the caller recomputes it.
+Status read_integrity_file_into(const std::string& path, const IntegrityKey& key, void* dst,
+                                size_t size);
+
 /// Writes `payload` to `path` atomically (a unique temporary file in the same directory, then
 /// rename). AccessFailed when the directory is not writable.
 Status write_integrity_file(const std::string& path, const IntegrityKey& key,
