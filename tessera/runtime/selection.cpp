@@ -952,10 +952,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       const bool beats_now = replaces_fastest(c->median_ms, now, true);
       const bool beats_before = before <= 0 || replaces_fastest(c->median_ms, before, true);
       // Faster runs, but each load from the selection cache pays the variant's init again: a
-      // longer one must be repaid within kInitPaybackRuns runs (by what the variant saves per run
-      // against the fastest's figure beside it).
+      // longer one must be repaid within kInitPaybackRuns runs, by what the variant saves per run
+      // against the lower of the fastest's two figures (as it must beat both).
       const double extra_init_ms = c->init_ms - best->init_ms;
-      const double saved_ms = now - c->median_ms;
+      const double saved_ms = (before > 0 ? std::min(now, before) : now) - c->median_ms;
       const bool repaid = extra_init_ms <= 0 || saved_ms * kInitPaybackRuns >= extra_init_ms;
       const bool wins = beats_now && beats_before && repaid;
       std::string why = string_format(
