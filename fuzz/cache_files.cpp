@@ -1,7 +1,8 @@
 // Fuzz target: the readers of the files the OpenCL backend persists, which share the integrity
 // layout of tessera/backend/integrity_file.h: a program cache entry (read_integrity_file with
-// the key program_cache_key gives, and read_integrity_file_into of the same file) and a tuning file (load_tuning_file, whose records are parsed
-// after the integrity checks). They read paths, so each input is written to a file first.
+// the key program_cache_key gives, and read_integrity_file_into of the same file) and a tuning file
+// (load_tuning_file, whose records are parsed after the integrity checks). They read paths, so each
+// input is written to a file first.
 //
 // The first input byte chooses the reader and how much of the 48-byte header the target repairs
 // before writing: with the size and checksum (or the whole header) made right, the fuzzer gets
@@ -116,8 +117,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> into(file.size() > tessera::kIntegrityHeaderSize
                                   ? file.size() - tessera::kIntegrityHeaderSize
                                   : 0);
-    const tessera::Status read = tessera::read_integrity_file_into(path, key, into.data(),
-                                                                   into.size());
+    const tessera::Status read =
+        tessera::read_integrity_file_into(path, key, into.data(), into.size());
     if (read.is_ok() != entry.ok()) std::abort();
     if (read.is_ok() && into != *entry) std::abort();
   }

@@ -1124,8 +1124,8 @@ TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
     const char* fast_text;
     bool taken;
   };
-  for (const Case k : {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true},
-                       Case{10.5, 11, 8, "8", false}}) {
+  for (const Case k :
+       {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true}, Case{10.5, 11, 8, "8", false}}) {
     time_variant_race(k.alone_ms, k.beside_ms, k.fast_ms);
     Program* program = load({2, 4});
     auto m = program->load_method("forward", nullptr, measuring());
