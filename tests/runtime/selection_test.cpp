@@ -919,7 +919,12 @@ class SelectionVariantTest : public ::testing::Test {
       spend(ms, ms);
       return copy_input(args);
     };
+  }  /// time_variant_race, then a measuring load of a fresh program.
+  Result<Method> load_variant_race(double alone_ms, double beside_ms, double variant_ms) {
+    time_variant_race(alone_ms, beside_ms, variant_ms);
+    return load({2, 4})->load_method("forward", nullptr, measuring());
   }
+
   static LoadOptions measuring() {
     LoadOptions o;
     o.selection = Selection::Measure;
@@ -1066,9 +1071,7 @@ TEST_F(SelectionVariantTest, VariantsRaceTheFastestAndKeepTheirPlaceInTheReport)
 TEST_F(SelectionVariantTest, AVariantDoesNotWinAgainstAnInflatedReadingOfTheFastest) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   for (double fast_ms : {2.4, 1.5}) {
-    time_variant_race(2.0, 5.0, fast_ms);
-    Program* program = load({2, 4});
-    auto m = program->load_method("forward", nullptr, measuring());
+    auto m = load_variant_race(2.0, 5.0, fast_ms);
     ASSERT_TRUE(m.ok()) << m.status().message();
     const SelectionReport& r = m->delegate_info(0).selection;
     ASSERT_EQ(r.num_candidates, 2u) << r.summary;
@@ -1095,9 +1098,7 @@ TEST_F(SelectionVariantTest, AVariantDoesNotWinAgainstAnInflatedReadingOfTheFast
 // (a choice the cache keeps must win both races), and the report says why.
 TEST_F(SelectionVariantTest, AVariantMustBeatTheFastestsEarlierFigureToo) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
-  time_variant_race(2.0, 2.6, 2.2);
-  Program* program = load({2, 4});
-  auto m = program->load_method("forward", nullptr, measuring());
+  auto m = load_variant_race(2.0, 2.6, 2.2);
   ASSERT_TRUE(m.ok()) << m.status().message();
   const SelectionReport& r = m->delegate_info(0).selection;
   ASSERT_EQ(r.num_candidates, 2u) << r.summary;
@@ -1126,9 +1127,7 @@ TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
   };
   for (const Case k :
        {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true}, Case{10.5, 11, 8, "8", false}}) {
-    time_variant_race(k.alone_ms, k.beside_ms, k.fast_ms);
-    Program* program = load({2, 4});
-    auto m = program->load_method("forward", nullptr, measuring());
+    auto m = load_variant_race(k.alone_ms, k.beside_ms, k.fast_ms);
     ASSERT_TRUE(m.ok()) << m.status().message();
     const SelectionReport& r = m->delegate_info(0).selection;
     ASSERT_EQ(r.num_candidates, 2u) << r.summary;
