@@ -219,12 +219,22 @@ void write_selection_summary(SelectionReport* report) {
                    [](const SelectionCandidate* a, const SelectionCandidate* b) {
                      return a->median_ms < b->median_ms;
                    });
+  // A faster one not chosen (a variant inside the margin, or whose longer init its runs do not
+  // repay: its reason says which) is marked, so that the line does not read as a wrong choice.
+  const SelectionCandidate* chosen = nullptr;
+  for (const SelectionCandidate* c : accepted) {
+    if (c->chosen) chosen = c;
+  }
   std::string summary = "measured:";
   for (size_t i = 0; i < accepted.size(); ++i) {
+    const bool passed_over =
+        !accepted[i]->chosen && chosen != nullptr && accepted[i]->median_ms < chosen->median_ms;
     summary += string_format("%s %s%s%s%s %.3g ms%s", i ? "," : "", accepted[i]->backend,
                              accepted[i]->options[0] ? " [" : "", accepted[i]->options,
                              accepted[i]->options[0] ? "]" : "", accepted[i]->median_ms,
-                             accepted[i]->chosen ? " (chosen)" : "");
+                             accepted[i]->chosen ? " (chosen)"
+                             : passed_over       ? " (not taken)"
+                                                 : "");
   }
   if (accepted.empty()) summary += " nothing ran";
   for (size_t i = 0; i < rest.size(); ++i) {

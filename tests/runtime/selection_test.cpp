@@ -1145,6 +1145,10 @@ TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
       EXPECT_NE(why.find(std::string(k.fast_text) + " against 11 ms"), std::string::npos) << why;
       EXPECT_NE(why.find("; not taken: its init took "), std::string::npos) << why;
       EXPECT_NE(why.find(" runs (more than 100)"), std::string::npos) << why;
+      EXPECT_NE(std::string(r.summary).find("sel_var [mode=fast] " + std::string(k.fast_text) +
+                                            " ms (not taken)"),
+                std::string::npos)
+          << r.summary;
     }
   }
   internal::set_selection_clocks({});
@@ -1591,9 +1595,10 @@ TEST(SelectionSummary, CandidatesThenNotes) {
   r.candidates[1].chosen = false;
   r.candidates[0].chosen = true;
   internal::write_selection_summary(&r);
+  // b, faster but not chosen (a variant inside the margin, say), is marked.
   EXPECT_STREQ(r.summary,
-               "measured: b 1 ms, a 2 ms (chosen); c rejected; a and b initialised at once; "
-               "budget auto: 9 ms of runs (2 x a's init)");
+               "measured: b 1 ms (not taken), a 2 ms (chosen); c rejected; a and b initialised at "
+               "once; budget auto: 9 ms of runs (2 x a's init)");
 }
 
 TEST_F(SelectionInitTogetherTest, AFailedInitBesideTheOtherIsReported) {
