@@ -919,12 +919,12 @@ class SelectionVariantTest : public ::testing::Test {
       spend(ms, ms);
       return copy_input(args);
     };
-  }  /// time_variant_race, then a measuring load of a fresh program.
+  }
+  /// time_variant_race, then a measuring load of a fresh program.
   Result<Method> load_variant_race(double alone_ms, double beside_ms, double variant_ms) {
     time_variant_race(alone_ms, beside_ms, variant_ms);
     return load({2, 4})->load_method("forward", nullptr, measuring());
   }
-
   static LoadOptions measuring() {
     LoadOptions o;
     o.selection = Selection::Measure;
