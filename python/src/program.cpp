@@ -545,8 +545,9 @@ std::unique_ptr<PyMethod> load_method(
     PyProgram& p, const std::string& name, py::handle options, py::handle delegate_options,
     py::handle dims, py::handle retarget, py::handle fallback, py::handle policy, bool lenient,
     py::handle selection, py::handle selection_cache_dir, py::handle selection_cache_max_kb,
-    py::handle selection_tolerance, py::handle selection_budget_ms, bool selection_lower_precision,
-    py::handle startup_backend, py::handle on_execute_failure) {
+    py::handle selection_tolerance, py::handle selection_budget_ms,
+    py::handle selection_runs_per_load, bool selection_lower_precision, py::handle startup_backend,
+    py::handle on_execute_failure) {
   p.state->check_open();
   const fb::Method* m = p.state->program->find_method(name);
   if (m == nullptr) {
@@ -596,23 +597,40 @@ std::unique_ptr<PyMethod> load_method(
     config->selection_cache_dir = selection_cache_dir.cast<std::string>();
     config->load.selection_cache_dir = config->selection_cache_dir.c_str();
   }
-  if (!selection_cache_max_kb.is_none()) {
-    if (!py::isinstance<py::int_>(selection_cache_max_kb) ||
-        py::isinstance<py::bool_>(selection_cache_max_kb)) {
-      argument_error("selection_cache_max_kb must be an int (KiB; 0: no bound), not a " +
-                     type_name(selection_cache_max_kb));
+  // An int (not bool) for an int64 field, checked by `check_value`; beyond int64, the error
+  // `beyond` makes of its text.
+  auto int64_value = [](py::handle value, const std::string& type_error,
+                        Status (*check_value)(int64_t), Status (*beyond)(const std::string&)) {
+    if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+      argument_error(type_error + type_name(value));
     }
-    int64_t kb = 0;
+    int64_t v = 0;
     try {
-      kb = selection_cache_max_kb.cast<int64_t>();
-    } catch (const py::cast_error&) {  // beyond int64
-      check(Status::error(Error::InvalidArgument,
-                          "selection cache bound %s KiB must be 0 (none) to %lld KiB",
-                          py::repr(selection_cache_max_kb).cast<std::string>().c_str(),
-                          static_cast<long long>(LoadOptions::kSelectionCacheMaxKbLimit)));
+      v = value.cast<int64_t>();
+    } catch (const py::cast_error&) {
+      check(beyond(py::repr(value).cast<std::string>()));
     }
-    check(LoadOptions::check_selection_cache_max_kb(kb));
-    config->load.selection_cache_max_kb = kb;
+    check(check_value(v));
+    return v;
+  };
+  if (!selection_cache_max_kb.is_none()) {
+    config->load.selection_cache_max_kb = int64_value(
+        selection_cache_max_kb, "selection_cache_max_kb must be an int (KiB; 0: no bound), not a ",
+        &LoadOptions::check_selection_cache_max_kb, [](const std::string& text) {
+          return Status::error(Error::InvalidArgument,
+                               "selection cache bound %s KiB must be 0 (none) to %lld KiB",
+                               text.c_str(),
+                               static_cast<long long>(LoadOptions::kSelectionCacheMaxKbLimit));
+        });
+  }
+  if (!selection_runs_per_load.is_none()) {
+    config->load.selection_runs_per_load = int64_value(
+        selection_runs_per_load, "selection_runs_per_load must be an int >= 1, not a ",
+        &LoadOptions::check_selection_runs_per_load, [](const std::string& text) {
+          return Status::error(Error::InvalidArgument,
+                               "selection runs per load %s must be 1 to %lld", text.c_str(),
+                               static_cast<long long>(LoadOptions::kSelectionRunsPerLoadLimit));
+        });
   }
   // A number (int or float, not bool), checked as load_method checks it.
   auto number = [](py::handle value, const char* what) {
@@ -910,12 +928,13 @@ may be called any number of times, from any thread.)doc")
              py::object dims, py::object retarget, py::object fallback, py::object policy,
              py::handle lenient, py::object selection, py::object selection_cache_dir,
              py::object selection_cache_max_kb, py::object selection_tolerance,
-             py::object selection_budget_ms, py::handle selection_lower_precision,
-             py::object startup_backend, py::object on_execute_failure) {
+             py::object selection_budget_ms, py::object selection_runs_per_load,
+             py::handle selection_lower_precision, py::object startup_backend,
+             py::object on_execute_failure) {
             return load_method(p, str_arg(name, "name"), options, delegate_options, dims, retarget,
                                fallback, policy, bool_arg(lenient, "lenient"), selection,
                                selection_cache_dir, selection_cache_max_kb, selection_tolerance,
-                               selection_budget_ms,
+                               selection_budget_ms, selection_runs_per_load,
                                bool_arg(selection_lower_precision, "selection_lower_precision"),
                                startup_backend, on_execute_failure);
           },
@@ -926,6 +945,7 @@ may be called any number of times, from any thread.)doc")
           py::arg("selection") = py::none(), py::arg("selection_cache_dir") = py::none(),
           py::arg("selection_cache_max_kb") = py::none(),
           py::arg("selection_tolerance") = py::none(), py::arg("selection_budget_ms") = py::none(),
+          py::arg("selection_runs_per_load") = py::none(),
           py::arg("selection_lower_precision") = py::bool_(false),
           py::arg("startup_backend") = py::none(), py::arg("on_execute_failure") = py::none(),
           R"doc(Loads method `name` and initialises its delegates.
@@ -949,6 +969,9 @@ selection_tolerance: a measured candidate whose outputs differ from the referenc
 selection_budget_ms: time one delegate's measurement may spend, inits and runs, before option
     variants and backends nobody listed are skipped; "auto" (the default): its runs may take
     twice the first candidate's init (what a fixed load spends on the delegate).
+selection_runs_per_load: how many runs the application makes per load (default 100): an option
+    variant whose init takes longer than the fastest configuration's must repay the difference
+    within these runs, by what it saves per run, or it is not taken.
 selection_lower_precision: option values that lower precision (oneDNN precision="bf16") are
     measured too; they must still pass selection_tolerance, so raise it as well (bf16: ~1e-2).
 startup_backend: "xnnpack", "onednn" or "auto": a delegate whose backend would compile device

@@ -455,6 +455,15 @@ def test_selection_arguments_are_checked(add_program):
         program.load_method(selection_cache_max_kb=-1)
     with pytest.raises(tessera.ArgumentError, match=r"selection cache bound 1(0{30}) KiB"):
         program.load_method(selection_cache_max_kb=10**30)
+    with pytest.raises(tessera.ArgumentError, match="selection_runs_per_load must be an int >= 1"):
+        program.load_method(selection_runs_per_load=100.0)
+    with pytest.raises(tessera.ArgumentError, match="selection_runs_per_load must be an int >= 1"):
+        program.load_method(selection_runs_per_load=True)
+    with pytest.raises(tessera.ArgumentError,
+                       match="selection runs per load 0 must be 1 to 1099511627776"):
+        program.load_method(selection_runs_per_load=0)
+    with pytest.raises(tessera.ArgumentError, match=r"selection runs per load 1(0{30}) must be"):
+        program.load_method(selection_runs_per_load=10**30)
 
 
 def test_selection_budget_and_tolerance_reach_the_measurement(add_onnx, tmp_path):
@@ -463,7 +472,8 @@ def test_selection_budget_and_tolerance_reach_the_measurement(add_onnx, tmp_path
     program = tessera.compile(add_onnx, dims={"batch": (1, 8)})
     (d,) = program.load_method(selection="measure", selection_cache_dir=str(tmp_path),
                                selection_tolerance=1e-3, selection_budget_ms=0,
-                               selection_lower_precision=True, policy="latency").delegates
+                               selection_runs_per_load=1000, selection_lower_precision=True,
+                               policy="latency").delegates
     candidates = d["selection"]["candidates"]
     assert sorted({c["backend"] for c in candidates}) == ["onednn", "xnnpack"]
     for c in candidates:

@@ -299,6 +299,13 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_tolerance(
  * nothing changes then. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_budget_ms(
     tessera_load_options* options, double budget_ms);
+/** How many runs the application expects to make per load (default 100): an option variant
+ * whose init takes longer than the fastest configuration's must repay the difference within
+ * these runs, by what it saves per run, or it is not taken (every load from the selection cache
+ * initialises the chosen configuration again). A service that loads once and runs for hours
+ * sets far more. InvalidArgument outside 1 to 2^40; nothing changes then. */
+TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_runs_per_load(
+    tessera_load_options* options, int64_t runs);
 /** Non-zero: option values that lower precision (oneDNN precision=bf16) are measured too; they
  * must still pass the tolerance, so raise it as well (bf16: about 1e-2). */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_lower_precision(

@@ -750,6 +750,16 @@ tessera_status* tessera_load_options_set_selection_budget_ms(tessera_load_option
   });
 }
 
+tessera_status* tessera_load_options_set_selection_runs_per_load(tessera_load_options* options,
+                                                                 int64_t runs) {
+  return guarded(__func__, [&]([[maybe_unused]] const char* fn) {
+    TESSERA_C_REQUIRE(options);
+    TESSERA_RETURN_IF_ERROR(tessera::LoadOptions::check_selection_runs_per_load(runs));
+    options->load.selection_runs_per_load = runs;
+    return Status::ok();
+  });
+}
+
 tessera_status* tessera_load_options_set_selection_lower_precision(tessera_load_options* options,
                                                                    int allow) {
   return guarded(__func__, [&]([[maybe_unused]] const char* fn) {

@@ -125,6 +125,8 @@ Status check_method_options(const fb::Method* method, const LoadOptions& options
   }
   TESSERA_RETURN_IF_ERROR(LoadOptions::check_selection_tolerance(options.selection_tolerance));
   TESSERA_RETURN_IF_ERROR(LoadOptions::check_selection_budget_ms(options.selection_budget_ms));
+  TESSERA_RETURN_IF_ERROR(
+      LoadOptions::check_selection_runs_per_load(options.selection_runs_per_load));
   return LoadOptions::check_selection_cache_max_kb(options.selection_cache_max_kb);
 }
 

@@ -215,6 +215,15 @@ Status LoadOptions::check_selection_budget_ms(double ms) {
   return Status::ok();
 }
 
+Status LoadOptions::check_selection_runs_per_load(int64_t runs) {
+  if (runs < 1 || runs > kSelectionRunsPerLoadLimit) {
+    return Status::error(Error::InvalidArgument, "selection runs per load %lld must be 1 to %lld",
+                         static_cast<long long>(runs),
+                         static_cast<long long>(kSelectionRunsPerLoadLimit));
+  }
+  return Status::ok();
+}
+
 Status LoadOptions::check_selection_cache_max_kb(int64_t kb) {
   if (kb < 0 || kb > kSelectionCacheMaxKbLimit) {
     return Status::error(

@@ -139,6 +139,18 @@ struct LoadOptions {
   /// ends that check a value when it is given.
   static Status check_selection_tolerance(double tolerance);
   static Status check_selection_budget_ms(double ms);
+  /// Under measuring, how many runs the application expects to make per load. Each load from
+  /// the selection cache initialises the chosen configuration again, so an option variant whose
+  /// init takes longer than the fastest configuration's must save, per run, at least the extra
+  /// init divided by this (it is repaid within these runs), or it is not taken. 100 (the
+  /// default) suits an application that loads often; a service that loads once and runs for
+  /// hours sets far more (Winograd's weight transforms then pay), one that loads for a few
+  /// runs fewer. Part of the selection key.
+  static constexpr int64_t kSelectionRunsPerLoadDefault = 100;
+  static constexpr int64_t kSelectionRunsPerLoadLimit = int64_t{1} << 40;
+  int64_t selection_runs_per_load = kSelectionRunsPerLoadDefault;
+  /// InvalidArgument unless 1 <= runs <= kSelectionRunsPerLoadLimit.
+  static Status check_selection_runs_per_load(int64_t runs);
   /// Under measuring, backends' option values that lower precision (oneDNN precision=bf16) are
   /// candidates too; they must still match within selection_tolerance, so raise it with this
   /// (bf16 keeps about 3 significant digits: 1e-2 relative to max |reference| is typical).

@@ -52,12 +52,6 @@ constexpr double kVariantMargin = 0.97;
 // See the variants' race in measure_candidates: the fastest so far reading more than this times
 // its earlier median beside a variant is not a figure to replace it on.
 constexpr double kInconsistentReadFactor = 1.5;
-// See the variants' race in measure_candidates: a variant whose init takes longer than the
-// configuration it would replace must repay the difference within this many runs. ResNet-18's
-// conv_algorithm=winograd at two threads ran 7.86 ms against 8.11 and initialised in 203 ms
-// against 115 (its weight transforms): 350 runs to repay, and every load from the selection cache
-// then took about 2.4 times a fixed load.
-constexpr double kInitPaybackRuns = 100;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -962,11 +956,16 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       const bool beats_now = replaces_fastest(c->median_ms, now, true);
       const bool beats_before = before <= 0 || replaces_fastest(c->median_ms, before, true);
       // Faster runs, but each load from the selection cache pays the variant's init again: a
-      // longer one must be repaid within kInitPaybackRuns runs, by what the variant saves per run
-      // against the lower of the fastest's two figures (as it must beat both).
+      // longer one must be repaid within the runs the application makes per load
+      // (LoadOptions::selection_runs_per_load, 100 by default), by what the variant saves per
+      // run against the lower of the fastest's two figures (as it must beat both). ResNet-18's
+      // conv_algorithm=winograd at two threads ran 7.86 ms against 8.11 and initialised in 203
+      // ms against 115 (its weight transforms): 350 runs to repay; chosen without this rule,
+      // every load from the selection cache took about 2.4 times a fixed load.
+      const double payback_runs = static_cast<double>(options.selection_runs_per_load);
       const double extra_init_ms = c->init_ms - best->init_ms;
       const double saved_ms = (before > 0 ? std::min(now, before) : now) - c->median_ms;
-      const bool repaid = extra_init_ms <= 0 || saved_ms * kInitPaybackRuns >= extra_init_ms;
+      const bool repaid = extra_init_ms <= 0 || saved_ms * payback_runs >= extra_init_ms;
       const bool wins = beats_now && beats_before && repaid;
       std::string why = string_format(
           "alternately with %s%s%s%s: %.3g against %.3g ms, %s (it measured %.3g before)",
@@ -981,7 +980,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         why += string_format(
             "; not taken: its init took %.0f ms more (%.0f against %.0f), repaid only after %.0f "
             "runs (more than %.0f)",
-            extra_init_ms, c->init_ms, best->init_ms, extra_init_ms / saved_ms, kInitPaybackRuns);
+            extra_init_ms, c->init_ms, best->init_ms, extra_init_ms / saved_ms, payback_runs);
       }
       set_text(c->reason, sizeof c->reason, why);
       if (wins) {
@@ -1130,11 +1129,13 @@ SelectionKey selection_key(const Program& program, const fb::Method* method, con
   const std::string budget = options.selection_budget_is_auto()
                                  ? std::string("auto")
                                  : string_format("%.17g", options.selection_budget_ms);
-  // init_payback_runs: the rule a variant is chosen by (a choice made before it is not kept).
+  // runs_per_load: within how many runs a variant's longer init must be repaid (a choice made
+  // for another count, or before the rule, is not kept).
   key.add("selection",
-          string_format("tolerance=%.17g budget_ms=%s lower_precision=%d init_payback_runs=%g",
+          string_format("tolerance=%.17g budget_ms=%s lower_precision=%d runs_per_load=%lld",
                         options.selection_tolerance, budget.c_str(),
-                        options.selection_lower_precision ? 1 : 0, kInitPaybackRuns));
+                        options.selection_lower_precision ? 1 : 0,
+                        static_cast<long long>(options.selection_runs_per_load)));
   const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
   for (const std::string& name : names) {
     // Each candidate's effective options (global, load and delegate scopes): a change of any

@@ -888,6 +888,15 @@ static void test_selection(void) {
                TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
   EXPECT_OK(tessera_load_options_set_selection_cache_max_kb(options, 0));
   EXPECT_OK(tessera_load_options_set_selection_cache_max_kb(options, 64));
+  EXPECT_ERROR(tessera_load_options_set_selection_runs_per_load(options, 0),
+               TESSERA_ERROR_INVALID_ARGUMENT,
+               "selection runs per load 0 must be 1 to 1099511627776");
+  EXPECT_ERROR(tessera_load_options_set_selection_runs_per_load(options, ((int64_t)1 << 40) + 1),
+               TESSERA_ERROR_INVALID_ARGUMENT, "selection runs per load 1099511627777");
+  EXPECT_ERROR(tessera_load_options_set_selection_runs_per_load(NULL, 100),
+               TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
+  EXPECT_OK(tessera_load_options_set_selection_runs_per_load(options, 1));
+  EXPECT_OK(tessera_load_options_set_selection_runs_per_load(options, (int64_t)1 << 40));
   EXPECT_ERROR(tessera_load_options_set_selection_cache_dir(NULL, ""),
                TESSERA_ERROR_INVALID_ARGUMENT, "options is NULL");
   EXPECT_ERROR(tessera_load_options_set_selection_lower_precision(NULL, 1),
@@ -899,6 +908,7 @@ static void test_selection(void) {
   EXPECT_OK(tessera_load_options_set_selection_cache_dir(options, dir));
   EXPECT_OK(tessera_load_options_set_selection_tolerance(options, 1e-3));
   EXPECT_OK(tessera_load_options_set_selection_budget_ms(options, 100));
+  EXPECT_OK(tessera_load_options_set_selection_runs_per_load(options, 1000));
   EXPECT_OK(tessera_load_options_set_selection_lower_precision(options, 1));
   /* Not "auto": its threads would follow how busy the machine is at each load. */
   EXPECT_OK(tessera_load_options_set_policy(options, "latency"));

@@ -536,6 +536,7 @@ TEST_F(SelectionCacheTest, EachKeyFieldChangeIsAMiss) {
       {"policy", program_, [](LoadOptions& o) { o.set_policy(Policy::PowerSaver); }},
       {"tolerance", program_, [](LoadOptions& o) { o.selection_tolerance = 1e-3; }},
       {"budget", program_, [](LoadOptions& o) { o.selection_budget_ms = 100; }},
+      {"runs per load", program_, [](LoadOptions& o) { o.selection_runs_per_load = 1000; }},
       {"a candidate's options", program_, [&](LoadOptions& o) { o.backend_options = &threads; }},
   };
   size_t files = entries().size();

@@ -817,6 +817,19 @@ TEST_F(SelectionTest, BadSettingsAreClearErrors) {
   EXPECT_EQ(m.status().code(), Error::InvalidArgument);
   EXPECT_NE(std::string(m.status().message()).find("tolerance"), std::string::npos);
 
+  for (const int64_t runs : {int64_t{0}, int64_t{-5}, LoadOptions::kSelectionRunsPerLoadLimit + 1}) {
+    LoadOptions per_load;
+    per_load.selection = Selection::Measure;
+    per_load.selection_runs_per_load = runs;
+    m = program_->load_method("forward", nullptr, per_load);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), Error::InvalidArgument);
+    EXPECT_NE(std::string(m.status().message())
+                  .find("selection runs per load " + std::to_string(runs) + " must be 1 to"),
+              std::string::npos)
+        << m.status().message();
+  }
+
   LoadOptions list;
   EXPECT_EQ(list.set_selection_candidates("a,,b").code(), Error::InvalidArgument);
   EXPECT_EQ(list.set_selection_candidates("a,a").code(), Error::InvalidArgument);
@@ -921,9 +934,13 @@ class SelectionVariantTest : public ::testing::Test {
     };
   }
   /// time_variant_race, then a measuring load of a fresh program.
-  Result<Method> load_variant_race(double alone_ms, double beside_ms, double variant_ms) {
+  Result<Method> load_variant_race(
+      double alone_ms, double beside_ms, double variant_ms,
+      int64_t runs_per_load = LoadOptions::kSelectionRunsPerLoadDefault) {
     time_variant_race(alone_ms, beside_ms, variant_ms);
-    return load({2, 4})->load_method("forward", nullptr, measuring());
+    LoadOptions o = measuring();
+    o.selection_runs_per_load = runs_per_load;
+    return load({2, 4})->load_method("forward", nullptr, o);
   }
   static LoadOptions measuring() {
     LoadOptions o;
@@ -1116,9 +1133,11 @@ TEST_F(SelectionVariantTest, AVariantMustBeatTheFastestsEarlierFigureToo) {
 // 1 ms a run (10 against 11) repays it after 320 runs: not taken, and the report says why;
 // saving 5 ms a run (6 against 11), after 64: taken. Saving 3 ms against the fastest's reading
 // beside it (11) but 2.5 against its earlier figure (10.5) repays it after 128 runs: not taken
-// (the lower figure counts, as the variant must beat both). The cases hold for any measured
-// difference above 250 ms and up to 500, which the set-up check asks for: the reference init's
-// own time varies (under TSan it has taken a little longer than the variant's, less its sleep).
+// (the lower figure counts, as the variant must beat both). An application that makes 1000
+// runs a load (selection_runs_per_load) takes the 1 ms a run; one that makes 10 does not take
+// even the 5 ms. The cases hold for any measured difference above 250 ms and up to 500, which
+// the set-up check asks for: the reference init's own time varies (under TSan it has taken a
+// little longer than the variant's, less its sleep).
 TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
   internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
   stub_->fast_init_extra_ms = 320;
@@ -1126,10 +1145,13 @@ TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
     double alone_ms, beside_ms, fast_ms;
     const char* fast_text;
     bool taken;
+    int64_t runs_per_load = 100;
   };
-  for (const Case k :
-       {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true}, Case{10.5, 11, 8, "8", false}}) {
-    auto m = load_variant_race(k.alone_ms, k.beside_ms, k.fast_ms);
+  for (const Case k : {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true},
+                       Case{10.5, 11, 8, "8", false}, Case{11, 11, 10, "10", true, 1000},
+                       Case{11, 11, 6, "6", false, 10}}) {
+    SCOPED_TRACE(::testing::Message() << k.fast_ms << " ms, " << k.runs_per_load << " runs a load");
+    auto m = load_variant_race(k.alone_ms, k.beside_ms, k.fast_ms, k.runs_per_load);
     ASSERT_TRUE(m.ok()) << m.status().message();
     const SelectionReport& r = m->delegate_info(0).selection;
     ASSERT_EQ(r.num_candidates, 2u) << r.summary;
@@ -1148,7 +1170,9 @@ TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
     } else {
       EXPECT_NE(why.find(std::string(k.fast_text) + " against 11 ms"), std::string::npos) << why;
       EXPECT_NE(why.find("; not taken: its init took "), std::string::npos) << why;
-      EXPECT_NE(why.find(" runs (more than 100)"), std::string::npos) << why;
+      EXPECT_NE(why.find(" runs (more than " + std::to_string(k.runs_per_load) + ")"),
+                std::string::npos)
+          << why;
       EXPECT_NE(std::string(r.summary).find("sel_var [mode=fast] " + std::string(k.fast_text) +
                                             " ms (not taken)"),
                 std::string::npos)

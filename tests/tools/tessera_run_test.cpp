@@ -402,6 +402,17 @@ TEST_F(TesseraRun, SelectMeasureReportsItsCandidates) {
   }
   RunResult bounded = run(dir_ + "/cpu_backends.tsr --json --iterations 1 --select-cache-max-kb 0");
   EXPECT_EQ(bounded.exit_code, 0) << bounded.err;
+  // The runs the application makes per load: from 1.
+  for (const char* value : {"0", "-3", "1099511627777", "many"}) {
+    RunResult bad_runs = run(dir_ + "/cpu_backends.tsr --select-runs-per-load " + value);
+    EXPECT_NE(bad_runs.exit_code, 0) << value;
+    EXPECT_CONTAINS(bad_runs.err, "--select-runs-per-load");
+  }
+  RunResult per_load = run(dir_ +
+                           "/cpu_backends.tsr --json --iterations 1 --select measure "
+                           "--select-cache '' --select-runs-per-load 100000");
+  ASSERT_EQ(per_load.exit_code, 0) << per_load.err;
+  EXPECT_EQ(nlohmann::json::parse(per_load.out)["delegates"][0]["selection"]["mode"], "measure");
 }
 
 // A fixture machine (tests/backend/machines) that DeviceInfo reads through TESSERA_SYSFS_ROOT:

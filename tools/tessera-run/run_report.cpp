@@ -113,6 +113,11 @@ void RunOptionsCli::add_to(CLI::App& app) {
                  "With --select measure: largest accepted output difference, relative to the "
                  "reference's max |value| (default 1e-4)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--select-runs-per-load", select_runs_per_load,
+                 "When measuring: how many runs the application makes per load (default 100); "
+                 "an option variant whose init takes longer than the fastest configuration's "
+                 "must repay the difference within them, by what it saves per run")
+      ->check(CLI::Range(int64_t{1}, LoadOptions::kSelectionRunsPerLoadLimit));
   app.add_flag("--select-lower-precision", select_lower_precision,
                "When measuring: also try option values that lower precision (oneDNN "
                "precision=bf16); they must still pass --select-tolerance, so raise it (bf16: "
@@ -222,6 +227,7 @@ Status RunOptionsCli::apply(RunOptionsState* state) const {
   if (select_tolerance >= 0) state->load_.selection_tolerance = select_tolerance;
   state->load_.selection_lower_precision = select_lower_precision;
   if (select_cache_max_kb >= 0) state->load_.selection_cache_max_kb = select_cache_max_kb;
+  if (select_runs_per_load > 0) state->load_.selection_runs_per_load = select_runs_per_load;
   if (has_select_cache) {
     state->selection_cache_dir_ = select_cache;
     state->load_.selection_cache_dir = state->selection_cache_dir_.c_str();

@@ -46,6 +46,7 @@ struct RunOptionsCli {
   std::string select_cache;       // --select-cache: the selection cache directory ("" disables)
   bool has_select_cache = false;
   int64_t select_cache_max_kb = -1;     // --select-cache-max-kb; < 0: the LoadOptions default
+  int64_t select_runs_per_load = 0;     // --select-runs-per-load; 0: the LoadOptions default
   bool select_lower_precision = false;  // --select-lower-precision
   std::string on_execute_failure;  // --on-execute-failure: fail or fallback
   std::string startup_backend;     // --startup-backend: a backend, auto, or "" (off)
