@@ -617,10 +617,9 @@ std::unique_ptr<PyMethod> load_method(
     config->load.selection_cache_max_kb = int64_value(
         selection_cache_max_kb, "selection_cache_max_kb must be an int (KiB; 0: no bound), not a ",
         &LoadOptions::check_selection_cache_max_kb, [](const std::string& text) {
-          return Status::error(Error::InvalidArgument,
-                               "selection cache bound %s KiB must be 0 (none) to %lld KiB",
-                               text.c_str(),
-                               static_cast<long long>(LoadOptions::kSelectionCacheMaxKbLimit));
+          return Status::error(
+              Error::InvalidArgument, "selection cache bound %s KiB must be 0 (none) to %lld KiB",
+              text.c_str(), static_cast<long long>(LoadOptions::kSelectionCacheMaxKbLimit));
         });
   }
   if (!selection_runs_per_load.is_none()) {

@@ -817,7 +817,8 @@ TEST_F(SelectionTest, BadSettingsAreClearErrors) {
   EXPECT_EQ(m.status().code(), Error::InvalidArgument);
   EXPECT_NE(std::string(m.status().message()).find("tolerance"), std::string::npos);
 
-  for (const int64_t runs : {int64_t{0}, int64_t{-5}, LoadOptions::kSelectionRunsPerLoadLimit + 1}) {
+  for (const int64_t runs :
+       {int64_t{0}, int64_t{-5}, LoadOptions::kSelectionRunsPerLoadLimit + 1}) {
     LoadOptions per_load;
     per_load.selection = Selection::Measure;
     per_load.selection_runs_per_load = runs;
@@ -1147,9 +1148,9 @@ TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
     bool taken;
     int64_t runs_per_load = 100;
   };
-  for (const Case k : {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true},
-                       Case{10.5, 11, 8, "8", false}, Case{11, 11, 10, "10", true, 1000},
-                       Case{11, 11, 6, "6", false, 10}}) {
+  for (const Case k :
+       {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true}, Case{10.5, 11, 8, "8", false},
+        Case{11, 11, 10, "10", true, 1000}, Case{11, 11, 6, "6", false, 10}}) {
     SCOPED_TRACE(::testing::Message() << k.fast_ms << " ms, " << k.runs_per_load << " runs a load");
     auto m = load_variant_race(k.alone_ms, k.beside_ms, k.fast_ms, k.runs_per_load);
     ASSERT_TRUE(m.ok()) << m.status().message();
