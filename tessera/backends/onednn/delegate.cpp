@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <unordered_map>
 
 #include "tessera/backends/onednn/options.h"
 
@@ -14,6 +15,29 @@ OmpThreadsScope::OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) {
 
 OmpThreadsScope::~OmpThreadsScope() {
   if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+}
+
+void reorder_at_init(const dnnl::engine& engine, dnnl::stream& stream, const dnnl::memory& from,
+                     const dnnl::memory& to, LargeBuffer* scratch, size_t* largest) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::reorder::primitive_desc pd(from, to, attr);
+  const dnnl::memory::desc scratch_desc = pd.scratchpad_desc();
+  const size_t bytes = scratch_desc.get_size();
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  if (bytes > 0) {
+    if (scratch->size() < bytes) {
+      scratch->release();  // before the larger one: the two are never needed at once
+      *scratch = LargeBuffer::allocate(bytes, 64);
+      if (scratch->data() == nullptr) {
+        throw dnnl::error(dnnl_out_of_memory, "cannot allocate a reorder's scratchpad");
+      }
+    }
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_desc, engine, scratch->data()));
+    if (bytes > *largest) *largest = bytes;
+  }
+  dnnl::reorder(pd).execute(stream, args);
+  stream.wait();
 }
 
 namespace {

@@ -88,7 +88,19 @@ class Delegate {
   size_t winograd_eligible = 0;   // convolutions Winograd could take (3x3, stride 1, fp32, ...)
   size_t weights_from_cache = 0;  // Winograd weights read from cache_dir
   size_t weights_cached = 0;      // Winograd weights written to cache_dir
+  size_t init_scratchpad_bytes = 0;  // the largest scratchpad of the reorders run at init
 };
+
+/// Runs the reorder `from` -> `to` now, at init (constants into a primitive's layout,
+/// Winograd's weight transform), on `stream`, and waits for it. Its scratchpad, when oneDNN
+/// books one, is `*scratch` (grown to fit, reused by the next): a LargeBuffer, so in huge
+/// pages. Left to oneDNN (its library scratchpad mode) it comes from malloc in 4 KiB pages:
+/// the Winograd transform books about the size of the transformed weights, and ResNet-18's
+/// load with conv_algorithm=winograd took 10,000 page faults more than with direct (each
+/// about 10 us on a KVM guest). Updates `*largest` with the scratchpad's size. Throws
+/// dnnl::error (dnnl_out_of_memory) when the scratchpad cannot be allocated.
+void reorder_at_init(const dnnl::engine& engine, dnnl::stream& stream, const dnnl::memory& from,
+                     const dnnl::memory& to, LargeBuffer* scratch, size_t* largest);
 
 /// Sets the calling thread's OpenMP team size for a scope and restores the previous value, so a
 /// delegate's thread count does not leak into other delegates or the application's OpenMP use.

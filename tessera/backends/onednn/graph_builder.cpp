@@ -342,6 +342,8 @@ class Builder {
   static constexpr size_t kNoPool = SIZE_MAX;
   size_t pool_ = kNoPool;  // the constants' pool (constant_buffer): its d_.large_buffers index
   size_t pool_used_ = 0;
+  // The scratchpad of the reorders run at init (reorder_at_init), freed with the builder.
+  LargeBuffer init_scratch_;
   struct ConcatChain {
     const uint8_t* base;  // where the buffer was when the chain began (before plan_arena)
     size_t size;
@@ -549,8 +551,7 @@ void Builder::reorder_now(memory from, memory to) {
   // Winograd's weight transform is compute, not a copy, and keeps the team (winograd_cache.cpp):
   // on one thread it made ResNet-18's 2-thread load 185 ms against 154.
   OmpThreadsScope one(1);
-  dnnl::reorder(from, to).execute(d_.stream, from, to);
-  d_.stream.wait();
+  reorder_at_init(d_.engine, d_.stream, from, to, &init_scratch_, &d_.init_scratchpad_bytes);
 }
 
 Status Builder::add_reorder(const memory& src, const memory& dst, std::string_view node_name) {
@@ -576,7 +577,7 @@ void Builder::add_activation_step(const fb::Node& node, int value, std::string_v
 // ---- ops ---------------------------------------------------------------------------------------
 
 void Builder::transform_winograd_weights(memory from, memory to) {
-  transform_winograd_weights_cached(options_, d_, from, to);
+  transform_winograd_weights_cached(options_, d_, from, to, &init_scratch_);
 }
 
 bool Builder::winograd_shape(int64_t group, const Window& win) const {

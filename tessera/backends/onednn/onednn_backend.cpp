@@ -420,6 +420,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.arena_bytes = d->arena_bytes;
   s.activation_bytes = d->activation_bytes;
   s.scratchpad_bytes = d->scratchpad_bytes;
+  s.init_scratchpad_bytes = d->init_scratchpad_bytes;
   for (const Step& step : d->steps) {
     s.steps.push_back(std::string(step.name.data()) + " " + step.impl);
     s.step_threads.push_back(step.threads);

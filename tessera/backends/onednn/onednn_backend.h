@@ -102,6 +102,7 @@ struct DelegateSummary {
   size_t arena_bytes = 0;          // the shared arena: activations and steps' scratchpads
   size_t activation_bytes = 0;     // what its activation buffers would take without sharing
   size_t scratchpad_bytes = 0;     // the largest step's scratchpad (in the arena at its step)
+  size_t init_scratchpad_bytes = 0;  // the largest of the init reorders' (reorder_at_init)
   std::vector<std::string> steps;  // "<name> <implementation>" per primitive, in order
   std::vector<int> step_threads;   // each step's team: 1 when it runs on one thread, else 0
 };

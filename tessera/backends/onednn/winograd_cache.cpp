@@ -17,11 +17,12 @@ namespace tessera::onednn {
 using dnnl::memory;
 
 // oneDNN's Winograd weight transform (wino_reorder) is slow: 115-157 ms for one 512x512 3x3
-// weight, most of a ResNet-18 load with conv_algorithm=winograd. Its result depends only on the
+// weight, most of a ResNet-18 load with conv_algorithm=winograd (much of that was the page
+// faults of its scratchpad, which reorder_at_init now places in huge pages). Its result depends only on the
 // source weights and on the target layout, which the Winograd descriptor's fields say entirely,
 // so it can be kept on disk (an integrity-checked file, see integrity_file.h) and read back.
 void transform_winograd_weights_cached(const BuildOptions& options, Delegate& delegate, memory from,
-                                       memory to) {
+                                       memory to, LargeBuffer* scratch) {
   auto transform = [&] {
     if (delegate.winograd_convs ==
         delegate.weights_from_cache + 1) {  // the delegate's first transform
@@ -33,8 +34,8 @@ void transform_winograd_weights_cached(const BuildOptions& options, Delegate& de
                                : "not cached (set onednn.cache_dir to keep them)",
           options.cache_write ? options.cache_dir.c_str() : "", options.cache_write ? "'" : "");
     }
-    dnnl::reorder(from, to).execute(delegate.stream, from, to);
-    delegate.stream.wait();
+    reorder_at_init(delegate.engine, delegate.stream, from, to, scratch,
+                    &delegate.init_scratchpad_bytes);
   };
   if (!options.cache_read) {  // no cache: nothing to key, hash or look up
     transform();

@@ -10,10 +10,11 @@ namespace tessera::onednn {
 
 /// Fills `to` (a Winograd weight layout) from the plain weights `from`: read from
 /// `options.cache_dir` when a valid entry exists (cache_read), else transformed by a oneDNN
-/// reorder on `delegate.stream` and written back (cache_write, trimmed to cache_max_bytes).
-/// Counts in `delegate` (winograd_convs must already count this convolution). Cache problems
-/// are logged warnings, never errors: the transform is always the fallback.
+/// reorder on `delegate.stream` (reorder_at_init, its scratchpad in `*scratch`) and written
+/// back (cache_write, trimmed to cache_max_bytes). Counts in `delegate` (winograd_convs must
+/// already count this convolution). Cache problems are logged warnings, never errors: the
+/// transform is always the fallback.
 void transform_winograd_weights_cached(const BuildOptions& options, Delegate& delegate,
-                                       dnnl::memory from, dnnl::memory to);
+                                       dnnl::memory from, dnnl::memory to, LargeBuffer* scratch);
 
 }  // namespace tessera::onednn
