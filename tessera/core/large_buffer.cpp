@@ -34,11 +34,11 @@ size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
-// `bytes` rounded to whole pages, mapped at a 2 MiB boundary: the mapping is 2 MiB longer, and
-// what lies before the boundary and after the buffer is unmapped again.
+// `bytes` as internal::large_buffer_mapped_bytes maps them, at a 2 MiB boundary: the mapping is
+// 2 MiB longer, and what lies before the boundary and after the buffer is unmapped again.
 void* map_aligned(size_t bytes) {
-  const size_t len = round_up(bytes, page_size());
-  if (len < bytes || len > SIZE_MAX - kHugePage) return nullptr;
+  if (bytes > SIZE_MAX - 2 * kHugePage) return nullptr;
+  const size_t len = internal::large_buffer_mapped_bytes(bytes);
   const size_t map_len = len + kHugePage;
   void* m = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
@@ -47,8 +47,8 @@ void* map_aligned(size_t bytes) {
   if (start > base) ::munmap(m, start - base);
   const uintptr_t end = base + map_len;
   if (end > start + len) ::munmap(reinterpret_cast<void*>(start + len), end - (start + len));
-  // Whole 2 MiB spans only: a partial span at the end stays in small pages, so the hint never
-  // backs bytes the buffer does not have. A failure (no transparent huge pages) is harmless.
+  // Whole 2 MiB spans only (a partial one at the end, under 1 MiB, stays in small pages). A
+  // failure (no transparent huge pages) is harmless.
   const size_t whole = len / kHugePage * kHugePage;
   if (whole > 0) (void)::madvise(reinterpret_cast<void*>(start), whole, MADV_HUGEPAGE);
   return reinterpret_cast<void*>(start);
@@ -64,6 +64,11 @@ size_t large_buffer_threshold() {
 namespace internal {
 void set_large_buffer_threshold(size_t bytes) {
   g_threshold.store(bytes, std::memory_order_relaxed);
+}
+
+size_t large_buffer_mapped_bytes(size_t bytes) {
+  const size_t len = round_up(bytes, page_size());
+  return len % kHugePage >= kHugePage / 2 ? round_up(len, kHugePage) : len;
 }
 }  // namespace internal
 
@@ -101,14 +106,14 @@ LargeBuffer& LargeBuffer::operator=(LargeBuffer&& other) noexcept {
 void LargeBuffer::discard_after(size_t used) {
   if (!mapped_ || used >= size_) return;
   const size_t from = round_up(used, page_size());
-  const size_t end = round_up(size_, page_size());
+  const size_t end = internal::large_buffer_mapped_bytes(size_);
   if (from < end) (void)::madvise(static_cast<uint8_t*>(data_) + from, end - from, MADV_DONTNEED);
 }
 
 void LargeBuffer::release() {
   if (data_ != nullptr) {
     if (mapped_) {
-      ::munmap(data_, round_up(size_, page_size()));
+      ::munmap(data_, internal::large_buffer_mapped_bytes(size_));
     } else {
       std::free(data_);
     }

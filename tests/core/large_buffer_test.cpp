@@ -59,7 +59,7 @@ TEST_F(LargeBufferTest, BelowTheThresholdItComesFromTheHeap) {
 
 TEST_F(LargeBufferTest, FromTheThresholdItIsMappedAtA2MiBBoundaryAndAdvisedForHugePages) {
   internal::set_large_buffer_threshold(2 * kMiB);
-  const size_t bytes = 5 * kMiB + 123;  // two whole 2 MiB spans and a partial one
+  const size_t bytes = 4 * kMiB + kMiB / 2 + 123;  // two whole 2 MiB spans and a short one
   LargeBuffer b = LargeBuffer::allocate(bytes, 64);
   ASSERT_NE(b.data(), nullptr);
   EXPECT_TRUE(b.mapped());
@@ -69,13 +69,46 @@ TEST_F(LargeBufferTest, FromTheThresholdItIsMappedAtA2MiBBoundaryAndAdvisedForHu
   std::memset(p, 0x33, bytes);  // every byte, the last partial page's included
   EXPECT_EQ(p[0], 0x33);
   EXPECT_EQ(p[bytes - 1], 0x33);
-  // The advice is on the whole spans ("hg"), not on the partial span after them. Where the
-  // kernel has no transparent huge pages the advice fails and the buffer is ordinary memory.
+  // The advice is on the whole spans ("hg"), not on the partial span (under 1 MiB) after them.
+  // Where the kernel has no transparent huge pages the advice fails and the buffer is ordinary
+  // memory.
   if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
     EXPECT_NE(vm_flags_of(p).find(" hg"), std::string::npos) << vm_flags_of(p);
     EXPECT_EQ(vm_flags_of(p + 4 * kMiB + 10).find(" hg"), std::string::npos)
         << vm_flags_of(p + 4 * kMiB + 10);
   }
+}
+
+// A partial span at the end of 1 MiB or more is mapped whole and advised with the others: its
+// 256 or more 4 KiB page faults cost more than the at most 1 MiB it backs beyond the buffer.
+TEST_F(LargeBufferTest, ALongPartialSpanAtTheEndIsMappedWholeForHugePages) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(internal::large_buffer_mapped_bytes(4 * kMiB), 4 * kMiB);
+  EXPECT_EQ(internal::large_buffer_mapped_bytes(4 * kMiB + 1), 4 * kMiB + page);
+  EXPECT_EQ(internal::large_buffer_mapped_bytes(5 * kMiB - page), 5 * kMiB - page);
+  EXPECT_EQ(internal::large_buffer_mapped_bytes(5 * kMiB - page + 1), 6 * kMiB);
+  EXPECT_EQ(internal::large_buffer_mapped_bytes(5 * kMiB), 6 * kMiB);
+  EXPECT_EQ(internal::large_buffer_mapped_bytes(kMiB), 2 * kMiB);
+  EXPECT_EQ(internal::large_buffer_mapped_bytes(kMiB - page), kMiB - page);
+
+  internal::set_large_buffer_threshold(2 * kMiB);
+  const size_t bytes = 5 * kMiB + 123;  // two whole spans and 1 MiB + 123 bytes of a third
+  LargeBuffer b = LargeBuffer::allocate(bytes, 64);
+  ASSERT_TRUE(b.mapped());
+  EXPECT_EQ(b.size(), bytes);  // what the owner asked for
+  auto* p = static_cast<uint8_t*>(b.data());
+  std::memset(p, 0x44, bytes);
+  EXPECT_EQ(p[bytes - 1], 0x44);
+  EXPECT_FALSE(vm_flags_of(p + 6 * kMiB - 1).empty());  // mapped to the end of the span
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
+    EXPECT_NE(vm_flags_of(p + 4 * kMiB + 10).find(" hg"), std::string::npos)
+        << vm_flags_of(p + 4 * kMiB + 10);
+  }
+  b.discard_after(kMiB);  // the rest of the mapping, the rounded span's end included
+  EXPECT_EQ(p[kMiB - 1], 0x44);
+  EXPECT_EQ(p[bytes - 1], 0);
+  b.release();
+  EXPECT_TRUE(vm_flags_of(p + 6 * kMiB - 1).empty());  // all of it unmapped
 }
 
 TEST_F(LargeBufferTest, MovedItHasOneOwnerAndReleaseUnmapsIt) {
