@@ -18,9 +18,10 @@ using dnnl::memory;
 
 // oneDNN's Winograd weight transform (wino_reorder) is slow: 115-157 ms for one 512x512 3x3
 // weight, most of a ResNet-18 load with conv_algorithm=winograd (much of that was the page
-// faults of its scratchpad, which reorder_at_init now places in huge pages). Its result depends only on the
-// source weights and on the target layout, which the Winograd descriptor's fields say entirely,
-// so it can be kept on disk (an integrity-checked file, see integrity_file.h) and read back.
+// faults of its scratchpad, which reorder_at_init now places in huge pages). Its result depends
+// only on the source weights and on the target layout, which the Winograd descriptor's fields say
+// entirely, so it can be kept on disk (an integrity-checked file, see integrity_file.h) and read
+// back.
 void transform_winograd_weights_cached(const BuildOptions& options, Delegate& delegate, memory from,
                                        memory to, LargeBuffer* scratch) {
   auto transform = [&] {
