@@ -402,31 +402,6 @@ TEST_F(SelectionTest, BackendsAreTimedAlternatelyAndAClearlySlowerOneStops) {
   EXPECT_EQ(stubs_["sel_fast"]->init_count(), 1);
 }
 
-// Once the budget is spent, the race ends after the round under way, but not before the
-// second: every backend that ran has two timed runs (a large model, or a budget of 0), since
-// one run can be an outlier that would decide.
-TEST_F(SelectionTest, PastTheBudgetEachBackendGetsTwoTimedRuns) {
-  std::vector<std::string> runs;
-  for (const char* name : {"sel_slow", "sel_fast"}) {
-    stubs_[name]->on_execute = [&runs, name](BackendExecutionContext&, DelegateHandle*,
-                                             Span<EValue*> args) {
-      runs.push_back(name);
-      return copy_input(args);
-    };
-  }
-  LoadOptions o = measuring("sel_fast");
-  o.selection_budget_ms = 0;  // listed candidates still get two timed runs each
-  auto m = program_->load_method("forward", nullptr, o);
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  // Each: its warm-up, then a timed run (the first round); the second round: the one that ran
-  // last timed at once, the other after an untimed run. The budget ends the race there.
-  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast",
-                                         "sel_fast", "sel_slow", "sel_slow"};
-  EXPECT_EQ(runs, want);
-  EXPECT_EQ(m->delegate_info(0).selection.candidates[0].runs, 2);
-  EXPECT_EQ(m->delegate_info(0).selection.candidates[1].runs, 2);
-}
-
 // The clocks of the tests below: each stub run moves them by what it sets here.
 double g_fake_wall_ms = 0, g_fake_cpu_ms = 0;
 double fake_wall_ms() {
@@ -445,6 +420,36 @@ auto steady(double ms) {
     spend(ms, ms);
     return copy_input(args);
   };
+}
+
+// Once the budget is spent, the race ends after the round under way, but not before the
+// second: every backend that ran has two timed runs (a large model, or a budget of 0), since
+// one run can be an outlier that would decide.
+TEST_F(SelectionTest, PastTheBudgetEachBackendGetsTwoTimedRuns) {
+  // Both take 1 ms of the fake clocks a run: on the real ones, two stubs that only copy read
+  // whatever the machine does between runs, and under TSan one read clearly slower after its
+  // two runs and left the race before the other's second (a failed CI run).
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  std::vector<std::string> runs;
+  for (const char* name : {"sel_slow", "sel_fast"}) {
+    stubs_[name]->on_execute = [&runs, name](BackendExecutionContext& ctx, DelegateHandle* h,
+                                             Span<EValue*> args) {
+      runs.push_back(name);
+      return steady(1.0)(ctx, h, args);
+    };
+  }
+  LoadOptions o = measuring("sel_fast");
+  o.selection_budget_ms = 0;  // listed candidates still get two timed runs each
+  auto m = program_->load_method("forward", nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  // Each: its warm-up, then a timed run (the first round); the second round: the one that ran
+  // last timed at once, the other after an untimed run. The budget ends the race there.
+  const std::vector<std::string> want = {"sel_slow", "sel_slow", "sel_fast", "sel_fast",
+                                         "sel_fast", "sel_slow", "sel_slow"};
+  EXPECT_EQ(runs, want);
+  EXPECT_EQ(m->delegate_info(0).selection.candidates[0].runs, 2);
+  EXPECT_EQ(m->delegate_info(0).selection.candidates[1].runs, 2);
+  internal::set_selection_clocks({});
 }
 
 // The faster backend's runs, three of them taken off the CPU by something else for 10 ms: left
