@@ -64,6 +64,10 @@ void release_program_constant(void* ctx, uint32_t index) {
 
 }  // namespace
 
+ConstantSource constants_to_read(const Program& program) {
+  return {program_constant, const_cast<Program*>(&program), nullptr};
+}
+
 bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,
                   size_t cap) {
   for (uint32_t i = 0; i < count(graph->nodes()); ++i) {

@@ -94,6 +94,10 @@ bool apply_startup_switches(MethodState* state, bool wait, double timeout_ms);
 bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,
                   size_t cap);
 
+/// The program's constants for a BackendInitContext that only asks (init_would_be_cold):
+/// readable, never released.
+ConstantSource constants_to_read(const Program& program);
+
 /// Initialises backend `b` (registered as `name`) on delegate `d` with the already resolved
 /// `resolved` options; `derived` receives what it derives. On success the backend's init-only
 /// options are locked. A failed init returns its error; a failure to lock them (fatal: no other

@@ -246,6 +246,7 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
   // Would the delegate's own init be cold? The query sees the same context as init.
   BackendInitContext::Params params;
   params.options = target_options;
+  params.constants = constants_to_read(program);  // OpenCL reads the weights' shapes
   params.method_name = method->name()->string_view();
   params.symbols = symbols;
   params.device_info = s->device;

@@ -14,6 +14,8 @@
 
 #include "tessera/backend/options_map.h"
 #include "tessera/backends/opencl/options.h"
+#include "tessera/ir/graph.h"
+#include "tessera/ir/program_builder.h"
 #include "tessera/runtime/data_loader.h"
 #include "tessera/runtime/load_options.h"
 #include "tessera/runtime/method.h"
@@ -116,6 +118,71 @@ TEST_F(OpenclStartup, WithoutACacheDirEveryInitIsCold) {
   EXPECT_STREQ(m->delegate_info(0).startup.backend, "portable");
   EXPECT_TRUE(m->wait_for_startup());
   EXPECT_STREQ(m->delegate_info(0).backend, "opencl");
+}
+
+// forward(x: float32[2, 4]) = x + bias on one opencl delegate, bias a program constant, as in
+// every compiled model. The question whether the init would be cold reads the constants' shapes
+// as init does; a query without the program's constants could not tell ("the runtime provided
+// no constant data"), so a compiled model never started on the startup backend.
+ir::ProgramBuilder opencl_add_bias_program() {
+  ir::ProgramBuilder pb;
+  const float bias[4] = {1.0f, -2.0f, 0.5f, 3.0f};
+  const int cb = pb.add_constant(bias, sizeof bias);
+  ir::MethodBuilder& m = pb.add_method("forward");
+  const int x = m.add_input("x", ScalarType::Float32, {2, 4});
+  const int y = m.add_tensor("y", ScalarType::Float32, {2, 4});
+  ir::Graph g;
+  ir::Value in, b, out;
+  in.dims = {2, 4};
+  b.dims = {4};
+  b.constant = cb;
+  out.dims = {2, 4};
+  g.values = {in, b, out};
+  ir::Node add;
+  add.op = fb::OpType::Add;
+  add.name = "add";
+  add.inputs = {0, 1};
+  add.outputs = {2};
+  g.nodes = {add};
+  g.inputs = {0};
+  g.outputs = {2};
+  ir::DelegateDesc d;
+  d.id = "opencl#0";
+  d.backend = "opencl";
+  d.payload = ir::encode_graph(g);
+  d.inputs = {x};
+  d.outputs = {y};
+  m.add_delegate(std::move(d));
+  m.add_output(y);
+  if (!m.plan_memory().is_ok()) std::abort();
+  return pb;
+}
+
+TEST_F(OpenclStartup, ADelegateWithProgramConstantsStartsOnTheStartupBackend) {
+  auto loaded = testing::load_built_program(opencl_add_bias_program());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  LoadOptions load;
+  ASSERT_TRUE(load.set_startup_backend("portable").is_ok());
+  load.backend_options = &options_;
+  for (const bool cold : {true, false}) {
+    SCOPED_TRACE(cold ? "cold cache" : "warm cache");
+    auto m = loaded->program->load_method("forward", nullptr, load);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const DelegateInfo& info = m->delegate_info(0);
+    EXPECT_STREQ(info.startup.backend, cold ? "portable" : "") << info.startup.reason;
+    if (!cold) {
+      EXPECT_NE(std::string(info.startup.reason).find("nothing to build"), std::string::npos)
+          << info.startup.reason;
+    }
+    float x[8] = {-2, -1, 0, 1, 2, 3, 4, 5};
+    const float want[8] = {-1, -3, 0.5f, 4, 3, 1, 4.5f, 8};
+    const int64_t sizes[] = {2, 4};
+    ASSERT_TRUE(m->set_input(0, Tensor(ScalarType::Float32, sizes, x)).is_ok());
+    ASSERT_TRUE(m->execute().is_ok());
+    EXPECT_EQ(std::memcmp((*m->get_output(0))->data(), want, sizeof want), 0);
+    EXPECT_TRUE(m->wait_for_startup());
+    EXPECT_STREQ(info.backend, "opencl");
+  }
 }
 
 TEST_F(OpenclStartup, AKernelBuildFailingInTheBackgroundStaysOnTheStartupBackend) {
