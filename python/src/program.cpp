@@ -968,9 +968,10 @@ selection_tolerance: a measured candidate whose outputs differ from the referenc
 selection_budget_ms: time one delegate's measurement may spend, inits and runs, before option
     variants and backends nobody listed are skipped; "auto" (the default): its runs may take
     twice the first candidate's init (what a fixed load spends on the delegate).
-selection_runs_per_load: how many runs the application makes per load (default 100): an option
-    variant whose init takes longer than the fastest configuration's must repay the difference
-    within these runs, by what it saves per run, or it is not taken.
+selection_runs_per_load: how many runs the application makes per load (default 100): the
+    backend with the least init plus this many runs is chosen, and an option variant whose init
+    takes longer than the chosen configuration's must repay the difference within these runs,
+    by what it saves per run, or it is not taken.
 selection_lower_precision: option values that lower precision (oneDNN precision="bf16") are
     measured too; they must still pass selection_tolerance, so raise it as well (bf16: ~1e-2).
 startup_backend: "xnnpack", "onednn" or "auto": a delegate whose backend would compile device

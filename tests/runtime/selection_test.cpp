@@ -452,6 +452,107 @@ TEST_F(SelectionTest, PastTheBudgetEachBackendGetsTwoTimedRuns) {
   internal::set_selection_clocks({});
 }
 
+// A backend whose runs are faster but whose init is longer is chosen only when it repays the
+// difference within the runs the application makes per load (selection_runs_per_load): each
+// load from the selection cache initialises it again. sel_fast saves 2 ms a run (1 against 3 ms
+// of the fake clocks) and initialises about 320 ms longer (a real sleep): repaid after about
+// 160 runs, so it is taken at 1000 runs a load and not at 100 or 10, where the reason says why
+// and the summary marks it. The cases hold for any measured difference above 250 ms and up to
+// 500, which the set-up check asks for.
+TEST_F(SelectionTest, AFasterBackendsLongerInitMustBeRepaidByItsRuns) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  static int handle_state = 0;
+  stubs_["sel_fast"]->on_init = [](BackendInitContext&, FreeableBuffer*,
+                                   Span<const CompileSpec>) -> Result<DelegateHandle*> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(320));
+    return to_handle(&handle_state);
+  };
+  stubs_["sel_fast"]->on_execute = steady(1.0);
+  stubs_["sel_slow"]->on_execute = steady(3.0);
+  for (const int64_t runs_per_load : {int64_t{10}, int64_t{100}, int64_t{1000}}) {
+    SCOPED_TRACE(::testing::Message() << runs_per_load << " runs a load");
+    const bool taken = runs_per_load == 1000;
+    LoadOptions o = measuring("sel_fast");
+    o.selection_runs_per_load = runs_per_load;
+    auto m = program_->load_method("forward", nullptr, o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const DelegateInfo& info = m->delegate_info(0);
+    const SelectionReport& r = info.selection;
+    ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+    const SelectionCandidate& slow = r.candidates[0];
+    const SelectionCandidate& fast = r.candidates[1];
+    const double extra_init_ms = fast.init_ms - slow.init_ms;
+    ASSERT_GT(extra_init_ms, 250.0) << r.summary;
+    ASSERT_LE(extra_init_ms, 500.0) << r.summary;
+    EXPECT_TRUE(slow.accepted);
+    EXPECT_TRUE(fast.accepted);
+    EXPECT_NEAR(fast.median_ms, 1.0, 1e-9);
+    EXPECT_NEAR(slow.median_ms, 3.0, 1e-9);
+    EXPECT_EQ(fast.chosen, taken) << fast.reason;
+    EXPECT_EQ(slow.chosen, !taken) << fast.reason;
+    EXPECT_STREQ(info.backend, taken ? "sel_fast" : "sel_slow");
+    const std::string why = fast.reason;
+    if (taken) {
+      EXPECT_EQ(why.find("not taken"), std::string::npos) << why;
+    } else {
+      EXPECT_EQ(why.rfind("not taken: its init took ", 0), 0u) << why;
+      EXPECT_NE(why.find(" for sel_slow), repaid only after "), std::string::npos) << why;
+      EXPECT_NE(why.find(" runs (more than " + std::to_string(runs_per_load) + ")"),
+                std::string::npos)
+          << why;
+      EXPECT_EQ(std::string(r.summary).rfind("measured: sel_fast 1 ms (not taken), sel_slow 3 ms "
+                                             "(chosen)",
+                                             0),
+                0u)
+          << r.summary;
+    }
+  }
+  internal::set_selection_clocks({});
+}
+
+// An init that was cold (BackendInterface::init_would_be_cold: device code compiled) is not
+// weighed when the backend's cache now holds that work, since later loads read the cache: at
+// 100 runs a load sel_fast (1 against 3 ms a run, a 320 ms cold init) is chosen, its reason
+// says so. Without a cache every init is cold, so the measured one is what each load pays, and
+// it is weighed (not taken).
+TEST_F(SelectionTest, AColdInitThatTheBackendCachedIsNotWeighed) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  static int handle_state = 0;
+  static std::atomic<bool> has_cache{false}, cached{false};
+  stubs_["sel_fast"]->on_init_would_be_cold = [](const BackendInitContext&) -> Result<bool> {
+    return !cached.load();
+  };
+  stubs_["sel_fast"]->on_init = [](BackendInitContext&, FreeableBuffer*,
+                                   Span<const CompileSpec>) -> Result<DelegateHandle*> {
+    if (!cached.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(320));
+      if (has_cache.load()) cached = true;
+    }
+    return to_handle(&handle_state);
+  };
+  stubs_["sel_fast"]->on_execute = steady(1.0);
+  stubs_["sel_slow"]->on_execute = steady(3.0);
+  for (const bool with_cache : {true, false}) {
+    SCOPED_TRACE(with_cache ? "a cache" : "no cache");
+    has_cache = with_cache;
+    cached = false;
+    auto m = program_->load_method("forward", nullptr, measuring("sel_fast"));
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const SelectionReport& r = m->delegate_info(0).selection;
+    ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+    const SelectionCandidate& fast = r.candidates[1];
+    ASSERT_GT(fast.init_ms - r.candidates[0].init_ms, 250.0) << r.summary;  // measured, cold
+    EXPECT_EQ(fast.chosen, with_cache) << fast.reason;
+    const std::string why = fast.reason;
+    EXPECT_EQ(why.find("its init (cold, now in its cache) weighed as the quickest other's") !=
+                  std::string::npos,
+              with_cache)
+        << why;
+    EXPECT_EQ(why.find("not taken: its init took") != std::string::npos, !with_cache) << why;
+  }
+  internal::set_selection_clocks({});
+}
+
 // The faster backend's runs, three of them taken off the CPU by something else for 10 ms: left
 // out and timed again, the slower one is not chosen for them (their median would be 10 ms).
 TEST_F(SelectionTest, DisturbedRunsDoNotMakeTheFasterBackendLose) {
