@@ -943,12 +943,12 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         const double extra_init_ms = weighed_init_ms(c) - weighed_init_ms(b);
         const double saved_ms = b->median_ms - c->median_ms;
         const std::string was = c->reason;
-        set_text(c->reason, sizeof c->reason,
-                 string_format("%s%snot taken: its init took %.0f ms more (%.0f against %.0f "
-                               "for %s), repaid only after %.0f runs (more than %.0f)",
-                               was.c_str(), was.empty() ? "" : "; ", extra_init_ms,
-                               weighed_init_ms(c), weighed_init_ms(b), b->backend,
-                               extra_init_ms / saved_ms, runs_per_load));
+        set_text(
+            c->reason, sizeof c->reason,
+            string_format("%s%snot taken: its init took %.0f ms more (%.0f against %.0f "
+                          "for %s), repaid only after %.0f runs (more than %.0f)",
+                          was.c_str(), was.empty() ? "" : "; ", extra_init_ms, weighed_init_ms(c),
+                          weighed_init_ms(b), b->backend, extra_init_ms / saved_ms, runs_per_load));
       }
     }
     for (Entrant* e : in) e->held.reset();  // the others go
@@ -1045,9 +1045,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       // every load from the selection cache took about 2.4 times a fixed load.
       const double payback_runs = static_cast<double>(options.selection_runs_per_load);
       // An init cold and now cached (PreInit::warmer_later) on either side: not weighed.
-      const double extra_init_ms =
-          warmer_later[index_of(c)] || warmer_later[index_of(best)] ? 0
-                                                                    : c->init_ms - best->init_ms;
+      const double extra_init_ms = warmer_later[index_of(c)] || warmer_later[index_of(best)]
+                                       ? 0
+                                       : c->init_ms - best->init_ms;
       const double saved_ms = (before > 0 ? std::min(now, before) : now) - c->median_ms;
       const bool repaid = extra_init_ms <= 0 || saved_ms * payback_runs >= extra_init_ms;
       const bool wins = beats_now && beats_before && repaid;
