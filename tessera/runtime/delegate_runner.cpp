@@ -64,8 +64,23 @@ void release_program_constant(void* ctx, uint32_t index) {
 
 }  // namespace
 
-ConstantSource constants_to_read(const Program& program) {
-  return {program_constant, const_cast<Program*>(&program), nullptr};
+Result<bool> ask_init_would_be_cold(const Program& program, const fb::Method* method,
+                                    const fb::Delegate* d, const BackendInterface& b,
+                                    Span<const CompileSpec> specs, ResolvedOptions* resolved,
+                                    const MethodState& s, Span<const SymbolValue> symbols) {
+  BackendInitContext::Params params;
+  params.options = resolved;
+  // OpenCL reads the weights' shapes; the query changes nothing, so nothing is released.
+  params.constants = {program_constant, const_cast<Program*>(&program), nullptr};
+  params.method_name = method->name()->string_view();
+  params.symbols = symbols;
+  params.device_info = s.device;
+  params.policy = s.policy;
+  DerivedValues scratch;
+  params.derived = &scratch;
+  const BackendInitContext query(params);
+  const FreeableBuffer payload(d->payload()->data(), d->payload()->size());
+  return b.init_would_be_cold(query, payload, specs);
 }
 
 bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,

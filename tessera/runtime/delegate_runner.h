@@ -94,9 +94,13 @@ bool apply_startup_switches(MethodState* state, bool wait, double timeout_ms);
 bool supports_all(const BackendInterface& backend, const fb::Graph* graph, char* missing,
                   size_t cap);
 
-/// The program's constants for a BackendInitContext that only asks (init_would_be_cold):
-/// readable, never released.
-ConstantSource constants_to_read(const Program& program);
+/// `b`->init_would_be_cold for delegate `d` with the already resolved `resolved` options, asked
+/// with the context init would get (the program's constants readable, never released; no
+/// method allocator).
+Result<bool> ask_init_would_be_cold(const Program& program, const fb::Method* method,
+                                    const fb::Delegate* d, const BackendInterface& b,
+                                    Span<const CompileSpec> specs, ResolvedOptions* resolved,
+                                    const MethodState& s, Span<const SymbolValue> symbols);
 
 /// Initialises backend `b` (registered as `name`) on delegate `d` with the already resolved
 /// `resolved` options; `derived` receives what it derives. On success the backend's init-only

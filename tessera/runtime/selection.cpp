@@ -505,18 +505,8 @@ bool init_would_be_cold(const Program& program, const fb::Method* method, const 
                         BackendInterface* b, Span<const CompileSpec> specs,
                         ResolvedOptions* resolved, const MethodState* s,
                         Span<const SymbolValue> symbols) {
-  BackendInitContext::Params params;
-  params.options = resolved;
-  params.constants = constants_to_read(program);
-  params.method_name = method->name()->string_view();
-  params.symbols = symbols;
-  params.device_info = s->device;
-  params.policy = s->policy;
-  DerivedValues scratch;
-  params.derived = &scratch;
-  const BackendInitContext query(params);
-  const FreeableBuffer payload(d->payload()->data(), d->payload()->size());
-  const Result<bool> cold = b->init_would_be_cold(query, payload, specs);
+  const Result<bool> cold =
+      ask_init_would_be_cold(program, method, d, *b, specs, resolved, *s, symbols);
   return cold.ok() && *cold;
 }
 

@@ -244,18 +244,8 @@ Status begin_startup(const Program& program, const fb::Method* method, const fb:
   }
 
   // Would the delegate's own init be cold? The query sees the same context as init.
-  BackendInitContext::Params params;
-  params.options = target_options;
-  params.constants = constants_to_read(program);  // OpenCL reads the weights' shapes
-  params.method_name = method->name()->string_view();
-  params.symbols = symbols;
-  params.device_info = s->device;
-  params.policy = s->policy;
-  DerivedValues scratch;
-  params.derived = &scratch;
-  BackendInitContext query(params);
-  FreeableBuffer payload(d->payload()->data(), d->payload()->size());
-  Result<bool> cold = target->init_would_be_cold(query, payload, specs);
+  Result<bool> cold =
+      ask_init_would_be_cold(program, method, d, *target, specs, target_options, *s, symbols);
   if (!cold.ok()) {
     // The init reports the same problem with its own error (and the fallback chain applies).
     std::snprintf(report.reason, sizeof report.reason, "not used: '%.*s' cannot tell: %.100s",
