@@ -969,8 +969,8 @@ selection_budget_ms: time one delegate's measurement may spend, inits and runs, 
     variants and backends nobody listed are skipped; "auto" (the default): its runs may take
     twice the first candidate's init (what a fixed load spends on the delegate).
 selection_runs_per_load: how many runs the application makes per load (default 100): the
-    backend with the least init plus this many runs is chosen, and an option variant whose init
-    takes longer than the chosen configuration's must repay the difference within these runs,
+    fastest backend is kept unless another one's init plus this many runs comes to at least 3%
+    less, and an option variant whose init takes longer than the chosen configuration's must repay the difference within these runs,
     by what it saves per run, or it is not taken.
 selection_lower_precision: option values that lower precision (oneDNN precision="bf16") are
     measured too; they must still pass selection_tolerance, so raise it as well (bf16: ~1e-2).

@@ -299,8 +299,9 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_tolerance(
  * nothing changes then. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_budget_ms(
     tessera_load_options* options, double budget_ms);
-/** How many runs the application expects to make per load (default 100): the backend chosen
- * is the one with the least init plus this many runs, and an option variant whose init takes
+/** How many runs the application expects to make per load (default 100): the fastest backend
+ * is kept unless another one's init plus this many runs comes to at least 3% less, and an
+ * option variant whose init takes
  * longer than the chosen configuration's must repay the difference within these runs, by what
  * it saves per run, or it is not taken (every load from the selection cache initialises the
  * chosen configuration again). A service that loads once and runs for hours

@@ -117,6 +117,12 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
 /// noise of five timed runs, and a variant may cost load time the measurement does not see.
 bool replaces_fastest(double ms, double best_ms, bool variant);
 
+/// Of backends measured with these inits and run medians (each accepted; the same length), the
+/// index of the one the delegate keeps: the fastest runs (the first of equals), unless another
+/// one's init plus `runs_per_load` runs comes to at least 3% less than the fastest's (the load's
+/// noise: one init reading and a few runs each), then the least of those. Empty: -1.
+int keep_by_load(Span<const double> init_ms, Span<const double> median_ms, double runs_per_load);
+
 /// Whether a candidate whose timed runs so far took `times` is clearly slower than the fastest
 /// so far (`best_ms`, its median): two runs or more, the quickest above 1.25x that median. One
 /// run never is (a single run twice as slow as the ones around it happens, and would decide a

@@ -140,9 +140,9 @@ struct LoadOptions {
   static Status check_selection_tolerance(double tolerance);
   static Status check_selection_budget_ms(double ms);
   /// Under measuring, how many runs the application expects to make per load. Each load from
-  /// the selection cache initialises the chosen configuration again, so the backend chosen is
-  /// the one with the least init plus this many runs (one whose runs are faster but whose init
-  /// is longer must repay the difference within these runs), and an option variant whose init
+  /// the selection cache initialises the chosen configuration again, so the fastest backend is
+  /// kept unless another one's init plus this many runs comes to at least 3% less (faster runs
+  /// must repay a longer init within these runs), and an option variant whose init
   /// takes longer than the chosen configuration's must save, per run, at least the extra init
   /// divided by this, or it is not taken. 100 (the default) suits an application that loads
   /// often; a service that loads once and runs for hours sets far more (Winograd's weight

@@ -1147,6 +1147,31 @@ TEST(SelectionRule, AVariantMustBeatTheFastestByThreePercent) {
   EXPECT_FALSE(internal::replaces_fastest(10.0, 10.0, false));
 }
 
+// Which backend a delegate keeps: the fastest runs unless another's init plus the runs per load
+// comes to at least 3% less (the measured figures of the thirty-third session, init ms and run
+// medians, oneDNN first).
+TEST(SelectionRule, TheFastestBackendKeepsTheDelegateUnlessALoadCosts3PercentLess) {
+  using internal::keep_by_load;
+  const std::vector<double> none;
+  EXPECT_EQ(keep_by_load(none, none, 100), -1);
+  EXPECT_EQ(keep_by_load(std::vector<double>{50}, std::vector<double>{3}, 10), 0);
+  // MobileNetV3-Small, one thread: oneDNN 38 ms + 1.21 a run, XNNPACK 16 + 1.64.
+  const std::vector<double> mnv3_init = {38, 16}, mnv3_ms = {1.21, 1.64};
+  EXPECT_EQ(keep_by_load(mnv3_init, mnv3_ms, 100), 0);  // 159 against 180 ms
+  EXPECT_EQ(keep_by_load(mnv3_init, mnv3_ms, 10), 1);   // 50.1 against 32.4
+  EXPECT_EQ(keep_by_load(mnv3_init, mnv3_ms, 1), 1);
+  // DenseNet-121, two threads, ten runs: 336 against 329 ms, within 3%: the fastest stays.
+  EXPECT_EQ(keep_by_load(std::vector<double>{123, 79}, std::vector<double>{21.3, 25.0}, 10), 0);
+  // Equal runs: the first stays, whatever the inits within 3%; far shorter init: it wins.
+  EXPECT_EQ(keep_by_load(std::vector<double>{20, 10}, std::vector<double>{5, 5}, 100), 0);
+  EXPECT_EQ(keep_by_load(std::vector<double>{40, 10}, std::vector<double>{5, 5}, 100), 1);
+  // Three: the cheapest of those 3% under the fastest, not merely the first of them.
+  EXPECT_EQ(keep_by_load(std::vector<double>{300, 100, 20}, std::vector<double>{1, 2, 3}, 10), 2);
+  // Faster runs with a shorter init: it wins at any count.
+  EXPECT_EQ(keep_by_load(std::vector<double>{50, 20}, std::vector<double>{3, 2}, 1), 1);
+  EXPECT_EQ(keep_by_load(std::vector<double>{50, 20}, std::vector<double>{3, 2}, 1e6), 1);
+}
+
 // A variant whose value the backend already derived for that option (left at its default) is
 // the configuration just measured: listed as skipped, not initialised and timed again.
 // With another backend to measure, the variants are measured after the backends' race, each

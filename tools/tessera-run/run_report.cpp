@@ -115,8 +115,8 @@ void RunOptionsCli::add_to(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--select-runs-per-load", select_runs_per_load,
                  "When measuring: how many runs the application makes per load (default 100); "
-                 "the backend with the least init plus this many runs is chosen, and an option "
-                 "variant whose init takes longer than the chosen configuration's must repay the "
+                 "the fastest backend is kept unless another one's init plus this many runs comes "
+                 "to at least 3% less, and an option variant whose init takes longer than the chosen configuration's must repay the "
                  "difference within them, by what it saves per run")
       ->check(CLI::Range(int64_t{1}, LoadOptions::kSelectionRunsPerLoadLimit));
   app.add_flag("--select-lower-precision", select_lower_precision,
