@@ -72,6 +72,27 @@ void MmapDataLoader::release(Span<const uint8_t> range) const {
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+void MmapDataLoader::will_read(Span<const uint8_t> range) const {
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  auto begin = reinterpret_cast<uintptr_t>(range.data());
+  const uintptr_t end = begin + range.size();
+  if (data_ == nullptr || range.size() < kWillReadMinBytes || begin < base ||
+      end > base + size_) {
+    return;
+  }
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  begin = begin / page * page;  // madvise wants a page-aligned start; the mapping starts on one
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14 (glibc 2.35 names it)
+#endif
+  // Reads the pages in and maps them; an older kernel answers EINVAL, and the read-ahead hint
+  // is what is left. Errors change nothing: the bytes are read (and fault) as before.
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) != 0 &&
+      errno == EINVAL) {
+    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+  }
+}
+
 bool MmapDataLoader::read(size_t offset, Span<uint8_t> out) const {
   if (fd_ < 0 || offset > size_ || out.size() > size_ - offset) return false;
   size_t done = 0;

@@ -37,6 +37,10 @@ class DataLoader {
   /// the process's memory; they stay valid and unchanged, and come back when read. The default
   /// keeps them (a caller's buffer is never touched).
   virtual void release(Span<const uint8_t> range) const { (void)range; }
+  /// A hint that `range` (inside data()) is about to be read whole (a backend packing those
+  /// constants): a loader that maps a file may map all its pages now, at once. The default does
+  /// nothing.
+  virtual void will_read(Span<const uint8_t> range) const { (void)range; }
   /// Copies the bytes of data() from `offset` on into `out` without mapping them into the
   /// process, for a caller that reads each byte once (a hash of the whole program). Returns
   /// false, with `out` unspecified, where the loader cannot (the default: read data()) or the
@@ -65,6 +69,14 @@ class MmapDataLoader final : public DataLoader {
   /// read-only private mapping): its resident size shrinks, and a later read maps the page
   /// again from the file (the page cache, normally). Ranges outside the mapping are ignored.
   void release(Span<const uint8_t> range) const override;
+  /// Maps the pages of `range` of at least kWillReadMinBytes in one call (madvise
+  /// MADV_POPULATE_READ, Linux 5.14 on; before it, MADV_WILLNEED starts reading them from the
+  /// file) instead of a page fault every 64 KiB as they are read: ResNet-18's weights took 680
+  /// such faults in a load; oneDNN loads of ResNet-18, MobileNetV2 and ResNeXt-50 took 4-5 %
+  /// less time without them on a KVM guest. Shorter ranges, and ranges outside the mapping, are
+  /// left to the faults.
+  void will_read(Span<const uint8_t> range) const override;
+  static constexpr size_t kWillReadMinBytes = size_t{64} << 10;
   /// fstat of the file the mapping was made from (the loader keeps it open).
   bool file_identity(FileIdentity* out) const override;
   /// pread from the file the mapping was made from (the loader keeps it open): the kernel copies

@@ -49,9 +49,13 @@ void copy_str(char* dst, size_t cap, std::string_view src) {
   va_end(args);
 }
 
+// The constants for a backend's init, which reads them whole (Program::constant_to_read), or,
+// `peek`, for a query that may read a few bytes of them.
+template <bool peek>
 Result<Span<const uint8_t>> program_constant(void* ctx, uint32_t index) {
   const Program* p = static_cast<const Program*>(ctx);
-  Span<const uint8_t> c = p->constant(static_cast<int>(index));
+  const int i = static_cast<int>(index);
+  Span<const uint8_t> c = peek ? p->constant(i) : p->constant_to_read(i);
   if (c.data() == nullptr) {
     return Status::error(Error::NotFound, "program has no constant %u", index);
   }
@@ -71,7 +75,7 @@ Result<bool> ask_init_would_be_cold(const Program& program, const fb::Method* me
   BackendInitContext::Params params;
   params.options = resolved;
   // OpenCL reads the weights' shapes; the query changes nothing, so nothing is released.
-  params.constants = {program_constant, const_cast<Program*>(&program), nullptr};
+  params.constants = {program_constant<true>, const_cast<Program*>(&program), nullptr};
   params.method_name = method->name()->string_view();
   params.symbols = symbols;
   params.device_info = s.device;
@@ -226,7 +230,8 @@ Result<DelegateHandle*> init_on(const Program& program, const fb::Method* method
   params.options = resolved;
   params.method_name = method->name()->string_view();
   params.symbols = symbols;
-  params.constants = {program_constant, const_cast<Program*>(&program), release_program_constant};
+  params.constants = {program_constant<false>, const_cast<Program*>(&program),
+                      release_program_constant};
   params.device_info = s->device;
   params.policy = s->policy;
   derived->clear();  // a failed candidate's reports do not carry over

@@ -97,6 +97,12 @@ Span<const uint8_t> Program::constant(int index) const {
   return {data_.data() + program_->segment_offset() + c->offset(), static_cast<size_t>(c->size())};
 }
 
+Span<const uint8_t> Program::constant_to_read(int index) const {
+  const Span<const uint8_t> c = constant(index);
+  if (c.size() > 0) loader_->will_read(c);
+  return c;
+}
+
 void Program::release_constant(int index) const {
   const Span<const uint8_t> c = constant(index);
   if (c.size() > 0) loader_->release(c);

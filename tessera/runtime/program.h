@@ -48,6 +48,9 @@ class Program {
 
   /// Bytes of constant `index` (in the mapped file); empty if out of range.
   Span<const uint8_t> constant(int index) const;
+  /// The same, for a reader about to read them whole (a backend's init packing its weights):
+  /// the loader may map them at once now (DataLoader::will_read).
+  Span<const uint8_t> constant_to_read(int index) const;
   /// A hint that nothing reads constant `index` for now (a backend made its own copy of it):
   /// passed to the DataLoader (DataLoader::release), which may drop its pages from memory. The
   /// bytes stay valid. Out of range: nothing.

@@ -1,7 +1,10 @@
 // Releasing program constants (DataLoader::release, Program::release_constant,
 // BackendInitContext::release_constant): a mapped program drops the pages of the constants a
 // backend copied, and their bytes stay readable and unchanged; a caller's buffer is never touched.
+// And the other way (DataLoader::will_read, Program::constant_to_read): a backend's init gets
+// its constants mapped at once.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -165,6 +168,73 @@ TEST(MmapDataLoaderRelease, OnlyWholePagesInsideTheMappingGo) {
   loader->release(all);
   EXPECT_EQ(resident_kib(all.data()), 0);
   EXPECT_EQ(std::memcmp(all.data(), want.data(), want.size()), 0);
+  std::remove(path.c_str());
+}
+
+// Whether this kernel maps a file's pages on madvise(MADV_POPULATE_READ) (Linux 5.14 on).
+bool kernel_populates(Span<const uint8_t> mapped) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto at = reinterpret_cast<uintptr_t>(mapped.data()) / page * page;
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+  return ::madvise(reinterpret_cast<void*>(at), page, MADV_POPULATE_READ) == 0;
+}
+
+// will_read() maps a range of 64 KiB or more at once; shorter ranges, ranges outside the mapping
+// and a caller's buffer are left alone.
+TEST(MmapDataLoaderWillRead, MapsALongRangeAtOnceAndLeavesTheRest) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::vector<uint8_t> want = pattern(kConstantBytes + 100);
+  const std::string path = write_temp_file("tessera_loader_will_read.bin", want);
+  auto loader = MmapDataLoader::from(path.c_str());
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  const Span<const uint8_t> all = loader->data();
+  ASSERT_EQ(resident_kib(all.data()), 0);
+  loader->will_read(all.subspan(100, MmapDataLoader::kWillReadMinBytes - 1));  // too short
+  uint8_t elsewhere[128 << 10] = {};
+  loader->will_read(Span<const uint8_t>(elsewhere, sizeof elsewhere));  // not the mapping's
+  loader->will_read(Span<const uint8_t>(all.data() + page, all.size()));  // runs past the end
+  EXPECT_EQ(resident_kib(all.data()), 0);
+  if (!kernel_populates(all.subspan(static_cast<size_t>(2 * page)))) {
+    GTEST_SKIP() << "this kernel has no MADV_POPULATE_READ (Linux 5.14): a read-ahead hint only";
+  }
+  loader->release(all);
+  ASSERT_EQ(resident_kib(all.data()), 0);
+  // 100 bytes into the first page to 100 bytes into the last: every page of it, none read yet.
+  loader->will_read(all.subspan(100, kConstantBytes));
+  EXPECT_EQ(resident_kib(all.data()), static_cast<long>((kConstantBytes + page) >> 10));
+  EXPECT_EQ(std::memcmp(all.data(), want.data(), want.size()), 0);
+  std::remove(path.c_str());
+}
+
+// A backend's init gets its constants mapped at once (Program::constant_to_read): the 1 MiB
+// constant is resident when the init sees it, before the init reads a byte of it.
+TEST_F(ConstantRelease, AnInitGetsItsConstantsMappedAtOnce) {
+  const std::vector<uint8_t> want = pattern(kConstantBytes);
+  const std::string path = ::testing::TempDir() + "/tessera_constant_will_read.tsr";
+  ASSERT_TRUE(program_with_constant(want).write(path).is_ok());
+  auto loader = MmapDataLoader::from(path.c_str());
+  ASSERT_TRUE(loader.ok()) << loader.status().message();
+  auto program = Program::load(&*loader);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  const Span<const uint8_t> c = program->constant(0);
+  if (!kernel_populates(c)) GTEST_SKIP() << "this kernel has no MADV_POPULATE_READ (Linux 5.14)";
+  program->release_constant(0);
+  long resident_at_init = -1;
+  stub_->on_init = [&](BackendInitContext& ctx, FreeableBuffer*,
+                       Span<const CompileSpec>) -> Result<DelegateHandle*> {
+    Result<Span<const uint8_t>> got = ctx.constant(0);
+    if (!got.ok()) return got.status();
+    resident_at_init = resident_kib(got->data());
+    copy_.assign(got->begin(), got->end());
+    return to_handle(&handle_target_);
+  };
+  ASSERT_LT(resident_kib(c.data()), static_cast<long>(kConstantBytes >> 10));
+  auto method = program->load_method("forward");
+  ASSERT_TRUE(method.ok()) << method.status().message();
+  EXPECT_GE(resident_at_init, static_cast<long>(kConstantBytes >> 10));
+  EXPECT_EQ(copy_, want);
   std::remove(path.c_str());
 }
 
