@@ -76,8 +76,7 @@ void MmapDataLoader::will_read(Span<const uint8_t> range) const {
   const auto base = reinterpret_cast<uintptr_t>(data_);
   auto begin = reinterpret_cast<uintptr_t>(range.data());
   const uintptr_t end = begin + range.size();
-  if (data_ == nullptr || range.size() < kWillReadMinBytes || begin < base ||
-      end > base + size_) {
+  if (data_ == nullptr || range.size() < kWillReadMinBytes || begin < base || end > base + size_) {
     return;
   }
   static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));

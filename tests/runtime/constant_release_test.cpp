@@ -193,7 +193,7 @@ TEST(MmapDataLoaderWillRead, MapsALongRangeAtOnceAndLeavesTheRest) {
   ASSERT_EQ(resident_kib(all.data()), 0);
   loader->will_read(all.subspan(100, MmapDataLoader::kWillReadMinBytes - 1));  // too short
   uint8_t elsewhere[128 << 10] = {};
-  loader->will_read(Span<const uint8_t>(elsewhere, sizeof elsewhere));  // not the mapping's
+  loader->will_read(Span<const uint8_t>(elsewhere, sizeof elsewhere));    // not the mapping's
   loader->will_read(Span<const uint8_t>(all.data() + page, all.size()));  // runs past the end
   EXPECT_EQ(resident_kib(all.data()), 0);
   if (!kernel_populates(all.subspan(static_cast<size_t>(2 * page)))) {
