@@ -59,28 +59,39 @@ MmapDataLoader& MmapDataLoader::operator=(MmapDataLoader&& other) noexcept {
   return *this;
 }
 
-void MmapDataLoader::release(Span<const uint8_t> range) const {
-  const auto base = reinterpret_cast<uintptr_t>(data_);
-  auto begin = reinterpret_cast<uintptr_t>(range.data());
-  uintptr_t end = begin + range.size();
-  if (data_ == nullptr || begin < base || end > base + size_ || end <= begin) return;
+namespace {
+
+// The pages of `range` when it is a non-empty range inside the mapping [data, data + size):
+// `whole_only`, the pages wholly inside it (the neighbours may be in use), else every page it
+// touches. False outside the mapping, or when no page is left.
+bool pages_of(const uint8_t* data, size_t size, Span<const uint8_t> range, bool whole_only,
+              uintptr_t* begin, uintptr_t* end) {
+  const auto base = reinterpret_cast<uintptr_t>(data);
+  *begin = reinterpret_cast<uintptr_t>(range.data());
+  *end = *begin + range.size();
+  if (data == nullptr || *begin < base || *end > base + size || *end <= *begin) return false;
   static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  begin = (begin + page - 1) / page * page;  // whole pages only: the neighbours may be in use
-  end = end / page * page;
-  if (end <= begin) return;
+  const uintptr_t in = whole_only ? page - 1 : 0, out = whole_only ? 0 : page - 1;
+  *begin = (*begin + in) / page * page;
+  *end = (*end + out) / page * page;
+  return *begin < *end;
+}
+
+}  // namespace
+
+void MmapDataLoader::release(Span<const uint8_t> range) const {
+  uintptr_t begin = 0, end = 0;
+  if (!pages_of(data_, size_, range, /*whole_only=*/true, &begin, &end)) return;
   // Never written (PROT_READ), so dropping loses nothing: the next read maps the file's page.
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 void MmapDataLoader::will_read(Span<const uint8_t> range) const {
-  const auto base = reinterpret_cast<uintptr_t>(data_);
-  auto begin = reinterpret_cast<uintptr_t>(range.data());
-  const uintptr_t end = begin + range.size();
-  if (data_ == nullptr || range.size() < kWillReadMinBytes || begin < base || end > base + size_) {
+  uintptr_t begin = 0, end = 0;
+  if (range.size() < kWillReadMinBytes ||
+      !pages_of(data_, size_, range, /*whole_only=*/false, &begin, &end)) {
     return;
   }
-  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  begin = begin / page * page;  // madvise wants a page-aligned start; the mapping starts on one
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14 (glibc 2.35 names it)
 #endif

@@ -61,6 +61,12 @@ void set_text(char* dst, size_t cap, const std::string& text) {
   std::snprintf(dst, cap, "%s", text.c_str());
 }
 
+// `text` after what c's reason already says ("; " between).
+void add_reason(SelectionCandidate* c, const std::string& text) {
+  const std::string was = c->reason;
+  set_text(c->reason, sizeof c->reason, was.empty() ? text : was + "; " + text);
+}
+
 // Deterministic data in every non-constant input of the delegate (fill_deterministic).
 void fill_inputs(const fb::Method* method, const fb::Instruction* ins, Span<EValue*> args) {
   const uint32_t n = ins->inputs() ? ins->inputs()->size() : 0;
@@ -912,12 +918,14 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       record(c, results[i]);
       c->accepted = true;
       if (results[i].stopped || results[i].beaten) {
-        const std::string was = c->reason;
-        set_text(c->reason, sizeof c->reason,
-                 string_format("%s%s%s: stopped after %d timed run%s", was.c_str(),
-                               was.empty() ? "" : "; ",
-                               results[i].stopped ? "clearly slower" : "slower in every run",
-                               results[i].runs, results[i].runs == 1 ? "" : "s"));
+        add_reason(c, string_format("%s: stopped after %d timed run%s",
+                                    results[i].stopped ? "clearly slower" : "slower in every run",
+                                    results[i].runs, results[i].runs == 1 ? "" : "s"));
+      }
+      if (warmer_later[index_of(c)]) {
+        add_reason(c, string_format("its init (cold, now in its cache) weighed as the quickest "
+                                    "other's, %.0f ms",
+                                    weighed_init_ms(c)));
       }
       ran.push_back(in[i]);
       ran_init_ms.push_back(weighed_init_ms(c));
@@ -925,15 +933,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     }
     const int kept_index = keep_by_load(ran_init_ms, ran_median_ms, runs_per_load);
     Entrant* best = kept_index >= 0 ? ran[static_cast<size_t>(kept_index)] : nullptr;
-    for (size_t i = 0; i < in.size(); ++i) {
-      SelectionCandidate* c = in[i]->entry;
-      if (!c->accepted || !warmer_later[index_of(c)]) continue;
-      const std::string was = c->reason;
-      set_text(c->reason, sizeof c->reason,
-               string_format("%s%sits init (cold, now in its cache) weighed as the quickest "
-                             "other's, %.0f ms",
-                             was.c_str(), was.empty() ? "" : "; ", weighed_init_ms(c)));
-    }
     if (best != nullptr) {
       chosen = index_of(best->entry);
       adopt(&best->held);
@@ -946,13 +945,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         }
         const double extra_init_ms = weighed_init_ms(c) - weighed_init_ms(b);
         const double saved_ms = b->median_ms - c->median_ms;
-        const std::string was = c->reason;
-        set_text(
-            c->reason, sizeof c->reason,
-            string_format("%s%snot taken: its init took %.0f ms more (%.0f against %.0f "
-                          "for %s), repaid only after %.0f runs (more than %.0f)",
-                          was.c_str(), was.empty() ? "" : "; ", extra_init_ms, weighed_init_ms(c),
-                          weighed_init_ms(b), b->backend, extra_init_ms / saved_ms, runs_per_load));
+        add_reason(c, string_format("not taken: its init took %.0f ms more (%.0f against %.0f "
+                                    "for %s), repaid only after %.0f runs (more than %.0f)",
+                                    extra_init_ms, weighed_init_ms(c), weighed_init_ms(b),
+                                    b->backend, extra_init_ms / saved_ms, runs_per_load));
       }
     }
     for (Entrant* e : in) e->held.reset();  // the others go
