@@ -94,8 +94,29 @@ class ConstantRelease : public ::testing::Test {
     };
     ASSERT_TRUE(register_backend("stub_release", std::unique_ptr<BackendInterface>(stub_)).is_ok());
   }
-  void TearDown() override { (void)unregister_backend("stub_release"); }
+  void TearDown() override {
+    program_.reset();  // before its loader
+    loader_.reset();
+    if (!path_.empty()) std::remove(path_.c_str());
+    (void)unregister_backend("stub_release");
+  }
 
+  // Writes program_with_constant(bytes) to the file `name` in the test's temporary directory
+  // and loads it from a mapping (loader_, program_; the file goes in TearDown).
+  void load_mapped(const char* name, const std::vector<uint8_t>& bytes) {
+    path_ = ::testing::TempDir() + "/" + name;
+    ASSERT_TRUE(program_with_constant(bytes).write(path_).is_ok());
+    auto loader = MmapDataLoader::from(path_.c_str());
+    ASSERT_TRUE(loader.ok()) << loader.status().message();
+    loader_ = std::make_unique<MmapDataLoader>(std::move(*loader));
+    auto program = Program::load(loader_.get());
+    ASSERT_TRUE(program.ok()) << program.status().message();
+    program_ = std::make_unique<Program>(std::move(*program));
+  }
+
+  std::string path_;
+  std::unique_ptr<MmapDataLoader> loader_;
+  std::unique_ptr<Program> program_;
   testing::StubBackend* stub_ = nullptr;
   std::vector<uint8_t> copy_;
   int handle_target_ = 0;
@@ -103,19 +124,14 @@ class ConstantRelease : public ::testing::Test {
 
 TEST_F(ConstantRelease, AMappedProgramDropsTheReleasedConstantsPagesAndKeepsItsBytes) {
   const std::vector<uint8_t> want = pattern(kConstantBytes);
-  const std::string path = ::testing::TempDir() + "/tessera_constant_release.tsr";
-  ASSERT_TRUE(program_with_constant(want).write(path).is_ok());
-  auto loader = MmapDataLoader::from(path.c_str());
-  ASSERT_TRUE(loader.ok()) << loader.status().message();
-  auto program = Program::load(&*loader);
-  ASSERT_TRUE(program.ok()) << program.status().message();
-  const Span<const uint8_t> c = program->constant(0);
+  ASSERT_NO_FATAL_FAILURE(load_mapped("tessera_constant_release.tsr", want));
+  const Span<const uint8_t> c = program_->constant(0);
   ASSERT_EQ(c.size(), kConstantBytes);
   touch(c);
   const long before = resident_kib(c.data());
   ASSERT_GE(before, static_cast<long>(kConstantBytes >> 10));
 
-  auto method = program->load_method("forward");
+  auto method = program_->load_method("forward");
   ASSERT_TRUE(method.ok()) << method.status().message();
   EXPECT_EQ(copy_, want);
   const long after = resident_kib(c.data());
@@ -126,7 +142,6 @@ TEST_F(ConstantRelease, AMappedProgramDropsTheReleasedConstantsPagesAndKeepsItsB
       << "resident before " << before << " KiB, after " << after << " KiB";
   // Still readable, unchanged: read again from the file.
   EXPECT_EQ(std::memcmp(c.data(), want.data(), want.size()), 0);
-  std::remove(path.c_str());
 }
 
 TEST_F(ConstantRelease, ACallersBufferIsNeverTouched) {
@@ -212,15 +227,10 @@ TEST(MmapDataLoaderWillRead, MapsALongRangeAtOnceAndLeavesTheRest) {
 // constant is resident when the init sees it, before the init reads a byte of it.
 TEST_F(ConstantRelease, AnInitGetsItsConstantsMappedAtOnce) {
   const std::vector<uint8_t> want = pattern(kConstantBytes);
-  const std::string path = ::testing::TempDir() + "/tessera_constant_will_read.tsr";
-  ASSERT_TRUE(program_with_constant(want).write(path).is_ok());
-  auto loader = MmapDataLoader::from(path.c_str());
-  ASSERT_TRUE(loader.ok()) << loader.status().message();
-  auto program = Program::load(&*loader);
-  ASSERT_TRUE(program.ok()) << program.status().message();
-  const Span<const uint8_t> c = program->constant(0);
+  ASSERT_NO_FATAL_FAILURE(load_mapped("tessera_constant_will_read.tsr", want));
+  const Span<const uint8_t> c = program_->constant(0);
   if (!kernel_populates(c)) GTEST_SKIP() << "this kernel has no MADV_POPULATE_READ (Linux 5.14)";
-  program->release_constant(0);
+  program_->release_constant(0);
   long resident_at_init = -1;
   stub_->on_init = [&](BackendInitContext& ctx, FreeableBuffer*,
                        Span<const CompileSpec>) -> Result<DelegateHandle*> {
@@ -231,11 +241,10 @@ TEST_F(ConstantRelease, AnInitGetsItsConstantsMappedAtOnce) {
     return to_handle(&handle_target_);
   };
   ASSERT_LT(resident_kib(c.data()), static_cast<long>(kConstantBytes >> 10));
-  auto method = program->load_method("forward");
+  auto method = program_->load_method("forward");
   ASSERT_TRUE(method.ok()) << method.status().message();
   EXPECT_GE(resident_at_init, static_cast<long>(kConstantBytes >> 10));
   EXPECT_EQ(copy_, want);
-  std::remove(path.c_str());
 }
 
 // read() copies from the file without mapping a page in; past the end it answers false.
