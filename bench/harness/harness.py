@@ -627,6 +627,9 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             time.sleep(args.pause)
             e.start(cpus_for(e, rnd))
         times = {id(e): [] for e in together}
+        # Each burst's median, by turn: the engines' bursts of one turn are seconds apart at
+        # most, so report.burst_paired_ratio can pair them (None: no burst in that turn).
+        bursts = {id(e): [] for e in together}
         warm = {id(e): plan(e)[0] for e in together}
         # Untimed runs before each burst: at least --burst-warmup, and enough to fill
         # --burst-warmup-ms at the engine's running median.
@@ -640,9 +643,12 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             for e in turn:
                 n = min(args.interleave, left[id(e)])
                 if n == 0:
+                    bursts[id(e)].append(None)
                     continue
                 time.sleep(args.burst_pause)
-                times[id(e)] += e.burst(warm[id(e)] + again[id(e)], n)
+                burst = e.burst(warm[id(e)] + again[id(e)], n)
+                times[id(e)] += burst
+                bursts[id(e)].append(statistics.median(burst))
                 warm[id(e)] = 0
                 left[id(e)] -= n
             b += 1
@@ -650,7 +656,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             e.stop()
         return {e: {"median": statistics.median(times[id(e)]), "min": min(times[id(e)]),
                     "max": max(times[id(e)]), "iterations": len(times[id(e)]),
-                    "warmup": plan(e)[0], "bursts": b} for e in together}
+                    "warmup": plan(e)[0], "bursts": b, "burst_medians": bursts[id(e)]}
+                for e in together}
 
     results = {id(e): [] for e in engines}
     pinned_cpu = {id(e): [] for e in engines}  # per round: the CPU, or None
@@ -722,6 +729,9 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             "min_ms": min(r["min"] for r in rs), "max_ms": max(r["max"] for r in rs),
             "round_medians_ms": [r["median"] for r in rs],
             "round_cpus": pinned_cpu[id(e)],  # the CPU each round was pinned to (None: not)
+            # --interleave: per round, each turn's burst median (None: none in that turn);
+            # None for a round the engine ran on its own.
+            "burst_medians_ms": [r.get("burst_medians") for r in rs],
             "iterations_per_round": [r["iterations"] for r in rs],
             "timed_runs": sum(r["iterations"] for r in rs),
             "rounds": len(rs),
@@ -786,6 +796,9 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
                     paired = report.paired_ratio(row, peers[peer])
                     if paired is not None:
                         row[f"ratio_vs_{peer}_paired"] = paired
+                    bursts = report.burst_paired_ratio(row, peers[peer])
+                    if bursts is not None:
+                        row[f"ratio_vs_{peer}_burst_paired"] = bursts
         row["gflops_per_s"] = flops["flops"] / (row["median_ms"] * 1e-3) / 1e9
     if compiled_default is not None:
         compiled["default"] = compiled_default

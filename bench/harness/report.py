@@ -5,6 +5,7 @@ Usage: /usr/bin/python3 bench/harness/report.py RESULTS.json [--markdown FILE] [
 
 import argparse
 import json
+import math
 import statistics
 import sys
 
@@ -23,6 +24,75 @@ def paired_ratio(row, peer):
     if not a or len(a) != len(b) or any(x is None or y is None or y <= 0 for x, y in zip(a, b)):
         return None
     return statistics.median(x / y for x, y in zip(a, b))
+
+
+def burst_paired_ratio(row, peer):
+    """Median over every turn of every round in which both engines ran a burst (--interleave) of
+    row's burst median / peer's, or None without such turns. The bursts of one turn are at most a
+    few hundred ms apart, where a round's are up to a minute: the host's slow stretches, which
+    last seconds to tens of seconds on the AMD guest, reach both sides of nearly every pair."""
+    a, b = row.get("burst_medians_ms") or [], peer.get("burst_medians_ms") or []
+    ratios = [x / y for ra, rb in zip(a, b) if ra and rb
+              for x, y in zip(ra, rb) if x is not None and y is not None and y > 0]
+    return statistics.median(ratios) if ratios else None
+
+
+def geomean(xs):
+    xs = [x for x in xs if x is not None]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summary(res):
+    """Per model and thread count: the best single backend (the fastest tessera-BACKEND row by
+    median), the default engine over it, each against ONNX Runtime, as ratios of the medians,
+    paired by round and paired by burst; then the geometric means over the models."""
+    lines = ["### Summary: the default engine, the best single backend, ONNX Runtime", "",
+             "| model | threads | best single backend | best / ORT (round-paired, burst-paired) | "
+             "default / ORT (round-paired, burst-paired) | default / best (round-paired, "
+             "burst-paired) |", "|---|---:|---|---|---|---|"]
+    means, above = {}, []  # above: (model and threads, default / best's three ratios)
+    for m in res["models"]:
+        for t in sorted({r["threads"] for r in m["rows"]}):
+            rows = {r["engine"]: r for r in m["rows"] if r["threads"] == t}
+            singles = [r for r in rows.values() if r["engine"] == f"tessera-{r['backend']}" and
+                       r["backend"] not in ("default", "portable")]
+            ort, default = rows.get("onnxruntime"), rows.get("tessera-default")
+            if not singles or ort is None:
+                continue
+            best = min(singles, key=lambda r: r["median_ms"])
+
+            def three(a, b):
+                return (a["median_ms"] / b["median_ms"], paired_ratio(a, b),
+                        burst_paired_ratio(a, b))
+
+            cells = [three(best, ort)]
+            cells += [three(default, ort), three(default, best)] if default else [None, None]
+            for name, c in zip(("best", "default", "default_best"), cells):
+                if c:
+                    means.setdefault((name, t), []).append(c)
+            if default:
+                above.append((f"{m['model']} {t}t", cells[2]))
+            lines.append(f"| {m['model']} | {t} | {best['backend']} | " + " | ".join(
+                "—" if c is None else f"{_f(c[0], 3)} ({_f(c[1], 3)}, {_f(c[2], 3)})"
+                for c in cells) + " |")
+    lines.append("")
+    for t in sorted({k[1] for k in means}):
+        parts = []
+        for name, label in (("best", "best / ORT"), ("default", "default / ORT")):
+            c = means.get((name, t))
+            if c:
+                parts.append(f"{label} {_f(geomean([x[0] for x in c]), 3)} (round-paired "
+                             f"{_f(geomean([x[1] for x in c]), 3)}, burst-paired "
+                             f"{_f(geomean([x[2] for x in c]), 3)})")
+        lines.append(f"Geometric means at {t} thread(s), {len(means.get(('best', t), []))} "
+                     f"models: " + "; ".join(parts) + ".")
+    for i, label in enumerate(("medians", "round-paired", "burst-paired")):
+        over = [f"{name} {_f(c[i], 3)}" for name, c in above if c[i] is not None and c[i] > 1.03]
+        if any(c[i] is not None for _, c in above):
+            lines.append(f"Default over the best single backend by more than 3 %, by {label}: "
+                         f"{', '.join(over) if over else 'none'}.")
+    lines.append("")
+    return lines
 
 
 def paired_vs_ort(model, row):
@@ -77,9 +147,9 @@ def markdown(res):
                          f"{res['machine'].get('cpu_count')} CPUs).")
         lines.append("")
         lines.append("| engine | threads | median ms | min ms | max ms | vs ORT | vs ORT (min) | "
-                     "vs ORT (paired) | vs PyTorch | % of peak | peak RSS MiB | load ms | "
-                     "timed runs | max abs diff |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                     "vs ORT (paired) | vs ORT (burst-paired) | vs PyTorch | % of peak | peak RSS MiB | "
+                     "load ms | timed runs | max abs diff |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         ort_min = {r["threads"]: r["min_ms"] for r in m["rows"] if r["engine"] == "onnxruntime"}
         for r in sorted(m["rows"], key=lambda r: (r["threads"], r["engine"])):
             name = r["engine"]
@@ -89,6 +159,7 @@ def markdown(res):
                 f"{_f(r['max_ms'])} | {_f(r.get('ratio_vs_onnxruntime'))} | "
                 f"{_f(r['min_ms'] / ort_min[r['threads']] if name.startswith('tessera') and r['threads'] in ort_min else None)} | "
                 f"{_f(r.get('ratio_vs_onnxruntime_paired', paired_vs_ort(m, r)))} | "
+                f"{_f(r.get('ratio_vs_onnxruntime_burst_paired'))} | "
                 f"{_f(r.get('ratio_vs_pytorch'))} | {100 * r['fraction_of_peak']:.0f}% | "
                 f"{r['peak_rss_mib']:.0f} | {_f(r.get('load_ms'), 0)} | {r.get('timed_runs', '')} | "
                 f"{r['max_abs_diff_vs_pytorch']:.1e}"
@@ -157,6 +228,7 @@ def markdown(res):
         if sc:
             lines.append("Speed-up of 2 threads over 1 (median / median): " + ", ".join(sc) + ".")
             lines.append("")
+    lines += summary(res)
     return "\n".join(lines) + "\n"
 
 
