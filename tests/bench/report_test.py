@@ -1,0 +1,84 @@
+"""bench/harness/report.py: the paired ratios and the set summary, on hand-made results.
+
+Usage: /usr/bin/python3 tests/bench/report_test.py SOURCE_DIR (ctest: bench.HarnessReport)
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(sys.argv.pop(1) if len(sys.argv) > 1 else ".", "bench", "harness"))
+import report  # noqa: E402
+
+
+def row(engine, backend, threads, rounds, bursts=None):
+    """A harness row: round medians `rounds`, and per round the turns' burst medians."""
+    r = {"engine": engine, "backend": backend, "threads": threads,
+         "median_ms": sorted(rounds)[len(rounds) // 2], "round_medians_ms": rounds}
+    if bursts is not None:
+        r["burst_medians_ms"] = bursts
+    return r
+
+
+class BurstPairedRatio(unittest.TestCase):
+    def test_pairs_the_bursts_of_each_turn_and_takes_the_median(self):
+        # Round 1: the host slows from the second turn on; both engines slow alike.
+        a = row("tessera-onednn", "onednn", 1, [2.0], [[1.0, 2.0, 2.0]])
+        b = row("onnxruntime", "onnxruntime", 1, [2.5], [[1.25, 2.5, 2.5]])
+        self.assertAlmostEqual(report.burst_paired_ratio(a, b), 0.8)
+
+    def test_skips_turns_without_a_burst_on_either_side(self):
+        a = row("tessera-onednn", "onednn", 1, [1.0, 1.0], [[1.0, None], None])
+        b = row("onnxruntime", "onnxruntime", 1, [2.0, 2.0], [[2.0, 4.0], [2.0]])
+        self.assertAlmostEqual(report.burst_paired_ratio(a, b), 0.5)
+
+    def test_none_without_bursts(self):
+        a = row("tessera-onednn", "onednn", 1, [1.0])
+        b = row("onnxruntime", "onnxruntime", 1, [2.0], [[2.0]])
+        self.assertIsNone(report.burst_paired_ratio(a, b))
+        self.assertIsNone(report.burst_paired_ratio(
+            row("x", "x", 1, [1.0], [[None]]), row("y", "y", 1, [1.0], [[1.0]])))
+
+    def test_a_slow_round_on_one_side_moves_the_medians_not_the_burst_pairs(self):
+        # Round medians cross (the host's stretch) while every pair of bursts reads 1.0.
+        a = row("tessera-default", "default", 1, [1.0, 1.6, 1.1], [[1.0, 1.0], [1.6, 1.6], [1.1, 1.1]])
+        b = row("tessera-onednn", "onednn", 1, [1.0, 1.6, 1.1], [[1.0, 1.0], [1.6, 1.6], [1.1, 1.1]])
+        self.assertAlmostEqual(report.burst_paired_ratio(a, b), 1.0)
+
+
+class Summary(unittest.TestCase):
+    def results(self):
+        rows = [
+            row("tessera-onednn", "onednn", 1, [1.0, 1.0, 1.0], [[1.0, 1.0]] * 3),
+            row("tessera-xnnpack", "xnnpack", 1, [1.2, 1.2, 1.2], [[1.2, 1.2]] * 3),
+            row("tessera-default", "default", 1, [1.1, 1.1, 1.1], [[1.02, 1.02]] * 3),
+            row("onnxruntime", "onnxruntime", 1, [2.0, 2.0, 2.0], [[2.0, 2.0]] * 3),
+            row("tessera-portable", "portable", 1, [0.5, 0.5, 0.5]),  # never the best single backend
+        ]
+        return {"models": [{"model": "m", "rows": rows}]}
+
+    def test_best_single_backend_default_over_it_and_the_rows_over_three_percent(self):
+        text = "\n".join(report.summary(self.results()))
+        self.assertIn("| m | 1 | onednn | 0.500 (0.500, 0.500) | 0.550 (0.550, 0.510) | "
+                      "1.100 (1.100, 1.020) |", text)
+        self.assertIn("by medians: m 1t 1.100.", text)
+        self.assertIn("by round-paired: m 1t 1.100.", text)
+        self.assertIn("by burst-paired: none.", text)
+        self.assertIn("Geometric means at 1 thread(s), 1 models: best / ORT 0.500 (round-paired "
+                      "0.500, burst-paired 0.500); default / ORT 0.550", text)
+
+    def test_results_without_bursts_give_no_burst_verdict(self):
+        res = self.results()
+        for r in res["models"][0]["rows"]:
+            r.pop("burst_medians_ms", None)
+        text = "\n".join(report.summary(res))
+        self.assertIn("1.100 (1.100, —)", text)
+        self.assertNotIn("by burst-paired", text)
+
+    def test_geomean(self):
+        self.assertAlmostEqual(report.geomean([0.5, 2.0, None]), 1.0)
+        self.assertIsNone(report.geomean([None]))
+
+
+if __name__ == "__main__":
+    unittest.main()
