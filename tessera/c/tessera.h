@@ -295,8 +295,7 @@ TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_tolerance(
 /** Time one delegate's measurement may spend, inits and runs, before option variants and
  * backends nobody listed are skipped, in ms; or TESSERA_SELECTION_BUDGET_AUTO (the default):
  * the runs may take twice the first candidate's init, which is what a fixed load spends on the
- * delegate. An option variant whose race the rest of the budget cannot pay for is skipped
- * before its init. InvalidArgument unless a finite number >= 0 or TESSERA_SELECTION_BUDGET_AUTO;
+ * delegate. InvalidArgument unless a finite number >= 0 or TESSERA_SELECTION_BUDGET_AUTO;
  * nothing changes then. */
 TESSERA_C_EXPORT tessera_status* tessera_load_options_set_selection_budget_ms(
     tessera_load_options* options, double budget_ms);

@@ -273,15 +273,6 @@ struct RaceResult {
 /// left or `budget_spent` says so after a round from the second on (so each has two timed runs:
 /// one can be an outlier).
 constexpr double kLongRunMs = 10.0;
-
-/// The least a variant's race against the fastest so far (measure_candidates' third step) takes,
-/// in ms, at these run times: the variant's warm-up and two timed runs (race()'s two rounds,
-/// which a spent budget does not cut) at `variant_ms`, the fastest's two timed runs at
-/// `fastest_ms`, and, where either is below kLongRunMs, the untimed runs race() makes before a
-/// timed run that follows the other's (one of the variant's, two of the fastest's). The variant's
-/// own time is not known before it runs: its backend's median stands for it.
-double variant_race_floor_ms(double variant_ms, double fastest_ms);
-
 std::vector<RaceResult> race(const std::vector<Contender>& contenders, int min_runs, int max_runs,
                              RunClocks clocks, const std::vector<std::string>& names,
                              const std::function<bool()>& budget_spent, int last_ran);

@@ -128,8 +128,6 @@ struct LoadOptions {
   /// with kSelectionBudgetAuto (the default), derived from the fixed load it replaces: the runs
   /// (everything but the candidates' inits) may take kAutoBudgetRunsPerInit times the first
   /// candidate's init (the program's own backend: what a fixed load spends on the delegate).
-  /// An option variant whose race (two rounds at least, which a spent budget does not cut) the
-  /// rest of the budget cannot pay for is skipped before its init.
   Selection selection = Selection::Auto;
   double selection_tolerance = 1e-4;
   static constexpr double kSelectionBudgetAuto = -1.0;

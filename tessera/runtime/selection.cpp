@@ -384,11 +384,6 @@ int keep_by_load(Span<const double> init_ms, Span<const double> median_ms, doubl
   return load(cheapest) < load(fastest) * kVariantMargin ? cheapest : fastest;
 }
 
-double variant_race_floor_ms(double variant_ms, double fastest_ms) {
-  const bool untimed_before = std::min(variant_ms, fastest_ms) < kLongRunMs;
-  return variant_ms * (untimed_before ? 4 : 3) + fastest_ms * (untimed_before ? 4 : 2);
-}
-
 bool clearly_slower(const std::vector<double>& times, double best_ms) {
   // One run is never enough: a run twice as slow as the runs around it happens (RegNet's
   // oneDNN, 12.9 ms once between runs of 5.4-6.5), and a choice made on it is remembered.
@@ -563,13 +558,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     const double spent = ms_between(start, Clock::now());
     if (!auto_budget) return spent >= options.selection_budget_ms;
     return runs_budget_ms >= 0 && spent - inits_ms >= runs_budget_ms;
-  };
-  // What is left of the budget, in ms: of the runs' share under auto (-1 until the first init
-  // gave it), of the whole under a set budget.
-  auto budget_left_ms = [&]() {
-    const double spent = ms_between(start, Clock::now());
-    if (!auto_budget) return options.selection_budget_ms - spent;
-    return runs_budget_ms < 0 ? -1.0 : runs_budget_ms - (spent - inits_ms);
   };
   auto skipped_for_budget = [&](SelectionCandidate* c) {
     const std::string why =
@@ -989,27 +977,6 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       if (budget_spent()) {
         skipped_for_budget(c);
         continue;
-      }
-      // Nor is one whose race what is left of the budget cannot pay for: once begun, a race runs
-      // two rounds whatever the budget. EfficientNet-B0's measuring load at two threads began
-      // XNNPACK's num_threads=1 with 2 ms of its 147 ms of runs left, and spent 110 more (an
-      // init, a cold warm-up and two rounds at 10 and 5 ms a run).
-      const double left = budget_left_ms();
-      if (chosen >= 0 && kept->handle != nullptr && e->entry->median_ms > 0 && left >= 0) {
-        const double fastest_ms = report.candidates[chosen].median_ms;
-        const double race_ms = variant_race_floor_ms(e->entry->median_ms, fastest_ms);
-        const double need_ms = race_ms + (auto_budget ? 0 : e->entry->init_ms);
-        if (need_ms > left) {
-          set_text(c->reason, sizeof c->reason,
-                   auto_budget
-                       ? string_format("skipped (budget auto: %.0f of its %.0f ms of runs left, "
-                                       "a race here takes at least %.0f)",
-                                       left, runs_budget_ms, need_ms)
-                       : string_format("skipped (budget: %.0f of %.0f ms left, an init and a "
-                                       "race here take at least %.0f)",
-                                       left, options.selection_budget_ms, need_ms));
-          continue;
-        }
       }
       auto trial = std::make_unique<ResolvedOptions>(*e->resolved);
       const Status st = apply_selected_options(e->name, c->options, trial.get());

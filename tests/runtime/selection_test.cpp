@@ -1136,36 +1136,6 @@ TEST_F(SelectionVariantTest, TheAutoBudgetGivesTheRunsTwiceTheFirstInit) {
   EXPECT_TRUE(r.candidates[1].chosen) << r.summary;
 }
 
-// A variant whose race the rest of the budget cannot pay for is not begun (a race, once begun,
-// runs two rounds whatever the budget): after an init of 100 ms the runs have 200; the backend's
-// lone race (its warm-up and three timed runs of 40 ms) leaves about 40, and a race of the
-// variant against it takes at least 3 x 40 + 2 x 40 = 200. (Where the host stretches the runs
-// past the whole budget, the budget is spent and the variant skipped for that.) Measured
-// anyway, the variant (mode=fast) would win.
-TEST_F(SelectionVariantTest, AVariantWhoseRaceTheBudgetLeftCannotPayForIsNotBegun) {
-  Program* program = load({2, 4});
-  LoadOptions o = measuring();
-  o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
-  stub_->init_ms = 100;
-  stub_->slow_ms = 40;
-  auto m = program->load_method("forward", nullptr, o);
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  const SelectionReport& r = m->delegate_info(0).selection;
-  ASSERT_EQ(r.num_candidates, 2u) << r.summary;
-  EXPECT_TRUE(r.candidates[0].chosen) << r.summary;
-  EXPECT_STREQ(r.candidates[1].options, "mode=fast");
-  EXPECT_FALSE(r.candidates[1].accepted) << r.candidates[1].reason;
-  EXPECT_EQ(r.candidates[1].init_ms, 0.0);  // not even initialised
-  const std::string why = r.candidates[1].reason;
-  if (why.find("ms of runs spent") == std::string::npos) {
-    EXPECT_EQ(why.rfind("skipped (budget auto: ", 0), 0u) << why;
-    EXPECT_NE(why.find("ms of runs left, a race here takes at least "), std::string::npos) << why;
-  }
-  EXPECT_NE(std::string(r.summary).find("sel_var [mode=fast] skipped (budget auto: "),
-            std::string::npos)
-      << r.summary;
-}
-
 // A variant needs a clear win: within 3% of the fastest so far, the value the load resolved
 // stays (the five timed runs' noise, and load costs such as a weight transform that the
 // measurement does not see); a backend's resolved configuration needs only to be faster.
@@ -1180,17 +1150,6 @@ TEST(SelectionRule, AVariantMustBeatTheFastestByThreePercent) {
 // Which backend a delegate keeps: the fastest runs unless another's init plus the runs per load
 // comes to at least 3% less (the measured figures of the thirty-third session, init ms and run
 // medians, oneDNN first).
-// What a variant's race takes at least: two rounds (the variant's warm-up and two timed runs,
-// two of the fastest's) and, for runs below kLongRunMs, the untimed runs before a timed run that
-// follows the other's (one of the variant's, two of the fastest's).
-TEST(SelectionRule, AVariantsRaceTakesTwoRoundsAndTheUntimedRunsBetweenThem) {
-  using internal::variant_race_floor_ms;
-  EXPECT_DOUBLE_EQ(variant_race_floor_ms(20, 12), 3 * 20 + 2 * 12);  // long runs
-  EXPECT_DOUBLE_EQ(variant_race_floor_ms(5, 4), 4 * 5 + 4 * 4);     // short runs
-  EXPECT_DOUBLE_EQ(variant_race_floor_ms(20, 8), 4 * 20 + 4 * 8);    // one of them short
-  EXPECT_DOUBLE_EQ(variant_race_floor_ms(8, 20), 4 * 8 + 4 * 20);
-}
-
 TEST(SelectionRule, TheFastestBackendKeepsTheDelegateUnlessALoadCosts3PercentLess) {
   using internal::keep_by_load;
   const std::vector<double> none;
