@@ -627,8 +627,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
             time.sleep(args.pause)
             e.start(cpus_for(e, rnd))
         times = {id(e): [] for e in together}
-        # Each burst's median, by turn: the engines' bursts of one turn are seconds apart at
-        # most, so report.burst_paired_ratio can pair them (None: no burst in that turn).
+        # Each burst's median, by turn: the engines' bursts of one turn are a few seconds apart
+        # at most, so report.burst_paired_ratio can pair them (None: no burst in that turn).
         bursts = {id(e): [] for e in together}
         warm = {id(e): plan(e)[0] for e in together}
         # Untimed runs before each burst: at least --burst-warmup, and enough to fill
@@ -775,9 +775,8 @@ def bench_model(model, args, fixtures_dir, work_dir, compile_exe, run_exe, backe
     for row in rows:
         if row["engine"] != "tessera-default":
             continue
-        fixed = [p["load_ms"] for p in rows if p["threads"] == row["threads"] and
-                 p["engine"] == f"tessera-{p['backend']}" and
-                 p["backend"] not in ("default", "portable")]
+        fixed = [p["load_ms"] for p in rows
+                 if p["threads"] == row["threads"] and report.is_single_backend(p)]
         if fixed:
             row["fixed_load_ms"] = min(fixed)
             row["first_load_bound_ms"] = 3 * min(fixed) + row["first_load_candidates_init_ms"]

@@ -28,13 +28,26 @@ def paired_ratio(row, peer):
 
 def burst_paired_ratio(row, peer):
     """Median over every turn of every round in which both engines ran a burst (--interleave) of
-    row's burst median / peer's, or None without such turns. The bursts of one turn are at most a
-    few hundred ms apart, where a round's are up to a minute: the host's slow stretches, which
-    last seconds to tens of seconds on the AMD guest, reach both sides of nearly every pair."""
+    row's burst median / peer's, or None without such turns. The bursts of one turn are a few
+    hundred ms apart for the small models and a few seconds at most for the large ones, where a
+    round's are up to a minute: the host's slow stretches, which last seconds to tens of seconds
+    on the AMD guest, reach both sides of most pairs."""
     a, b = row.get("burst_medians_ms") or [], peer.get("burst_medians_ms") or []
     ratios = [x / y for ra, rb in zip(a, b) if ra and rb
               for x, y in zip(ra, rb) if x is not None and y is not None and y > 0]
     return statistics.median(ratios) if ratios else None
+
+
+def is_single_backend(row):
+    """Whether a row is one backend's own program (tessera-BACKEND), the portable kernels aside:
+    the rows the best single backend is chosen from."""
+    return (row["engine"] == f"tessera-{row['backend']}" and
+            row["backend"] not in ("default", "portable"))
+
+
+def three_ratios(a, b):
+    """a over b: the ratio of the medians, round-paired and burst-paired (None where unknown)."""
+    return a["median_ms"] / b["median_ms"], paired_ratio(a, b), burst_paired_ratio(a, b)
 
 
 def geomean(xs):
@@ -54,19 +67,14 @@ def summary(res):
     for m in res["models"]:
         for t in sorted({r["threads"] for r in m["rows"]}):
             rows = {r["engine"]: r for r in m["rows"] if r["threads"] == t}
-            singles = [r for r in rows.values() if r["engine"] == f"tessera-{r['backend']}" and
-                       r["backend"] not in ("default", "portable")]
+            singles = [r for r in rows.values() if is_single_backend(r)]
             ort, default = rows.get("onnxruntime"), rows.get("tessera-default")
             if not singles or ort is None:
                 continue
             best = min(singles, key=lambda r: r["median_ms"])
-
-            def three(a, b):
-                return (a["median_ms"] / b["median_ms"], paired_ratio(a, b),
-                        burst_paired_ratio(a, b))
-
-            cells = [three(best, ort)]
-            cells += [three(default, ort), three(default, best)] if default else [None, None]
+            cells = [three_ratios(best, ort)]
+            cells += ([three_ratios(default, ort), three_ratios(default, best)] if default
+                      else [None, None])
             for name, c in zip(("best", "default", "default_best"), cells):
                 if c:
                     means.setdefault((name, t), []).append(c)
