@@ -149,6 +149,10 @@ void set_selection_clocks(RunClocks clocks);
 /// hash from the selection cache's memo of that file). Tests.
 uint64_t program_hashes_computed();
 
+/// How many races (race()) have begun in this process. Tests: a stub backend that reads it can
+/// run at one speed in one race and at another in the next.
+uint64_t races_begun();
+
 /// Tests: a program file's hash is remembered only when the file last changed at least
 /// `age_ms` before it was hashed (default 2000: a change within the same timestamp tick would
 /// otherwise go unseen). Returns the previous value.
