@@ -45,6 +45,55 @@ def is_single_backend(row):
             row["backend"] not in ("default", "portable"))
 
 
+def configuration(row):
+    """What a row's program ran, from its delegates: [(backend, nodes, chosen options)], or None
+    when the results do not say."""
+    delegates = row.get("delegates")
+    if not delegates:
+        return None
+    out = []
+    for d in delegates:
+        chosen = (d.get("selection") or {}).get("chosen_options") or [{}]
+        out.append((d.get("backend"), d.get("nodes"),
+                    tuple(sorted((k, str(v)) for c in chosen for k, v in (c or {}).items()))))
+    return out
+
+
+def runs_best_configuration(default, best):
+    """Whether the default engine ran the best single backend's own configuration: the same
+    backend for every delegate, as many delegates of as many nodes, and no option the selection
+    chose over the load's, and the same thread count for its delegates in every round
+    (delegate_threads_per_round, where both rows have it: the default engine's policy may give a
+    small model fewer threads than the harness sets for the backend's row). Then a gap between
+    the two rows is the host's, not the selection's. None when the results do not say."""
+    a, b = configuration(default), configuration(best)
+    if a is None or b is None:
+        return None
+    ta, tb = default.get("delegate_threads_per_round"), best.get("delegate_threads_per_round")
+    if ta and tb and set(ta) != set(tb):
+        return False
+    return len(a) == len(b) and all(
+        x[0] == best["backend"] and x[0] == y[0] and x[1] == y[1] and not x[2]
+        for x, y in zip(a, b))
+
+
+def describe_configuration(row):
+    """A row's configuration in a few words: "onednn (2 threads)", "onednn
+    [conv_algorithm=winograd] (1 thread)", or each distinct one of its delegates', comma-separated,
+    then the threads its delegates had; "?" when the results do not say."""
+    c = configuration(row)
+    if c is None:
+        return "?"
+    seen = []
+    for backend, _, options in c:
+        text = backend + (f" [{', '.join(f'{k}={v}' for k, v in options)}]" if options else "")
+        if text not in seen:
+            seen.append(text)
+    threads = sorted(set(row.get("delegate_threads_per_round") or []))
+    return ", ".join(seen) + (f" ({'/'.join(map(str, threads))} thread"
+                              f"{'' if threads == [1] else 's'})" if threads else "")
+
+
 def three_ratios(a, b):
     """a over b: the ratio of the medians, round-paired and burst-paired (None where unknown)."""
     return a["median_ms"] / b["median_ms"], paired_ratio(a, b), burst_paired_ratio(a, b)
@@ -62,7 +111,7 @@ def summary(res):
     lines = ["### Summary: the default engine, the best single backend, ONNX Runtime", "",
              "| model | threads | best single backend | best / ORT (round-paired, burst-paired) | "
              "default / ORT (round-paired, burst-paired) | default / best (round-paired, "
-             "burst-paired) |", "|---|---:|---|---|---|---|"]
+             "burst-paired) | the default engine ran |", "|---|---:|---|---|---|---|---|"]
     means, above = {}, []  # above: (model and threads, default / best's three ratios)
     for m in res["models"]:
         for t in sorted({r["threads"] for r in m["rows"]}):
@@ -78,11 +127,15 @@ def summary(res):
             for name, c in zip(("best", "default", "default_best"), cells):
                 if c:
                     means.setdefault((name, t), []).append(c)
+            ran = "—"
             if default:
-                above.append((f"{m['model']} {t}t", cells[2]))
+                same = runs_best_configuration(default, best)
+                above.append((f"{m['model']} {t}t" + (" (the best's own configuration)"
+                                                       if same else ""), cells[2]))
+                ran = "the best's own configuration" if same else describe_configuration(default)
             lines.append(f"| {m['model']} | {t} | {best['backend']} | " + " | ".join(
                 "—" if c is None else f"{_f(c[0], 3)} ({_f(c[1], 3)}, {_f(c[2], 3)})"
-                for c in cells) + " |")
+                for c in cells) + f" | {ran} |")
     lines.append("")
     for t in sorted({k[1] for k in means}):
         parts = []

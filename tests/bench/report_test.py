@@ -60,7 +60,7 @@ class Summary(unittest.TestCase):
     def test_best_single_backend_default_over_it_and_the_rows_over_three_percent(self):
         text = "\n".join(report.summary(self.results()))
         self.assertIn("| m | 1 | onednn | 0.500 (0.500, 0.500) | 0.550 (0.550, 0.510) | "
-                      "1.100 (1.100, 1.020) |", text)
+                      "1.100 (1.100, 1.020) | ? |", text)  # no delegates in these results
         self.assertIn("by medians: m 1t 1.100.", text)
         self.assertIn("by round-paired: m 1t 1.100.", text)
         self.assertIn("by burst-paired: none.", text)
@@ -74,6 +74,37 @@ class Summary(unittest.TestCase):
         text = "\n".join(report.summary(res))
         self.assertIn("1.100 (1.100, —)", text)
         self.assertNotIn("by burst-paired", text)
+
+    def test_says_whether_the_default_engine_ran_the_best_backends_own_configuration(self):
+        def delegates(backend, nodes, chosen=None):
+            return [{"id": f"{backend}#0", "backend": backend, "nodes": nodes,
+                     "selection": {"chosen_options": [chosen or {}]}}]
+        res = self.results()
+        rows = {r["engine"]: r for r in res["models"][0]["rows"]}
+        best, default = rows["tessera-onednn"], rows["tessera-default"]
+        best["delegates"] = delegates("onednn", 60)
+        best["delegate_threads_per_round"] = [1, 1, 1]
+        default["delegates"] = delegates("onednn", 60)
+        default["delegate_threads_per_round"] = [1, 1, 1]
+        self.assertTrue(report.runs_best_configuration(default, best))
+        text = "\n".join(report.summary(res))
+        self.assertIn("1.100 (1.100, 1.020) | the best's own configuration |", text)
+        self.assertIn("by medians: m 1t (the best's own configuration) 1.100.", text)
+        # An option the selection chose, another backend, another partition, other threads.
+        default["delegates"] = delegates("onednn", 60, {"conv_algorithm": "winograd"})
+        self.assertFalse(report.runs_best_configuration(default, best))
+        self.assertIn("| onednn [conv_algorithm=winograd] (1 thread) |",
+                      "\n".join(report.summary(res)))
+        default["delegates"] = delegates("xnnpack", 60)
+        self.assertFalse(report.runs_best_configuration(default, best))
+        default["delegates"] = delegates("onednn", 59)
+        self.assertFalse(report.runs_best_configuration(default, best))
+        default["delegates"] = delegates("onednn", 60)
+        default["delegate_threads_per_round"] = [2, 2, 2]
+        self.assertFalse(report.runs_best_configuration(default, best))
+        self.assertIn("| onednn (2 threads) |", "\n".join(report.summary(res)))
+        default.pop("delegates")
+        self.assertIsNone(report.runs_best_configuration(default, best))
 
     def test_geomean(self):
         self.assertAlmostEqual(report.geomean([0.5, 2.0, None]), 1.0)
