@@ -1086,10 +1086,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
             race(std::vector<Contender>{contender(&held), contender(kept)}, kRaceMinRuns,
                  kRaceMaxRuns, clocks, names, budget_spent, -1);
         if (!again[0].error.is_ok() || !again[1].error.is_ok()) {
-          set_text(c->reason, sizeof c->reason,
-                   string_format("execute failed: %s",
-                                 (!again[0].error.is_ok() ? again[0].error : again[1].error)
-                                     .message()));
+          set_text(
+              c->reason, sizeof c->reason,
+              string_format("execute failed: %s",
+                            (!again[0].error.is_ok() ? again[0].error : again[1].error).message()));
           c->accepted = false;
           continue;
         }

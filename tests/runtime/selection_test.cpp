@@ -1272,8 +1272,8 @@ TEST_F(SelectionVariantTest, ANarrowWinMustHoldInASecondRace) {
     double first_ms, again_ms;
     bool chosen, raced_again;
   };
-  for (const Case& k : {Case{1.9, 2.1, false, true}, Case{1.9, 1.95, true, true},
-                        Case{1.5, 2.1, true, false}}) {
+  for (const Case& k :
+       {Case{1.9, 2.1, false, true}, Case{1.9, 1.95, true, true}, Case{1.5, 2.1, true, false}}) {
     uint64_t warmed_in = 0;  // races begun when the variant first ran (its warm-up)
     bool warmed = false;
     stub_->on_execute = [&](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
@@ -1296,8 +1296,7 @@ TEST_F(SelectionVariantTest, ANarrowWinMustHoldInASecondRace) {
     EXPECT_EQ(r.candidates[0].chosen, !k.chosen) << why;
     EXPECT_TRUE(r.candidates[1].accepted) << why;
     EXPECT_NEAR(r.candidates[1].median_ms, k.first_ms, 1e-9);  // its first race's figure
-    EXPECT_NE(why.find(string_format("%.3g against 2 ms", k.first_ms)), std::string::npos)
-        << why;
+    EXPECT_NE(why.find(string_format("%.3g against 2 ms", k.first_ms)), std::string::npos) << why;
     EXPECT_EQ(why.find("raced again") != std::string::npos, k.raced_again) << why;
     if (k.raced_again) {
       EXPECT_NE(why.find(string_format("within 10%%, raced again: %.3g against 2 ms", k.again_ms)),
@@ -1331,10 +1330,9 @@ TEST_F(SelectionVariantTest, AVariantsLongerInitMustBeRepaidByItsRuns) {
     bool taken;
     int64_t runs_per_load = 100;
   };
-  for (const Case k :
-       {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true}, Case{10.5, 11, 8, "8", false},
-        Case{11, 11, 10, "10", true, 1000}, Case{11, 11, 6, "6", false, 10},
-        Case{110, 110, 104.4, "104", false}}) {
+  for (const Case k : {Case{11, 11, 10, "10", false}, Case{11, 11, 6, "6", true},
+                       Case{10.5, 11, 8, "8", false}, Case{11, 11, 10, "10", true, 1000},
+                       Case{11, 11, 6, "6", false, 10}, Case{110, 110, 104.4, "104", false}}) {
     SCOPED_TRACE(::testing::Message() << k.fast_ms << " ms, " << k.runs_per_load << " runs a load");
     auto m = load_variant_race(k.alone_ms, k.beside_ms, k.fast_ms, k.runs_per_load);
     ASSERT_TRUE(m.ok()) << m.status().message();
