@@ -1018,16 +1018,22 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         continue;
       }
       SelectionCandidate* best = &report.candidates[chosen];
-      const std::vector<RaceResult> r =
-          race(std::vector<Contender>{contender(&held), contender(kept)}, kRaceMinRuns,
-               kRaceMaxRuns, clocks, names, budget_spent, 0);
-      if (!r[0].error.is_ok() || !r[1].error.is_ok()) {
-        // The fastest so far ran before; a failure now is the newcomer's to carry.
+      // The variant (first) timed alternately with the fastest so far (`last_ran` as race()
+      // takes it); empty, with c's reason and c not accepted, when a run failed: the fastest
+      // so far ran before, so a failure now is the newcomer's to carry.
+      auto race_the_fastest = [&](int last_ran) {
+        std::vector<RaceResult> r =
+            race(std::vector<Contender>{contender(&held), contender(kept)}, kRaceMinRuns,
+                 kRaceMaxRuns, clocks, names, budget_spent, last_ran);
+        if (r[0].error.is_ok() && r[1].error.is_ok()) return r;
         set_text(c->reason, sizeof c->reason,
                  string_format("execute failed: %s",
                                (!r[0].error.is_ok() ? r[0].error : r[1].error).message()));
-        continue;
-      }
+        c->accepted = false;
+        return std::vector<RaceResult>{};
+      };
+      const std::vector<RaceResult> r = race_the_fastest(0);
+      if (r.empty()) continue;
       record(c, r[0]);
       c->accepted = true;
       const double before = best->median_ms;
@@ -1082,17 +1088,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       // a choice the cache keeps runs every time after. A clear win is not, nor one that is not
       // taken anyway; past the budget the second race still gives each two timed runs.
       if (wins && c->median_ms > lower_ms * kConfirmBelow) {
-        const std::vector<RaceResult> again =
-            race(std::vector<Contender>{contender(&held), contender(kept)}, kRaceMinRuns,
-                 kRaceMaxRuns, clocks, names, budget_spent, -1);
-        if (!again[0].error.is_ok() || !again[1].error.is_ok()) {
-          set_text(
-              c->reason, sizeof c->reason,
-              string_format("execute failed: %s",
-                            (!again[0].error.is_ok() ? again[0].error : again[1].error).message()));
-          c->accepted = false;
-          continue;
-        }
+        const std::vector<RaceResult> again = race_the_fastest(-1);
+        if (again.empty()) continue;
         if (again[0].disturbed_throughout || again[1].disturbed_throughout) {
           report.disturbed_measurements = 1;
         }

@@ -1309,6 +1309,43 @@ TEST_F(SelectionVariantTest, ANarrowWinMustHoldInASecondRace) {
   internal::set_selection_clocks({});
 }
 
+// A variant whose run fails in its race with the fastest, or in the second race of a narrow
+// win, is not accepted and not chosen; the reason says why, and the fastest keeps the delegate.
+TEST_F(SelectionVariantTest, AVariantThatFailsInARaceIsNotAccepted) {
+  internal::set_selection_clocks({&fake_wall_ms, &fake_cpu_ms});
+  for (const bool in_second_race : {false, true}) {
+    SCOPED_TRACE(in_second_race ? "second race" : "first race");
+    uint64_t warmed_in = 0;
+    bool warmed = false;
+    stub_->on_execute = [&](BackendExecutionContext& ctx, DelegateHandle*, Span<EValue*> args) {
+      double ms = 2.0;
+      if (ctx.get(kMode)->name == "fast") {
+        if (!warmed) {
+          warmed_in = internal::races_begun();
+          warmed = true;
+        } else if (internal::races_begun() > warmed_in + (in_second_race ? 1 : 0)) {
+          return Status::error(Error::DelegateExecutionFailed, "stub: lost the device");
+        }
+        ms = 1.9;  // a narrow win: raced again
+      }
+      spend(ms, ms);
+      return copy_input(args);
+    };
+    auto m = load({2, 4})->load_method("forward", nullptr, measuring());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const SelectionReport& r = m->delegate_info(0).selection;
+    ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+    const std::string why = r.candidates[1].reason;
+    EXPECT_FALSE(r.candidates[1].accepted) << why;
+    EXPECT_FALSE(r.candidates[1].chosen) << why;
+    EXPECT_TRUE(r.candidates[0].chosen) << why;
+    EXPECT_EQ(why, "execute failed: stub: lost the device");
+    OptionLevel source;
+    EXPECT_EQ(option_text(m->delegate_info(0), "mode", &source), "slow");
+  }
+  internal::set_selection_clocks({});
+}
+
 // A variant whose init takes longer is taken only when a load with its 100 runs takes 3 % less
 // than with the fastest, or every load from the selection cache pays more than its runs save:
 // mode=fast initialises 320 ms longer. Saving 1 ms a run (10 against 11): 1320 ms against
