@@ -298,12 +298,14 @@ class Worker:
 
 def candidates_init_ms(run_json):
     """What a load's selection spent initialising candidates: every candidate and option variant
-    of every delegate it measured (not those served from the cache), plus the whole-method
-    check's re-inits; 0 for a load that did not measure."""
+    of every delegate it measured (not those served from the cache), each one's init made again
+    alone (alone_init_ms) included, plus the whole-method check's re-inits; 0 for a load that did
+    not measure."""
     sels = [d.get("selection") or {} for d in run_json.get("delegates", [])]
     measured = [s for s in sels if not s.get("cached")]
     methods = [s["method"] for s in measured if s.get("method")]
-    return (sum(c.get("init_ms") or 0 for s in measured for c in s.get("candidates", [])) +
+    return (sum((c.get("init_ms") or 0) + (c.get("alone_init_ms") or 0)
+                for s in measured for c in s.get("candidates", [])) +
             (methods[0].get("reinit_ms") or 0 if methods else 0))
 
 

@@ -809,6 +809,7 @@ py::dict delegate_dict(const DelegateInfo& d) {
     entry["runs"] = k.runs;
     entry["disturbed_runs"] = k.disturbed_runs;
     entry["init_ms"] = k.init_ms;
+    entry["alone_init_ms"] = k.alone_init_ms;
     entry["accepted"] = k.accepted;
     entry["chosen"] = k.chosen;
     entry["reason"] = std::string(k.reason);
@@ -1058,7 +1059,7 @@ Returns a list of new arrays.)doc")
           "are not options, such as xnnpack's thread_pool), selection: {mode, cached, "
           "disturbed_measurements, "
           "summary, "
-          "candidates: [{backend, median_ms, runs, disturbed_runs, init_ms, accepted, chosen, "
+          "candidates: [{backend, median_ms, runs, disturbed_runs, init_ms, alone_init_ms, accepted, chosen, "
           "reason}], "
           "method: None or {mixed_ms, mixed_runs, uniform: [{backend, ms, runs, reason}], chosen, "
           "reason, budget_cut, reinit_ms}}, startup: None or "

@@ -406,7 +406,8 @@ def test_selection_auto_measures_once_then_remembers(add_onnx, tmp_path):
     # conv_algorithm): the recorded candidates are xnnpack and onednn.
     assert sorted({c["backend"] for c in first["selection"]["candidates"]}) == ["onednn", "xnnpack"]
     assert any(c["options"] == "" for c in first["selection"]["candidates"])
-    assert all(c["init_ms"] >= 0 for c in first["selection"]["candidates"])
+    assert all(c["init_ms"] >= 0 and c["alone_init_ms"] >= 0
+               for c in first["selection"]["candidates"])
     assert all(c["disturbed_runs"] >= 0 for c in first["selection"]["candidates"])
     assert first["selection"]["method"] is None  # one delegate: no whole-method check
     second = program.load_method(selection_cache_dir=cache, policy="latency").delegates[0]

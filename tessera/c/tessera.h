@@ -454,6 +454,7 @@ typedef struct tessera_selection_candidate {
   int accepted;        /* ran, and its outputs matched the reference within the tolerance */
   int chosen;
   const char* reason; /* why it was rejected or skipped; "reference" or "" when accepted */
+  double alone_init_ms; /* its init made again alone, to weigh a variant's against; 0: not made */
 } tessera_selection_candidate;
 
 TESSERA_C_EXPORT tessera_status* tessera_method_delegate_selection(

@@ -1046,6 +1046,7 @@ tessera_status* tessera_method_delegate_selection_candidate(const tessera_method
     info->accepted = c.accepted ? 1 : 0;
     info->chosen = c.chosen ? 1 : 0;
     info->reason = c.reason;
+    info->alone_init_ms = c.alone_init_ms;
     return Status::ok();
   });
 }

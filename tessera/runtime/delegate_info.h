@@ -27,6 +27,11 @@ struct SelectionCandidate {
   /// Time to initialise this candidate (this backend with these options) on the delegate, in
   /// ms; 0 when it was not initialised (skipped, unsupported).
   double init_ms = 0;
+  /// Its init made again on its own, in ms, to weigh a variant's longer init against: its first
+  /// (init_ms) was an entrant's, beside another backend's init or the first of the load, and
+  /// read up to four times a fixed load's (ResNet-18's oneDNN at one thread: 111-397 ms beside
+  /// XNNPACK's, about 60 alone); the lower of the two is weighed. 0 when it was not made again.
+  double alone_init_ms = 0;
   bool accepted = false;  // ran, and its outputs matched the reference within the tolerance
   bool chosen = false;
   /// Why it was rejected or skipped ("outputs differ: max |diff| 0.5 > 1e-4 x max |ref| 2");

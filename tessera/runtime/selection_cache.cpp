@@ -108,6 +108,7 @@ std::vector<uint8_t> encode_selection(const SelectionKey& key, const SelectionRe
                           {"runs", c.runs},
                           {"disturbed_runs", c.disturbed_runs},
                           {"init_ms", c.init_ms},
+                          {"alone_init_ms", c.alone_init_ms},
                           {"accepted", c.accepted},
                           {"chosen", c.chosen},
                           {"reason", c.reason}});
@@ -197,6 +198,13 @@ Result<std::string> decode_selection(const uint8_t* data, size_t size, Selection
     k.runs = static_cast<int>(n);
     k.disturbed_runs = static_cast<int>(nd);
     k.init_ms = init->get<double>();
+    // Absent: none made (or an entry from before it was kept).
+    if (const auto alone = c.find("alone_init_ms"); alone != c.end()) {
+      if (!alone->is_number() || !(alone->get<double>() >= 0)) {
+        return bad("a candidate's alone_init_ms is not a number of at least 0");
+      }
+      k.alone_init_ms = alone->get<double>();
+    }
     k.accepted = accepted->get<bool>();
     k.chosen = is_chosen->get<bool>();
     copy_text(k.reason, sizeof k.reason, reason->get_ref<const std::string&>());

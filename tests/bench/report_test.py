@@ -9,6 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(sys.argv.pop(1) if len(sys.argv) > 1 else ".", "bench", "harness"))
 import report  # noqa: E402
+import harness  # noqa: E402
 
 
 def row(engine, backend, threads, rounds, bursts=None):
@@ -109,6 +110,26 @@ class Summary(unittest.TestCase):
     def test_geomean(self):
         self.assertAlmostEqual(report.geomean([0.5, 2.0, None]), 1.0)
         self.assertIsNone(report.geomean([None]))
+
+
+class CandidatesInitMs(unittest.TestCase):
+    def test_sums_every_measured_init_the_inits_made_again_and_the_reinits(self):
+        run = {"delegates": [
+            {"selection": {"cached": False, "candidates": [
+                {"init_ms": 120.0, "alone_init_ms": 60.0},  # made again alone
+                {"init_ms": 250.0, "alone_init_ms": 0.0},
+                {"init_ms": 0.0},  # skipped
+                {"init_ms": 130.0}]},  # from before alone_init_ms was written
+             "method": None},
+            {"selection": {"cached": True, "candidates": [{"init_ms": 999.0}]}},  # not measured
+            {"selection": {"cached": False, "candidates": [{"init_ms": 5.0}],
+                           "method": {"reinit_ms": 40.0}}},
+        ]}
+        self.assertAlmostEqual(harness.candidates_init_ms(run), 120 + 60 + 250 + 130 + 5 + 40)
+
+    def test_zero_for_a_load_that_did_not_measure(self):
+        self.assertEqual(harness.candidates_init_ms({"delegates": [{"selection": None}]}), 0)
+        self.assertEqual(harness.candidates_init_ms({}), 0)
 
 
 if __name__ == "__main__":

@@ -936,7 +936,7 @@ static void test_selection(void) {
     EXPECT_OK(tessera_method_delegate_selection_candidate(method, 0, i, &c));
     if (strcmp(c.backend, "ctest") == 0) {
       CHECK(c.accepted && c.chosen);
-      CHECK(c.runs > 0 && c.median_ms >= 0 && c.init_ms >= 0);
+      CHECK(c.runs > 0 && c.median_ms >= 0 && c.init_ms >= 0 && c.alone_init_ms >= 0);
       CHECK_STR(c.options, "");
       ++chosen;
     } else {

@@ -866,6 +866,13 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
       "{\"version\": 3, \"summary\": \"s\", \"notes\": 7, \"disturbed_measurements\": 0, "
       "\"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"disturbed_runs\": 0, "
       "\"init_ms\": 0, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      // An init made again alone that is not a number, or negative.
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": "
+      "0, \"alone_init_ms\": \"60\", \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
+      "{\"version\": 3, \"summary\": \"s\", \"disturbed_measurements\": 0, \"candidates\": "
+      "[{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 1, \"disturbed_runs\": 0, \"init_ms\": "
+      "0, \"alone_init_ms\": -1, \"accepted\": true, \"chosen\": true, \"reason\": \"\"}]}",
   };
   for (const char* text : bad) {
     Result<std::string> r = internal::decode_selection(reinterpret_cast<const uint8_t*>(text),
@@ -889,6 +896,7 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
   EXPECT_EQ(report.candidates[0].disturbed_runs, 2);
   EXPECT_EQ(report.disturbed_measurements, 1);
   EXPECT_EQ(report.candidates[0].init_ms, 2.5);
+  EXPECT_EQ(report.candidates[0].alone_init_ms, 0.0);  // none made (or an older entry)
   EXPECT_FALSE(report.method.checked);
   EXPECT_STREQ(report.notes, "");  // none kept (an entry written before they were)
 
@@ -901,6 +909,63 @@ TEST(SelectionCacheFormat, DecodeRejectsMalformedPayloadsWithoutTouchingTheRepor
                                  std::strlen(with_notes), &report);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_STREQ(report.notes, "; budget auto: 4 ms of runs");
+
+  const char* made_again =
+      "{\"version\": 3, \"summary\": \"measured: a 1 ms (chosen)\", \"disturbed_measurements\": 0, "
+      "\"candidates\": [{\"backend\": \"a\", \"median_ms\": 1, \"runs\": 5, \"disturbed_runs\": 0, "
+      "\"init_ms\": 120, \"alone_init_ms\": 61.5, \"accepted\": true, \"chosen\": true, "
+      "\"reason\": \"reference\"}]}";
+  r = internal::decode_selection(reinterpret_cast<const uint8_t*>(made_again),
+                                 std::strlen(made_again), &report);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(report.candidates[0].init_ms, 120.0);
+  EXPECT_EQ(report.candidates[0].alone_init_ms, 61.5);
+}
+
+// What encode_selection writes of each candidate, decode_selection reads back.
+TEST(SelectionCacheFormat, EachCandidatesFiguresSurviveTheRoundTrip) {
+  SelectionReport in;
+  std::snprintf(in.summary, sizeof in.summary, "%s", "measured: a 1 ms (chosen), a [m=f] 0.9 ms");
+  in.num_candidates = 2;
+  SelectionCandidate& a = in.candidates[0];
+  std::snprintf(a.backend, sizeof a.backend, "%s", "a");
+  a.median_ms = 1;
+  a.runs = 5;
+  a.disturbed_runs = 1;
+  a.init_ms = 120;
+  a.alone_init_ms = 61.5;
+  a.accepted = a.chosen = true;
+  std::snprintf(a.reason, sizeof a.reason, "%s", "reference; its init made again alone: 62 ms");
+  SelectionCandidate& v = in.candidates[1];
+  std::snprintf(v.backend, sizeof v.backend, "%s", "a");
+  std::snprintf(v.options, sizeof v.options, "%s", "m=f");
+  v.median_ms = 0.9;
+  v.runs = 4;
+  v.init_ms = 250;
+  v.accepted = true;
+  internal::SelectionKey key;
+  key.add("program", "p");
+  const std::vector<uint8_t> bytes = internal::encode_selection(key, in);
+  SelectionReport out;
+  Result<std::string> r = internal::decode_selection(bytes.data(), bytes.size(), &out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, "a");
+  ASSERT_EQ(out.num_candidates, 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const SelectionCandidate& want = in.candidates[i];
+    const SelectionCandidate& got = out.candidates[i];
+    EXPECT_STREQ(got.backend, want.backend);
+    EXPECT_STREQ(got.options, want.options);
+    EXPECT_EQ(got.median_ms, want.median_ms);
+    EXPECT_EQ(got.runs, want.runs);
+    EXPECT_EQ(got.disturbed_runs, want.disturbed_runs);
+    EXPECT_EQ(got.init_ms, want.init_ms);
+    EXPECT_EQ(got.alone_init_ms, want.alone_init_ms);
+    EXPECT_EQ(got.accepted, want.accepted);
+    EXPECT_EQ(got.chosen, want.chosen);
+    EXPECT_STREQ(got.reason, want.reason);
+  }
+  EXPECT_TRUE(out.cached);
 }
 
 TEST(SelectionCacheFormat, TheDefaultDirectoryFollowsXdgThenHome) {

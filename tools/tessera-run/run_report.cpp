@@ -428,6 +428,7 @@ Json delegates_json(const Method& method, const ExecuteOptions& execute) {
                             {"runs", k.runs},
                             {"disturbed_runs", k.disturbed_runs},
                             {"init_ms", k.init_ms},
+                            {"alone_init_ms", k.alone_init_ms},
                             {"accepted", k.accepted},
                             {"chosen", k.chosen},
                             {"reason", k.reason}});
