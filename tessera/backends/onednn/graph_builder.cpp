@@ -919,7 +919,9 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   memory dst;
   if (add_node >= 0) {
     TESSERA_ASSIGN_OR_RETURN(memory r, get(residual));
-    bool in_place = overwritable(residual, index, add_node);
+    // Not where the residual is the Conv's own input (y + conv(y)): the kernel would write over
+    // pixels it has yet to read.
+    bool in_place = residual != x && overwritable(residual, index, add_node);
     if (in_place && r.get_desc() != pd.dst_desc()) {
       try {
         pd = make_pd(r.get_desc());

@@ -583,6 +583,31 @@ TEST(OnednnConv, GroupedConvKeepsItsChannelsLastInput) {
   }
 }
 
+// y + conv(y): the residual is the Conv's own input, so the sum cannot be written over it in
+// place (the kernel would overwrite pixels it has yet to read). 3x3 and 1x1, grouped and not.
+TEST(OnednnConv, AResidualThatIsTheConvsOwnInputIsNotOverwritten) {
+  for (const int64_t k : {3, 1}) {
+    for (const int64_t group : {1, 4}) {
+      GraphCase g;
+      g.seed = static_cast<uint32_t>(80 + k + group);
+      const int x = g.input({1, 16, 12, 12});
+      ConvCfg expand{1, 16, 12, 12, 32, 1, 1};
+      const int y = add_conv(g, x, expand);
+      ConvCfg c{1, 32, 12, 12, 32, k, k};
+      c.pt = c.pl = c.pb = c.pr = k / 2;
+      c.group = group;
+      const int z = add_conv(g, y, c);
+      const int sum = g.tensor({1, 32, 12, 12});
+      g.node(fb::OpType::Add, {z, y}, sum);
+      g.output(sum);
+      DelegateSummary s;
+      EXPECT_TRUE(run_with_algorithm(g, "auto", &s)) << k << "x" << k << ", group " << group;
+      EXPECT_EQ(s.fused_sums, 1u);
+      EXPECT_EQ(s.in_place_sums, 0u);
+    }
+  }
+}
+
 // ---- a 1x1 Conv and the depthwise Conv after it as one primitive
 // ----------------------------------------------------------------------------------------------
 
