@@ -86,8 +86,22 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
       team_now = team_wanted;
     }
     const Clock::time_point start = profile ? Clock::now() : Clock::time_point();
-    dnnl_status_t st = dnnl_primitive_execute(step.primitive.get(), stream.get(),
-                                              static_cast<int>(step.args.size()), step.args.data());
+    dnnl_status_t st = dnnl_success;
+    if (step.grouped != nullptr) {
+      // After the steps before it (the CPU engine's stream is in order and blocking; the wait
+      // is for other engines).
+      void* src = nullptr;
+      void* dst = nullptr;
+      st = dnnl_stream_wait(stream.get());
+      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[0].memory, &src);
+      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[1].memory, &dst);
+      if (st != dnnl_success) return failed(id, step.name.data(), st);
+      run_grouped_conv(*step.grouped, static_cast<const float*>(src), static_cast<float*>(dst),
+                       team_now);
+    } else {
+      st = dnnl_primitive_execute(step.primitive.get(), stream.get(),
+                                  static_cast<int>(step.args.size()), step.args.data());
+    }
     if (st != dnnl_success) return failed(id, step.name.data(), st);
     if (profile || step.silu != nullptr) {
       // The CPU engine's stream is in order and blocking here; the wait is for other engines.

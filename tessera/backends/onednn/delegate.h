@@ -11,10 +11,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tessera/backend/context.h"
+#include "tessera/backends/onednn/grouped_conv.h"
 #include "tessera/backends/onednn/silu.h"
 #include "tessera/core/evalue.h"
 #include "tessera/core/large_buffer.h"
@@ -36,6 +38,9 @@ struct Step {
   dnnl_memory_t silu = nullptr;
   size_t silu_elements = 0;
   std::array<char, 48> silu_name = {};  // its profile event name: "silu:<Mul node's name>"
+  // Set: no primitive; Tessera's grouped convolution (grouped_conv.h) from args[0]'s memory
+  // (DNNL_ARG_SRC) into args[1]'s (DNNL_ARG_DST).
+  std::shared_ptr<const GroupedConv> grouped;
 };
 
 /// A memory object whose data is an execute argument's (set at every call).
@@ -73,6 +78,7 @@ class Delegate {
   size_t fused_sums = 0;          // residual adds fused as sum post-ops
   size_t copy_free_concats = 0;   // Concats whose parts were written in place in the output
   size_t channels_last_grouped_convs = 0;  // grouped Convs kept in their input's acdb
+  size_t host_grouped_convs = 0;  // of those, computed by Tessera's kernel (grouped_conv.h)
   size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
   size_t nchw_input_convs = 0;  // first-layer Convs reading NCHW, 16 channels out (no reorder)
   size_t fused_depthwise_convs = 0;        // 1x1 + depthwise Convs run as one primitive

@@ -157,6 +157,8 @@ class Builder {
   /// Whether oneDNN's Winograd kernels take a convolution of this geometry at all.
   bool winograd_shape(int64_t group, const Window& win) const;
   Status lower_conv(const NodeView& n, int index);
+  // A grouped Conv by Tessera's kernel (grouped_conv.h), its input channels-last.
+  Status lower_grouped_conv(const NodeView& n, const GroupedConvShape& shape);
   /// A 1x1 Conv whose output only a 3x3 depthwise Conv (stride 1 or 2, padding 1) reads, run
   /// as one primitive with oneDNN's depthwise post-op, when the delegate runs on one thread,
   /// the input is (or, with 16 channels, is byte for byte) channel-blocked, and oneDNN has an
@@ -718,6 +720,35 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   return true;
 }
 
+Status Builder::lower_grouped_conv(const NodeView& n, const GroupedConvShape& shape) {
+  const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  TESSERA_ASSIGN_OR_RETURN(memory weights, in_place(w));
+  memory bias;
+  if (b >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
+  }
+  auto conv = std::make_shared<const GroupedConv>(pack_grouped_conv(
+      shape, static_cast<const float*>(weights.get_data_handle()),
+      b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr,
+      n.node().activation() == fb::Activation::Relu));
+  copied_constant(w);
+  if (b >= 0) copied_constant(b);
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  memory dst = fresh(memory::desc(dims_[static_cast<size_t>(y)], act_, memory::format_tag::acdb));
+  Step s;
+  s.grouped = std::move(conv);
+  s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
+  std::snprintf(s.name.data(), s.name.size(), "conv:%.*s", static_cast<int>(n.name().size()),
+                n.name().data());
+  s.impl = "tessera:grouped_avx512";
+  s.threads = step_threads_;
+  d_.steps.push_back(std::move(s));
+  ++d_.channels_last_grouped_convs;
+  ++d_.host_grouped_convs;
+  set(y, dst);
+  return Status::ok();
+}
+
 Status Builder::lower_conv(const NodeView& n, int index) {
   TESSERA_ASSIGN_OR_RETURN(const bool fused, lower_conv_with_depthwise(n));
   if (fused) return Status::ok();
@@ -844,6 +875,31 @@ Status Builder::lower_conv(const NodeView& n, int index) {
       // reorders the whole input to channels-last for brgconv_1x1 first.
       keep = memory::format_tag::aBcd16b;
     }
+  }
+  // A grouped convolution with 4, 8 or 16 channels a group that stays channels-last, 3x3 with
+  // one row and column of padding before, at most a ReLU after: Tessera's kernel, 2.5x as fast
+  // as oneDNN 2.6's with 4 channels a group (grouped_conv.h).
+  if (keep == memory::format_tag::acdb && act_ == dt::f32 && d_.silu_isa == SiluIsa::Avx512 &&
+      add_node < 0 && mul_node < 0 && elt_node < 0 &&
+      (n.node().activation() == fb::Activation::None ||
+       n.node().activation() == fb::Activation::Relu) &&
+      vals_[static_cast<size_t>(w)].constant &&
+      (b < 0 || vals_[static_cast<size_t>(b)].constant) && dy.size() == 4 && dx[0] == dy[0] &&
+      dx[1] == dy[1] && dw.size() == 4 && dw[0] == dx[1] && dw[2] == 3 && dw[3] == 3 &&
+      win.kernel[0] == 3 && win.kernel[1] == 3 && win.dilation[0] == 0 && win.dilation[1] == 0 &&
+      win.pad_begin[0] == 1 && win.pad_begin[1] == 1 && win.pad_end[0] <= 1 &&
+      win.pad_end[1] <= 1 && win.stride[0] == win.stride[1] && dx[1] % group == 0 &&
+      dw[1] == dx[1] / group) {
+    GroupedConvShape gs;
+    gs.batch = dx[0];
+    gs.h = dx[2];
+    gs.w = dx[3];
+    gs.channels = dx[1];
+    gs.out_h = dy[2];
+    gs.out_w = dy[3];
+    gs.channels_per_group = static_cast<int>(dw[1]);
+    gs.stride = static_cast<int>(win.stride[0]);
+    if (grouped_conv_applies(gs)) return lower_grouped_conv(n, gs);
   }
   auto make_pd = [&](const memory::desc& dst_md) {
     auto create = [&](bool in_kept_layout) {

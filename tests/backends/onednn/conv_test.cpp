@@ -583,6 +583,97 @@ TEST(OnednnConv, GroupedConvKeepsItsChannelsLastInput) {
   }
 }
 
+// Grouped 3x3 Convs with 4, 8 and 16 channels per group, after a 1x1 Conv that makes their
+// input channels-last: on AVX-512 (SiluIsa::Avx512, which honours max_cpu_isa) Tessera's kernel
+// computes them (grouped_conv.h), elsewhere oneDNN. Every case matches the portable kernels at 1
+// and 2 threads: strides 1 and 2, widths that leave a partial block of output pixels (13, 9),
+// odd sizes, no padding after, with and without bias and ReLU, batch 1 and 3.
+TEST(OnednnConv, SmallGroupsTakeTesserasGroupedKernel) {
+  struct Case {
+    int64_t batch, channels, group, hw, stride, pad_after;
+    bool bias;
+    fb::Activation act;
+  };
+  const Case cases[] = {
+      {1, 128, 32, 14, 1, 1, true, fb::Activation::Relu},   // 4 a group (ResNeXt-50's layer1)
+      {1, 64, 8, 13, 1, 1, false, fb::Activation::None},    // 8 a group, 13 columns
+      {3, 32, 2, 9, 1, 1, true, fb::Activation::Relu},      // 16 a group, batch 3
+      {1, 64, 16, 13, 2, 1, true, fb::Activation::Relu},    // 4 a group, stride 2, odd size
+      {1, 48, 6, 14, 2, 0, true, fb::Activation::None},     // 8 a group, no padding after
+      {2, 64, 4, 10, 2, 1, false, fb::Activation::Relu},    // 16 a group, stride 2
+  };
+  const bool kernel = silu_isa_for_onednn() == SiluIsa::Avx512;
+  int checked = 0;  // runs whose grouped Conv read a channels-last input
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& k = cases[i];
+    GraphCase g;
+    g.seed = static_cast<uint32_t>(60 + i);
+    const int x = g.input({k.batch, 16, k.hw, k.hw});
+    ConvCfg expand{k.batch, 16, k.hw, k.hw, k.channels, 1, 1};
+    expand.act = fb::Activation::Relu;
+    const int y = add_conv(g, x, expand);
+    ConvCfg grouped{k.batch, k.channels, k.hw, k.hw, k.channels, 3, 3};
+    grouped.sh = grouped.sw = k.stride;
+    grouped.pt = grouped.pl = 1;
+    grouped.pb = grouped.pr = k.pad_after;
+    grouped.group = k.group;
+    grouped.bias = k.bias;
+    grouped.act = k.act;
+    g.output(add_conv(g, y, grouped));
+    for (int64_t threads : {1, 2}) {
+      DelegateSummary sum;
+      EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
+      // The first Conv's output is channels-last where oneDNN's brgconv kernels take it.
+      const auto first = std::find_if(sum.steps.begin(), sum.steps.end(), [](const std::string& st) {
+        return st.rfind("conv:", 0) == 0;
+      });
+      if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
+      ++checked;
+      EXPECT_EQ(sum.host_grouped_convs, kernel ? 1u : 0u) << "case " << i;
+      EXPECT_EQ(sum.channels_last_grouped_convs, 1u) << "case " << i;
+      ASSERT_NE(first + 1, sum.steps.end()) << "case " << i;
+      EXPECT_EQ(first[1].rfind("conv:", 0), 0u) << first[1];  // no reorder between them
+      if (kernel) {
+        EXPECT_NE(first[1].find("tessera:grouped_avx512"), std::string::npos) << first[1];
+      }
+    }
+  }
+  RecordProperty("channels_last_runs", checked);
+}
+
+// A grouped Conv the kernel does not take stays oneDNN's: 32 channels a group, a residual Add
+// fused as a sum post-op, dilation, 5x5.
+TEST(OnednnConv, OtherGroupedConvsStayOnednns) {
+  struct Case {
+    int64_t channels, group, kernel, dilation;
+    bool residual;
+  };
+  const Case cases[] = {{64, 2, 3, 1, false}, {64, 8, 3, 1, true}, {64, 8, 3, 2, false},
+                        {64, 8, 5, 1, false}};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& k = cases[i];
+    GraphCase g;
+    g.seed = static_cast<uint32_t>(70 + i);
+    const int x = g.input({1, 16, 12, 12});
+    ConvCfg expand{1, 16, 12, 12, k.channels, 1, 1};
+    const int y = add_conv(g, x, expand);
+    ConvCfg grouped{1, k.channels, 12, 12, k.channels, k.kernel, k.kernel};
+    grouped.pt = grouped.pl = grouped.pb = grouped.pr = (k.kernel / 2) * k.dilation;
+    grouped.dh = grouped.dw = k.dilation;
+    grouped.group = k.group;
+    int z = add_conv(g, y, grouped);
+    if (k.residual) {
+      const int sum = g.tensor({1, k.channels, 12, 12});
+      g.node(fb::OpType::Add, {z, y}, sum);
+      z = sum;
+    }
+    g.output(z);
+    DelegateSummary sum;
+    EXPECT_TRUE(run_with_algorithm(g, "auto", &sum)) << "case " << i;
+    EXPECT_EQ(sum.host_grouped_convs, 0u) << "case " << i;
+  }
+}
+
 // y + conv(y): the residual is the Conv's own input, so the sum cannot be written over it in
 // place (the kernel would overwrite pixels it has yet to read). 3x3 and 1x1, grouped and not.
 TEST(OnednnConv, AResidualThatIsTheConvsOwnInputIsNotOverwritten) {
