@@ -984,8 +984,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                std::make_unique<ResolvedOptions>(*owner->resolved), s, &again);
     inits_ms += again.init_ms;
     if (!again.made->ok()) {
-      add_reason(b, string_format("its init made again alone failed: %s",
-                                  again.made->status().message()));
+      add_reason(
+          b, string_format("its init made again alone failed: %s", again.made->status().message()));
       return;
     }
     KeptCandidate made;  // destroyed as it goes
@@ -1148,9 +1148,9 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
             "; not taken: its init took %.0f ms more (%.0f against %.0f%s): a load with its %.0f "
             "runs %.0f against %.0f ms, not %.0f%% shorter",
             extra_init_ms, c->init_ms, best_init_ms,
-            best->alone_init_ms > 0 && best->alone_init_ms < best->init_ms ? ", made again alone" : "",
-            payback_runs, variant_load_ms,
-            best_load_ms, (1 - kVariantMargin) * 100);
+            best->alone_init_ms > 0 && best->alone_init_ms < best->init_ms ? ", made again alone"
+                                                                           : "",
+            payback_runs, variant_load_ms, best_load_ms, (1 - kVariantMargin) * 100);
       }
       set_text(c->reason, sizeof c->reason, why);
       if (wins) {

@@ -727,10 +727,10 @@ Status Builder::lower_grouped_conv(const NodeView& n, const GroupedConvShape& sh
   if (b >= 0) {
     TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
   }
-  auto conv = std::make_shared<const GroupedConv>(pack_grouped_conv(
-      shape, static_cast<const float*>(weights.get_data_handle()),
-      b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr,
-      n.node().activation() == fb::Activation::Relu));
+  auto conv = std::make_shared<const GroupedConv>(
+      pack_grouped_conv(shape, static_cast<const float*>(weights.get_data_handle()),
+                        b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr,
+                        n.node().activation() == fb::Activation::Relu));
   copied_constant(w);
   if (b >= 0) copied_constant(b);
   TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
@@ -883,13 +883,12 @@ Status Builder::lower_conv(const NodeView& n, int index) {
       add_node < 0 && mul_node < 0 && elt_node < 0 &&
       (n.node().activation() == fb::Activation::None ||
        n.node().activation() == fb::Activation::Relu) &&
-      vals_[static_cast<size_t>(w)].constant &&
-      (b < 0 || vals_[static_cast<size_t>(b)].constant) && dy.size() == 4 && dx[0] == dy[0] &&
-      dx[1] == dy[1] && dw.size() == 4 && dw[0] == dx[1] && dw[2] == 3 && dw[3] == 3 &&
-      win.kernel[0] == 3 && win.kernel[1] == 3 && win.dilation[0] == 0 && win.dilation[1] == 0 &&
-      win.pad_begin[0] == 1 && win.pad_begin[1] == 1 && win.pad_end[0] <= 1 &&
-      win.pad_end[1] <= 1 && win.stride[0] == win.stride[1] && dx[1] % group == 0 &&
-      dw[1] == dx[1] / group) {
+      vals_[static_cast<size_t>(w)].constant && (b < 0 || vals_[static_cast<size_t>(b)].constant) &&
+      dy.size() == 4 && dx[0] == dy[0] && dx[1] == dy[1] && dw.size() == 4 && dw[0] == dx[1] &&
+      dw[2] == 3 && dw[3] == 3 && win.kernel[0] == 3 && win.kernel[1] == 3 &&
+      win.dilation[0] == 0 && win.dilation[1] == 0 && win.pad_begin[0] == 1 &&
+      win.pad_begin[1] == 1 && win.pad_end[0] <= 1 && win.pad_end[1] <= 1 &&
+      win.stride[0] == win.stride[1] && dx[1] % group == 0 && dw[1] == dx[1] / group) {
     GroupedConvShape gs;
     gs.batch = dx[0];
     gs.h = dx[2];

@@ -55,10 +55,18 @@ __attribute__((target("avx512f"))) void output_block(const GroupedConv& c, const
         if constexpr (CG == 4) {
           // Within each 128-bit lane (one group): element j everywhere.
           switch (j) {
-            case 0: xj[k] = _mm512_permute_ps(x, 0x00); break;
-            case 1: xj[k] = _mm512_permute_ps(x, 0x55); break;
-            case 2: xj[k] = _mm512_permute_ps(x, 0xAA); break;
-            default: xj[k] = _mm512_permute_ps(x, 0xFF); break;
+            case 0:
+              xj[k] = _mm512_permute_ps(x, 0x00);
+              break;
+            case 1:
+              xj[k] = _mm512_permute_ps(x, 0x55);
+              break;
+            case 2:
+              xj[k] = _mm512_permute_ps(x, 0xAA);
+              break;
+            default:
+              xj[k] = _mm512_permute_ps(x, 0xFF);
+              break;
           }
         } else {
           xj[k] = _mm512_permutexvar_ps(spread[j], x);
@@ -128,8 +136,7 @@ void run_group_size(const GroupedConv& c, const float* src, float* dst, int thre
 
 bool grouped_conv_applies(const GroupedConvShape& s) {
   const int cg = s.channels_per_group;
-  if ((cg != 4 && cg != 8 && cg != 16) || s.batch <= 0 || s.channels <= 0 ||
-      s.channels % 16 != 0 ||
+  if ((cg != 4 && cg != 8 && cg != 16) || s.batch <= 0 || s.channels <= 0 || s.channels % 16 != 0 ||
       (s.stride != 1 && s.stride != 2) || s.h <= 0 || s.w <= 0) {
     return false;
   }
@@ -171,9 +178,15 @@ GroupedConv pack_grouped_conv(const GroupedConvShape& s, const float* weights, c
 void run_grouped_conv(const GroupedConv& c, const float* src, float* dst, int threads) {
   threads = std::max(threads, 1);
   switch (c.shape.channels_per_group) {
-    case 4: run_group_size<4>(c, src, dst, threads); break;
-    case 8: run_group_size<8>(c, src, dst, threads); break;
-    default: run_group_size<16>(c, src, dst, threads); break;
+    case 4:
+      run_group_size<4>(c, src, dst, threads);
+      break;
+    case 8:
+      run_group_size<8>(c, src, dst, threads);
+      break;
+    default:
+      run_group_size<16>(c, src, dst, threads);
+      break;
   }
 }
 

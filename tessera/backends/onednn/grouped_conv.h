@@ -36,7 +36,7 @@ bool grouped_conv_applies(const GroupedConvShape& s);
 /// The convolution's constants in the kernel's order.
 struct GroupedConv {
   GroupedConvShape shape;
-  bool relu = false;          // max(0, x) after the bias
+  bool relu = false;           // max(0, x) after the bias
   std::vector<float> weights;  // [channels / 16][3][3][channels_per_group][16]
   std::vector<float> bias;     // [channels]; zeros when the node has none
 };

@@ -595,12 +595,12 @@ TEST(OnednnConv, SmallGroupsTakeTesserasGroupedKernel) {
     fb::Activation act;
   };
   const Case cases[] = {
-      {1, 128, 32, 14, 1, 1, true, fb::Activation::Relu},   // 4 a group (ResNeXt-50's layer1)
-      {1, 64, 8, 13, 1, 1, false, fb::Activation::None},    // 8 a group, 13 columns
-      {3, 32, 2, 9, 1, 1, true, fb::Activation::Relu},      // 16 a group, batch 3
-      {1, 64, 16, 13, 2, 1, true, fb::Activation::Relu},    // 4 a group, stride 2, odd size
-      {1, 48, 6, 14, 2, 0, true, fb::Activation::None},     // 8 a group, no padding after
-      {2, 64, 4, 10, 2, 1, false, fb::Activation::Relu},    // 16 a group, stride 2
+      {1, 128, 32, 14, 1, 1, true, fb::Activation::Relu},  // 4 a group (ResNeXt-50's layer1)
+      {1, 64, 8, 13, 1, 1, false, fb::Activation::None},   // 8 a group, 13 columns
+      {3, 32, 2, 9, 1, 1, true, fb::Activation::Relu},     // 16 a group, batch 3
+      {1, 64, 16, 13, 2, 1, true, fb::Activation::Relu},   // 4 a group, stride 2, odd size
+      {1, 48, 6, 14, 2, 0, true, fb::Activation::None},    // 8 a group, no padding after
+      {2, 64, 4, 10, 2, 1, false, fb::Activation::Relu},   // 16 a group, stride 2
   };
   const bool kernel = silu_isa_for_onednn() == SiluIsa::Avx512;
   int checked = 0;  // runs whose grouped Conv read a channels-last input
@@ -624,9 +624,9 @@ TEST(OnednnConv, SmallGroupsTakeTesserasGroupedKernel) {
       DelegateSummary sum;
       EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
       // The first Conv's output is channels-last where oneDNN's brgconv kernels take it.
-      const auto first = std::find_if(sum.steps.begin(), sum.steps.end(), [](const std::string& st) {
-        return st.rfind("conv:", 0) == 0;
-      });
+      const auto first =
+          std::find_if(sum.steps.begin(), sum.steps.end(),
+                       [](const std::string& st) { return st.rfind("conv:", 0) == 0; });
       if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
       ++checked;
       EXPECT_EQ(sum.host_grouped_convs, kernel ? 1u : 0u) << "case " << i;
@@ -648,8 +648,8 @@ TEST(OnednnConv, OtherGroupedConvsStayOnednns) {
     int64_t channels, group, kernel, dilation;
     bool residual;
   };
-  const Case cases[] = {{64, 2, 3, 1, false}, {64, 8, 3, 1, true}, {64, 8, 3, 2, false},
-                        {64, 8, 5, 1, false}};
+  const Case cases[] = {
+      {64, 2, 3, 1, false}, {64, 8, 3, 1, true}, {64, 8, 3, 2, false}, {64, 8, 5, 1, false}};
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& k = cases[i];
     GraphCase g;
