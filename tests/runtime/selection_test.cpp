@@ -1141,6 +1141,51 @@ TEST_F(SelectionVariantTest, TheAutoBudgetGivesTheRunsTwiceTheFirstInit) {
   EXPECT_TRUE(r.candidates[1].chosen) << r.summary;
 }
 
+// A variant whose least trial (its warm-up and two timed runs at its backend's measured speed,
+// two of the fastest's) cannot end within what the budget has left is not begun, though the
+// budget is not spent yet. Auto: init 100 ms gives the runs 200; the backend's warm-up and
+// three timed runs of 40 ms spend about 160, and the trial needs about 200. With an init of 300
+// (600 of runs) it is measured and wins. Set, 400 ms in all: about 260 spent, the trial needs
+// its init too (about 300).
+TEST_F(SelectionVariantTest, AVariantThatCannotEndWithinTheBudgetIsNotBegun) {
+  Program* program = load({2, 4});
+  stub_->slow_ms = 40;
+  struct Case {
+    int init_ms;
+    double budget_ms;
+    bool begun;
+  };
+  for (const Case& k : {Case{100, LoadOptions::kSelectionBudgetAuto, false},
+                        Case{300, LoadOptions::kSelectionBudgetAuto, true}, Case{100, 400, false}}) {
+    SCOPED_TRACE(::testing::Message() << "init " << k.init_ms << ", budget " << k.budget_ms);
+    stub_->init_ms = k.init_ms;
+    LoadOptions o = measuring();
+    o.selection_budget_ms = k.budget_ms;
+    auto m = program->load_method("forward", nullptr, o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const SelectionReport& r = m->delegate_info(0).selection;
+    ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+    const SelectionCandidate& fast = r.candidates[1];
+    EXPECT_STREQ(fast.options, "mode=fast");
+    if (k.begun) {
+      EXPECT_TRUE(fast.chosen) << fast.reason;
+      continue;
+    }
+    EXPECT_TRUE(r.candidates[0].chosen) << r.summary;
+    EXPECT_EQ(fast.init_ms, 0.0) << fast.reason;  // not even initialised
+    const std::string why = fast.reason;
+    EXPECT_EQ(why.rfind(k.budget_ms < 0 ? "skipped (budget auto: " : "skipped (budget: ", 0), 0u)
+        << why;
+    EXPECT_NE(why.find(k.budget_ms < 0 ? " ms of runs, " : " ms left; "), std::string::npos) << why;
+    EXPECT_NE(why.find(k.budget_ms < 0 ? " left; its warm-up and least race need about "
+                                       : " of 400 ms left; its init, warm-up and least race need "),
+              std::string::npos)
+        << why;
+    EXPECT_NE(std::string(r.summary).find("sel_var [mode=fast] skipped (budget"), std::string::npos)
+        << r.summary;
+  }
+}
+
 // A variant needs a clear win: within 3% of the fastest so far, the value the load resolved
 // stays (the five timed runs' noise, and load costs such as a weight transform that the
 // measurement does not see); a backend's resolved configuration needs only to be faster.
