@@ -98,6 +98,20 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
       if (st != dnnl_success) return failed(id, step.name.data(), st);
       run_grouped_conv(*step.grouped, static_cast<const float*>(src), static_cast<float*>(dst),
                        team_now);
+    } else if (step.narrow != nullptr) {
+      void* src = nullptr;
+      void* dst = nullptr;
+      void* residual = nullptr;
+      st = dnnl_stream_wait(stream.get());
+      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[0].memory, &src);
+      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[1].memory, &dst);
+      if (st == dnnl_success && step.args.size() > 2) {
+        st = dnnl_memory_get_data_handle(step.args[2].memory, &residual);
+      }
+      if (st != dnnl_success) return failed(id, step.name.data(), st);
+      run_narrow_conv(*step.narrow, static_cast<const float*>(src),
+                      static_cast<const float*>(residual != nullptr ? residual : dst),
+                      static_cast<float*>(dst), team_now);
     } else {
       st = dnnl_primitive_execute(step.primitive.get(), stream.get(),
                                   static_cast<int>(step.args.size()), step.args.data());

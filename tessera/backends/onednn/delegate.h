@@ -17,6 +17,7 @@
 
 #include "tessera/backend/context.h"
 #include "tessera/backends/onednn/grouped_conv.h"
+#include "tessera/backends/onednn/narrow_conv.h"
 #include "tessera/backends/onednn/silu.h"
 #include "tessera/core/evalue.h"
 #include "tessera/core/large_buffer.h"
@@ -41,6 +42,10 @@ struct Step {
   // Set: no primitive; Tessera's grouped convolution (grouped_conv.h) from args[0]'s memory
   // (DNNL_ARG_SRC) into args[1]'s (DNNL_ARG_DST).
   std::shared_ptr<const GroupedConv> grouped;
+  // Set: no primitive; Tessera's 1x1 convolution to 24 or 40 channels (narrow_conv.h) from
+  // args[0]'s memory into args[1]'s, with narrow->sum the residual args[2]'s (or, without a
+  // third, args[1]'s own: in place).
+  std::shared_ptr<const NarrowConv> narrow;
 };
 
 /// A memory object whose data is an execute argument's (set at every call).
@@ -79,6 +84,7 @@ class Delegate {
   size_t copy_free_concats = 0;   // Concats whose parts were written in place in the output
   size_t channels_last_grouped_convs = 0;  // grouped Convs kept in their input's acdb
   size_t host_grouped_convs = 0;  // of those, computed by Tessera's kernel (grouped_conv.h)
+  size_t host_narrow_convs = 0;   // 1x1 Convs to 24 or 40 channels by Tessera (narrow_conv.h)
   size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
   size_t nchw_input_convs = 0;  // first-layer Convs reading NCHW, 16 channels out (no reorder)
   size_t fused_depthwise_convs = 0;        // 1x1 + depthwise Convs run as one primitive

@@ -159,6 +159,10 @@ class Builder {
   Status lower_conv(const NodeView& n, int index);
   // A grouped Conv by Tessera's kernel (grouped_conv.h), its input channels-last.
   Status lower_grouped_conv(const NodeView& n, const GroupedConvShape& shape);
+  // A 1x1 Conv to 24 or 40 channels by Tessera's kernel (narrow_conv.h), its input
+  // channels-last; with add_node >= 0 the Add of `residual` after it fused (into add_out).
+  Status lower_narrow_conv(const NodeView& n, int index, const NarrowConvShape& shape,
+                           int add_node, int residual, int add_out);
   /// A 1x1 Conv whose output only a 3x3 depthwise Conv (stride 1 or 2, padding 1) reads, run
   /// as one primitive with oneDNN's depthwise post-op, when the delegate runs on one thread,
   /// the input is (or, with 16 channels, is byte for byte) channel-blocked, and oneDNN has an
@@ -749,6 +753,62 @@ Status Builder::lower_grouped_conv(const NodeView& n, const GroupedConvShape& sh
   return Status::ok();
 }
 
+Status Builder::lower_narrow_conv(const NodeView& n, int index, const NarrowConvShape& shape,
+                                  int add_node, int residual, int add_out) {
+  const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  TESSERA_ASSIGN_OR_RETURN(memory weights, in_place(w));
+  memory bias;
+  if (b >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
+  }
+  // The ReLU is the Add's when there is one (the Conv's own is None then), else the Conv's.
+  const fb::Activation act = add_node >= 0
+                                 ? view_.node(static_cast<size_t>(add_node)).activation()
+                                 : n.node().activation();
+  auto conv = std::make_shared<const NarrowConv>(pack_narrow_conv(
+      shape, static_cast<const float*>(weights.get_data_handle()),
+      b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr, add_node >= 0,
+      act == fb::Activation::Relu));
+  copied_constant(w);
+  if (b >= 0) copied_constant(b);
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  Step s;
+  s.narrow = std::move(conv);
+  memory dst;
+  memory res;
+  if (add_node >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(res, get(residual));
+    // Not where the residual is the Conv's own input (y + conv(y)): the kernel would write over
+    // pixels another thread has yet to read.
+    if (residual != x && overwritable(residual, index, add_node)) {
+      dst = res;
+      ++d_.in_place_sums;
+    } else {
+      dst = fresh(memory::desc(dy, act_, memory::format_tag::acdb));
+    }
+    ++d_.fused_sums;
+  } else {
+    dst = fresh(memory::desc(dy, act_, memory::format_tag::acdb));
+  }
+  s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
+  if (add_node >= 0 && dst.get() != res.get()) s.args.push_back({DNNL_ARG_SRC_1, res.get()});
+  std::snprintf(s.name.data(), s.name.size(), "conv:%.*s", static_cast<int>(n.name().size()),
+                n.name().data());
+  s.impl = "tessera:narrow1x1_avx512";
+  s.threads = step_threads_;
+  d_.steps.push_back(std::move(s));
+  ++d_.host_narrow_convs;
+  if (add_node >= 0) {
+    done_[static_cast<size_t>(add_node)] = true;
+    set(add_out, dst);
+    set(y, dst, true);  // y itself is never read again
+  } else {
+    set(y, dst);
+  }
+  return Status::ok();
+}
+
 Status Builder::lower_conv(const NodeView& n, int index) {
   TESSERA_ASSIGN_OR_RETURN(const bool fused, lower_conv_with_depthwise(n));
   if (fused) return Status::ok();
@@ -899,6 +959,39 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     gs.channels_per_group = static_cast<int>(dw[1]);
     gs.stride = static_cast<int>(win.stride[0]);
     if (grouped_conv_applies(gs)) return lower_grouped_conv(n, gs);
+  }
+  // A 1x1 Conv to 24 or 40 channels reading a channels-last tensor, stride 1, no padding, at
+  // most a residual Add (channels-last too) and a ReLU after: Tessera's kernel, which computes
+  // no padding channels where oneDNN 2.6 computes 32 or 48 (narrow_conv.h).
+  if (group == 1 && act_ == dt::f32 && d_.silu_isa == SiluIsa::Avx512 && mul_node < 0 &&
+      elt_node < 0 && dx.size() == 4 && dy.size() == 4 && dw.size() == 4 && dx[0] == dy[0] &&
+      dx[2] == dy[2] && dx[3] == dy[3] && dw[0] == dy[1] && dw[1] == dx[1] && dw[2] == 1 &&
+      dw[3] == 1 && win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
+      win.stride[1] == 1 && win.dilation[0] == 0 && win.dilation[1] == 0 &&
+      win.pad_begin[0] == 0 && win.pad_begin[1] == 0 && win.pad_end[0] == 0 &&
+      win.pad_end[1] == 0 && vals_[static_cast<size_t>(w)].constant &&
+      (b < 0 || vals_[static_cast<size_t>(b)].constant) && !view_.value(y).graph_output) {
+    const NarrowConvShape ns{dx[0] * dx[2] * dx[3], dx[1], dy[1]};
+    const fb::Activation conv_act = n.node().activation();
+    const fb::Activation add_act =
+        add_node >= 0 ? view_.node(static_cast<size_t>(add_node)).activation()
+                      : fb::Activation::None;
+    const bool acts = add_node >= 0 ? conv_act == fb::Activation::None &&
+                                          (add_act == fb::Activation::None ||
+                                           add_act == fb::Activation::Relu)
+                                    : (conv_act == fb::Activation::None ||
+                                       conv_act == fb::Activation::Relu);
+    const memory::desc channels_last(dx, act_, memory::format_tag::acdb);
+    bool inputs_fit = acts && narrow_conv_applies(ns);
+    if (inputs_fit) {
+      TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
+      inputs_fit = xm.get_desc() == channels_last;
+    }
+    if (inputs_fit && add_node >= 0) {
+      TESSERA_ASSIGN_OR_RETURN(memory r, get(residual));
+      inputs_fit = r.get_desc() == memory::desc(dy, act_, memory::format_tag::acdb);
+    }
+    if (inputs_fit) return lower_narrow_conv(n, index, ns, add_node, residual, add_out);
   }
   auto make_pd = [&](const memory::desc& dst_md) {
     auto create = [&](bool in_kept_layout) {

@@ -674,6 +674,120 @@ TEST(OnednnConv, OtherGroupedConvsStayOnednns) {
   }
 }
 
+// 1x1 Convs to 24 and 40 channels reading a channels-last tensor: on AVX-512 Tessera's kernel
+// computes them (narrow_conv.h), elsewhere oneDNN. Every case matches the portable kernels at 1
+// and 2 threads: pixel counts that leave a partial block (13x13, 9x9 x 3), batches, with and
+// without bias and ReLU, and a residual Add fused in place (its other operand read by the Add
+// alone), into a new buffer (the other operand also an output of the graph), and from the Conv's
+// own input (y + conv(y)).
+TEST(OnednnConv, NarrowOutputsTakeTesserasKernel) {
+  enum class Residual { None, InPlace, Kept, OwnInput };
+  struct Case {
+    int64_t batch, in, out, hw;
+    Residual residual;
+    bool bias;
+    fb::Activation act;  // the Conv's, or with a residual the Add's
+  };
+  const Case cases[] = {
+      {1, 144, 24, 14, Residual::None, true, fb::Activation::None},      // MobileNetV2's
+      {1, 96, 24, 13, Residual::InPlace, true, fb::Activation::None},    // a partial block
+      {3, 72, 40, 9, Residual::Kept, false, fb::Activation::Relu},       // batch 3, 40 wide
+      {1, 24, 24, 10, Residual::OwnInput, true, fb::Activation::None},   // y + conv(y)
+      {2, 240, 40, 7, Residual::None, true, fb::Activation::Relu},       // EfficientNet-B0's
+      {1, 32, 40, 11, Residual::InPlace, false, fb::Activation::None},
+  };
+  const bool kernel = silu_isa_for_onednn() == SiluIsa::Avx512;
+  int checked = 0;  // runs whose narrow Conv read a channels-last input
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& k = cases[i];
+    GraphCase g;
+    g.seed = static_cast<uint32_t>(80 + i);
+    const int x = g.input({k.batch, 16, k.hw, k.hw});
+    ConvCfg expand{k.batch, 16, k.hw, k.hw, k.in, 1, 1};
+    expand.act = fb::Activation::Relu;
+    const int y = add_conv(g, x, expand);
+    int other = y;  // the residual; OwnInput: in == out
+    if (k.residual == Residual::InPlace || k.residual == Residual::Kept) {
+      ConvCfg side{k.batch, 16, k.hw, k.hw, k.out, 1, 1};
+      other = add_conv(g, x, side);
+      if (k.residual == Residual::Kept) g.output(other);
+    }
+    ConvCfg narrow{k.batch, k.in, k.hw, k.hw, k.out, 1, 1};
+    narrow.bias = k.bias;
+    if (k.residual == Residual::None) narrow.act = k.act;
+    int z = add_conv(g, y, narrow);
+    if (k.residual != Residual::None) {
+      const int sum = g.tensor({k.batch, k.out, k.hw, k.hw});
+      g.node(fb::OpType::Add, {z, other}, sum).activation = k.act;
+      z = sum;
+    }
+    // Read by another 1x1 Conv, as a projection is by the next block's expansion.
+    ConvCfg next{k.batch, k.out, k.hw, k.hw, 32, 1, 1};
+    g.output(add_conv(g, z, next));
+    for (int64_t threads : {1, 2}) {
+      DelegateSummary sum;
+      EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
+      // The first Conv's output is channels-last where oneDNN's brgconv kernels take it.
+      const auto first =
+          std::find_if(sum.steps.begin(), sum.steps.end(),
+                       [](const std::string& st) { return st.rfind("conv:", 0) == 0; });
+      if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
+      ++checked;
+      EXPECT_EQ(sum.host_narrow_convs, kernel ? 1u : 0u) << "case " << i;
+      if (k.residual != Residual::None) EXPECT_EQ(sum.fused_sums, 1u) << "case " << i;
+      if (k.residual == Residual::InPlace) EXPECT_EQ(sum.in_place_sums, 1u) << "case " << i;
+      if (k.residual == Residual::Kept || k.residual == Residual::OwnInput) {
+        EXPECT_EQ(sum.in_place_sums, 0u) << "case " << i;
+      }
+      const bool has_step =
+          std::any_of(sum.steps.begin(), sum.steps.end(), [](const std::string& st) {
+            return st.find("tessera:narrow1x1_avx512") != std::string::npos;
+          });
+      EXPECT_EQ(has_step, kernel) << "case " << i;
+    }
+  }
+  RecordProperty("channels_last_runs", checked);
+}
+
+// A 1x1 Conv the kernel does not take stays oneDNN's: 32 or 16 output channels, an odd number
+// of input channels, stride 2, a SiLU after it, a graph output.
+TEST(OnednnConv, OtherNarrowConvsStayOnednns) {
+  struct Case {
+    int64_t in, out, stride;
+    bool silu, graph_output;
+  };
+  const Case cases[] = {{96, 32, 1, false, false}, {96, 16, 1, false, false},
+                        {95, 24, 1, false, false}, {96, 24, 2, false, false},
+                        {96, 24, 1, true, false},  {96, 40, 1, false, true}};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& k = cases[i];
+    GraphCase g;
+    g.seed = static_cast<uint32_t>(90 + i);
+    const int x = g.input({1, 16, 12, 12});
+    ConvCfg expand{1, 16, 12, 12, k.in, 1, 1};
+    const int y = add_conv(g, x, expand);
+    ConvCfg narrow{1, k.in, 12, 12, k.out, 1, 1};
+    narrow.sh = narrow.sw = k.stride;
+    int z = add_conv(g, y, narrow);
+    const int64_t hw = k.stride == 1 ? 12 : 6;
+    if (k.silu) {
+      const int sig = g.tensor({1, k.out, hw, hw});
+      g.node(fb::OpType::Sigmoid, {z}, sig);
+      const int mul = g.tensor({1, k.out, hw, hw});
+      g.node(fb::OpType::Mul, {z, sig}, mul);
+      z = mul;
+    }
+    if (!k.graph_output) {
+      ConvCfg next{1, k.out, hw, hw, 32, 1, 1};
+      z = add_conv(g, z, next);
+    }
+    g.output(z);
+    DelegateSummary sum;
+    EXPECT_TRUE(run_with_algorithm(g, "auto", &sum)) << "case " << i;
+    EXPECT_EQ(sum.host_narrow_convs, 0u) << "case " << i;
+  }
+}
+
 // y + conv(y): the residual is the Conv's own input, so the sum cannot be written over it in
 // place (the kernel would overwrite pixels it has yet to read). 3x3 and 1x1, grouped and not.
 TEST(OnednnConv, AResidualThatIsTheConvsOwnInputIsNotOverwritten) {
