@@ -1046,9 +1046,8 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
         double need = (1 + kRaceLeastRuns) * e->entry->median_ms +
                       kRaceLeastRuns * report.candidates[chosen].median_ms;
         if (!auto_budget) {
-          need += e->entry->alone_init_ms > 0
-                      ? std::min(e->entry->alone_init_ms, e->entry->init_ms)
-                      : e->entry->init_ms;
+          need += e->entry->alone_init_ms > 0 ? std::min(e->entry->alone_init_ms, e->entry->init_ms)
+                                              : e->entry->init_ms;
         }
         const double left = budget_left_ms();
         if (need > left) {

@@ -1155,8 +1155,9 @@ TEST_F(SelectionVariantTest, AVariantThatCannotEndWithinTheBudgetIsNotBegun) {
     double budget_ms;
     bool begun;
   };
-  for (const Case& k : {Case{100, LoadOptions::kSelectionBudgetAuto, false},
-                        Case{300, LoadOptions::kSelectionBudgetAuto, true}, Case{100, 400, false}}) {
+  for (const Case& k :
+       {Case{100, LoadOptions::kSelectionBudgetAuto, false},
+        Case{300, LoadOptions::kSelectionBudgetAuto, true}, Case{100, 400, false}}) {
     SCOPED_TRACE(::testing::Message() << "init " << k.init_ms << ", budget " << k.budget_ms);
     stub_->init_ms = k.init_ms;
     LoadOptions o = measuring();

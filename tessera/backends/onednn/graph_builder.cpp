@@ -161,8 +161,8 @@ class Builder {
   Status lower_grouped_conv(const NodeView& n, const GroupedConvShape& shape);
   // A 1x1 Conv to 24 or 40 channels by Tessera's kernel (narrow_conv.h), its input
   // channels-last; with add_node >= 0 the Add of `residual` after it fused (into add_out).
-  Status lower_narrow_conv(const NodeView& n, int index, const NarrowConvShape& shape,
-                           int add_node, int residual, int add_out);
+  Status lower_narrow_conv(const NodeView& n, int index, const NarrowConvShape& shape, int add_node,
+                           int residual, int add_out);
   /// A 1x1 Conv whose output only a 3x3 depthwise Conv (stride 1 or 2, padding 1) reads, run
   /// as one primitive with oneDNN's depthwise post-op, when the delegate runs on one thread,
   /// the input is (or, with 16 channels, is byte for byte) channel-blocked, and oneDNN has an
@@ -762,13 +762,12 @@ Status Builder::lower_narrow_conv(const NodeView& n, int index, const NarrowConv
     TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
   }
   // The ReLU is the Add's when there is one (the Conv's own is None then), else the Conv's.
-  const fb::Activation act = add_node >= 0
-                                 ? view_.node(static_cast<size_t>(add_node)).activation()
-                                 : n.node().activation();
-  auto conv = std::make_shared<const NarrowConv>(pack_narrow_conv(
-      shape, static_cast<const float*>(weights.get_data_handle()),
-      b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr, add_node >= 0,
-      act == fb::Activation::Relu));
+  const fb::Activation act = add_node >= 0 ? view_.node(static_cast<size_t>(add_node)).activation()
+                                           : n.node().activation();
+  auto conv = std::make_shared<const NarrowConv>(
+      pack_narrow_conv(shape, static_cast<const float*>(weights.get_data_handle()),
+                       b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr,
+                       add_node >= 0, act == fb::Activation::Relu));
   copied_constant(w);
   if (b >= 0) copied_constant(b);
   TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
@@ -967,20 +966,19 @@ Status Builder::lower_conv(const NodeView& n, int index) {
       elt_node < 0 && dx.size() == 4 && dy.size() == 4 && dw.size() == 4 && dx[0] == dy[0] &&
       dx[2] == dy[2] && dx[3] == dy[3] && dw[0] == dy[1] && dw[1] == dx[1] && dw[2] == 1 &&
       dw[3] == 1 && win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
-      win.stride[1] == 1 && win.dilation[0] == 0 && win.dilation[1] == 0 &&
-      win.pad_begin[0] == 0 && win.pad_begin[1] == 0 && win.pad_end[0] == 0 &&
-      win.pad_end[1] == 0 && vals_[static_cast<size_t>(w)].constant &&
-      (b < 0 || vals_[static_cast<size_t>(b)].constant) && !view_.value(y).graph_output) {
+      win.stride[1] == 1 && win.dilation[0] == 0 && win.dilation[1] == 0 && win.pad_begin[0] == 0 &&
+      win.pad_begin[1] == 0 && win.pad_end[0] == 0 && win.pad_end[1] == 0 &&
+      vals_[static_cast<size_t>(w)].constant && (b < 0 || vals_[static_cast<size_t>(b)].constant) &&
+      !view_.value(y).graph_output) {
     const NarrowConvShape ns{dx[0] * dx[2] * dx[3], dx[1], dy[1]};
     const fb::Activation conv_act = n.node().activation();
-    const fb::Activation add_act =
-        add_node >= 0 ? view_.node(static_cast<size_t>(add_node)).activation()
-                      : fb::Activation::None;
-    const bool acts = add_node >= 0 ? conv_act == fb::Activation::None &&
-                                          (add_act == fb::Activation::None ||
-                                           add_act == fb::Activation::Relu)
-                                    : (conv_act == fb::Activation::None ||
-                                       conv_act == fb::Activation::Relu);
+    const fb::Activation add_act = add_node >= 0
+                                       ? view_.node(static_cast<size_t>(add_node)).activation()
+                                       : fb::Activation::None;
+    const bool acts = add_node >= 0
+                          ? conv_act == fb::Activation::None &&
+                                (add_act == fb::Activation::None || add_act == fb::Activation::Relu)
+                          : (conv_act == fb::Activation::None || conv_act == fb::Activation::Relu);
     const memory::desc channels_last(dx, act_, memory::format_tag::acdb);
     bool inputs_fit = acts && narrow_conv_applies(ns);
     if (inputs_fit) {

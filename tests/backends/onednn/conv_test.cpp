@@ -689,11 +689,11 @@ TEST(OnednnConv, NarrowOutputsTakeTesserasKernel) {
     fb::Activation act;  // the Conv's, or with a residual the Add's
   };
   const Case cases[] = {
-      {1, 144, 24, 14, Residual::None, true, fb::Activation::None},      // MobileNetV2's
-      {1, 96, 24, 13, Residual::InPlace, true, fb::Activation::None},    // a partial block
-      {3, 72, 40, 9, Residual::Kept, false, fb::Activation::Relu},       // batch 3, 40 wide
-      {1, 24, 24, 10, Residual::OwnInput, true, fb::Activation::None},   // y + conv(y)
-      {2, 240, 40, 7, Residual::None, true, fb::Activation::Relu},       // EfficientNet-B0's
+      {1, 144, 24, 14, Residual::None, true, fb::Activation::None},     // MobileNetV2's
+      {1, 96, 24, 13, Residual::InPlace, true, fb::Activation::None},   // a partial block
+      {3, 72, 40, 9, Residual::Kept, false, fb::Activation::Relu},      // batch 3, 40 wide
+      {1, 24, 24, 10, Residual::OwnInput, true, fb::Activation::None},  // y + conv(y)
+      {2, 240, 40, 7, Residual::None, true, fb::Activation::Relu},      // EfficientNet-B0's
       {1, 32, 40, 11, Residual::InPlace, false, fb::Activation::None},
   };
   const bool kernel = silu_isa_for_onednn() == SiluIsa::Avx512;
