@@ -164,6 +164,13 @@ template <typename T>
   return run_with_load(g, &load, seed, summary);
 }
 
+/// The first Conv step of `sum`, or steps.end(). Its output is channels-last where oneDNN's
+/// brgconv kernels took it (the step names the implementation).
+std::vector<std::string>::const_iterator first_conv_step(const DelegateSummary& sum) {
+  return std::find_if(sum.steps.begin(), sum.steps.end(),
+                      [](const std::string& st) { return st.rfind("conv:", 0) == 0; });
+}
+
 /// `g` with conv_algorithm=`algorithm` on a team of `threads`, `repeat` executes (see
 /// run_with_load).
 ::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
@@ -623,10 +630,7 @@ TEST(OnednnConv, SmallGroupsTakeTesserasGroupedKernel) {
     for (int64_t threads : {1, 2}) {
       DelegateSummary sum;
       EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
-      // The first Conv's output is channels-last where oneDNN's brgconv kernels take it.
-      const auto first =
-          std::find_if(sum.steps.begin(), sum.steps.end(),
-                       [](const std::string& st) { return st.rfind("conv:", 0) == 0; });
+      const auto first = first_conv_step(sum);
       if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
       ++checked;
       EXPECT_EQ(sum.host_grouped_convs, kernel ? 1u : 0u) << "case " << i;
@@ -727,15 +731,16 @@ TEST(OnednnConv, NarrowOutputsTakeTesserasKernel) {
     for (int64_t threads : {1, 2}) {
       DelegateSummary sum;
       EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
-      // The first Conv's output is channels-last where oneDNN's brgconv kernels take it.
-      const auto first =
-          std::find_if(sum.steps.begin(), sum.steps.end(),
-                       [](const std::string& st) { return st.rfind("conv:", 0) == 0; });
+      const auto first = first_conv_step(sum);
       if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
       ++checked;
       EXPECT_EQ(sum.host_narrow_convs, kernel ? 1u : 0u) << "case " << i;
-      if (k.residual != Residual::None) EXPECT_EQ(sum.fused_sums, 1u) << "case " << i;
-      if (k.residual == Residual::InPlace) EXPECT_EQ(sum.in_place_sums, 1u) << "case " << i;
+      if (k.residual != Residual::None) {
+        EXPECT_EQ(sum.fused_sums, 1u) << "case " << i;
+      }
+      if (k.residual == Residual::InPlace) {
+        EXPECT_EQ(sum.in_place_sums, 1u) << "case " << i;
+      }
       if (k.residual == Residual::Kept || k.residual == Residual::OwnInput) {
         EXPECT_EQ(sum.in_place_sums, 0u) << "case " << i;
       }
