@@ -60,6 +60,12 @@ constexpr double kConfirmBelow = 0.90;
 // after its second round).
 constexpr int kRaceLeastRuns = 2;
 
+// A candidate's init as weighed against others': the lower of its two figures when it was made
+// again alone (SelectionCandidate::alone_init_ms), else the one it has.
+double lowest_init_ms(const SelectionCandidate& c) {
+  return c.alone_init_ms > 0 ? std::min(c.alone_init_ms, c.init_ms) : c.init_ms;
+}
+
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
@@ -572,19 +578,15 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   double inits_ms = 0;         // the candidates' inits so far
   double runs_budget_ms = -1;  // auto: kAutoBudgetRunsPerInit x the first init
   std::string first_init;      // auto: whose init that was
-  auto budget_spent = [&]() {
-    const double spent = ms_between(start, Clock::now());
-    if (!auto_budget) return spent >= options.selection_budget_ms;
-    return runs_budget_ms >= 0 && spent - inits_ms >= runs_budget_ms;
-  };
-  // What the budget has left now, in budget_spent()'s terms (auto: of the runs; set: of the
-  // whole measurement); unbounded while the auto budget is not known yet.
+  // What the budget has left now (auto: of the runs; set: of the whole measurement); unbounded
+  // while the auto budget is not known yet.
   auto budget_left_ms = [&]() {
     const double spent = ms_between(start, Clock::now());
     if (!auto_budget) return options.selection_budget_ms - spent;
     if (runs_budget_ms < 0) return std::numeric_limits<double>::infinity();
     return runs_budget_ms - (spent - inits_ms);
   };
+  auto budget_spent = [&]() { return budget_left_ms() <= 0; };
   auto skipped_for_budget = [&](SelectionCandidate* c) {
     const std::string why =
         auto_budget
@@ -1045,10 +1047,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
           report.candidates[chosen].median_ms > 0) {
         double need = (1 + kRaceLeastRuns) * e->entry->median_ms +
                       kRaceLeastRuns * report.candidates[chosen].median_ms;
-        if (!auto_budget) {
-          need += e->entry->alone_init_ms > 0 ? std::min(e->entry->alone_init_ms, e->entry->init_ms)
-                                              : e->entry->init_ms;
-        }
+        if (!auto_budget) need += lowest_init_ms(*e->entry);
         const double left = budget_left_ms();
         if (need > left) {
           set_text(c->reason, sizeof c->reason,
@@ -1151,8 +1150,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
       // run (ResNet-18's oneDNN at two threads, inits one after the other: 115 ms as the
       // entrant, 191 made again), and a figure is never too low for that.
       if (weigh_inits && beats_now && beats_before) time_init_alone(best);
-      const double best_init_ms =
-          best->alone_init_ms > 0 ? std::min(best->alone_init_ms, best->init_ms) : best->init_ms;
+      const double best_init_ms = lowest_init_ms(*best);
       const double extra_init_ms = weigh_inits ? c->init_ms - best_init_ms : 0;
       const double lower_ms = before > 0 ? std::min(now, before) : now;
       const double best_load_ms = best_init_ms + payback_runs * lower_ms;

@@ -87,31 +87,24 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     }
     const Clock::time_point start = profile ? Clock::now() : Clock::time_point();
     dnnl_status_t st = dnnl_success;
-    if (step.grouped != nullptr) {
-      // After the steps before it (the CPU engine's stream is in order and blocking; the wait
-      // is for other engines).
-      void* src = nullptr;
-      void* dst = nullptr;
+    if (step.grouped != nullptr || step.narrow != nullptr) {
+      // A kernel of Tessera's, on its arguments' data (source, destination, a narrow Conv's
+      // residual when not in place), after the steps before it (the CPU engine's stream is in
+      // order and blocking; the wait is for other engines).
+      std::array<void*, 3> data = {};
       st = dnnl_stream_wait(stream.get());
-      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[0].memory, &src);
-      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[1].memory, &dst);
-      if (st != dnnl_success) return failed(id, step.name.data(), st);
-      run_grouped_conv(*step.grouped, static_cast<const float*>(src), static_cast<float*>(dst),
-                       team_now);
-    } else if (step.narrow != nullptr) {
-      void* src = nullptr;
-      void* dst = nullptr;
-      void* residual = nullptr;
-      st = dnnl_stream_wait(stream.get());
-      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[0].memory, &src);
-      if (st == dnnl_success) st = dnnl_memory_get_data_handle(step.args[1].memory, &dst);
-      if (st == dnnl_success && step.args.size() > 2) {
-        st = dnnl_memory_get_data_handle(step.args[2].memory, &residual);
+      for (size_t a = 0; a < step.args.size() && a < data.size() && st == dnnl_success; ++a) {
+        st = dnnl_memory_get_data_handle(step.args[a].memory, &data[a]);
       }
       if (st != dnnl_success) return failed(id, step.name.data(), st);
-      run_narrow_conv(*step.narrow, static_cast<const float*>(src),
-                      static_cast<const float*>(residual != nullptr ? residual : dst),
-                      static_cast<float*>(dst), team_now);
+      const auto* src = static_cast<const float*>(data[0]);
+      auto* dst = static_cast<float*>(data[1]);
+      if (step.grouped != nullptr) {
+        run_grouped_conv(*step.grouped, src, dst, team_now);
+      } else {
+        run_narrow_conv(*step.narrow, src, data[2] != nullptr ? static_cast<float*>(data[2]) : dst,
+                        dst, team_now);
+      }
     } else {
       st = dnnl_primitive_execute(step.primitive.get(), stream.get(),
                                   static_cast<int>(step.args.size()), step.args.data());

@@ -330,6 +330,31 @@ class Builder {
       context_.release_constant(static_cast<uint32_t>(view_.value(v).constant));
     }
   }
+  /// `pack` (float32 weights, bias or null) applied to the constants `w` and `b` (< 0: none) as
+  /// the program holds them, which are released afterwards: a kernel of Tessera's
+  /// (grouped_conv.h, narrow_conv.h) keeps its own packed copy.
+  template <typename Pack>
+  auto packed_constants(int w, int b, Pack&& pack) -> Result<decltype(pack(nullptr, nullptr))> {
+    TESSERA_ASSIGN_OR_RETURN(memory weights, in_place(w));
+    memory bias;
+    if (b >= 0) {
+      TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
+    }
+    auto packed = pack(static_cast<const float*>(weights.get_data_handle()),
+                       b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr);
+    copied_constant(w);
+    if (b >= 0) copied_constant(b);
+    return packed;
+  }
+  /// Step `s` of a kernel of Tessera's (s.grouped or s.narrow set, s.args filled) for Conv node
+  /// `node_name`, implementation `impl`, appended.
+  void add_host_step(Step s, std::string_view node_name, const char* impl) {
+    std::snprintf(s.name.data(), s.name.size(), "conv:%.*s", static_cast<int>(node_name.size()),
+                  node_name.data());
+    s.impl = impl;
+    s.threads = step_threads_;
+    d_.steps.push_back(std::move(s));
+  }
 
   const PayloadGraph& view_;
   const BackendInitContext& context_;
@@ -726,27 +751,16 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
 
 Status Builder::lower_grouped_conv(const NodeView& n, const GroupedConvShape& shape) {
   const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
-  TESSERA_ASSIGN_OR_RETURN(memory weights, in_place(w));
-  memory bias;
-  if (b >= 0) {
-    TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
-  }
-  auto conv = std::make_shared<const GroupedConv>(
-      pack_grouped_conv(shape, static_cast<const float*>(weights.get_data_handle()),
-                        b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr,
-                        n.node().activation() == fb::Activation::Relu));
-  copied_constant(w);
-  if (b >= 0) copied_constant(b);
+  const bool relu = n.node().activation() == fb::Activation::Relu;
+  Step s;
+  TESSERA_ASSIGN_OR_RETURN(
+      s.grouped, packed_constants(w, b, [&](const float* weights, const float* bias) {
+        return std::make_shared<const GroupedConv>(pack_grouped_conv(shape, weights, bias, relu));
+      }));
   TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
   memory dst = fresh(memory::desc(dims_[static_cast<size_t>(y)], act_, memory::format_tag::acdb));
-  Step s;
-  s.grouped = std::move(conv);
   s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
-  std::snprintf(s.name.data(), s.name.size(), "conv:%.*s", static_cast<int>(n.name().size()),
-                n.name().data());
-  s.impl = "tessera:grouped_avx512";
-  s.threads = step_threads_;
-  d_.steps.push_back(std::move(s));
+  add_host_step(std::move(s), n.name(), "tessera:grouped_avx512");
   ++d_.channels_last_grouped_convs;
   ++d_.host_grouped_convs;
   set(y, dst);
@@ -756,24 +770,17 @@ Status Builder::lower_grouped_conv(const NodeView& n, const GroupedConvShape& sh
 Status Builder::lower_narrow_conv(const NodeView& n, int index, const NarrowConvShape& shape,
                                   int add_node, int residual, int add_out) {
   const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
-  TESSERA_ASSIGN_OR_RETURN(memory weights, in_place(w));
-  memory bias;
-  if (b >= 0) {
-    TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
-  }
   // The ReLU is the Add's when there is one (the Conv's own is None then), else the Conv's.
   const fb::Activation act = add_node >= 0 ? view_.node(static_cast<size_t>(add_node)).activation()
                                            : n.node().activation();
-  auto conv = std::make_shared<const NarrowConv>(
-      pack_narrow_conv(shape, static_cast<const float*>(weights.get_data_handle()),
-                       b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr,
-                       add_node >= 0, act == fb::Activation::Relu));
-  copied_constant(w);
-  if (b >= 0) copied_constant(b);
+  Step s;
+  TESSERA_ASSIGN_OR_RETURN(
+      s.narrow, packed_constants(w, b, [&](const float* weights, const float* bias) {
+        return std::make_shared<const NarrowConv>(
+            pack_narrow_conv(shape, weights, bias, add_node >= 0, act == fb::Activation::Relu));
+      }));
   TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
   const DimVector& dy = dims_[static_cast<size_t>(y)];
-  Step s;
-  s.narrow = std::move(conv);
   memory dst;
   memory res;
   if (add_node >= 0) {
@@ -792,11 +799,7 @@ Status Builder::lower_narrow_conv(const NodeView& n, int index, const NarrowConv
   }
   s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
   if (add_node >= 0 && dst.get() != res.get()) s.args.push_back({DNNL_ARG_SRC_1, res.get()});
-  std::snprintf(s.name.data(), s.name.size(), "conv:%.*s", static_cast<int>(n.name().size()),
-                n.name().data());
-  s.impl = "tessera:narrow1x1_avx512";
-  s.threads = step_threads_;
-  d_.steps.push_back(std::move(s));
+  add_host_step(std::move(s), n.name(), "tessera:narrow1x1_avx512");
   ++d_.host_narrow_convs;
   if (add_node >= 0) {
     done_[static_cast<size_t>(add_node)] = true;
