@@ -187,6 +187,33 @@ std::vector<std::string>::const_iterator first_conv_step(const DelegateSummary& 
          << "=" << algorithm << ", " << threads << " thread(s)";
 }
 
+/// A graph input of 16 channels (into `*input`) and a 1x1 Conv with ReLU to `channels` after
+/// it, whose output is channels-last where oneDNN's brgconv kernels write it; returns that
+/// output.
+int expanded_input(GraphCase& g, int64_t batch, int64_t hw, int64_t channels, int* input) {
+  *input = g.input({batch, 16, hw, hw});
+  ConvCfg expand{batch, 16, hw, hw, channels, 1, 1};
+  expand.act = fb::Activation::Relu;
+  return add_conv(g, *input, expand);
+}
+
+/// `g` (made with expanded_input) at 1 and 2 threads, each run matching the portable kernels
+/// (conv_algorithm=auto); `check(summary, its first Conv step)` for each run whose first Conv
+/// wrote a channels-last output (a brgconv kernel). Returns how many runs were checked.
+template <typename Check>
+int check_channels_last_runs(const GraphCase& g, size_t case_index, Check check) {
+  int checked = 0;
+  for (int64_t threads : {1, 2}) {
+    DelegateSummary sum;
+    EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << case_index;
+    const auto first = first_conv_step(sum);
+    if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
+    ++checked;
+    check(sum, first);
+  }
+  return checked;
+}
+
 TEST(OnednnConvAlgorithm, WinogradAndDirectMatchPortable) {
   // 3x3, stride 1, no groups or dilation: what Winograd applies to, with odd spatial sizes,
   // batches, channel counts off the 16-wide blocks, no or asymmetric padding and fused
@@ -615,10 +642,8 @@ TEST(OnednnConv, SmallGroupsTakeTesserasGroupedKernel) {
     const Case& k = cases[i];
     GraphCase g;
     g.seed = static_cast<uint32_t>(60 + i);
-    const int x = g.input({k.batch, 16, k.hw, k.hw});
-    ConvCfg expand{k.batch, 16, k.hw, k.hw, k.channels, 1, 1};
-    expand.act = fb::Activation::Relu;
-    const int y = add_conv(g, x, expand);
+    int x = -1;
+    const int y = expanded_input(g, k.batch, k.hw, k.channels, &x);
     ConvCfg grouped{k.batch, k.channels, k.hw, k.hw, k.channels, 3, 3};
     grouped.sh = grouped.sw = k.stride;
     grouped.pt = grouped.pl = 1;
@@ -627,12 +652,7 @@ TEST(OnednnConv, SmallGroupsTakeTesserasGroupedKernel) {
     grouped.bias = k.bias;
     grouped.act = k.act;
     g.output(add_conv(g, y, grouped));
-    for (int64_t threads : {1, 2}) {
-      DelegateSummary sum;
-      EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
-      const auto first = first_conv_step(sum);
-      if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
-      ++checked;
+    checked += check_channels_last_runs(g, i, [&](const DelegateSummary& sum, auto first) {
       EXPECT_EQ(sum.host_grouped_convs, kernel ? 1u : 0u) << "case " << i;
       EXPECT_EQ(sum.channels_last_grouped_convs, 1u) << "case " << i;
       ASSERT_NE(first + 1, sum.steps.end()) << "case " << i;
@@ -640,7 +660,7 @@ TEST(OnednnConv, SmallGroupsTakeTesserasGroupedKernel) {
       if (kernel) {
         EXPECT_NE(first[1].find("tessera:grouped_avx512"), std::string::npos) << first[1];
       }
-    }
+    });
   }
   RecordProperty("channels_last_runs", checked);
 }
@@ -706,10 +726,8 @@ TEST(OnednnConv, NarrowOutputsTakeTesserasKernel) {
     const Case& k = cases[i];
     GraphCase g;
     g.seed = static_cast<uint32_t>(80 + i);
-    const int x = g.input({k.batch, 16, k.hw, k.hw});
-    ConvCfg expand{k.batch, 16, k.hw, k.hw, k.in, 1, 1};
-    expand.act = fb::Activation::Relu;
-    const int y = add_conv(g, x, expand);
+    int x = -1;
+    const int y = expanded_input(g, k.batch, k.hw, k.in, &x);
     int other = y;  // the residual; OwnInput: in == out
     if (k.residual == Residual::InPlace || k.residual == Residual::Kept) {
       ConvCfg side{k.batch, 16, k.hw, k.hw, k.out, 1, 1};
@@ -728,12 +746,7 @@ TEST(OnednnConv, NarrowOutputsTakeTesserasKernel) {
     // Read by another 1x1 Conv, as a projection is by the next block's expansion.
     ConvCfg next{k.batch, k.out, k.hw, k.hw, 32, 1, 1};
     g.output(add_conv(g, z, next));
-    for (int64_t threads : {1, 2}) {
-      DelegateSummary sum;
-      EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
-      const auto first = first_conv_step(sum);
-      if (first == sum.steps.end() || first->find("brgconv") == std::string::npos) continue;
-      ++checked;
+    checked += check_channels_last_runs(g, i, [&](const DelegateSummary& sum, auto) {
       EXPECT_EQ(sum.host_narrow_convs, kernel ? 1u : 0u) << "case " << i;
       if (k.residual != Residual::None) {
         EXPECT_EQ(sum.fused_sums, 1u) << "case " << i;
@@ -749,7 +762,7 @@ TEST(OnednnConv, NarrowOutputsTakeTesserasKernel) {
             return st.find("tessera:narrow1x1_avx512") != std::string::npos;
           });
       EXPECT_EQ(has_step, kernel) << "case " << i;
-    }
+    });
   }
   RecordProperty("channels_last_runs", checked);
 }
