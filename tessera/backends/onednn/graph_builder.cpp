@@ -1,9 +1,11 @@
 #include "tessera/backends/onednn/graph_builder.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -169,6 +171,12 @@ class Builder {
   /// optimised kernel for it (jit_1x1 with a fused depthwise row; the ref_fused fallback runs the
   /// two in turn). False when that does not apply; the caller then lowers the Conv on its own.
   Result<bool> lower_conv_with_depthwise(const NodeView& n);
+  /// A 3x3 depthwise Conv (stride 1, padding 1) whose output only a 1x1 Conv reads, run as one
+  /// step by Tessera's kernel (dw_pointwise.h) when its input is channels-last float32, the CPU
+  /// has AVX-512, the shapes fit the kernel, and the 1x1 Conv's output goes only to Convs (no
+  /// residual Add or activation node a lowering of its own would fuse). False when that does not
+  /// apply; the caller then lowers the Conv on its own.
+  Result<bool> lower_dw_pointwise(const NodeView& n);
   /// Whether Conv output `y` is a part of a channel Concat (batch 1) whose Conv parts include a
   /// Winograd one: every part then produces Winograd's channel-blocked layout, so that each
   /// writes straight into its region of the Concat's output (place_parts_in), no copies.
@@ -749,6 +757,94 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   return true;
 }
 
+Result<bool> Builder::lower_dw_pointwise(const NodeView& n) {
+  if (act_ != dt::f32 || d_.silu_isa != SiluIsa::Avx512 || n.num_inputs() < 2) return false;
+  const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const DimVector& dw = dims_[static_cast<size_t>(w)];
+  const DimVector& dy = dims_[static_cast<size_t>(y)];
+  const Window win = read_window(n);
+  auto clamp_of = [](const fb::Node& node, float* lo, float* hi) {
+    if (node.activation() == fb::Activation::Relu) {
+      *lo = 0.0f;
+    } else if (node.activation() == fb::Activation::Clip) {
+      *lo = node.activation_min();
+      *hi = node.activation_max();
+    } else if (node.activation() != fb::Activation::None) {
+      return false;
+    }
+    return true;
+  };
+  auto constant = [&](int v) { return v < 0 || vals_[static_cast<size_t>(v)].constant; };
+  if (dx.size() != 4 || dw.size() != 4 || dy != dx || dw[0] != dx[1] || dw[1] != 1 ||
+      dw[2] != 3 || dw[3] != 3 || attrs_of<ir::ConvAttrs>(n).group != dx[1] ||
+      win.kernel[0] != 3 || win.kernel[1] != 3 || win.stride[0] != 1 || win.stride[1] != 1 ||
+      win.dilation[0] != 0 || win.dilation[1] != 0 || win.pad_begin[0] != 1 ||
+      win.pad_begin[1] != 1 || win.pad_end[0] != 1 || win.pad_end[1] != 1 || !constant(w) ||
+      !constant(b) || view_.value(y).graph_output) {
+    return false;
+  }
+  const Span<const int32_t> ys = view_.consumers(y);
+  if (ys.size() != 1 || done_[static_cast<size_t>(ys[0])]) return false;
+  const fb::Node& pn = view_.node(static_cast<size_t>(ys[0]));
+  if (pn.op() != fb::OpType::Conv) return false;
+  NodeView pv(view_, pn);
+  if (pv.num_inputs() < 2 || pv.input(0) != y || !check_node(pv).is_ok()) return false;
+  const int k = pv.input(1), kb = pv.input(2), z = pv.output(0);
+  const DimVector& dk = dims_[static_cast<size_t>(k)];
+  const DimVector& dz = dims_[static_cast<size_t>(z)];
+  const Window pwin = read_window(pv);
+  if (dk.size() != 4 || dk[1] != dx[1] || dk[2] != 1 || dk[3] != 1 ||
+      attrs_of<ir::ConvAttrs>(pv).group != 1 || pwin.kernel[0] != 1 || pwin.kernel[1] != 1 ||
+      pwin.stride[0] != 1 || pwin.stride[1] != 1 || pwin.pad_begin[0] != 0 ||
+      pwin.pad_begin[1] != 0 || pwin.pad_end[0] != 0 || pwin.pad_end[1] != 0 ||
+      dz != DimVector{dx[0], dk[0], dx[2], dx[3]} || !constant(k) || !constant(kb)) {
+    return false;
+  }
+  // What reads the 1x1 output: Convs only, not a method output (a residual Add, a SiLU or an
+  // activation node would be fused into the 1x1 Conv's own lowering).
+  if (view_.value(z).graph_output || view_.consumers(z).empty()) return false;
+  for (int c : view_.consumers(z)) {
+    if (view_.node(static_cast<size_t>(c)).op() != fb::OpType::Conv) return false;
+  }
+  const DwPointwiseShape shape{dx[0], dx[2], dx[3], dx[1], dk[0]};
+  float dw_lo = -std::numeric_limits<float>::infinity(), dw_hi = -dw_lo;
+  float pw_lo = dw_lo, pw_hi = dw_hi;
+  if (!dw_pointwise_applies(shape) || !clamp_of(n.node(), &dw_lo, &dw_hi) ||
+      !clamp_of(pn, &pw_lo, &pw_hi)) {
+    return false;
+  }
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  if (src.get_desc() != memory::desc(dx, act_, memory::format_tag::acdb)) return false;
+  // Both Convs' constants packed, then released as the program holds them.
+  std::array<memory, 4> held;
+  const std::array<int, 4> consts = {w, b, k, kb};
+  std::array<const float*, 4> data = {};
+  for (size_t i = 0; i < consts.size(); ++i) {
+    if (consts[i] < 0) continue;
+    TESSERA_ASSIGN_OR_RETURN(held[i], in_place(consts[i]));
+    data[i] = static_cast<const float*>(held[i].get_data_handle());
+  }
+  auto packed = std::make_shared<DwPointwise>(
+      pack_dw_pointwise(shape, data[0], data[1], data[2], data[3]));
+  packed->dw_min = dw_lo;
+  packed->dw_max = dw_hi;
+  packed->pw_min = pw_lo;
+  packed->pw_max = pw_hi;
+  for (int v : consts) {
+    if (v >= 0) copied_constant(v);
+  }
+  Step s;
+  s.dw_pointwise = std::move(packed);
+  memory dst = fresh(memory::desc(dz, act_, memory::format_tag::acdb));
+  s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
+  add_host_step(std::move(s), n.name(), "tessera:dw3x3_1x1_avx512");
+  ++d_.host_dw_pointwise_convs;
+  done_[static_cast<size_t>(ys[0])] = true;
+  set(z, dst);
+  return true;
+}
+
 Status Builder::lower_grouped_conv(const NodeView& n, const GroupedConvShape& shape) {
   const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
   const bool relu = n.node().activation() == fb::Activation::Relu;
@@ -814,6 +910,8 @@ Status Builder::lower_narrow_conv(const NodeView& n, int index, const NarrowConv
 Status Builder::lower_conv(const NodeView& n, int index) {
   TESSERA_ASSIGN_OR_RETURN(const bool fused, lower_conv_with_depthwise(n));
   if (fused) return Status::ok();
+  TESSERA_ASSIGN_OR_RETURN(const bool paired, lower_dw_pointwise(n));
+  if (paired) return Status::ok();
   const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const DimVector& dw = dims_[static_cast<size_t>(w)];

@@ -412,6 +412,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.channels_last_grouped_convs = d->channels_last_grouped_convs;
   s.host_grouped_convs = d->host_grouped_convs;
   s.host_narrow_convs = d->host_narrow_convs;
+  s.host_dw_pointwise_convs = d->host_dw_pointwise_convs;
   s.fused_silus = d->fused_silus;
   s.fused_eltwise = d->fused_eltwise;
   s.host_silus = d->host_silus;

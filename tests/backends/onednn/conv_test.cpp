@@ -851,6 +851,108 @@ ConvCfg depthwise3x3(int64_t batch, int64_t channels, int64_t hw, int64_t stride
   return dw;
 }
 
+// A 3x3 depthwise Conv (stride 1, padding 1) whose output only a 1x1 Conv reads, on a
+// channels-last input: on AVX-512 one step of Tessera's (dw_pointwise.h), elsewhere oneDNN's two.
+// Every case matches the portable kernels at 1 and 2 threads: widths with whole interior blocks,
+// blocks at both edges and single pixels (20, 9, 17, 8, 3), batches, with and without bias, ReLU,
+// ReLU6 and other clamps on either Conv.
+TEST(OnednnConv, DepthwiseThenPointwiseTakesTesserasKernel) {
+  struct Case {
+    int64_t batch, channels, out, hw;
+    fb::Activation dw_act, pw_act;
+    float pw_min, pw_max;  // the 1x1 Conv's clamp, with Clip
+    bool bias;
+  };
+  const Case cases[] = {
+      {1, 32, 16, 20, fb::Activation::Clip, fb::Activation::None, 0, 0, true},  // MobileNetV2's
+      {2, 16, 32, 9, fb::Activation::Relu, fb::Activation::Relu, 0, 0, false},
+      {1, 64, 16, 17, fb::Activation::None, fb::Activation::Clip, -0.5f, 0.5f, true},
+      {3, 48, 32, 8, fb::Activation::Clip, fb::Activation::None, 0, 0, true},
+      {1, 32, 16, 3, fb::Activation::Relu, fb::Activation::None, 0, 0, true},
+  };
+  const bool kernel = silu_isa_for_onednn() == SiluIsa::Avx512;
+  int checked = 0;  // runs whose depthwise Conv read a channels-last input
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& k = cases[i];
+    GraphCase g;
+    g.seed = static_cast<uint32_t>(110 + i);
+    int x = -1;
+    const int y = expanded_input(g, k.batch, k.hw, k.channels, &x);
+    ConvCfg dw = depthwise3x3(k.batch, k.channels, k.hw, 1);
+    dw.act = k.dw_act;
+    dw.bias = k.bias;
+    const int z = add_conv(g, y, dw);
+    ConvCfg pw{k.batch, k.channels, k.hw, k.hw, k.out, 1, 1};
+    pw.act = k.pw_act;
+    pw.act_min = k.pw_min;
+    pw.act_max = k.pw_max;
+    pw.bias = k.bias;
+    const int p = add_conv(g, z, pw);
+    // Read by another 1x1 Conv, as MobileNetV2's projection is by the next block's expansion.
+    ConvCfg next{k.batch, k.out, k.hw, k.hw, 24, 1, 1};
+    g.output(add_conv(g, p, next));
+    checked += check_channels_last_runs(g, i, [&](const DelegateSummary& sum, auto) {
+      EXPECT_EQ(sum.host_dw_pointwise_convs, kernel ? 1u : 0u) << "case " << i;
+      const bool has_step =
+          std::any_of(sum.steps.begin(), sum.steps.end(), [](const std::string& st) {
+            return st.find("tessera:dw3x3_1x1_avx512") != std::string::npos;
+          });
+      EXPECT_EQ(has_step, kernel) << "case " << i;
+    });
+  }
+  RecordProperty("channels_last_runs", checked);
+}
+
+// Pairs the kernel does not take stay oneDNN's (and exact): a stride-2 depthwise Conv, 40
+// channels, 24 out, the 1x1 output read by a residual Add, the depthwise output read twice, the
+// 1x1 output a graph output, a SiLU after the 1x1 Conv.
+TEST(OnednnConv, OtherDepthwisePointwisePairsStayOnednns) {
+  enum class After { Conv, Add, TwoReaders, Output, Silu };
+  struct Case {
+    int64_t channels, out, stride;
+    After after;
+  };
+  const Case cases[] = {{32, 16, 2, After::Conv},       {40, 16, 1, After::Conv},
+                        {32, 24, 1, After::Conv},       {32, 32, 1, After::Add},
+                        {32, 16, 1, After::TwoReaders}, {32, 16, 1, After::Output},
+                        {32, 16, 1, After::Silu}};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& k = cases[i];
+    GraphCase g;
+    g.seed = static_cast<uint32_t>(120 + i);
+    int x = -1;
+    const int y = expanded_input(g, 1, 12, k.channels, &x);
+    const int z = add_conv(g, y, depthwise3x3(1, k.channels, 12, k.stride));
+    const int64_t hw = k.stride == 1 ? 12 : 6;
+    ConvCfg pw{1, k.channels, hw, hw, k.out, 1, 1};
+    int p = add_conv(g, z, pw);
+    if (k.after == After::Add) {
+      const int sum = g.tensor({1, k.out, hw, hw});
+      g.node(fb::OpType::Add, {p, y}, sum);
+      p = sum;
+    } else if (k.after == After::TwoReaders) {
+      ConvCfg side{1, k.channels, hw, hw, 8, 1, 1};
+      g.output(add_conv(g, z, side));
+    } else if (k.after == After::Silu) {
+      const int sig = g.tensor({1, k.out, hw, hw});
+      g.node(fb::OpType::Sigmoid, {p}, sig);
+      const int mul = g.tensor({1, k.out, hw, hw});
+      g.node(fb::OpType::Mul, {p, sig}, mul);
+      p = mul;
+    }
+    if (k.after != After::Output) {
+      ConvCfg next{1, k.out, hw, hw, 8, 1, 1};
+      p = add_conv(g, p, next);
+    }
+    g.output(p);
+    for (int64_t threads : {1, 2}) {
+      DelegateSummary sum;
+      EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
+      EXPECT_EQ(sum.host_dw_pointwise_convs, 0u) << "case " << i;
+    }
+  }
+}
+
 // A first-layer Conv (3 input channels, the graph's row-major input) writing 16 channels reads
 // its input as it is where oneDNN has a jit kernel for NCHW in and aBcd16b out (the same bytes
 // as channels-last with 16 channels), with no reorder of the input first; the depthwise and 1x1
