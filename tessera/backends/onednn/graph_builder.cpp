@@ -171,6 +171,11 @@ class Builder {
   /// optimised kernel for it (jit_1x1 with a fused depthwise row; the ref_fused fallback runs the
   /// two in turn). False when that does not apply; the caller then lowers the Conv on its own.
   Result<bool> lower_conv_with_depthwise(const NodeView& n);
+  /// Whether Conv node `node` would be Tessera's narrow 1x1 kernel's (lower_conv) with its input
+  /// in `input`, channel-blocked: a 1x1 Conv to 24 or 40 channels (stride 1, no padding) whose
+  /// output no lowering would fuse into it (read by one Conv, or by several nodes none of them a
+  /// Sigmoid or Mul), at most a ReLU.
+  bool narrow_reads_blocked(int node, const memory::desc& input) const;
   /// A 3x3 depthwise Conv (stride 1, padding 1) whose output only a 1x1 Conv reads, run as one
   /// step by Tessera's kernel (dw_pointwise.h) when its input is channels-last float32, the CPU
   /// has AVX-512, the shapes fit the kernel, and the 1x1 Conv's output goes only to Convs (no
@@ -748,12 +753,50 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   add_step(pd, dnnl::convolution_forward(pd), args, "conv", n.name());
   done_[static_cast<size_t>(ys[0])] = true;
   ++d_.fused_depthwise_convs;
+  // Read by a 1x1 Conv to 24 or 40 channels alone, left channel-blocked: Tessera's kernel for it
+  // reads that layout (MobileNetV2's second block: the reorder took 0.033 ms of 3.9).
+  const Span<const int32_t> zs = view_.consumers(z);
+  if (zs.size() == 1 && narrow_reads_blocked(zs[0], pd.dst_desc())) {
+    set(z, dst);
+    return true;
+  }
   // Back to channels-last for the Convs that read it. Left channel-blocked, the next 1x1 Conv
   // keeps that layout and so does every 1x1 after it, each following depthwise Conv then paying
   // a reorder in and one out (MobileNetV2: four reorders per block, 0.1 ms each).
   memory out = fresh(memory::desc(pd.dst_desc().dims(), act_, memory::format_tag::acdb));
   TESSERA_RETURN_IF_ERROR(add_reorder(dst, out, dv.name()));
   set(z, out);
+  return true;
+}
+
+bool Builder::narrow_reads_blocked(int node, const memory::desc& input) const {
+  const fb::Node& cn = view_.node(static_cast<size_t>(node));
+  if (cn.op() != fb::OpType::Conv || act_ != dt::f32 || d_.silu_isa != SiluIsa::Avx512) {
+    return false;
+  }
+  NodeView cv(view_, cn);
+  if (cv.num_inputs() < 2 || !check_node(cv).is_ok()) return false;
+  const int x = cv.input(0), w = cv.input(1), b = cv.input(2), y = cv.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const DimVector& dw = dims_[static_cast<size_t>(w)];
+  const Window win = read_window(cv);
+  if (dx.size() != 4 || dw.size() != 4 || dx[1] % 16 != 0 || dw[1] != dx[1] ||
+      (dw[0] != 24 && dw[0] != 40) || dw[2] != 1 || dw[3] != 1 ||
+      attrs_of<ir::ConvAttrs>(cv).group != 1 || win.stride[0] != 1 || win.stride[1] != 1 ||
+      win.dilation[0] != 0 || win.dilation[1] != 0 || win.pad_begin[0] != 0 ||
+      win.pad_begin[1] != 0 || win.pad_end[0] != 0 || win.pad_end[1] != 0 ||
+      !vals_[static_cast<size_t>(w)].constant || (b >= 0 && !vals_[static_cast<size_t>(b)].constant) ||
+      view_.value(y).graph_output || input != memory::desc(dx, act_, memory::format_tag::aBcd16b) ||
+      (cn.activation() != fb::Activation::None && cn.activation() != fb::Activation::Relu)) {
+    return false;
+  }
+  const Span<const int32_t> ys = view_.consumers(y);
+  if (ys.empty()) return false;
+  if (ys.size() == 1) return view_.node(static_cast<size_t>(ys[0])).op() == fb::OpType::Conv;
+  for (int c : ys) {
+    const fb::OpType op = view_.node(static_cast<size_t>(c)).op();
+    if (op == fb::OpType::Sigmoid || op == fb::OpType::Mul) return false;
+  }
   return true;
 }
 
@@ -1071,7 +1114,6 @@ Status Builder::lower_conv(const NodeView& n, int index) {
       win.pad_begin[1] == 0 && win.pad_end[0] == 0 && win.pad_end[1] == 0 &&
       vals_[static_cast<size_t>(w)].constant && (b < 0 || vals_[static_cast<size_t>(b)].constant) &&
       !view_.value(y).graph_output) {
-    const NarrowConvShape ns{dx[0] * dx[2] * dx[3], dx[1], dy[1]};
     const fb::Activation conv_act = n.node().activation();
     const fb::Activation add_act = add_node >= 0
                                        ? view_.node(static_cast<size_t>(add_node)).activation()
@@ -1080,11 +1122,18 @@ Status Builder::lower_conv(const NodeView& n, int index) {
                           ? conv_act == fb::Activation::None &&
                                 (add_act == fb::Activation::None || add_act == fb::Activation::Relu)
                           : (conv_act == fb::Activation::None || conv_act == fb::Activation::Relu);
-    const memory::desc channels_last(dx, act_, memory::format_tag::acdb);
-    bool inputs_fit = acts && narrow_conv_applies(ns);
+    NarrowConvShape ns{dx[0] * dx[2] * dx[3], dx[1], dy[1]};
+    bool inputs_fit = acts;
     if (inputs_fit) {
       TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
-      inputs_fit = xm.get_desc() == channels_last;
+      // Channels-last, or channel-blocked as lower_conv_with_depthwise leaves it for this kernel.
+      if (xm.get_desc() == memory::desc(dx, act_, memory::format_tag::aBcd16b)) {
+        ns.blocked_input = true;
+        ns.image_pixels = dx[2] * dx[3];
+      } else {
+        inputs_fit = xm.get_desc() == memory::desc(dx, act_, memory::format_tag::acdb);
+      }
+      inputs_fit = inputs_fit && narrow_conv_applies(ns);
     }
     if (inputs_fit && add_node >= 0) {
       TESSERA_ASSIGN_OR_RETURN(memory r, get(residual));

@@ -23,10 +23,13 @@ constexpr int kPixels = 8;
 // pair of input channels k, k + 1: the M vectors of the first 16 M output channels take x[k] and
 // x[k + 1] each broadcast; the last vector holds the last 8 channels for k in its even lanes and
 // for k + 1 in its odd ones (weights packed so), and takes the pair broadcast as one 64-bit value.
-template <int M, int R>
+// Blocked: `x` is channel-blocked (NarrowConvShape::blocked_input), pixel r's channel k at
+// x[r * 16 + k / 16 * block + k % 16].
+template <int M, int R, bool Blocked>
 __attribute__((target("avx512f"))) void pixel_block(const NarrowConv& c, const float* x,
-                                                    const float* res, float* y) {
+                                                    const float* res, float* y, int64_t block) {
   const int64_t K = c.shape.in_channels;
+  const int64_t pixel_stride = Blocked ? 16 : K;
   constexpr int64_t kOut = 16 * M + 8;
   const float* w0 = c.weights();
   const float* w1 = w0 + K * 16 * M;
@@ -47,9 +50,10 @@ __attribute__((target("avx512f"))) void pixel_block(const NarrowConv& c, const f
       odd[m] = _mm512_load_ps(w0 + (k + 1) * 16 * M + m * 16);
     }
     const __m512 pair = _mm512_load_ps(w1 + k * 8);
+    const int64_t at = Blocked ? k / 16 * block + k % 16 : k;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const float* xp = x + r * K + k;
+      const float* xp = x + r * pixel_stride + at;
       const __m512 xe = _mm512_set1_ps(xp[0]);
       const __m512 xo = _mm512_set1_ps(xp[1]);
 #pragma GCC unroll 2
@@ -85,24 +89,43 @@ __attribute__((target("avx512f"))) void pixel_block(const NarrowConv& c, const f
   }
 }
 
+// Channels-last, the pixels of all images are one run, split into blocks; channel-blocked, each
+// image's are (a block does not span two images).
+template <int M, bool Blocked>
+void run_layout(const NarrowConv& c, const float* src, const float* residual, float* dst,
+                int threads) {
+  const int64_t K = c.shape.in_channels, kOut = c.shape.out_channels;
+  const int64_t run = Blocked ? c.shape.image_pixels : c.shape.pixels;
+  const int64_t per_run = (run + kPixels - 1) / kPixels;
+  const int64_t blocks = c.shape.pixels / run * per_run;
+  // Input offset of pixel q of image i (channels-last: i is 0, q any pixel).
+  auto input_at = [&](int64_t i, int64_t q) { return Blocked ? i * K * run + q * 16 : q * K; };
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t image = blk / per_run, q0 = blk % per_run * kPixels;
+    const int64_t p0 = image * run + q0;  // the output's pixel
+    const int64_t n = std::min<int64_t>(kPixels, run - q0);
+    const float* res = c.sum ? residual + p0 * kOut : nullptr;
+    if (n == kPixels) {
+      pixel_block<M, kPixels, Blocked>(c, src + input_at(image, q0), res, dst + p0 * kOut,
+                                       16 * run);
+    } else {
+      for (int64_t p = 0; p < n; ++p) {
+        pixel_block<M, 1, Blocked>(c, src + input_at(image, q0 + p),
+                                   res != nullptr ? res + p * kOut : nullptr,
+                                   dst + (p0 + p) * kOut, 16 * run);
+      }
+    }
+  }
+}
+
 template <int M>
 void run_width(const NarrowConv& c, const float* src, const float* residual, float* dst,
                int threads) {
-  const int64_t K = c.shape.in_channels, kOut = c.shape.out_channels;
-  const int64_t blocks = (c.shape.pixels + kPixels - 1) / kPixels;
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t p0 = blk * kPixels;
-    const int64_t n = std::min<int64_t>(kPixels, c.shape.pixels - p0);
-    const float* res = c.sum ? residual + p0 * kOut : nullptr;
-    if (n == kPixels) {
-      pixel_block<M, kPixels>(c, src + p0 * K, res, dst + p0 * kOut);
-    } else {
-      for (int64_t p = 0; p < n; ++p) {
-        pixel_block<M, 1>(c, src + (p0 + p) * K, res != nullptr ? res + p * kOut : nullptr,
-                          dst + (p0 + p) * kOut);
-      }
-    }
+  if (c.shape.blocked_input) {
+    run_layout<M, true>(c, src, residual, dst, threads);
+  } else {
+    run_layout<M, false>(c, src, residual, dst, threads);
   }
 }
 
@@ -110,7 +133,9 @@ void run_width(const NarrowConv& c, const float* src, const float* residual, flo
 
 bool narrow_conv_applies(const NarrowConvShape& s) {
   return s.pixels > 0 && s.in_channels > 0 && s.in_channels % 2 == 0 &&
-         (s.out_channels == 24 || s.out_channels == 40);
+         (s.out_channels == 24 || s.out_channels == 40) &&
+         (!s.blocked_input || (s.in_channels % 16 == 0 && s.image_pixels > 0 &&
+                               s.pixels % s.image_pixels == 0));
 }
 
 NarrowConv pack_narrow_conv(const NarrowConvShape& s, const float* weights, const float* bias,

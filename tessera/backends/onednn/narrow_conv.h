@@ -24,9 +24,15 @@ struct NarrowConvShape {
   int64_t pixels = 0;
   int64_t in_channels = 0;
   int64_t out_channels = 0;
+  /// Set: the input is channel-blocked instead (oneDNN's aBcd16b: per image, [in_channels / 16]
+  /// [image_pixels][16]; in_channels a multiple of 16), as oneDNN's fused 1x1 + depthwise kernel
+  /// writes it. The output stays channels-last.
+  bool blocked_input = false;
+  int64_t image_pixels = 0;  // with blocked_input: pixels per image (pixels a multiple of it)
 };
 
-/// Whether Tessera's kernel takes `s`: out_channels 24 or 40, in_channels even. The caller also
+/// Whether Tessera's kernel takes `s`: out_channels 24 or 40, in_channels even (a multiple of 16
+/// with blocked_input, whose image_pixels must divide pixels). The caller also
 /// makes sure the CPU has AVX-512 (SiluIsa::Avx512, which honours max_cpu_isa).
 bool narrow_conv_applies(const NarrowConvShape& s);
 

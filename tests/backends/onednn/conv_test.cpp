@@ -1152,6 +1152,58 @@ TEST(OnednnDepthwiseFusion, ExpansionAndDepthwiseRunAsOnePrimitiveOnOneThread) {
   }
 }
 
+// A projection to 24 or 40 channels that Tessera's narrow kernel computes reads the fused
+// expansion + depthwise primitive's channel-blocked output as it is, with no reorder back to
+// channels-last between them: read by a 1x1 Conv alone, or by a 1x1 Conv and a residual Add
+// (MobileNetV2's second block into its third). Exact at batches 1 and 2, strides 1 and 2.
+TEST(OnednnDepthwiseFusion, ANarrowProjectionReadsTheChannelBlockedOutput) {
+  const bool kernel = silu_isa_for_onednn() == SiluIsa::Avx512;
+  int fused_runs = 0;
+  for (int64_t out : {24, 40}) {
+    for (int64_t stride : {1, 2}) {
+      for (int64_t batch : {1, 2}) {
+        GraphCase g;
+        g.seed = static_cast<uint32_t>(out + stride + batch);
+        const int x = channels_last_input(g, batch, 16, 56);
+        ConvCfg expand{batch, 16, 56, 56, 96, 1, 1};
+        expand.act = fb::Activation::Clip;
+        ConvCfg dw = depthwise3x3(batch, 96, 56, stride);
+        dw.act = fb::Activation::Clip;
+        const int d = add_conv(g, add_conv(g, x, expand), dw);
+        const int64_t hw = (56 - 1) / stride + 1;
+        const int p = add_conv(g, d, ConvCfg{batch, 96, hw, hw, out, 1, 1});
+        const int q = add_conv(g, p, ConvCfg{batch, out, hw, hw, out, 1, 1});
+        if (out == 24) {
+          g.output(q);
+        } else {
+          const int sum = g.tensor({batch, out, hw, hw});
+          g.node(fb::OpType::Add, {p, q}, sum);
+          g.output(sum);
+        }
+        const std::string what = "out " + std::to_string(out) + " stride " +
+                                 std::to_string(stride) + " batch " + std::to_string(batch);
+        DelegateSummary one;
+        ASSERT_TRUE(run_on_threads(g, 1, &one)) << what;
+        if (one.fused_depthwise_convs != 1) continue;
+        ++fused_runs;
+        // With 40, q (40 -> 40 and the residual sum) is the narrow kernel's too; with 24 it is
+        // a graph output.
+        EXPECT_EQ(one.host_narrow_convs, kernel ? (out == 40 ? 2u : 1u) : 0u) << what;
+        const auto fused = std::find_if(one.steps.begin(), one.steps.end(), [](const auto& st) {
+          return st.rfind("conv:", 0) == 0 && st.find("jit_1x1") != std::string::npos;
+        });
+        ASSERT_NE(fused, one.steps.end()) << what;
+        ASSERT_NE(fused + 1, one.steps.end()) << what;
+        if (kernel) {
+          EXPECT_NE((fused + 1)->find("tessera:narrow1x1_avx512"), std::string::npos)
+              << what << ": " << *(fused + 1);
+        }
+      }
+    }
+  }
+  RecordProperty("fused_runs", fused_runs);
+}
+
 // Not fused: a depthwise Conv whose output a residual Add reads (its own lowering fuses that
 // Add), and a 1x1 Conv whose input is channels-last with other than 16 channels.
 TEST(OnednnDepthwiseFusion, OnlyTheShapesItHelpsAreFused) {
