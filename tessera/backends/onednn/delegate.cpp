@@ -87,7 +87,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
     }
     const Clock::time_point start = profile ? Clock::now() : Clock::time_point();
     dnnl_status_t st = dnnl_success;
-    if (step.grouped != nullptr || step.narrow != nullptr || step.dw_pointwise != nullptr) {
+    if (step.grouped != nullptr || step.narrow != nullptr || step.dw_pointwise != nullptr ||
+        step.stem != nullptr) {
       // A kernel of Tessera's, on its arguments' data (source, destination, a narrow Conv's
       // residual when not in place), after the steps before it (the CPU engine's stream is in
       // order and blocking; the wait is for other engines).
@@ -103,6 +104,8 @@ Status Delegate::execute(BackendExecutionContext& context, Span<EValue*> args) {
         run_grouped_conv(*step.grouped, src, dst, team_now);
       } else if (step.dw_pointwise != nullptr) {
         run_dw_pointwise(*step.dw_pointwise, src, dst, team_now);
+      } else if (step.stem != nullptr) {
+        run_stem_conv(*step.stem, src, dst, team_now);
       } else {
         run_narrow_conv(*step.narrow, src, data[2] != nullptr ? static_cast<float*>(data[2]) : dst,
                         dst, team_now);

@@ -20,6 +20,7 @@
 #include "tessera/backends/onednn/dw_pointwise.h"
 #include "tessera/backends/onednn/narrow_conv.h"
 #include "tessera/backends/onednn/silu.h"
+#include "tessera/backends/onednn/stem_conv.h"
 #include "tessera/core/evalue.h"
 #include "tessera/core/large_buffer.h"
 #include "tessera/core/span.h"
@@ -50,6 +51,9 @@ struct Step {
   // Set: no primitive; Tessera's 3x3 depthwise Conv and the 1x1 Conv after it (dw_pointwise.h)
   // from args[0]'s memory into args[1]'s.
   std::shared_ptr<const DwPointwise> dw_pointwise;
+  // Set: no primitive; Tessera's first-layer Conv (stem_conv.h) from args[0]'s memory (NCHW)
+  // into args[1]'s (channels-last).
+  std::shared_ptr<const StemConv> stem;
 };
 
 /// A memory object whose data is an execute argument's (set at every call).
@@ -90,6 +94,7 @@ class Delegate {
   size_t host_grouped_convs = 0;  // of those, computed by Tessera's kernel (grouped_conv.h)
   size_t host_narrow_convs = 0;   // 1x1 Convs to 24 or 40 channels by Tessera (narrow_conv.h)
   size_t host_dw_pointwise_convs = 0;  // depthwise + 1x1 Conv pairs by Tessera (dw_pointwise.h)
+  size_t host_stem_convs = 0;  // first-layer Convs from NCHW by Tessera (stem_conv.h)
   size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
   size_t nchw_input_convs = 0;  // first-layer Convs reading NCHW, 16 channels out (no reorder)
   size_t fused_depthwise_convs = 0;        // 1x1 + depthwise Convs run as one primitive

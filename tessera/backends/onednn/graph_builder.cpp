@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessera/backends/onednn/onednn_backend.h"
+#include "tessera/backends/onednn/stem_conv.h"
 #include "tessera/backends/onednn/supports.h"
 #include "tessera/backends/onednn/winograd_cache.h"
 #include "tessera/core/log.h"
@@ -182,6 +183,10 @@ class Builder {
   /// residual Add or activation node a lowering of its own would fuse). False when that does not
   /// apply; the caller then lowers the Conv on its own.
   Result<bool> lower_dw_pointwise(const NodeView& n);
+  // A first-layer Conv by Tessera's kernel (stem_conv.h), its input NCHW; with mul_node >= 0 the
+  // SiLU (sig_node, mul_node) after it fused, computed after the kernel (silu.h), into mul_out.
+  Status lower_stem_conv(const NodeView& n, const StemConvShape& shape, int sig_node,
+                         int mul_node, int mul_out);
   /// Whether Conv output `y` is a part of a channel Concat (batch 1) whose Conv parts include a
   /// Winograd one: every part then produces Winograd's channel-blocked layout, so that each
   /// writes straight into its region of the Concat's output (place_parts_in), no copies.
@@ -800,6 +805,47 @@ bool Builder::narrow_reads_blocked(int node, const memory::desc& input) const {
   return true;
 }
 
+Status Builder::lower_stem_conv(const NodeView& n, const StemConvShape& shape, int sig_node,
+                                int mul_node, int mul_out) {
+  const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
+  const fb::Node& node = n.node();
+  Step s;
+  TESSERA_ASSIGN_OR_RETURN(
+      s.stem, packed_constants(w, b, [&](const float* weights, const float* bias) {
+        auto c = std::make_shared<StemConv>(pack_stem_conv(shape, weights, bias));
+        if (node.activation() == fb::Activation::Relu) {
+          c->min = 0.0f;
+        } else if (node.activation() == fb::Activation::Clip) {
+          c->min = node.activation_min();
+          c->max = node.activation_max();
+        }
+        return std::shared_ptr<const StemConv>(std::move(c));
+      }));
+  TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
+  memory dst = fresh(memory::desc(dims_[static_cast<size_t>(y)], act_, memory::format_tag::acdb));
+  s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
+  if (mul_node >= 0) {
+    s.silu = dst.get();
+    s.silu_elements = dst.get_desc().get_size() / sizeof(float);
+    const NodeView mul(view_, view_.node(static_cast<size_t>(mul_node)));
+    std::snprintf(s.silu_name.data(), s.silu_name.size(), "silu:%.*s",
+                  static_cast<int>(mul.name().size()), mul.name().data());
+  }
+  add_host_step(std::move(s), n.name(), "tessera:stem3x3_avx512");
+  ++d_.host_stem_convs;
+  if (mul_node >= 0) {
+    ++d_.host_silus;
+    ++d_.fused_silus;
+    done_[static_cast<size_t>(sig_node)] = true;
+    done_[static_cast<size_t>(mul_node)] = true;
+    set(mul_out, dst);
+    set(y, dst, true);  // read only by the two fused nodes
+  } else {
+    set(y, dst);
+  }
+  return Status::ok();
+}
+
 Result<bool> Builder::lower_dw_pointwise(const NodeView& n) {
   if (act_ != dt::f32 || d_.silu_isa != SiluIsa::Avx512 || n.num_inputs() < 2) return false;
   const int x = n.input(0), w = n.input(1), b = n.input(2), y = n.output(0);
@@ -1038,6 +1084,25 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     }
     return ops;
   };
+  // A first-layer 3x3 Conv (at most 4 input channels, read as the method's NCHW input is) to 32,
+  // 48 or 64 channels, at most a clamp (ReLU, ReLU6) or a SiLU after: Tessera's kernel
+  // (stem_conv.h), with no reorder of the input first.
+  if (group == 1 && act_ == dt::f32 && d_.silu_isa == SiluIsa::Avx512 && add_node < 0 &&
+      elt_node < 0 && (mul_node < 0 || host_silu) && dx.size() == 4 && dy.size() == 4 &&
+      dw.size() == 4 && dx[0] == dy[0] && dw[0] == dy[1] && dw[1] == dx[1] && dw[2] == 3 &&
+      dw[3] == 3 && win.kernel[0] == 3 && win.kernel[1] == 3 && win.stride[0] == win.stride[1] &&
+      win.dilation[0] == 0 && win.dilation[1] == 0 && vals_[static_cast<size_t>(w)].constant &&
+      (b < 0 || vals_[static_cast<size_t>(b)].constant) && !view_.value(y).graph_output &&
+      (n.node().activation() == fb::Activation::None ||
+       n.node().activation() == fb::Activation::Relu ||
+       n.node().activation() == fb::Activation::Clip)) {
+    const StemConvShape ss{dx[0], dx[1], dx[2], dx[3], dy[1], dy[2], dy[3],
+                           win.stride[0], win.pad_begin[0], win.pad_begin[1]};
+    TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
+    if (stem_conv_applies(ss) && xm.get_desc() == memory::desc(dx, act_, memory::format_tag::abcd)) {
+      return lower_stem_conv(n, ss, sig_node, mul_node, mul_out);
+    }
+  }
   dnnl::post_ops ops = post_ops();
   const memory::dims strides = {win.stride[0], win.stride[1]};
   const memory::dims dilation = {win.dilation[0], win.dilation[1]};

@@ -413,6 +413,7 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle) {
   s.host_grouped_convs = d->host_grouped_convs;
   s.host_narrow_convs = d->host_narrow_convs;
   s.host_dw_pointwise_convs = d->host_dw_pointwise_convs;
+  s.host_stem_convs = d->host_stem_convs;
   s.fused_silus = d->fused_silus;
   s.fused_eltwise = d->fused_eltwise;
   s.host_silus = d->host_silus;

@@ -957,7 +957,8 @@ TEST(OnednnConv, OtherDepthwisePointwisePairsStayOnednns) {
 // its input as it is where oneDNN has a jit kernel for NCHW in and aBcd16b out (the same bytes
 // as channels-last with 16 channels), with no reorder of the input first; the depthwise and 1x1
 // Convs after it read its output as channels-last. 32 channels out (aBcd16b is then not
-// channels-last) keep the reorder. On a CPU without that kernel both reorder; all stay exact.
+// channels-last) are not oneDNN's jit kernel's (on AVX-512 Tessera's, see the next test). On a
+// CPU without that kernel both reorder; all stay exact.
 TEST(OnednnConv, AFirstLayerConvToSixteenChannelsReadsTheNchwInputAsItIs) {
   for (int64_t out : {16, 32}) {
     for (int64_t batch : {1, 2}) {
@@ -995,6 +996,66 @@ TEST(OnednnConv, AFirstLayerConvToSixteenChannelsReadsTheNchwInputAsItIs) {
       ASSERT_TRUE(s.run(in, &first).is_ok());
       ASSERT_TRUE(s.run(in, &again).is_ok());
       EXPECT_EQ(first, again);
+    }
+  }
+}
+
+// A first-layer 3x3 Conv of 1 to 4 input channels, read as the graph's NCHW input is, to 32, 48
+// or 64 channels: on AVX-512 Tessera's kernel (stem_conv.h) with no reorder before it, elsewhere
+// oneDNN's. Exact at 1 and 2 threads: strides 1 and 2, padding on every side, only before, or
+// none, widths leaving partial pixel blocks, batches, with and without bias, ReLU, ReLU6, none and
+// a SiLU after (computed after the kernel, as EfficientNet-B0's). A 16-channel one stays oneDNN's
+// jit kernel's (the test before).
+TEST(OnednnConv, AFirstLayerConvToThirtyTwoOrMoreChannelsTakesTesserasKernel) {
+  struct Case {
+    int64_t batch, in, h, w, out, stride, pad_before, pad_after;
+    fb::Activation act;
+    bool silu, bias;
+  };
+  const Case cases[] = {
+      {1, 3, 24, 24, 32, 2, 1, 1, fb::Activation::Clip, false, true},  // MobileNetV2's
+      {2, 3, 23, 19, 48, 2, 1, 1, fb::Activation::Relu, false, true},
+      {1, 1, 17, 13, 64, 1, 1, 1, fb::Activation::None, false, false},
+      {1, 4, 20, 20, 32, 2, 0, 1, fb::Activation::Relu, false, true},  // "same" padding, after
+      {2, 3, 16, 18, 32, 1, 0, 0, fb::Activation::None, true, true},   // no padding
+      {1, 3, 24, 24, 32, 2, 1, 1, fb::Activation::None, true, false},  // EfficientNet-B0's
+  };
+  const bool kernel = silu_isa_for_onednn() == SiluIsa::Avx512;
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& k = cases[i];
+    GraphCase g;
+    g.seed = static_cast<uint32_t>(130 + i);
+    const int x = g.input({k.batch, k.in, k.h, k.w});
+    ConvCfg stem{k.batch, k.in, k.h, k.w, k.out, 3, 3};
+    stem.sh = stem.sw = k.stride;
+    stem.pt = stem.pl = k.pad_before;
+    stem.pb = stem.pr = k.pad_after;
+    stem.act = k.act;
+    stem.bias = k.bias;
+    int y = add_conv(g, x, stem);
+    const std::vector<int64_t> dy = conv_out(stem);
+    if (k.silu) {
+      const int sig = g.tensor({dy[0], dy[1], dy[2], dy[3]});
+      g.node(fb::OpType::Sigmoid, {y}, sig);
+      const int mul = g.tensor({dy[0], dy[1], dy[2], dy[3]});
+      g.node(fb::OpType::Mul, {y, sig}, mul);
+      y = mul;
+    }
+    g.output(add_conv(g, y, ConvCfg{k.batch, k.out, dy[2], dy[3], 8, 1, 1}));
+    for (int64_t threads : {1, 2}) {
+      DelegateSummary sum;
+      EXPECT_TRUE(run_with_algorithm(g, "auto", &sum, threads)) << "case " << i;
+      EXPECT_EQ(sum.host_stem_convs, kernel ? 1u : 0u) << "case " << i;
+      ASSERT_FALSE(sum.steps.empty()) << "case " << i;
+      if (kernel) {
+        // The first step, no reorder of the input before it.
+        EXPECT_EQ(sum.steps[0].rfind("conv:", 0), 0u) << "case " << i << ": " << sum.steps[0];
+        EXPECT_NE(sum.steps[0].find("tessera:stem3x3_avx512"), std::string::npos)
+            << "case " << i << ": " << sum.steps[0];
+      }
+      if (k.silu) {
+        EXPECT_EQ(sum.fused_silus, 1u) << "case " << i;
+      }
     }
   }
 }
