@@ -4,9 +4,10 @@
 // MobileNetV2's first block runs a 3x3 depthwise convolution over 112x112 pixels of 32 channels
 // and projects the result to 16 channels with a 1x1 convolution. oneDNN 2.6 runs them as two
 // primitives, the first writing 1.6 MB that the second reads back (at one thread on a Zen 5 core
-// 0.109 and 0.087 ms, 66 and 147 GFLOP/s). The kernel here computes eight pixels of the depthwise
-// output, keeps them in a 1 KiB buffer on the stack and projects them at once: the intermediate
-// tensor never leaves the core's first-level cache (docs/performance.md, thirty-eighth session).
+// 0.109 and 0.087 ms, 66 and 147 GFLOP/s). The kernel here computes the depthwise output of 8
+// pixels in each of two rows, keeps them in a 2 KiB buffer on the stack and projects them at once:
+// the intermediate tensor never leaves the core's first-level cache. In the model the pair took
+// 0.12-0.13 ms (docs/performance.md, thirty-eighth session).
 #pragma once
 
 #include <cstddef>
