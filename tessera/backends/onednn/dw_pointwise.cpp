@@ -188,8 +188,8 @@ DwPointwise pack_dw_pointwise(const DwPointwiseShape& s, const float* dw_weights
   DwPointwise c;
   c.shape = s;
   const int64_t C = s.channels, M = s.out_channels;
-  c.storage.assign(static_cast<size_t>(9 * C + C * M + 16), 0.0f);
-  float* dww = const_cast<float*>(c.weights());
+  c.storage.assign(static_cast<size_t>(9 * C + C * M));
+  float* dww = c.storage.data();
   float* pww = dww + 9 * C;
   for (int64_t ch = 0; ch < C; ++ch) {
     for (int64_t t = 0; t < 9; ++t) dww[t * C + ch] = dw_weights[ch * 9 + t];

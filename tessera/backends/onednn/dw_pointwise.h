@@ -15,6 +15,8 @@
 #include <limits>
 #include <vector>
 
+#include "tessera/backends/onednn/aligned_floats.h"
+
 namespace tessera::onednn {
 
 /// A depthwise 3x3 convolution (stride 1, one row and column of padding on every side) of a
@@ -43,13 +45,10 @@ struct DwPointwise {
   float pw_max = std::numeric_limits<float>::infinity();
   /// The depthwise weights [9 taps, row-major][channels], then the 1x1 weights
   /// [channels][out_channels]; 64-byte aligned from weights().
-  std::vector<float> storage;  // 16 floats longer: room to start on a 64-byte boundary
+  AlignedFloats storage;
   std::vector<float> dw_bias;  // [channels]; zeros when the node has none
   std::vector<float> pw_bias;  // [out_channels]; zeros when the node has none
-  const float* weights() const {
-    const auto addr = reinterpret_cast<uintptr_t>(storage.data());
-    return storage.data() + (64 - addr % 64) % 64 / sizeof(float);
-  }
+  const float* weights() const { return storage.data(); }
   const float* pw_weights() const { return weights() + 9 * shape.channels; }
 };
 

@@ -146,8 +146,8 @@ NarrowConv pack_narrow_conv(const NarrowConvShape& s, const float* weights, cons
   c.relu = relu;
   const int64_t K = s.in_channels, full = s.out_channels / 16 * 16;
   const size_t count = static_cast<size_t>(K * full + K * 8);
-  c.storage.assign(count + 16, 0.0f);
-  float* w0 = const_cast<float*>(c.weights());
+  c.storage.assign(count);
+  float* w0 = c.storage.data();
   float* w1 = w0 + K * full;
   for (int64_t k = 0; k < K; ++k) {
     for (int64_t n = 0; n < full; ++n) w0[k * full + n] = weights[n * K + k];

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/backends/onednn/aligned_floats.h"
+
 namespace tessera::onednn {
 
 /// One 1x1 convolution, stride 1, no padding: channels-last input [pixels, in_channels] (all
@@ -43,12 +45,9 @@ struct NarrowConv {
   bool relu = false;  // max(0, .) last
   /// The first out_channels & ~15 channels: [in_channels][out_channels & ~15]; then the last
   /// 8, input channels paired: [in_channels / 2][8][2]. 64-byte aligned from weights().
-  std::vector<float> storage;  // 16 floats longer: room to start on a 64-byte boundary
+  AlignedFloats storage;
   std::vector<float> bias;     // [out_channels]; zeros when the node has none
-  const float* weights() const {
-    const auto addr = reinterpret_cast<uintptr_t>(storage.data());
-    return storage.data() + (64 - addr % 64) % 64 / sizeof(float);
-  }
+  const float* weights() const { return storage.data(); }
 };
 
 /// Packs PyTorch-ordered weights [out_channels][in_channels] (the 1x1 kernel's) and `bias`

@@ -133,8 +133,8 @@ StemConv pack_stem_conv(const StemConvShape& s, const float* weights, const floa
   StemConv c;
   c.shape = s;
   const int64_t C = s.in_channels, M = s.out_channels;
-  c.storage.assign(static_cast<size_t>(C * 9 * M + 16), 0.0f);
-  float* w = const_cast<float*>(c.weights());
+  c.storage.assign(static_cast<size_t>(C * 9 * M));
+  float* w = c.storage.data();
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t t = 0; t < C * 9; ++t) w[t * M + m] = weights[m * C * 9 + t];
   }

@@ -17,6 +17,8 @@
 #include <limits>
 #include <vector>
 
+#include "tessera/backends/onednn/aligned_floats.h"
+
 namespace tessera::onednn {
 
 /// A 3x3 convolution of an NCHW input [batch, in_channels, h, w] to a channels-last output
@@ -46,12 +48,9 @@ struct StemConv {
   float min = -std::numeric_limits<float>::infinity();  // ReLU: 0; ReLU6: 0 and 6
   float max = std::numeric_limits<float>::infinity();
   /// [in_channels][3][3][out_channels]; 64-byte aligned from weights().
-  std::vector<float> storage;  // 16 floats longer: room to start on a 64-byte boundary
+  AlignedFloats storage;
   std::vector<float> bias;     // [out_channels]; zeros when the node has none
-  const float* weights() const {
-    const auto addr = reinterpret_cast<uintptr_t>(storage.data());
-    return storage.data() + (64 - addr % 64) % 64 / sizeof(float);
-  }
+  const float* weights() const { return storage.data(); }
 };
 
 /// Packs PyTorch-ordered weights [out_channels][in_channels][3][3] and `bias` (null: none).

@@ -171,6 +171,12 @@ std::vector<std::string>::const_iterator first_conv_step(const DelegateSummary& 
                       [](const std::string& st) { return st.rfind("conv:", 0) == 0; });
 }
 
+/// Whether a step of `sum` names implementation `impl` (a kernel of Tessera's: "tessera:...").
+bool has_step_of(const DelegateSummary& sum, const char* impl) {
+  return std::any_of(sum.steps.begin(), sum.steps.end(),
+                     [impl](const std::string& st) { return st.find(impl) != std::string::npos; });
+}
+
 /// `g` with conv_algorithm=`algorithm` on a team of `threads`, `repeat` executes (see
 /// run_with_load).
 ::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
@@ -757,11 +763,7 @@ TEST(OnednnConv, NarrowOutputsTakeTesserasKernel) {
       if (k.residual == Residual::Kept || k.residual == Residual::OwnInput) {
         EXPECT_EQ(sum.in_place_sums, 0u) << "case " << i;
       }
-      const bool has_step =
-          std::any_of(sum.steps.begin(), sum.steps.end(), [](const std::string& st) {
-            return st.find("tessera:narrow1x1_avx512") != std::string::npos;
-          });
-      EXPECT_EQ(has_step, kernel) << "case " << i;
+      EXPECT_EQ(has_step_of(sum, "tessera:narrow1x1_avx512"), kernel) << "case " << i;
     });
   }
   RecordProperty("channels_last_runs", checked);
@@ -893,11 +895,7 @@ TEST(OnednnConv, DepthwiseThenPointwiseTakesTesserasKernel) {
     g.output(add_conv(g, p, next));
     checked += check_channels_last_runs(g, i, [&](const DelegateSummary& sum, auto) {
       EXPECT_EQ(sum.host_dw_pointwise_convs, kernel ? 1u : 0u) << "case " << i;
-      const bool has_step =
-          std::any_of(sum.steps.begin(), sum.steps.end(), [](const std::string& st) {
-            return st.find("tessera:dw3x3_1x1_avx512") != std::string::npos;
-          });
-      EXPECT_EQ(has_step, kernel) << "case " << i;
+      EXPECT_EQ(has_step_of(sum, "tessera:dw3x3_1x1_avx512"), kernel) << "case " << i;
     });
   }
   RecordProperty("channels_last_runs", checked);
