@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "tessera/backend/context.h"
-#include "tessera/backends/onednn/grouped_conv.h"
 #include "tessera/backends/onednn/dw_pointwise.h"
+#include "tessera/backends/onednn/grouped_conv.h"
 #include "tessera/backends/onednn/narrow_conv.h"
 #include "tessera/backends/onednn/silu.h"
 #include "tessera/backends/onednn/stem_conv.h"
@@ -93,8 +93,8 @@ class Delegate {
   size_t channels_last_grouped_convs = 0;  // grouped Convs kept in their input's acdb
   size_t host_grouped_convs = 0;  // of those, computed by Tessera's kernel (grouped_conv.h)
   size_t host_narrow_convs = 0;   // 1x1 Convs to 24 or 40 channels by Tessera (narrow_conv.h)
-  size_t host_dw_pointwise_convs = 0;  // depthwise + 1x1 Conv pairs by Tessera (dw_pointwise.h)
-  size_t host_stem_convs = 0;  // first-layer Convs from NCHW by Tessera (stem_conv.h)
+  size_t host_dw_pointwise_convs = 0;      // depthwise + 1x1 Conv pairs by Tessera (dw_pointwise.h)
+  size_t host_stem_convs = 0;              // first-layer Convs from NCHW by Tessera (stem_conv.h)
   size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
   size_t nchw_input_convs = 0;  // first-layer Convs reading NCHW, 16 channels out (no reorder)
   size_t fused_depthwise_convs = 0;        // 1x1 + depthwise Convs run as one primitive

@@ -26,8 +26,8 @@ constexpr int kMaxChannels = 64;
 // w0 - 1 or w0 + R may lie outside the image (read as zeros); unchecked, the loads have no
 // branches.
 template <int C, int R, int Rows, bool Checked>
-__attribute__((target("avx512f"))) void depthwise(const DwPointwise& c, const float* x,
-                                                  int64_t row, int64_t w0, float* mid) {
+__attribute__((target("avx512f"))) void depthwise(const DwPointwise& c, const float* x, int64_t row,
+                                                  int64_t w0, float* mid) {
   const int64_t H = c.shape.h, W = c.shape.w;
   const float* dww = c.weights();
   const __m512 lo = _mm512_set1_ps(c.dw_min), hi = _mm512_set1_ps(c.dw_max);

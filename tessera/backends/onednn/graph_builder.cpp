@@ -185,8 +185,8 @@ class Builder {
   Result<bool> lower_dw_pointwise(const NodeView& n);
   // A first-layer Conv by Tessera's kernel (stem_conv.h), its input NCHW; with mul_node >= 0 the
   // SiLU (sig_node, mul_node) after it fused, computed after the kernel (silu.h), into mul_out.
-  Status lower_stem_conv(const NodeView& n, const StemConvShape& shape, int sig_node,
-                         int mul_node, int mul_out);
+  Status lower_stem_conv(const NodeView& n, const StemConvShape& shape, int sig_node, int mul_node,
+                         int mul_out);
   /// Whether Conv output `y` is a part of a channel Concat (batch 1) whose Conv parts include a
   /// Winograd one: every part then produces Winograd's channel-blocked layout, so that each
   /// writes straight into its region of the Concat's output (place_parts_in), no copies.
@@ -790,8 +790,9 @@ bool Builder::narrow_reads_blocked(int node, const memory::desc& input) const {
       attrs_of<ir::ConvAttrs>(cv).group != 1 || win.stride[0] != 1 || win.stride[1] != 1 ||
       win.dilation[0] != 0 || win.dilation[1] != 0 || win.pad_begin[0] != 0 ||
       win.pad_begin[1] != 0 || win.pad_end[0] != 0 || win.pad_end[1] != 0 ||
-      !vals_[static_cast<size_t>(w)].constant || (b >= 0 && !vals_[static_cast<size_t>(b)].constant) ||
-      view_.value(y).graph_output || input != memory::desc(dx, act_, memory::format_tag::aBcd16b) ||
+      !vals_[static_cast<size_t>(w)].constant ||
+      (b >= 0 && !vals_[static_cast<size_t>(b)].constant) || view_.value(y).graph_output ||
+      input != memory::desc(dx, act_, memory::format_tag::aBcd16b) ||
       (cn.activation() != fb::Activation::None && cn.activation() != fb::Activation::Relu)) {
     return false;
   }
@@ -865,12 +866,12 @@ Result<bool> Builder::lower_dw_pointwise(const NodeView& n) {
     return true;
   };
   auto constant = [&](int v) { return v < 0 || vals_[static_cast<size_t>(v)].constant; };
-  if (dx.size() != 4 || dw.size() != 4 || dy != dx || dw[0] != dx[1] || dw[1] != 1 ||
-      dw[2] != 3 || dw[3] != 3 || attrs_of<ir::ConvAttrs>(n).group != dx[1] ||
-      win.kernel[0] != 3 || win.kernel[1] != 3 || win.stride[0] != 1 || win.stride[1] != 1 ||
-      win.dilation[0] != 0 || win.dilation[1] != 0 || win.pad_begin[0] != 1 ||
-      win.pad_begin[1] != 1 || win.pad_end[0] != 1 || win.pad_end[1] != 1 || !constant(w) ||
-      !constant(b) || view_.value(y).graph_output) {
+  if (dx.size() != 4 || dw.size() != 4 || dy != dx || dw[0] != dx[1] || dw[1] != 1 || dw[2] != 3 ||
+      dw[3] != 3 || attrs_of<ir::ConvAttrs>(n).group != dx[1] || win.kernel[0] != 3 ||
+      win.kernel[1] != 3 || win.stride[0] != 1 || win.stride[1] != 1 || win.dilation[0] != 0 ||
+      win.dilation[1] != 0 || win.pad_begin[0] != 1 || win.pad_begin[1] != 1 ||
+      win.pad_end[0] != 1 || win.pad_end[1] != 1 || !constant(w) || !constant(b) ||
+      view_.value(y).graph_output) {
     return false;
   }
   const Span<const int32_t> ys = view_.consumers(y);
@@ -914,8 +915,8 @@ Result<bool> Builder::lower_dw_pointwise(const NodeView& n) {
     TESSERA_ASSIGN_OR_RETURN(held[i], in_place(consts[i]));
     data[i] = static_cast<const float*>(held[i].get_data_handle());
   }
-  auto packed = std::make_shared<DwPointwise>(
-      pack_dw_pointwise(shape, data[0], data[1], data[2], data[3]));
+  auto packed =
+      std::make_shared<DwPointwise>(pack_dw_pointwise(shape, data[0], data[1], data[2], data[3]));
   packed->dw_min = dw_lo;
   packed->dw_max = dw_hi;
   packed->pw_min = pw_lo;
@@ -1096,10 +1097,12 @@ Status Builder::lower_conv(const NodeView& n, int index) {
       (n.node().activation() == fb::Activation::None ||
        n.node().activation() == fb::Activation::Relu ||
        n.node().activation() == fb::Activation::Clip)) {
-    const StemConvShape ss{dx[0], dx[1], dx[2], dx[3], dy[1], dy[2], dy[3],
-                           win.stride[0], win.pad_begin[0], win.pad_begin[1]};
+    const StemConvShape ss{
+        dx[0],           dx[1], dx[2], dx[3], dy[1], dy[2], dy[3], win.stride[0], win.pad_begin[0],
+        win.pad_begin[1]};
     TESSERA_ASSIGN_OR_RETURN(memory xm, get(x));
-    if (stem_conv_applies(ss) && xm.get_desc() == memory::desc(dx, act_, memory::format_tag::abcd)) {
+    if (stem_conv_applies(ss) &&
+        xm.get_desc() == memory::desc(dx, act_, memory::format_tag::abcd)) {
       return lower_stem_conv(n, ss, sig_node, mul_node, mul_out);
     }
   }

@@ -112,8 +112,8 @@ void run_layout(const NarrowConv& c, const float* src, const float* residual, fl
     } else {
       for (int64_t p = 0; p < n; ++p) {
         pixel_block<M, 1, Blocked>(c, src + input_at(image, q0 + p),
-                                   res != nullptr ? res + p * kOut : nullptr,
-                                   dst + (p0 + p) * kOut, 16 * run);
+                                   res != nullptr ? res + p * kOut : nullptr, dst + (p0 + p) * kOut,
+                                   16 * run);
       }
     }
   }
@@ -134,8 +134,8 @@ void run_width(const NarrowConv& c, const float* src, const float* residual, flo
 bool narrow_conv_applies(const NarrowConvShape& s) {
   return s.pixels > 0 && s.in_channels > 0 && s.in_channels % 2 == 0 &&
          (s.out_channels == 24 || s.out_channels == 40) &&
-         (!s.blocked_input || (s.in_channels % 16 == 0 && s.image_pixels > 0 &&
-                               s.pixels % s.image_pixels == 0));
+         (!s.blocked_input ||
+          (s.in_channels % 16 == 0 && s.image_pixels > 0 && s.pixels % s.image_pixels == 0));
 }
 
 NarrowConv pack_narrow_conv(const NarrowConvShape& s, const float* weights, const float* bias,

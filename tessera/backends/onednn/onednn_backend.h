@@ -89,7 +89,7 @@ struct DelegateSummary {
   size_t host_grouped_convs = 0;           // of those, computed by Tessera's AVX-512 kernel
   size_t host_narrow_convs = 0;  // 1x1 Convs to 24 or 40 channels by Tessera's AVX-512 kernel
   size_t host_dw_pointwise_convs = 0;  // 3x3 depthwise + 1x1 Conv pairs by Tessera's kernel
-  size_t host_stem_convs = 0;  // first-layer 3x3 Convs reading NCHW, by Tessera's kernel
+  size_t host_stem_convs = 0;          // first-layer 3x3 Convs reading NCHW, by Tessera's kernel
   size_t blocked_1x1_convs = 0;            // 1x1 Convs kept in their input's aBcd16b
   size_t nchw_input_convs = 0;  // first-layer Convs reading NCHW, 16 channels out (no reorder)
   size_t fused_depthwise_convs = 0;        // 1x1 + depthwise Convs run as one primitive

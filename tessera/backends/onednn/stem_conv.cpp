@@ -17,7 +17,9 @@ namespace {
 
 // Output pixels a block: with M vectors of 16 output channels, R * M accumulators and M weight
 // vectors within the 32 registers.
-constexpr int pixels_for(int M) { return M >= 4 ? 6 : 8; }
+constexpr int pixels_for(int M) {
+  return M >= 4 ? 6 : 8;
+}
 // How many output rows ahead a block prefetches the input rows it will be the first to read (1
 // measured as fast as 2, 3 and 4 with the input cached, 0.154-0.159 ms against 0.159-0.20 with
 // it not).
@@ -80,8 +82,7 @@ __attribute__((target("avx512f"))) void pixel_block(const StemConv& c, const flo
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
     for (int m = 0; m < M; ++m) {
-      _mm512_storeu_ps(y + r * 16 * M + m * 16,
-                       _mm512_min_ps(_mm512_max_ps(acc[r][m], lo), hi));
+      _mm512_storeu_ps(y + r * 16 * M + m * 16, _mm512_min_ps(_mm512_max_ps(acc[r][m], lo), hi));
     }
   }
 }

@@ -49,7 +49,7 @@ struct StemConv {
   float max = std::numeric_limits<float>::infinity();
   /// [in_channels][3][3][out_channels]; 64-byte aligned from weights().
   AlignedFloats storage;
-  std::vector<float> bias;     // [out_channels]; zeros when the node has none
+  std::vector<float> bias;  // [out_channels]; zeros when the node has none
   const float* weights() const { return storage.data(); }
 };
 
