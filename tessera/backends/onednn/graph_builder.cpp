@@ -126,6 +126,20 @@ void append_activation(dnnl::post_ops& ops, const fb::Node& node) {
   }
 }
 
+// A Conv's activation as the clamp Tessera's kernels apply: ReLU [0, +inf), Clip [min, max],
+// none (-inf, +inf) as *lo and *hi are; false (nothing set) for any other activation.
+bool clamp_of(const fb::Node& node, float* lo, float* hi) {
+  if (node.activation() == fb::Activation::Relu) {
+    *lo = 0.0f;
+  } else if (node.activation() == fb::Activation::Clip) {
+    *lo = node.activation_min();
+    *hi = node.activation_max();
+  } else if (node.activation() != fb::Activation::None) {
+    return false;
+  }
+  return true;
+}
+
 class Builder {
  public:
   Builder(const PayloadGraph& view, const BackendInitContext& context, const BuildOptions& options,
@@ -348,21 +362,49 @@ class Builder {
       context_.release_constant(static_cast<uint32_t>(view_.value(v).constant));
     }
   }
-  /// `pack` (float32 weights, bias or null) applied to the constants `w` and `b` (< 0: none) as
-  /// the program holds them, which are released afterwards: a kernel of Tessera's
-  /// (grouped_conv.h, narrow_conv.h) keeps its own packed copy.
+  /// `pack` applied to the constants `values` (< 0: none, passed as null) as the program holds
+  /// them, float32, which are released afterwards: a kernel of Tessera's (grouped_conv.h,
+  /// narrow_conv.h, dw_pointwise.h, stem_conv.h) keeps its own packed copy.
+  template <size_t N, typename Pack>
+  auto packed_constants(const std::array<int, N>& values, Pack&& pack)
+      -> Result<decltype(pack(std::array<const float*, N>{}))> {
+    std::array<memory, N> held;
+    std::array<const float*, N> data = {};
+    for (size_t i = 0; i < N; ++i) {
+      if (values[i] < 0) continue;
+      TESSERA_ASSIGN_OR_RETURN(held[i], in_place(values[i]));
+      data[i] = static_cast<const float*>(held[i].get_data_handle());
+    }
+    auto packed = pack(data);
+    for (int v : values) {
+      if (v >= 0) copied_constant(v);
+    }
+    return packed;
+  }
+  /// The same for a Conv's weights `w` and bias `b`: pack(weights, bias or null).
   template <typename Pack>
   auto packed_constants(int w, int b, Pack&& pack) -> Result<decltype(pack(nullptr, nullptr))> {
-    TESSERA_ASSIGN_OR_RETURN(memory weights, in_place(w));
-    memory bias;
-    if (b >= 0) {
-      TESSERA_ASSIGN_OR_RETURN(bias, in_place(b));
-    }
-    auto packed = pack(static_cast<const float*>(weights.get_data_handle()),
-                       b >= 0 ? static_cast<const float*>(bias.get_data_handle()) : nullptr);
-    copied_constant(w);
-    if (b >= 0) copied_constant(b);
-    return packed;
+    return packed_constants(std::array<int, 2>{w, b},
+                            [&](const std::array<const float*, 2>& d) { return pack(d[0], d[1]); });
+  }
+  /// Step `s` computes the SiLU of Mul node `mul_node` (x * sigmoid(x)) after itself, in place
+  /// on `dst` (silu.h): all of dst's floats (blocked padding too: silu(0) = 0).
+  void add_host_silu(Step* s, const memory& dst, int mul_node) {
+    s->silu = dst.get();
+    s->silu_elements = dst.get_desc().get_size() / sizeof(float);
+    const NodeView mul(view_, view_.node(static_cast<size_t>(mul_node)));
+    std::snprintf(s->silu_name.data(), s->silu_name.size(), "silu:%.*s",
+                  static_cast<int>(mul.name().size()), mul.name().data());
+    ++d_.host_silus;
+  }
+  /// Conv output `y`'s SiLU (sig_node, mul_node; into mul_out) fused: both nodes done, their
+  /// output `dst`.
+  void fused_silu(int y, int sig_node, int mul_node, int mul_out, const memory& dst) {
+    done_[static_cast<size_t>(sig_node)] = true;
+    done_[static_cast<size_t>(mul_node)] = true;
+    ++d_.fused_silus;
+    set(mul_out, dst);
+    set(y, dst, true);  // read only by the two fused nodes
   }
   /// Step `s` of a kernel of Tessera's (s.grouped or s.narrow set, s.args filled) for Conv node
   /// `node_name`, implementation `impl`, appended.
@@ -814,33 +856,17 @@ Status Builder::lower_stem_conv(const NodeView& n, const StemConvShape& shape, i
   TESSERA_ASSIGN_OR_RETURN(
       s.stem, packed_constants(w, b, [&](const float* weights, const float* bias) {
         auto c = std::make_shared<StemConv>(pack_stem_conv(shape, weights, bias));
-        if (node.activation() == fb::Activation::Relu) {
-          c->min = 0.0f;
-        } else if (node.activation() == fb::Activation::Clip) {
-          c->min = node.activation_min();
-          c->max = node.activation_max();
-        }
+        clamp_of(node, &c->min, &c->max);  // None, ReLU or Clip (lower_conv)
         return std::shared_ptr<const StemConv>(std::move(c));
       }));
   TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
   memory dst = fresh(memory::desc(dims_[static_cast<size_t>(y)], act_, memory::format_tag::acdb));
   s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
-  if (mul_node >= 0) {
-    s.silu = dst.get();
-    s.silu_elements = dst.get_desc().get_size() / sizeof(float);
-    const NodeView mul(view_, view_.node(static_cast<size_t>(mul_node)));
-    std::snprintf(s.silu_name.data(), s.silu_name.size(), "silu:%.*s",
-                  static_cast<int>(mul.name().size()), mul.name().data());
-  }
+  if (mul_node >= 0) add_host_silu(&s, dst, mul_node);
   add_host_step(std::move(s), n.name(), "tessera:stem3x3_avx512");
   ++d_.host_stem_convs;
   if (mul_node >= 0) {
-    ++d_.host_silus;
-    ++d_.fused_silus;
-    done_[static_cast<size_t>(sig_node)] = true;
-    done_[static_cast<size_t>(mul_node)] = true;
-    set(mul_out, dst);
-    set(y, dst, true);  // read only by the two fused nodes
+    fused_silu(y, sig_node, mul_node, mul_out, dst);
   } else {
     set(y, dst);
   }
@@ -854,17 +880,6 @@ Result<bool> Builder::lower_dw_pointwise(const NodeView& n) {
   const DimVector& dw = dims_[static_cast<size_t>(w)];
   const DimVector& dy = dims_[static_cast<size_t>(y)];
   const Window win = read_window(n);
-  auto clamp_of = [](const fb::Node& node, float* lo, float* hi) {
-    if (node.activation() == fb::Activation::Relu) {
-      *lo = 0.0f;
-    } else if (node.activation() == fb::Activation::Clip) {
-      *lo = node.activation_min();
-      *hi = node.activation_max();
-    } else if (node.activation() != fb::Activation::None) {
-      return false;
-    }
-    return true;
-  };
   auto constant = [&](int v) { return v < 0 || vals_[static_cast<size_t>(v)].constant; };
   if (dx.size() != 4 || dw.size() != 4 || dy != dx || dw[0] != dx[1] || dw[1] != 1 || dw[2] != 3 ||
       dw[3] != 3 || attrs_of<ir::ConvAttrs>(n).group != dx[1] || win.kernel[0] != 3 ||
@@ -906,26 +921,17 @@ Result<bool> Builder::lower_dw_pointwise(const NodeView& n) {
   }
   TESSERA_ASSIGN_OR_RETURN(memory src, get(x));
   if (src.get_desc() != memory::desc(dx, act_, memory::format_tag::acdb)) return false;
-  // Both Convs' constants packed, then released as the program holds them.
-  std::array<memory, 4> held;
-  const std::array<int, 4> consts = {w, b, k, kb};
-  std::array<const float*, 4> data = {};
-  for (size_t i = 0; i < consts.size(); ++i) {
-    if (consts[i] < 0) continue;
-    TESSERA_ASSIGN_OR_RETURN(held[i], in_place(consts[i]));
-    data[i] = static_cast<const float*>(held[i].get_data_handle());
-  }
-  auto packed =
-      std::make_shared<DwPointwise>(pack_dw_pointwise(shape, data[0], data[1], data[2], data[3]));
-  packed->dw_min = dw_lo;
-  packed->dw_max = dw_hi;
-  packed->pw_min = pw_lo;
-  packed->pw_max = pw_hi;
-  for (int v : consts) {
-    if (v >= 0) copied_constant(v);
-  }
   Step s;
-  s.dw_pointwise = std::move(packed);
+  TESSERA_ASSIGN_OR_RETURN(
+      s.dw_pointwise,
+      packed_constants(std::array<int, 4>{w, b, k, kb}, [&](const std::array<const float*, 4>& d) {
+        auto c = std::make_shared<DwPointwise>(pack_dw_pointwise(shape, d[0], d[1], d[2], d[3]));
+        c->dw_min = dw_lo;
+        c->dw_max = dw_hi;
+        c->pw_min = pw_lo;
+        c->pw_max = pw_hi;
+        return std::shared_ptr<const DwPointwise>(std::move(c));
+      }));
   memory dst = fresh(memory::desc(dz, act_, memory::format_tag::acdb));
   s.args = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_DST, dst.get()}};
   add_host_step(std::move(s), n.name(), "tessera:dw3x3_1x1_avx512");
@@ -1315,15 +1321,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   }
   args.push_back({DNNL_ARG_DST, dst});
   add_step(pd, dnnl::convolution_forward(pd), args, "conv", n.name());
-  if (host_silu) {
-    Step& s = d_.steps.back();
-    s.silu = dst.get();
-    s.silu_elements = dst.get_desc().get_size() / sizeof(float);  // blocked padding: silu(0) = 0
-    const NodeView mul(view_, view_.node(static_cast<size_t>(mul_node)));  // the SiLU's node
-    std::snprintf(s.silu_name.data(), s.silu_name.size(), "silu:%.*s",
-                  static_cast<int>(mul.name().size()), mul.name().data());
-    ++d_.host_silus;
-  }
+  if (host_silu) add_host_silu(&d_.steps.back(), dst, mul_node);
   if (nchw_in()) {
     // aBcd16b with 16 channels, seen as the channels-last tensor it also is.
     dst =
@@ -1334,11 +1332,7 @@ Status Builder::lower_conv(const NodeView& n, int index) {
     set(add_out, dst);
     set(y, dst, true);  // y itself is never read again
   } else if (mul_node >= 0) {
-    done_[static_cast<size_t>(sig_node)] = true;
-    done_[static_cast<size_t>(mul_node)] = true;
-    ++d_.fused_silus;
-    set(mul_out, dst);
-    set(y, dst, true);  // read only by the two fused nodes
+    fused_silu(y, sig_node, mul_node, mul_out, dst);
   } else if (elt_node >= 0) {
     done_[static_cast<size_t>(elt_node)] = true;
     ++d_.fused_eltwise;
