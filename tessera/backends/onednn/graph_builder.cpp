@@ -191,6 +191,10 @@ class Builder {
   /// output no lowering would fuse into it (read by one Conv, or by several nodes none of them a
   /// Sigmoid or Mul), at most a ReLU.
   bool narrow_reads_blocked(int node, const memory::desc& input) const;
+  /// Whether Conv `c` is a plain 1x1 one: no groups, 1x1 weights over all its input channels,
+  /// stride 1, no padding or dilation, constant weights and bias, its output not a method
+  /// output (what Tessera's narrow kernel asks of its Conv, lower_conv and narrow_reads_blocked).
+  bool plain_pointwise(const NodeView& c) const;
   /// A 3x3 depthwise Conv (stride 1, padding 1) whose output only a 1x1 Conv reads, run as one
   /// step by Tessera's kernel (dw_pointwise.h) when its input is channels-last float32, the CPU
   /// has AVX-512, the shapes fit the kernel, and the 1x1 Conv's output goes only to Convs (no
@@ -816,24 +820,30 @@ Result<bool> Builder::lower_conv_with_depthwise(const NodeView& n) {
   return true;
 }
 
+bool Builder::plain_pointwise(const NodeView& c) const {
+  const int x = c.input(0), w = c.input(1), b = c.input(2), y = c.output(0);
+  const DimVector& dx = dims_[static_cast<size_t>(x)];
+  const DimVector& dw = dims_[static_cast<size_t>(w)];
+  const Window win = read_window(c);
+  return dx.size() == 4 && dw.size() == 4 && dw[1] == dx[1] && dw[2] == 1 && dw[3] == 1 &&
+         attrs_of<ir::ConvAttrs>(c).group == 1 && win.kernel[0] == 1 && win.kernel[1] == 1 &&
+         win.stride[0] == 1 && win.stride[1] == 1 && win.dilation[0] == 0 && win.dilation[1] == 0 &&
+         win.pad_begin[0] == 0 && win.pad_begin[1] == 0 && win.pad_end[0] == 0 &&
+         win.pad_end[1] == 0 && vals_[static_cast<size_t>(w)].constant &&
+         (b < 0 || vals_[static_cast<size_t>(b)].constant) && !view_.value(y).graph_output;
+}
+
 bool Builder::narrow_reads_blocked(int node, const memory::desc& input) const {
   const fb::Node& cn = view_.node(static_cast<size_t>(node));
   if (cn.op() != fb::OpType::Conv || act_ != dt::f32 || d_.silu_isa != SiluIsa::Avx512) {
     return false;
   }
   NodeView cv(view_, cn);
-  if (cv.num_inputs() < 2 || !check_node(cv).is_ok()) return false;
-  const int x = cv.input(0), w = cv.input(1), b = cv.input(2), y = cv.output(0);
+  if (cv.num_inputs() < 2 || !check_node(cv).is_ok() || !plain_pointwise(cv)) return false;
+  const int x = cv.input(0), w = cv.input(1), y = cv.output(0);
   const DimVector& dx = dims_[static_cast<size_t>(x)];
   const DimVector& dw = dims_[static_cast<size_t>(w)];
-  const Window win = read_window(cv);
-  if (dx.size() != 4 || dw.size() != 4 || dx[1] % 16 != 0 || dw[1] != dx[1] ||
-      (dw[0] != 24 && dw[0] != 40) || dw[2] != 1 || dw[3] != 1 ||
-      attrs_of<ir::ConvAttrs>(cv).group != 1 || win.stride[0] != 1 || win.stride[1] != 1 ||
-      win.dilation[0] != 0 || win.dilation[1] != 0 || win.pad_begin[0] != 0 ||
-      win.pad_begin[1] != 0 || win.pad_end[0] != 0 || win.pad_end[1] != 0 ||
-      !vals_[static_cast<size_t>(w)].constant ||
-      (b >= 0 && !vals_[static_cast<size_t>(b)].constant) || view_.value(y).graph_output ||
+  if (dx[1] % 16 != 0 || (dw[0] != 24 && dw[0] != 40) ||
       input != memory::desc(dx, act_, memory::format_tag::aBcd16b) ||
       (cn.activation() != fb::Activation::None && cn.activation() != fb::Activation::Relu)) {
     return false;
@@ -1180,14 +1190,9 @@ Status Builder::lower_conv(const NodeView& n, int index) {
   // A 1x1 Conv to 24 or 40 channels reading a channels-last tensor, stride 1, no padding, at
   // most a residual Add (channels-last too) and a ReLU after: Tessera's kernel, which computes
   // no padding channels where oneDNN 2.6 computes 32 or 48 (narrow_conv.h).
-  if (group == 1 && act_ == dt::f32 && d_.silu_isa == SiluIsa::Avx512 && mul_node < 0 &&
-      elt_node < 0 && dx.size() == 4 && dy.size() == 4 && dw.size() == 4 && dx[0] == dy[0] &&
-      dx[2] == dy[2] && dx[3] == dy[3] && dw[0] == dy[1] && dw[1] == dx[1] && dw[2] == 1 &&
-      dw[3] == 1 && win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
-      win.stride[1] == 1 && win.dilation[0] == 0 && win.dilation[1] == 0 && win.pad_begin[0] == 0 &&
-      win.pad_begin[1] == 0 && win.pad_end[0] == 0 && win.pad_end[1] == 0 &&
-      vals_[static_cast<size_t>(w)].constant && (b < 0 || vals_[static_cast<size_t>(b)].constant) &&
-      !view_.value(y).graph_output) {
+  if (act_ == dt::f32 && d_.silu_isa == SiluIsa::Avx512 && mul_node < 0 && elt_node < 0 &&
+      plain_pointwise(n) && dy.size() == 4 && dx[0] == dy[0] && dx[2] == dy[2] && dx[3] == dy[3] &&
+      dw[0] == dy[1]) {
     const fb::Activation conv_act = n.node().activation();
     const fb::Activation add_act = add_node >= 0
                                        ? view_.node(static_cast<size_t>(add_node)).activation()
