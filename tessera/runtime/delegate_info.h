@@ -90,6 +90,10 @@ struct SelectionReport {
   /// keeps them; empty when there are none, and for a cached selection written before they
   /// were kept (its summary has them).
   char notes[160] = {};
+  /// Under the auto budget, its base: the first candidate's init in ms, less the system time
+  /// its thread spent beyond its user time (internal::auto_budget_base_ms); the runs may take
+  /// LoadOptions::kAutoBudgetRunsPerInit times it. 0 otherwise, and for a cached selection.
+  double auto_budget_base_ms = 0;
   /// The whole-method check (measured loads of methods with two or more delegates); a cached
   /// selection carries the one it was made with.
   MethodSelection method;

@@ -135,7 +135,21 @@ bool clearly_slower(const std::vector<double>& times, double best_ms);
 struct RunClocks {
   double (*wall_ms)() = nullptr;
   double (*thread_cpu_ms)() = nullptr;
+  /// The calling thread's user and system CPU time apart (nullptr when not known: then the
+  /// auto budget's base is the first init's wall time; see auto_budget_base_ms).
+  double (*thread_user_ms)() = nullptr;
+  double (*thread_sys_ms)() = nullptr;
 };
+
+/// The auto selection budget's base (LoadOptions::kAutoBudgetRunsPerInit times it): the first
+/// candidate's init, `wall_ms`, less the system time its thread spent beyond its user time.
+/// That excess is the host's, not the work's: GoogLeNet's oneDNN init at one thread spent 28-35
+/// ms of system time beside 75-111 ms of user time in most loads, and 110-123 ms beside 83-84
+/// in the loads it read 210-232 ms (the same page faults, each slower), when a budget twice
+/// that let the runs outgrow what a fixed load spends. An init that waits (asleep, on a device)
+/// keeps its wall time; so does one with either time unknown (negative). Never below its user
+/// time, never above `wall_ms`.
+double auto_budget_base_ms(double wall_ms, double user_ms, double sys_ms);
 
 /// The clocks measure_candidates and the whole-method check use: steady_clock and
 /// CLOCK_THREAD_CPUTIME_ID, unless a test set others.

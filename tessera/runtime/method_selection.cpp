@@ -193,19 +193,15 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   }
 
   // The check's budget: set, its inits and runs together; auto, its runs (the time outside its
-  // re-inits), kAutoBudgetRunsPerInit x what a fixed load spends on the method's delegates (the
-  // first init each delegate's measurement made: the program's own backend's).
+  // re-inits), kAutoBudgetRunsPerInit x what a fixed load spends on the method's delegates (each
+  // delegate's measurement's auto budget base: the first init it made, the program's own
+  // backend's, less the system time beyond its user time).
   const bool auto_budget = options.selection_budget_is_auto();
   double runs_budget_ms = 0;
   if (auto_budget) {
     for (uint32_t k = 0; k < n; ++k) {
-      const SelectionReport& r = s->delegates[k].info->selection;
-      for (size_t i = 0; i < r.num_candidates; ++i) {
-        if (r.candidates[i].init_ms > 0) {
-          runs_budget_ms += LoadOptions::kAutoBudgetRunsPerInit * r.candidates[i].init_ms;
-          break;
-        }
-      }
+      runs_budget_ms += LoadOptions::kAutoBudgetRunsPerInit *
+                        s->delegates[k].info->selection.auto_budget_base_ms;
     }
   }
   const Clock::time_point start = Clock::now();

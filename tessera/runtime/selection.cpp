@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "tessera/backend/context.h"
 #include "tessera/backend/derived_values.h"
 #include "tessera/backend/device_info.h"
@@ -428,22 +430,45 @@ double thread_cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
+// The calling thread's user (or system) CPU time; 0 when it cannot be read.
+double thread_rusage_ms(bool user) {
+  rusage ru{};
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return 0;
+  const timeval& t = user ? ru.ru_utime : ru.ru_stime;
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3;
+}
+double thread_user_ms() { return thread_rusage_ms(true); }
+double thread_sys_ms() { return thread_rusage_ms(false); }
+
 std::atomic<double (*)()> g_wall_clock{nullptr};
 std::atomic<double (*)()> g_cpu_clock{nullptr};
+std::atomic<double (*)()> g_user_clock{nullptr};
+std::atomic<double (*)()> g_sys_clock{nullptr};
 std::atomic<bool> g_clocks_replaced{false};
 
 }  // namespace
 
 RunClocks selection_clocks() {
-  if (!g_clocks_replaced.load()) return RunClocks{steady_ms, thread_cpu_ms};
-  return RunClocks{g_wall_clock.load(), g_cpu_clock.load()};
+  if (!g_clocks_replaced.load()) {
+    return RunClocks{steady_ms, thread_cpu_ms, thread_user_ms, thread_sys_ms};
+  }
+  return RunClocks{g_wall_clock.load(), g_cpu_clock.load(), g_user_clock.load(),
+                   g_sys_clock.load()};
 }
 
 void set_selection_clocks(RunClocks clocks) {
   const bool replaced = clocks.wall_ms != nullptr;
   g_wall_clock.store(clocks.wall_ms);
   g_cpu_clock.store(clocks.thread_cpu_ms);
+  g_user_clock.store(clocks.thread_user_ms);
+  g_sys_clock.store(clocks.thread_sys_ms);
   g_clocks_replaced.store(replaced);
+}
+
+double auto_budget_base_ms(double wall_ms, double user_ms, double sys_ms) {
+  if (user_ms < 0 || sys_ms < 0) return wall_ms;
+  const double excess = std::max(0.0, sys_ms - user_ms);
+  return std::min(wall_ms, std::max(user_ms, wall_ms - excess));
 }
 
 bool RunTimer::is_disturbed(double wall_ms, double off_ms, double least_off_ms) {
@@ -535,6 +560,8 @@ struct PreInit {
   std::unique_ptr<DerivedValues> derived = std::make_unique<DerivedValues>();
   std::optional<Result<DelegateHandle*>> made;
   double init_ms = 0;
+  // Its thread's user and system CPU time over the init (negative: not known).
+  double user_ms = -1, sys_ms = -1;
   // The init did one-time work (BackendInterface::init_would_be_cold) that the backend's cache
   // now spares later loads: init_ms is not what those loads will take.
   bool warmer_later = false;
@@ -564,6 +591,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
                        "measuring the candidates");
   SelectionReport& report = info->selection;
   std::snprintf(report.mode, sizeof report.mode, "%s", "measure");
+  report.auto_budget_base_ms = 0;
   const fb::Graph* graph = d->payload_nested_root();
   const uint32_t num_inputs = ins->inputs() ? ins->inputs()->size() : 0;
   const Validation validation = options.lenient_options ? Validation::Lenient : Validation::Strict;
@@ -578,6 +606,7 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   double inits_ms = 0;         // the candidates' inits so far
   double runs_budget_ms = -1;  // auto: kAutoBudgetRunsPerInit x the first init
   std::string first_init;      // auto: whose init that was
+  double first_init_ms = 0;    // auto: and what it read
   // What the budget has left now (auto: of the runs; set: of the whole measurement); unbounded
   // while the auto budget is not known yet.
   auto budget_left_ms = [&]() {
@@ -642,10 +671,17 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     const bool cold =
         init_would_be_cold(program, method, d, b, use_specs, into->options.get(), state, symbols);
     bool fatal = false;
+    const bool split = clocks.thread_user_ms != nullptr && clocks.thread_sys_ms != nullptr;
+    const double user0 = split ? clocks.thread_user_ms() : 0;
+    const double sys0 = split ? clocks.thread_sys_ms() : 0;
     const Clock::time_point start = Clock::now();
     into->made.emplace(init_on(program, method, d, name, b, use_specs, pools, state, symbols,
                                into->options.get(), into->derived.get(), &fatal));
     into->init_ms = ms_between(start, Clock::now());
+    if (split) {
+      into->user_ms = clocks.thread_user_ms() - user0;
+      into->sys_ms = clocks.thread_sys_ms() - sys0;
+    }
     into->warmer_later =
         cold && into->made->ok() &&
         !init_would_be_cold(program, method, d, b, use_specs, into->options.get(), state, symbols);
@@ -669,8 +705,10 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
     c->init_ms = pre->init_ms;
     warmer_later[index_of(c)] = pre->warmer_later ? 1 : 0;
     if (auto_budget && runs_budget_ms < 0 && made.ok()) {
-      runs_budget_ms = LoadOptions::kAutoBudgetRunsPerInit * c->init_ms;
+      report.auto_budget_base_ms = auto_budget_base_ms(c->init_ms, pre->user_ms, pre->sys_ms);
+      runs_budget_ms = LoadOptions::kAutoBudgetRunsPerInit * report.auto_budget_base_ms;
       first_init = name;
+      first_init_ms = c->init_ms;
     }
     if (!made.ok()) {
       set_text(c->reason, sizeof c->reason,
@@ -1203,8 +1241,13 @@ int measure_candidates(const Program& program, const fb::Method* method, const f
   if (chosen >= 0) report.candidates[chosen].chosen = true;
   std::string notes = together;
   if (auto_budget && runs_budget_ms >= 0) {  // what the budget was derived as
-    notes += string_format("; budget auto: %.0f ms of runs (%g x %s's init)", runs_budget_ms,
+    notes += string_format("; budget auto: %.0f ms of runs (%g x %s's init", runs_budget_ms,
                            LoadOptions::kAutoBudgetRunsPerInit, first_init.c_str());
+    const double left_out = first_init_ms - report.auto_budget_base_ms;
+    if (left_out >= 0.5) {
+      notes += string_format(" less %.0f ms of system time beyond its user time", left_out);
+    }
+    notes += ")";
   }
   set_text(report.notes, sizeof report.notes, notes);
   write_selection_summary(&report);

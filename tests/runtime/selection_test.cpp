@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -997,6 +999,7 @@ class VariantStub : public testing::StubBackend {
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* payload,
                                Span<const CompileSpec> compile_specs) const override {
     if (derives_fast) context.report_derived("mode", "fast", "auto: the test says so");
+    if (on_init) on_init();
     std::this_thread::sleep_for(std::chrono::milliseconds(init_ms));
     if (first_init_extra_ms > 0 && init_count() == 0) {  // the first (counted after this)
       std::this_thread::sleep_for(std::chrono::milliseconds(first_init_extra_ms));
@@ -1006,6 +1009,7 @@ class VariantStub : public testing::StubBackend {
     return StubBackend::init(context, payload, compile_specs);
   }
   bool pool = false;
+  std::function<void()> on_init;  // called at the start of each init
   int init_ms = 0;  // what each init sleeps
   int fast_init_extra_ms = 0;  // what an init with mode=fast sleeps on top (a weight transform)
   int first_init_extra_ms = 0;  // what the stub's first init sleeps on top (beside another's)
@@ -1185,6 +1189,77 @@ TEST_F(SelectionVariantTest, AVariantThatCannotEndWithinTheBudgetIsNotBegun) {
     EXPECT_NE(std::string(r.summary).find("sel_var [mode=fast] skipped (budget"), std::string::npos)
         << r.summary;
   }
+}
+
+// The auto budget's base leaves out the system time the first init's thread spent beyond its
+// user time (slow page faults: the host's, not the work's). The same 300 ms init that leaves
+// the runs time for the variant (above) does not when 200 ms of it were such system time, and
+// the summary says what was left out. The init's CPU times are fake clocks the stub's init
+// advances; its wall time is slept.
+std::atomic<double> g_init_user_ms{0};
+std::atomic<double> g_init_sys_ms{0};
+double fake_user_ms() {
+  return g_init_user_ms.load();
+}
+double fake_sys_ms() {
+  return g_init_sys_ms.load();
+}
+double steady_wall_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+TEST_F(SelectionVariantTest, TheAutoBudgetLeavesOutTheFirstInitsSystemTimeBeyondItsUserTime) {
+  Program* program = load({2, 4});
+  stub_->slow_ms = 40;
+  stub_->init_ms = 300;
+  struct Case {
+    double user_ms, sys_ms;
+    bool begun;
+  };
+  for (const Case& k : {Case{250, 50, true}, Case{50, 250, false}}) {
+    SCOPED_TRACE(::testing::Message() << "user " << k.user_ms << " ms, system " << k.sys_ms);
+    stub_->on_init = [k] {
+      g_init_user_ms.store(g_init_user_ms.load() + k.user_ms);
+      g_init_sys_ms.store(g_init_sys_ms.load() + k.sys_ms);
+    };
+    internal::set_selection_clocks({&steady_wall_ms, nullptr, &fake_user_ms, &fake_sys_ms});
+    LoadOptions o = measuring();
+    o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
+    auto m = program->load_method("forward", nullptr, o);
+    internal::set_selection_clocks({&steady_wall_ms, nullptr});  // as the fixture had them
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const SelectionReport& r = m->delegate_info(0).selection;
+    ASSERT_EQ(r.num_candidates, 2u) << r.summary;
+    const double init_ms = r.candidates[0].init_ms;
+    ASSERT_GE(init_ms, 300.0);
+    const std::string summary = r.summary;
+    if (k.begun) {
+      EXPECT_EQ(r.auto_budget_base_ms, init_ms);
+      EXPECT_TRUE(r.candidates[1].chosen) << r.candidates[1].reason;
+      EXPECT_NE(summary.find("ms of runs (2 x sel_var's init)"), std::string::npos) << summary;
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(r.auto_budget_base_ms, init_ms - 200);
+    EXPECT_TRUE(r.candidates[0].chosen) << summary;
+    EXPECT_EQ(r.candidates[1].init_ms, 0.0) << r.candidates[1].reason;  // not begun
+    EXPECT_EQ(std::string(r.candidates[1].reason).rfind("skipped (budget auto: ", 0), 0u)
+        << r.candidates[1].reason;
+    EXPECT_NE(summary.find("(2 x sel_var's init less 200 ms of system time beyond its user time)"),
+              std::string::npos)
+        << summary;
+  }
+}
+
+TEST(SelectionRule, TheAutoBudgetBaseLeavesOutSystemTimeBeyondUserTime) {
+  using internal::auto_budget_base_ms;
+  EXPECT_EQ(auto_budget_base_ms(110, -1, -1), 110);  // CPU times not known
+  EXPECT_EQ(auto_budget_base_ms(110, 75, 32), 110);  // GoogLeNet's oneDNN init in most loads
+  EXPECT_EQ(auto_budget_base_ms(124, 62, 62), 124);  // XNNPACK's: as much system time as user
+  EXPECT_DOUBLE_EQ(auto_budget_base_ms(210, 83, 123), 170);  // 40 ms beyond: the host's
+  EXPECT_EQ(auto_budget_base_ms(150, 1, 0), 150);  // an init that sleeps keeps its wall time
+  EXPECT_EQ(auto_budget_base_ms(100, 10, 200), 10);  // readings past the wall: its user time
 }
 
 // A variant needs a clear win: within 3% of the fastest so far, the value the load resolved
