@@ -210,7 +210,7 @@ Result<DelegateHandle*> OnednnBackend::init(BackendInitContext& context, Freeabl
   if (precision.name != "fp32") {
     const DeviceInfo& device = context.device_info();
     const bool cpu_bf16 = device.has_isa("avx512_bf16") || device.has_isa("amx_bf16");
-    const bool onednn_bf16 = effective_isa_includes(dnnl_cpu_isa_avx512_core_bf16);
+    const bool onednn_bf16 = bf16_kernels_available();
     const bool native = cpu_bf16 && onednn_bf16;
     if (precision.name == "bf16" && !native) {
       if (!cpu_bf16) {
@@ -387,6 +387,10 @@ const char* OnednnBackend::derivation_doc() const {
 
 bool winograd_kernels_available() {
   return effective_isa_includes(dnnl_cpu_isa_avx512_core);
+}
+
+bool bf16_kernels_available() {
+  return effective_isa_includes(dnnl_cpu_isa_avx512_core_bf16);
 }
 
 bool amx_bf16_available() {

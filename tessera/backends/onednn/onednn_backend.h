@@ -116,6 +116,10 @@ DelegateSummary summarize_delegate(const DelegateHandle* handle);
 /// where conv_algorithm=auto can use Winograd and conv_algorithm=winograd is accepted.
 bool winograd_kernels_available();
 
+/// True when oneDNN's effective ISA has its bf16 kernels (avx512_core_bf16): with a CPU that has
+/// native bf16 arithmetic (avx512_bf16 or amx_bf16), where precision=bf16 is accepted.
+bool bf16_kernels_available();
+
 /// True when the CPU has AMX bf16 tiles and oneDNN's effective ISA may use them: where
 /// precision=auto picks bf16.
 bool amx_bf16_available();
