@@ -127,7 +127,8 @@ struct LoadOptions {
   /// variants are skipped. The budget is `selection_budget_ms` of inits and runs together, or,
   /// with kSelectionBudgetAuto (the default), derived from the fixed load it replaces: the runs
   /// (everything but the candidates' inits) may take kAutoBudgetRunsPerInit times the first
-  /// candidate's init (the program's own backend: what a fixed load spends on the delegate).
+  /// candidate's init (the program's own backend: what a fixed load spends on the delegate),
+  /// less the system time its thread spent beyond its user time (internal::auto_budget_base_ms).
   Selection selection = Selection::Auto;
   double selection_tolerance = 1e-4;
   static constexpr double kSelectionBudgetAuto = -1.0;
