@@ -200,8 +200,8 @@ void check_whole_method(const Program& program, const LoadOptions& options, Meth
   double runs_budget_ms = 0;
   if (auto_budget) {
     for (uint32_t k = 0; k < n; ++k) {
-      runs_budget_ms += LoadOptions::kAutoBudgetRunsPerInit *
-                        s->delegates[k].info->selection.auto_budget_base_ms;
+      runs_budget_ms +=
+          LoadOptions::kAutoBudgetRunsPerInit * s->delegates[k].info->selection.auto_budget_base_ms;
     }
   }
   const Clock::time_point start = Clock::now();

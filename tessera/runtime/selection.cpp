@@ -437,8 +437,12 @@ double thread_rusage_ms(bool user) {
   const timeval& t = user ? ru.ru_utime : ru.ru_stime;
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) * 1e-3;
 }
-double thread_user_ms() { return thread_rusage_ms(true); }
-double thread_sys_ms() { return thread_rusage_ms(false); }
+double thread_user_ms() {
+  return thread_rusage_ms(true);
+}
+double thread_sys_ms() {
+  return thread_rusage_ms(false);
+}
 
 std::atomic<double (*)()> g_wall_clock{nullptr};
 std::atomic<double (*)()> g_cpu_clock{nullptr};

@@ -1258,7 +1258,7 @@ TEST(SelectionRule, TheAutoBudgetBaseLeavesOutSystemTimeBeyondUserTime) {
   EXPECT_EQ(auto_budget_base_ms(110, 75, 32), 110);  // GoogLeNet's oneDNN init in most loads
   EXPECT_EQ(auto_budget_base_ms(124, 62, 62), 124);  // XNNPACK's: as much system time as user
   EXPECT_DOUBLE_EQ(auto_budget_base_ms(210, 83, 123), 170);  // 40 ms beyond: the host's
-  EXPECT_EQ(auto_budget_base_ms(150, 1, 0), 150);  // an init that sleeps keeps its wall time
+  EXPECT_EQ(auto_budget_base_ms(150, 1, 0), 150);    // an init that sleeps keeps its wall time
   EXPECT_EQ(auto_budget_base_ms(100, 10, 200), 10);  // readings past the wall: its user time
 }
 
