@@ -1204,11 +1204,6 @@ double fake_user_ms() {
 double fake_sys_ms() {
   return g_init_sys_ms.load();
 }
-double steady_wall_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 TEST_F(SelectionVariantTest, TheAutoBudgetLeavesOutTheFirstInitsSystemTimeBeyondItsUserTime) {
   Program* program = load({2, 4});
@@ -1224,11 +1219,13 @@ TEST_F(SelectionVariantTest, TheAutoBudgetLeavesOutTheFirstInitsSystemTimeBeyond
       g_init_user_ms.store(g_init_user_ms.load() + k.user_ms);
       g_init_sys_ms.store(g_init_sys_ms.load() + k.sys_ms);
     };
-    internal::set_selection_clocks({&steady_wall_ms, nullptr, &fake_user_ms, &fake_sys_ms});
+    using testing::WallClockOnlySelection;
+    internal::set_selection_clocks(
+        {&WallClockOnlySelection::wall_ms, nullptr, &fake_user_ms, &fake_sys_ms});
     LoadOptions o = measuring();
     o.selection_budget_ms = LoadOptions::kSelectionBudgetAuto;
     auto m = program->load_method("forward", nullptr, o);
-    internal::set_selection_clocks({&steady_wall_ms, nullptr});  // as the fixture had them
+    internal::set_selection_clocks({&WallClockOnlySelection::wall_ms, nullptr});  // the fixture's
     ASSERT_TRUE(m.ok()) << m.status().message();
     const SelectionReport& r = m->delegate_info(0).selection;
     ASSERT_EQ(r.num_candidates, 2u) << r.summary;

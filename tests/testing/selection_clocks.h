@@ -17,7 +17,8 @@ class WallClockOnlySelection {
   WallClockOnlySelection(const WallClockOnlySelection&) = delete;
   WallClockOnlySelection& operator=(const WallClockOnlySelection&) = delete;
 
- private:
+  /// The wall clock it times with (steady_clock, in ms), for a test that sets other clocks
+  /// beside it for a while.
   static double wall_ms() {
     return std::chrono::duration<double, std::milli>(
                std::chrono::steady_clock::now().time_since_epoch())

@@ -181,7 +181,17 @@ bool has_step_of(const DelegateSummary& sum, const char* impl) {
 /// run_with_load).
 ::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
                                               DelegateSummary* summary, int64_t threads = 1,
-                                              int repeat = 1);
+                                              int repeat = 1) {
+  BackendOptions<2> opts;
+  LoadBackendOptionsMap load;
+  if (!opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok() ||
+      !opts.set(kNumThreads, threads).is_ok() ||
+      !load.set_options(kBackendName, opts.view()).is_ok()) {
+    return ::testing::AssertionFailure() << "cannot set the options";
+  }
+  return run_with_load(g, &load, 11, summary, repeat)
+         << "=" << algorithm << ", " << threads << " thread(s)";
+}
 
 /// Where oneDNN has no Winograd kernels (its effective ISA below AVX-512: the CPU's, or capped by
 /// max_cpu_isa), conv_algorithm=winograd asked for is an init error that says so: checks that `g`
@@ -193,20 +203,6 @@ void expect_winograd_refused(const GraphCase& g) {
   EXPECT_NE(std::string(run.message()).find("conv_algorithm=winograd needs oneDNN's float32"),
             std::string::npos)
       << run.message();
-}
-
-::testing::AssertionResult run_with_algorithm(const GraphCase& g, const char* algorithm,
-                                              DelegateSummary* summary, int64_t threads,
-                                              int repeat) {
-  BackendOptions<2> opts;
-  LoadBackendOptionsMap load;
-  if (!opts.set(kConvAlgorithm, EnumValue{algorithm}).is_ok() ||
-      !opts.set(kNumThreads, threads).is_ok() ||
-      !load.set_options(kBackendName, opts.view()).is_ok()) {
-    return ::testing::AssertionFailure() << "cannot set the options";
-  }
-  return run_with_load(g, &load, 11, summary, repeat)
-         << "=" << algorithm << ", " << threads << " thread(s)";
 }
 
 /// A graph input of 16 channels (into `*input`) and a 1x1 Conv with ReLU to `channels` after
